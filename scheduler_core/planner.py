@@ -1,0 +1,74 @@
+"""Solo prefill planning: run a policy from position 0 to the plan's end, detecting stalls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import Catalog
+from .errors import Stalled
+from .execution import ExecutionModel
+from .policies import Launch, Policy, PrefillState, make_policy
+from .request import Request
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A policy's launch sequence for one request, with true costs when an execution model is given."""
+
+    policy: str
+    launches: tuple[Launch, ...]
+    end: int
+    true_ms: tuple[float, ...] | None
+    first_token_ms: float | None
+
+    @property
+    def padded_tokens(self) -> int:
+        return sum(launch.padding for launch in self.launches)
+
+    @property
+    def ttft_ms(self) -> float | None:
+        if self.true_ms is None or self.first_token_ms is None:
+            return None
+        return sum(self.true_ms) + self.first_token_ms
+
+    @property
+    def graphs(self) -> tuple[int, ...]:
+        return tuple(launch.graph for launch in self.launches)
+
+    def to_dict(self) -> dict[str, Any]:
+        true = self.true_ms or (None,) * len(self.launches)
+        return {
+            "policy": self.policy,
+            "launches": [
+                {"graph": l.graph, "start": l.start, "end": l.end, "chooser": l.chooser,
+                 "predicted_ms": l.predicted_ms, "true_ms": t}
+                for l, t in zip(self.launches, true)
+            ],
+            "launch_count": len(self.launches),
+            "end": self.end,
+            "padded_tokens": self.padded_tokens,
+            "ttft_ms": self.ttft_ms,
+        }
+
+
+def plan_launches(policy: Policy, catalog: Catalog, request: Request) -> tuple[Launch, ...]:
+    """Every launch `policy` makes for `request`; raises Stalled if it ever offers none."""
+    launches: list[Launch] = []
+    position, end = 0, request.plan_end
+    while position < end:
+        launch = policy.choose(PrefillState(catalog, request, position))
+        if launch is None or launch.end <= position:
+            raise Stalled(position, policy.name)
+        launches.append(launch)
+        position = launch.end
+    return tuple(launches)
+
+
+def plan(policy: Policy | str, catalog: Catalog, request: Request, execution: ExecutionModel | None = None) -> Plan:
+    """The spec's `plan`: launches, padding, and (with an execution model) true per-launch ms and TTFT."""
+    policy = make_policy(policy) if isinstance(policy, str) else policy
+    launches = plan_launches(policy, catalog, request)
+    true_ms = None if execution is None else tuple(execution.launch_ms(l.graph, 0) for l in launches)
+    first = None if execution is None else execution.first_token_ms
+    return Plan(policy.name, launches, request.plan_end, true_ms, first)
