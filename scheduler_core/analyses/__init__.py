@@ -1,0 +1,16 @@
+"""Analyses maintainers run to decide between policies. Each returns plain data and reports
+progress through a callback, so the CLI, the tests and Celery all drive the same code."""
+
+from __future__ import annotations
+
+from ..errors import InvalidInput
+from . import pr22
+from .params import Analysis
+
+ANALYSES: dict[str, Analysis] = {a.name: a for a in (pr22.ANALYSIS,)}
+
+
+def get_analysis(name: object) -> Analysis:
+    if not isinstance(name, str) or name not in ANALYSES:
+        raise InvalidInput("kind", f"unknown analysis {name!r} (expected one of {sorted(ANALYSES)})")
+    return ANALYSES[name]

@@ -1,0 +1,58 @@
+"""The pull request's evidence: four arms, before (`cost`) and after (`rule`), reproduced exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..catalog import drift
+from ..execution import AffineExecution, measured_catalog
+from ..planner import plan
+from ..request import Request
+from .params import Analysis, Emit, Param, progress
+
+ARMS: dict[str, int] = {"3.5k": 3504, "14k": 14000}  # 3.5k: a 432-token tail after 2048 + 1024
+
+
+def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    execution = AffineExecution(params["fixed_ms"], params["ms_per_token"], params["first_token_ms"])
+    clean = measured_catalog(execution)
+    catalogs = {"clean": clean, "drift": drift(clean, clean.full_chunk, params["drift_factor"])}
+    arms: list[dict[str, Any]] = []
+    total = len(ARMS) * len(catalogs)
+    progress(emit, 0, total, "starting")
+    for arm, tokens in ARMS.items():
+        for catalog_name, catalog in catalogs.items():
+            row: dict[str, Any] = {"arm": arm, "prompt_tokens": tokens, "catalog": catalog_name}
+            for policy in ("cost", "rule"):
+                p = plan(policy, catalog, Request(tokens), execution)
+                row[policy] = {"launches": len(p.launches), "ttft_ms": round(p.ttft_ms or 0.0, 6),
+                               "graphs": list(p.graphs), "padded_tokens": p.padded_tokens}
+            row["delta_ms"] = round(row["rule"]["ttft_ms"] - row["cost"]["ttft_ms"], 6)
+            arms.append(row)
+            emit({"type": "arm_result", **row})
+            progress(emit, len(arms), total, f"{arm} {catalog_name}")
+    return {"execution": execution.to_dict(), "drift_factor": params["drift_factor"], "arms": arms}
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """The pull request's text: 'arm catalog: before -> after' per line."""
+    def side(x: dict[str, Any]) -> str:
+        n = x["launches"]
+        return f"{n} launch{'es' if n != 1 else ''} {x['ttft_ms']:.2f} ms"
+    lines = ["arm   catalog  cost (before)            rule (after)             delta"]
+    for row in result["arms"]:
+        lines.append(f"{row['arm']:<5} {row['catalog']:<8} {side(row['cost']):<24} {side(row['rule']):<24} {row['delta_ms']:+.2f} ms")
+    return "\n".join(lines)
+
+
+ANALYSIS = Analysis(
+    name="pr22",
+    summary="The pull request's four arms (3.5k/14k x clean/drift catalog), cost before vs rule after.",
+    params=(
+        Param("fixed_ms", "float", 2.0, "fixed true cost of a launch (ms)", minimum=0.0, maximum=1e4),
+        Param("ms_per_token", "float", 1 / 64, "true cost per token a graph carries (ms)", minimum=0.0, maximum=1e3),
+        Param("first_token_ms", "float", 0.10, "sampling the first token (ms)", minimum=0.0, maximum=1e4),
+        Param("drift_factor", "float", 1.6, "how much the slow capture over-measures the full graph", minimum=0.01, maximum=100.0),
+    ),
+    run=run,
+)
