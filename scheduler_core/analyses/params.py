@@ -72,6 +72,7 @@ class Analysis:
     run: Callable[[dict[str, Any], Emit], dict[str, Any]]
     work: Callable[[dict[str, Any]], int] = field(default=lambda params: 1)
     max_work: int = 10**9
+    format_text: Callable[[dict[str, Any]], str] | None = None  # the CLI's human-readable output
 
     def validate(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
         """Fill defaults, parse every value, reject unknown names and runs too large to finish in minutes."""

@@ -55,4 +55,5 @@ ANALYSIS = Analysis(
         Param("drift_factor", "float", 1.6, "how much the slow capture over-measures the full graph", minimum=0.01, maximum=100.0),
     ),
     run=run,
+    format_text=format_table,
 )
