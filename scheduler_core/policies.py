@@ -101,7 +101,8 @@ class _RemainderTable:
         self.cost = {c: catalog.predicted_ms(c) for c in catalog.capacities}
         self.unmeasured = frozenset(c for c in catalog.capacities if catalog.prefill_ms[c] is None)
         self.step = reduce(gcd, catalog.capacities)
-        self.smallest = catalog.capacities[0]
+        self.full = catalog.full_chunk
+        self.offsets = tuple((c, c // self.step, self.cost[c]) for c in self.capacities_desc)
         self.rows: dict[int, list[Score]] = {}
 
     def best(self, remaining: int) -> Score:
@@ -111,30 +112,46 @@ class _RemainderTable:
         row = self.rows.setdefault(residue, [])
         index = remaining // self.step
         # row[i] holds the answer for r = residue + i * step (r == 0 is the empty plan).
-        step, cost, unmeasured = self.step, self.cost, self.unmeasured
-        caps = self.capacities_desc
         while len(row) <= index:
-            r = residue + len(row) * step
-            if r == 0:
-                row.append(_EMPTY)
-                continue
-            # Capacities >= r all do the same work r; among them only the smallest unmeasured one
-            # and every measured one survive the filter.
-            smallest_covering = min((c for c in caps if c >= r), default=None)
-            best: Score | None = None
-            for c in caps:
-                if c >= r:
-                    if c in unmeasured and c != smallest_covering:
-                        continue
-                    t, k, n = cost[c], c, 1
-                else:
-                    rest = row[(r - c - residue) // step]
-                    t, k, n = cost[c] + rest[0], c + rest[1], 1 + rest[2]
-                if _better(t, k, n, best):
-                    best = (t, k, n, c)
-            assert best is not None
-            row.append(best)
+            r = residue + len(row) * self.step
+            row.append(_EMPTY if r == 0 else self._short(row, r) if r <= self.full else self._long(row, len(row)))
         return row[index]
+
+    def _short(self, row: list[Score], r: int) -> Score:
+        """r <= full chunk: some graphs cover r, and the filter keeps only the smallest unmeasured one."""
+        smallest_covering = min(c for c in self.capacities_desc if c >= r)
+        best: Score | None = None
+        for c in self.capacities_desc:
+            if c >= r:
+                if c in self.unmeasured and c != smallest_covering:
+                    continue
+                t, k, n = self.cost[c], c, 1
+            else:
+                rest = row[(r - c) // self.step]
+                t, k, n = self.cost[c] + rest[0], c + rest[1], 1 + rest[2]
+            if _better(t, k, n, best):
+                best = (t, k, n, c)
+        assert best is not None
+        return best
+
+    def _long(self, row: list[Score], i: int) -> Score:
+        """r > full chunk: every graph does its full work. The hot loop of a long prompt, so `_better` is inlined."""
+        (c, d, cost), *others = self.offsets
+        bt, bk, bn, _ = row[i - d]
+        bt, bk, bn, bc = cost + bt, c + bk, 1 + bn, c
+        for c, d, cost in others:
+            rt, rk, rn, _ = row[i - d]
+            t = cost + rt
+            diff = t - bt
+            scale = t if t > bt else bt
+            tolerance = REL_TOLERANCE * scale if scale > 1.0 else REL_TOLERANCE
+            if diff > tolerance:
+                continue
+            k = c + rk
+            if diff >= -tolerance and (k > bk or (k == bk and rn + 1 >= bn)):
+                continue
+            bt, bk, bn, bc = t, k, rn + 1, c
+        return (bt, bk, bn, bc)
 
 
 class CostPolicy:
