@@ -1,0 +1,90 @@
+"""The CLI runs without site-packages (-S): scheduler_core must need nothing beyond the standard library."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STALL_INPUT = {
+    "policy": "rule-v1",
+    "catalog": [{"prefill": c, "decode": 0, "ms": 1.0} for c in (64, 128, 256, 512, 1024, 2048)]
+    + [{"prefill": 4096, "decode": 0, "ms": None}],
+    "request": {"prompt_tokens": 6000, "message_boundaries": [], "atomic_spans": [[2000, 5000]], "prefill_limit": None},
+}
+
+
+def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-S", "-E", "-m", "scheduler_core", *args], input=stdin, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_plan_answers_the_spec_example():
+    data = dict(STALL_INPUT, policy="cost", execution={"fixed_ms": 2.0, "ms_per_token": 0.015625, "first_token_ms": 0.1})
+    out = cli("plan", stdin=json.dumps(data))
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout)
+    assert [(l["graph"], l["start"], l["end"], l["chooser"]) for l in answer["launches"]] == [
+        (2048, 0, 2000, "catalog"), (4096, 2000, 6000, "catalog")]
+    assert [l["true_ms"] for l in answer["launches"]] == [34.0, 66.0]
+    assert answer["padded_tokens"] == 144 and answer["launch_count"] == 2 and answer["end"] == 6000
+    assert answer["ttft_ms"] == pytest.approx(100.1)
+
+
+def test_plan_without_execution_has_null_true_costs():
+    answer = json.loads(cli("plan", stdin=json.dumps(dict(STALL_INPUT, policy="rule"))).stdout)
+    assert answer["ttft_ms"] is None and all(l["true_ms"] is None for l in answer["launches"])
+
+
+def test_plan_reports_a_stall_as_an_answer_with_its_position():
+    out = cli("plan", stdin=json.dumps(STALL_INPUT))
+    assert out.returncode == 0
+    answer = json.loads(out.stdout)
+    assert answer["error"] == "stalled" and answer["position"] == 0
+
+
+def test_plan_answers_json_lines_one_line_each_in_order():
+    lines = [json.dumps(dict(STALL_INPUT, policy=p)) for p in ("rule", "rule-v1", "nope")] + ["{broken"]
+    out = cli("plan", stdin="\n".join(lines) + "\n")
+    assert out.returncode == 0
+    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(answers) == 4
+    assert answers[0]["launch_count"] == 2
+    assert answers[1]["error"] == "stalled"
+    assert answers[2]["field"] == "policy"
+    assert answers[3]["field"] == "line 4"
+
+
+def test_plan_rejects_a_single_invalid_input_with_status_2_and_nothing_on_stdout():
+    bad = dict(STALL_INPUT, request={"prompt_tokens": 6000, "atomic_spans": [[0, 5000]]})
+    out = cli("plan", stdin=json.dumps(bad))
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert "request.atomic_spans[0]" in out.stderr and "full chunk" in out.stderr
+
+
+def test_pr22_json_has_the_eight_figures():
+    out = cli("pr22", "--json")
+    assert out.returncode == 0, out.stderr
+    arms = {(a["arm"], a["catalog"]): a for a in json.loads(out.stdout)["arms"]}
+    figures = {key: (a["cost"]["launches"], round(a["cost"]["ttft_ms"], 2), a["rule"]["launches"], round(a["rule"]["ttft_ms"], 2))
+               for key, a in arms.items()}
+    assert figures == {
+        ("3.5k", "clean"): (3, 62.10, 1, 66.10),
+        ("3.5k", "drift"): (3, 62.10, 1, 66.10),
+        ("14k", "clean"): (6, 232.10, 4, 232.10),
+        ("14k", "drift"): (9, 238.10, 4, 232.10),
+    }
+
+
+def test_pr22_text_reads_like_the_pull_request():
+    out = cli("pr22")
+    assert "9 launches 238.10 ms" in out.stdout and "4 launches 232.10 ms" in out.stdout
+
+
+def test_an_analysis_rejects_a_bad_flag_with_status_2():
+    out = cli("pr22", "--drift-factor", "-3")
+    assert out.returncode == 2 and out.stdout == ""
+    assert "drift_factor" in out.stderr
