@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalog import drift
-from ..execution import AffineExecution, measured_catalog
 from ..planner import plan
 from ..request import Request
-from .params import Analysis, Emit, Param, progress
+from .catalogs import DRIFT_PARAM, EXECUTION_PARAMS, execution_of, pr22_catalogs
+from .params import Analysis, Emit, progress
 
 ARMS: dict[str, int] = {"3.5k": 3504, "14k": 14000}  # 3.5k: a 432-token tail after 2048 + 1024
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    execution = AffineExecution(params["fixed_ms"], params["ms_per_token"], params["first_token_ms"])
-    clean = measured_catalog(execution)
-    catalogs = {"clean": clean, "drift": drift(clean, clean.full_chunk, params["drift_factor"])}
+    execution = execution_of(params)
+    catalogs = pr22_catalogs(execution, params["drift_factor"])
     arms: list[dict[str, Any]] = []
     total = len(ARMS) * len(catalogs)
     progress(emit, 0, total, "starting")
@@ -48,12 +46,7 @@ def format_table(result: dict[str, Any]) -> str:
 ANALYSIS = Analysis(
     name="pr22",
     summary="The pull request's four arms (3.5k/14k x clean/drift catalog), cost before vs rule after.",
-    params=(
-        Param("fixed_ms", "float", 2.0, "fixed true cost of a launch (ms)", minimum=0.0, maximum=1e4),
-        Param("ms_per_token", "float", 1 / 64, "true cost per token a graph carries (ms)", minimum=0.0, maximum=1e3),
-        Param("first_token_ms", "float", 0.10, "sampling the first token (ms)", minimum=0.0, maximum=1e4),
-        Param("drift_factor", "float", 1.6, "how much the slow capture over-measures the full graph", minimum=0.01, maximum=100.0),
-    ),
+    params=(*EXECUTION_PARAMS, DRIFT_PARAM),
     run=run,
     format_text=format_table,
 )

@@ -1,0 +1,31 @@
+"""The pull request's setting, shared by every analysis that compares policies in it: the true
+execution model, the clean catalog measured from it and the drift catalog (a slow capture of
+the full chunk). One definition, so the analyses' figures agree with the evidence table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..catalog import Catalog, drift
+from ..execution import AffineExecution, measured_catalog
+from .params import Param
+
+EXECUTION_PARAMS: tuple[Param, ...] = (
+    Param("fixed_ms", "float", 2.0, "fixed true cost of a launch (ms)", minimum=0.0, maximum=1e4),
+    Param("ms_per_token", "float", 1 / 64, "true cost per token a graph carries (ms)", minimum=0.0, maximum=1e3),
+    Param("first_token_ms", "float", 0.10, "sampling the first token (ms)", minimum=0.0, maximum=1e4),
+)
+DRIFT_PARAM = Param("drift_factor", "float", 1.6, "how much the slow capture over-measures the full graph",
+                    minimum=0.01, maximum=100.0)
+CATALOG_NAMES: tuple[str, ...] = ("clean", "drift")
+
+
+def execution_of(params: dict[str, Any]) -> AffineExecution:
+    """The true execution model named by an analysis's EXECUTION_PARAMS."""
+    return AffineExecution(params["fixed_ms"], params["ms_per_token"], params["first_token_ms"])
+
+
+def pr22_catalogs(execution: AffineExecution, drift_factor: float) -> dict[str, Catalog]:
+    """{"clean": every graph measured at its true cost, "drift": the full chunk over-measured by `drift_factor`}."""
+    clean = measured_catalog(execution)
+    return {"clean": clean, "drift": drift(clean, clean.full_chunk, drift_factor)}
