@@ -1,0 +1,95 @@
+"""The pull request's determinism claim, measured: replay N boots, each measuring the catalog
+with fresh noise, and count the distinct launch sequences each policy produces for the same
+prompts. The true execution model never changes, so a TTFT spread is the price of following noise."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..catalog import noise
+from ..execution import measured_catalog
+from ..planner import plan
+from ..policies import make_policy
+from ..request import Request
+from .catalogs import EXECUTION_PARAMS, execution_of
+from .pacing import Ticker
+from .params import Analysis, Emit, Param
+
+DP_STEP = 64  # the default catalog's capacity gcd: one cost-table row per 64 tokens
+
+
+def work(params: dict[str, Any]) -> int:
+    """Per boot and policy: the cost table for the longest prompt plus about one decision per 4096 tokens."""
+    prompts = params["prompts"]
+    per_boot = max(prompts) // DP_STEP + sum(n // 4096 + 1 for n in prompts)
+    return params["boots"] * len(params["policies"]) * per_boot
+
+
+def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    execution = execution_of(params)
+    clean = measured_catalog(execution)
+    policies = {name: make_policy(name) for name in params["policies"]}
+    prompts, boots = params["prompts"], params["boots"]
+    requests = {n: Request(n) for n in prompts}
+    sequences = {n: {name: Counter[tuple[int, ...]]() for name in policies} for n in prompts}
+    ttfts: dict[int, dict[str, list[float]]] = {n: {name: [] for name in policies} for n in prompts}
+    ticker = Ticker(emit, boots)
+    for boot in range(boots):
+        catalog = noise(clean, seed=params["seed"] + boot, sigma=params["sigma"])
+        for n, request in requests.items():
+            for name, policy in policies.items():
+                p = plan(policy, catalog, request, execution)
+                sequences[n][name][p.graphs] += 1
+                ttfts[n][name].append(p.ttft_ms or 0.0)
+        ticker.tick(boot + 1, f"boot {boot + 1}")
+    per_prompt = [{"prompt_tokens": n, **{name: _describe(sequences[n][name], ttfts[n][name]) for name in policies}}
+                  for n in prompts]
+    overall = {name: {
+        "distinct_sequences": sum(row[name]["distinct_sequences"] for row in per_prompt),
+        "prompts_with_one_sequence": sum(row[name]["distinct_sequences"] == 1 for row in per_prompt),
+        "max_ttft_spread_ms": max(row[name]["ttft_ms"]["spread"] for row in per_prompt),
+    } for name in policies}
+    return {"execution": execution.to_dict(), "boots": boots, "sigma": params["sigma"], "seed": params["seed"],
+            "prompts": per_prompt, "overall": overall}
+
+
+def _describe(sequences: Counter[tuple[int, ...]], ttft: list[float]) -> dict[str, Any]:
+    graphs, boots = sequences.most_common(1)[0]
+    return {
+        "distinct_sequences": len(sequences),
+        "most_common": {"graphs": list(graphs), "boots": boots},
+        "launches": {"min": min(map(len, sequences)), "max": max(map(len, sequences))},
+        "ttft_ms": {"min": round(min(ttft), 6), "max": round(max(ttft), 6),
+                    "spread": round(max(ttft) - min(ttft), 6), "mean": round(sum(ttft) / len(ttft), 6)},
+    }
+
+
+def format_text(result: dict[str, Any]) -> str:
+    """A line per prompt and policy: distinct sequences over the boots and the TTFT they span."""
+    lines = [f"{result['boots']} boots, measurement noise sigma {result['sigma']}"]
+    for row in result["prompts"]:
+        for name in result["overall"]:
+            d = row[name]
+            lines.append(f"{row['prompt_tokens']:>8} tokens {name:<5} {d['distinct_sequences']:>4} distinct sequences, "
+                         f"TTFT {d['ttft_ms']['min']:.2f} .. {d['ttft_ms']['max']:.2f} ms")
+    return "\n".join(lines)
+
+
+ANALYSIS = Analysis(
+    name="boots",
+    summary="Distinct launch sequences and TTFT spread per policy over N boots with measurement noise.",
+    params=(
+        Param("boots", "int", 64, "boots to simulate (boot b draws its noise with seed + b)", minimum=1, maximum=10_000),
+        Param("sigma", "float", 0.05, "log-normal measurement noise per graph", minimum=0.0, maximum=2.0),
+        Param("seed", "int", 0, "seed of the first boot", minimum=0, maximum=2**31 - 1),
+        Param("prompts", "int_list", [3504, 14000, 131072], "prompt lengths (tokens)", minimum=1, maximum=1 << 20,
+              max_items=64),
+        Param("policies", "choice_list", ["cost", "rule"], "policies to plan with", choices=("cost", "rule")),
+        *EXECUTION_PARAMS,
+    ),
+    run=run,
+    work=work,
+    max_work=50_000_000,
+    format_text=format_text,
+)

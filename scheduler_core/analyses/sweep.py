@@ -1,0 +1,123 @@
+"""TTFT, launches and padding against prompt length, per policy and catalog: where the rule
+wins or loses against the cost model, and by how much (the pull request shows two points;
+this draws the whole curve)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import InvalidInput
+from ..planner import plan
+from ..policies import make_policy
+from ..request import Request
+from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, execution_of, pr22_catalogs
+from .pacing import Ticker
+from .params import Analysis, Emit, Param
+
+MAX_TOKENS = 1 << 20
+TIE_MS = 1e-6  # TTFTs are rounded to 6 decimals; closer than this is a tie
+FULL_CHUNK = 4096  # the pull request's catalog; sizes the work estimate
+
+
+def prompt_lengths(params: dict[str, Any]) -> list[int]:
+    """`count` lengths from min_tokens to max_tokens, log or linearly spaced, rounded and deduplicated."""
+    lo, hi, count = params["min_tokens"], params["max_tokens"], params["count"]
+    if lo > hi:
+        raise InvalidInput("min_tokens", f"must be <= max_tokens ({lo} > {hi})")
+    fractions = [i / (count - 1) for i in range(count)] if count > 1 else [1.0]
+    if params["spacing"] == "log":
+        points = (math.exp(math.log(lo) + f * (math.log(hi) - math.log(lo))) for f in fractions)
+    else:
+        points = (lo + f * (hi - lo) for f in fractions)
+    return sorted({min(hi, max(lo, round(x))) for x in points})
+
+
+def work(params: dict[str, Any]) -> int:
+    """Launch decisions: each plan makes about one per full chunk of its prompt."""
+    plans_per_length = len(params["policies"]) * len(params["catalogs"])
+    return plans_per_length * sum(n // FULL_CHUNK + 1 for n in prompt_lengths(params))
+
+
+def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    execution = execution_of(params)
+    catalogs = {name: c for name, c in pr22_catalogs(execution, params["drift_factor"]).items()
+                if name in params["catalogs"]}
+    policies = {name: make_policy(name) for name in params["policies"]}  # one each: their tables are reused
+    lengths = prompt_lengths(params)
+    ticker = Ticker(emit, len(lengths) * len(policies) * len(catalogs))
+    done = 0
+    series: dict[str, dict[str, Any]] = {}
+    summary: dict[str, dict[str, Any]] = {}
+    for catalog_name, catalog in catalogs.items():
+        per_policy: dict[str, Any] = {}
+        for policy_name, policy in policies.items():
+            ttft, launches, padded = [], [], []
+            for n in lengths:
+                p = plan(policy, catalog, Request(n), execution)
+                ttft.append(round(p.ttft_ms or 0.0, 6))
+                launches.append(len(p.launches))
+                padded.append(p.padded_tokens)
+                done += 1
+                ticker.tick(done, f"{catalog_name} {policy_name}")
+            per_policy[policy_name] = {"ttft_ms": ttft, "launches": launches, "padded_tokens": padded}
+        if "cost" in per_policy and "rule" in per_policy:
+            cost, rule = per_policy["cost"], per_policy["rule"]
+            per_policy["delta_ms"] = [round(r - c, 6) for r, c in zip(rule["ttft_ms"], cost["ttft_ms"])]
+            summary[catalog_name] = summarise(lengths, cost, rule, per_policy["delta_ms"])
+        series[catalog_name] = per_policy
+    return {"execution": execution.to_dict(), "drift_factor": params["drift_factor"], "spacing": params["spacing"],
+            "prompt_tokens": lengths, "series": series, "summary": summary}
+
+
+def summarise(lengths: list[int], cost: dict[str, list], rule: dict[str, list], delta: list[float]) -> dict[str, Any]:
+    """How often and by how much the rule beats or trails the cost model (delta = rule - cost, ms)."""
+    worst = max(range(len(delta)), key=lambda i: (delta[i], -i))
+    best = min(range(len(delta)), key=lambda i: (delta[i], i))
+    return {
+        "prompts": len(lengths),
+        "rule_wins": sum(d < -TIE_MS for d in delta),
+        "rule_loses": sum(d > TIE_MS for d in delta),
+        "ties": sum(abs(d) <= TIE_MS for d in delta),
+        "mean_delta_ms": round(sum(delta) / len(delta), 6),
+        "max_loss_ms": max(delta[worst], 0.0),
+        "max_loss_at": lengths[worst] if delta[worst] > TIE_MS else None,
+        "max_gain_ms": max(-delta[best], 0.0),
+        "max_gain_at": lengths[best] if delta[best] < -TIE_MS else None,
+        "mean_launches_saved": round(sum(c - r for c, r in zip(cost["launches"], rule["launches"])) / len(delta), 6),
+        "mean_extra_padding": round(sum(r - c for c, r in zip(cost["padded_tokens"], rule["padded_tokens"])) / len(delta), 6),
+    }
+
+
+def format_text(result: dict[str, Any]) -> str:
+    """One line per catalog: the rule's record against the cost model."""
+    lines = [f"{len(result['prompt_tokens'])} prompt lengths, {result['prompt_tokens'][0]} .. "
+             f"{result['prompt_tokens'][-1]} tokens ({result['spacing']}); delta = rule - cost TTFT"]
+    for name, s in result["summary"].items():
+        loss = f"max loss {s['max_loss_ms']:+.2f} ms at {s['max_loss_at']}" if s["max_loss_at"] else "never loses"
+        gain = f"max gain {s['max_gain_ms']:.2f} ms at {s['max_gain_at']}" if s["max_gain_at"] else "never wins"
+        lines.append(f"{name:<6} rule wins {s['rule_wins']}, loses {s['rule_loses']}, ties {s['ties']}; "
+                     f"mean {s['mean_delta_ms']:+.2f} ms; {loss}; {gain}; "
+                     f"{s['mean_launches_saved']:.2f} launches saved on average")
+    return "\n".join(lines)
+
+
+ANALYSIS = Analysis(
+    name="sweep",
+    summary="TTFT, launches and padding against prompt length for cost and rule, clean and drift catalogs.",
+    params=(
+        Param("min_tokens", "int", 1, "shortest prompt", minimum=1, maximum=MAX_TOKENS),
+        Param("max_tokens", "int", 131072, "longest prompt", minimum=1, maximum=MAX_TOKENS),
+        Param("count", "int", 256, "prompt lengths to sample (duplicates after rounding are dropped)",
+              minimum=1, maximum=100_000),
+        Param("spacing", "choice", "log", "how the lengths are spaced", choices=("log", "linear")),
+        Param("policies", "choice_list", ["cost", "rule"], "policies to plan with", choices=("cost", "rule")),
+        Param("catalogs", "choice_list", list(CATALOG_NAMES), "catalogs to plan against", choices=CATALOG_NAMES),
+        *EXECUTION_PARAMS,
+        DRIFT_PARAM,
+    ),
+    run=run,
+    work=work,
+    max_work=20_000_000,
+    format_text=format_text,
+)

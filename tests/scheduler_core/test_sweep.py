@@ -1,0 +1,91 @@
+import json
+
+import pytest
+
+from scheduler_core.analyses.sweep import ANALYSIS, prompt_lengths
+from scheduler_core.errors import InvalidInput
+
+
+def sweep(**params):
+    events = []
+    return ANALYSIS.run(ANALYSIS.validate(params), events.append), events
+
+
+def test_log_spacing_covers_both_ends_with_distinct_sorted_lengths():
+    lengths = prompt_lengths(ANALYSIS.validate({"min_tokens": 1, "max_tokens": 131072, "count": 300}))
+    assert lengths[0] == 1 and lengths[-1] == 131072
+    assert lengths == sorted(set(lengths)) and len(lengths) <= 300
+
+
+def test_linear_spacing_is_evenly_spaced():
+    params = ANALYSIS.validate({"min_tokens": 100, "max_tokens": 500, "count": 5, "spacing": "linear"})
+    assert prompt_lengths(params) == [100, 200, 300, 400, 500]
+
+
+def test_it_reproduces_the_pull_requests_arms_as_points_on_the_curve():
+    result, _ = sweep(min_tokens=3504, max_tokens=14000, count=2, spacing="linear")
+    assert result["prompt_tokens"] == [3504, 14000]
+    clean, drift = result["series"]["clean"], result["series"]["drift"]
+    assert clean["cost"]["ttft_ms"] == [62.1, 232.1] and clean["rule"]["ttft_ms"] == [66.1, 232.1]
+    assert drift["cost"]["ttft_ms"] == [62.1, 238.1] and drift["rule"]["ttft_ms"] == [66.1, 232.1]
+    assert drift["cost"]["launches"] == [3, 9] and drift["rule"]["launches"] == [1, 4]
+    assert drift["delta_ms"] == [4.0, -6.0]
+
+
+def test_the_rule_never_beats_the_cost_model_on_a_faithful_catalog():
+    """On the clean catalog predicted == true cost, so the cost model's plan is optimal in true TTFT."""
+    result, _ = sweep(count=400, spacing="linear", max_tokens=20000)
+    clean = result["summary"]["clean"]
+    assert clean["rule_wins"] == 0 and clean["rule_loses"] > 0
+    assert all(d >= 0 for d in result["series"]["clean"]["delta_ms"])
+
+
+def test_the_summary_counts_every_length_and_locates_the_worst_loss():
+    result, _ = sweep(count=200)
+    for name, s in result["summary"].items():
+        delta = result["series"][name]["delta_ms"]
+        assert s["rule_wins"] + s["rule_loses"] + s["ties"] == s["prompts"] == len(result["prompt_tokens"])
+        assert s["max_loss_ms"] == max(delta)
+        assert delta[result["prompt_tokens"].index(s["max_loss_at"])] == max(delta)
+    drift = result["summary"]["drift"]
+    assert drift["max_gain_ms"] > 0 and drift["mean_launches_saved"] > 0
+
+
+def test_one_policy_gives_its_series_but_no_delta():
+    result, _ = sweep(count=10, policies=["rule"], catalogs=["drift"])
+    assert set(result["series"]) == {"drift"} and set(result["series"]["drift"]) == {"rule"}
+    assert result["summary"] == {}
+
+
+def test_padding_is_zero_when_every_length_is_a_multiple_of_the_full_chunk():
+    result, _ = sweep(min_tokens=4096, max_tokens=40960, count=10, spacing="linear")
+    assert result["series"]["clean"]["rule"]["padded_tokens"] == [0] * 10
+
+
+def test_it_reports_progress_from_zero_to_total_in_order():
+    result, events = sweep(count=64)
+    done = [e["done"] for e in events if e["type"] == "progress"]
+    assert done[0] == 0 and done[-1] == events[-1]["total"] == len(result["prompt_tokens"]) * 4
+    assert done == sorted(done) and len(done) < 64
+
+
+def test_the_result_is_plain_json():
+    result, _ = sweep(count=8)
+    assert json.loads(json.dumps(result)) == result
+
+
+def test_it_rejects_min_tokens_above_max_tokens():
+    with pytest.raises(InvalidInput) as exc:
+        ANALYSIS.validate({"min_tokens": 500, "max_tokens": 100})
+    assert exc.value.field == "min_tokens"
+
+
+def test_it_rejects_a_sweep_that_would_take_hours():
+    with pytest.raises(InvalidInput, match="too large"):
+        ANALYSIS.validate({"count": 100_000, "max_tokens": 1 << 20, "spacing": "linear"})
+
+
+def test_the_text_names_each_catalog():
+    result, _ = sweep(count=16)
+    text = ANALYSIS.format_text(result)
+    assert "clean" in text and "drift" in text and "max loss" in text
