@@ -1,0 +1,378 @@
+"""The multi-lane scheduler: one launch per step over lanes that init, prefill, then decode.
+
+The solo-prefill policies say what one request's chunks are; serving also has to decide, step by
+step, whether the next launch prefills, decodes, or does both in a mixed shape, and must never let
+a decoding lane starve. `docs/scheduler.md` states the rules this loop follows and the invariants
+the tests check.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import Catalog, Graph
+from .errors import InvalidInput
+from .execution import ExecutionModel
+from .policies import CostPolicy, Launch, PrefillState, RulePolicy, RuleV1Policy, make_policy, rule_graph, totals_equal
+from .request import Request
+
+PROGRESS_EVERY = 512  # launches between progress callbacks: a few tens of ms of loop time
+
+INIT, PREFILL, DECODE, MIXED = "init", "prefill", "decode", "mixed"
+LAUNCH_KINDS: tuple[str, ...] = (INIT, PREFILL, DECODE, MIXED)
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """One request of traffic: when it arrives, its prompt, and how many tokens it generates."""
+
+    id: int
+    arrival_ms: float
+    request: Request
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """How the loop runs.
+
+    `policy` chooses a solo prefill lane's chunks. `max_decode_wait` is the most launches a
+    decoding lane may sit out between two of its tokens. `max_lanes` caps admitted requests (None:
+    the rows of the largest decode graph, so one decode launch always carries every decoding lane).
+    `trace_limit` keeps that many first launches in the result, for tests and dashboards.
+    """
+
+    policy: str = "rule"
+    max_lanes: int | None = None
+    max_decode_wait: int = 2
+    trace_limit: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StepLaunch:
+    """One launch of the loop: its shape, which lanes rode in it, and when it ran on the true clock."""
+
+    index: int
+    kind: str
+    prefill: int
+    decode: int
+    lane: int | None  # the request whose init or prefill row this launch carries
+    chunk: Launch | None
+    decode_lanes: tuple[int, ...]
+    start_ms: float
+    end_ms: float
+    predicted_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        chunk = None if self.chunk is None else {
+            "graph": self.chunk.graph, "start": self.chunk.start, "end": self.chunk.end, "chooser": self.chunk.chooser}
+        return {"index": self.index, "kind": self.kind, "prefill": self.prefill, "decode": self.decode,
+                "lane": self.lane, "chunk": chunk, "decode_lanes": list(self.decode_lanes),
+                "start_ms": self.start_ms, "end_ms": self.end_ms, "predicted_ms": self.predicted_ms}
+
+
+@dataclass(frozen=True, slots=True)
+class LaneOutcome:
+    """A finished request: absolute times on the simulation clock and the prefill chunks it ran."""
+
+    id: int
+    arrival_ms: float
+    first_token_at_ms: float
+    finish_ms: float
+    tokens: int
+    chunks: tuple[Launch, ...]
+    solo: tuple[bool, ...]  # per chunk: chosen while this was the only lane waiting to prefill
+    max_itl_ms: float  # the longest gap between two of its tokens (0 with a single token)
+
+    @property
+    def ttft_ms(self) -> float:
+        return self.first_token_at_ms - self.arrival_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """A prefill lane left without a launch: reported instead of looping forever."""
+
+    lane: int
+    position: int
+    policy: str
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """What a run produced. With a stall the run stops there and `lanes` holds those finished so far."""
+
+    policy: str
+    lanes: tuple[LaneOutcome, ...]
+    launch_counts: dict[str, int]
+    padded_prefill_tokens: int
+    padded_decode_rows: int
+    itl_ms: Sequence[float]  # every gap between two consecutive tokens of one lane (a compact array)
+    end_ms: float
+    stall: Stall | None
+    trace: tuple[StepLaunch, ...]
+
+    @property
+    def launches(self) -> int:
+        return sum(self.launch_counts.values())
+
+
+class _Lane:
+    """A request's mutable progress through init, prefill and decode."""
+
+    __slots__ = ("arrival", "end", "phase", "position", "tokens", "chunks", "solo",
+                 "first_token_at", "last_index", "last_ms", "max_gap")
+
+    def __init__(self, arrival: Arrival) -> None:
+        self.arrival = arrival
+        self.end = arrival.request.plan_end
+        self.phase = INIT
+        self.position = 0
+        self.tokens = 0
+        self.chunks: list[Launch] = []
+        self.solo: list[bool] = []
+        self.first_token_at = 0.0
+        self.last_index = -1  # launch index of its latest token
+        self.last_ms = 0.0
+        self.max_gap = 0.0
+
+    def outcome(self) -> LaneOutcome:
+        a = self.arrival
+        return LaneOutcome(a.id, a.arrival_ms, self.first_token_at, self.last_ms, self.tokens,
+                           tuple(self.chunks), tuple(self.solo), self.max_gap)
+
+
+class _Shapes:
+    """Catalog lookups by rows needed: the smallest decode graph, or the mixed graph for a prefill row."""
+
+    def __init__(self, catalog: Catalog, max_rows: int) -> None:
+        decode = sorted(catalog.of_kind(DECODE), key=lambda g: g.decode)
+        self._decode = [_smallest_covering(decode, k) for k in range(1, max_rows + 1)]
+        by_prefill: dict[int, list[Graph]] = {}
+        for g in sorted(catalog.of_kind(MIXED), key=lambda g: g.decode):
+            by_prefill.setdefault(g.prefill, []).append(g)
+        self._mixed = {c: [_smallest_covering(gs, k) for k in range(1, max_rows + 1)] for c, gs in by_prefill.items()}
+        init = catalog.graph(0, 0)
+        self.init_predicted_ms = 0.0 if init is None else _predicted(init)
+
+    def decode_for(self, rows: int) -> Graph:
+        graph = self._decode[rows - 1]
+        assert graph is not None, "max_lanes is capped at the largest decode graph's rows"
+        return graph
+
+    def mixed_for(self, prefill: int, rows: int) -> Graph | None:
+        graphs = self._mixed.get(prefill)
+        return None if graphs is None else graphs[rows - 1]
+
+
+def _smallest_covering(graphs: list[Graph], rows: int) -> Graph | None:
+    """The first graph, of those sorted by decode rows, with at least `rows` rows."""
+    return next((g for g in graphs if g.decode >= rows), None)
+
+
+def _predicted(graph: Graph) -> float:
+    return 0.0 if graph.ms is None else graph.ms
+
+
+def schedule(arrivals: Sequence[Arrival], catalog: Catalog, execution: ExecutionModel,
+             config: SchedulerConfig = SchedulerConfig(),
+             on_progress: Callable[[int, int], None] | None = None) -> ScheduleResult:
+    """Run traffic through the step loop until every request finishes or a lane stalls.
+
+    `on_progress(finished_requests, launches)` is called every `PROGRESS_EVERY` launches.
+    """
+    return _Run(arrivals, catalog, execution, config, on_progress).run()
+
+
+def _validate(arrivals: Sequence[Arrival], catalog: Catalog, config: SchedulerConfig) -> int:
+    """Reject input the loop could never finish; returns the lane cap."""
+    make_policy(config.policy, "policy")
+    decode_rows = [g.decode for g in catalog.of_kind(DECODE)]
+    if not decode_rows:
+        raise InvalidInput("catalog", "has no decode graph (prefill == 0, decode > 0): decoding lanes could never run")
+    max_lanes = max(decode_rows) if config.max_lanes is None else config.max_lanes
+    if not 1 <= max_lanes <= max(decode_rows):
+        raise InvalidInput("max_lanes", f"must be in [1, {max(decode_rows)}] (the largest decode graph's rows), got {max_lanes}")
+    if config.max_decode_wait < 1:
+        raise InvalidInput("max_decode_wait", f"must be >= 1 (0 would leave no launch for prefill), got {config.max_decode_wait}")
+    seen: set[int] = set()
+    for i, a in enumerate(arrivals):
+        f = f"arrivals[{i}]"
+        if a.id in seen:
+            raise InvalidInput(f"{f}.id", f"duplicate request id {a.id}")
+        seen.add(a.id)
+        if not math.isfinite(a.arrival_ms) or a.arrival_ms < 0:
+            raise InvalidInput(f"{f}.arrival_ms", f"must be finite and >= 0, got {a.arrival_ms!r}")
+        if a.output_tokens < 1:
+            raise InvalidInput(f"{f}.output_tokens", f"must be >= 1, got {a.output_tokens}")
+        if a.request.plan_end < 1:
+            raise InvalidInput(f"{f}.request", "has nothing to prefill (its plan ends at 0): no first token")
+        for start, end in a.request.atomic_spans:
+            if end - start > catalog.full_chunk:
+                raise InvalidInput(f"{f}.request.atomic_spans", f"span [{start}, {end}) is longer than the full chunk {catalog.full_chunk}")
+    return max_lanes
+
+
+class _Run:
+    """One run's state: the clock, the queue of arrivals, and the lanes in FCFS prefill and decode order."""
+
+    def __init__(self, arrivals: Sequence[Arrival], catalog: Catalog, execution: ExecutionModel,
+                 config: SchedulerConfig, on_progress: Callable[[int, int], None] | None) -> None:
+        self.max_lanes = _validate(arrivals, catalog, config)
+        self.catalog, self.execution, self.config, self.on_progress = catalog, execution, config, on_progress
+        self.shapes = _Shapes(catalog, self.max_lanes)
+        self.solo_policy = make_policy(config.policy)
+        self.busy_policy = CostPolicy()
+        self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
+        self.pending = sorted(arrivals, key=lambda a: (a.arrival_ms, a.id))
+        self.next_arrival = 0
+        self.prefilling: deque[_Lane] = deque()  # init or prefill phase, first come first served
+        self.decoding: list[_Lane] = []  # ascending by last token's launch index
+        self.finished: list[LaneOutcome] = []
+        self.clock = 0.0
+        self.index = 0
+        self.counts = dict.fromkeys(LAUNCH_KINDS, 0)
+        self.padded_prefill = 0
+        self.padded_decode = 0
+        self.gaps = array("d")  # one float per output token: keep it compact
+        self.trace: list[StepLaunch] = []
+
+    def run(self) -> ScheduleResult:
+        pending = self.pending
+        while True:
+            self._admit()
+            if not self.prefilling and not self.decoding:
+                if self.next_arrival == len(pending):
+                    return self._result(None)
+                self.clock = max(self.clock, pending[self.next_arrival].arrival_ms)
+                continue
+            stall = self._step()
+            if stall is not None:
+                return self._result(stall)
+            if self.on_progress is not None and self.index % PROGRESS_EVERY == 0:
+                self.on_progress(len(self.finished), self.index)
+
+    def _admit(self) -> None:
+        pending, clock = self.pending, self.clock
+        while (self.next_arrival < len(pending) and pending[self.next_arrival].arrival_ms <= clock
+               and len(self.prefilling) + len(self.decoding) < self.max_lanes):
+            self.prefilling.append(_Lane(pending[self.next_arrival]))
+            self.next_arrival += 1
+
+    def _step(self) -> Stall | None:
+        """Choose and make one launch; a prefill lane with no chunk left is a stall."""
+        decoding = self.decoding
+        # Launches the longest-waiting decoding lane has sat out; one more would break the bound.
+        must_decode = bool(decoding) and self.index - 1 - decoding[0].last_index >= self.config.max_decode_wait
+        if not self.prefilling:
+            self._launch_decode()
+            return None
+        head = self.prefilling[0]
+        if head.phase == INIT:
+            if must_decode:
+                self._launch_decode()
+            else:
+                self._launch(INIT, 0, 0, self.shapes.init_predicted_ms, head)
+            return None
+        solo = len(self.prefilling) == 1
+        policy = self.solo_policy if solo else self.busy_policy
+        chunk = policy.choose(PrefillState(self.catalog, head.arrival.request, head.position))
+        if chunk is None or chunk.end <= head.position:
+            return Stall(head.arrival.id, head.position, policy.name)
+        if not decoding:
+            self._launch(PREFILL, chunk.graph, 0, chunk.predicted_ms, head, chunk, solo)
+            return None
+        decode = self.shapes.decode_for(len(decoding))
+        mixed = self.shapes.mixed_for(chunk.graph, len(decoding)) if self._mixable(chunk, head, solo) else None
+        if mixed is not None and _not_dearer(_predicted(mixed), chunk.predicted_ms + _predicted(decode)):
+            self._launch(MIXED, mixed.prefill, mixed.decode, _predicted(mixed), head, chunk, solo)
+        elif must_decode:
+            self._launch_decode()
+        else:
+            self._launch(PREFILL, chunk.graph, 0, chunk.predicted_ms, head, chunk, solo)
+        return None
+
+    def _mixable(self, chunk: Launch, lane: _Lane, solo: bool) -> bool:
+        """PR #22: under the rule, a mixed shape carries a solo chunk only when its prefill row is the rule's graph."""
+        if not (solo and self.rule_solo):
+            return True
+        request, p = lane.arrival.request, lane.position
+        return chunk.graph == rule_graph(self.catalog, request.segment_end(p) - p)
+
+    def _launch_decode(self) -> None:
+        graph = self.shapes.decode_for(len(self.decoding))
+        self._launch(DECODE, 0, graph.decode, _predicted(graph))
+
+    def _launch(self, kind: str, prefill: int, decode: int, predicted_ms: float,
+                lane: _Lane | None = None, chunk: Launch | None = None, solo: bool = False) -> None:
+        """Advance the clock by the launch's true cost and every lane that rode in it."""
+        index, start = self.index, self.clock
+        end = start + self.execution.launch_ms(prefill, decode)
+        completes = chunk is not None and lane is not None and chunk.end >= lane.end
+        if completes:
+            end += self.execution.first_token_ms  # sampling the first token is part of the last chunk's launch
+        carried: tuple[int, ...] = ()
+        if decode:
+            carried = self._decode_tokens(index, end)
+            self.padded_decode += decode - len(carried)
+        if lane is not None:
+            if kind == INIT:
+                lane.phase = PREFILL
+            else:
+                assert chunk is not None
+                lane.chunks.append(chunk)
+                lane.solo.append(solo)
+                lane.position = chunk.end
+                self.padded_prefill += chunk.padding
+                if completes:
+                    self._first_token(lane, index, end)
+        self.counts[kind] += 1
+        if index < self.config.trace_limit:
+            self.trace.append(StepLaunch(index, kind, prefill, decode, None if lane is None else lane.arrival.id,
+                                         chunk, carried, start, end, predicted_ms))
+        self.index = index + 1
+        self.clock = end
+
+    def _decode_tokens(self, index: int, end: float) -> tuple[int, ...]:
+        """Every decoding lane rides in a decode-carrying launch and gets one token."""
+        carried = tuple(lane.arrival.id for lane in self.decoding)
+        gaps, still = self.gaps, []
+        for lane in self.decoding:
+            gap = end - lane.last_ms
+            gaps.append(gap)
+            if gap > lane.max_gap:
+                lane.max_gap = gap
+            lane.tokens += 1
+            lane.last_index, lane.last_ms = index, end
+            if lane.tokens >= lane.arrival.output_tokens:
+                self.finished.append(lane.outcome())
+            else:
+                still.append(lane)
+        self.decoding = still
+        return carried
+
+    def _first_token(self, lane: _Lane, index: int, end: float) -> None:
+        self.prefilling.popleft()
+        lane.phase = DECODE
+        lane.tokens = 1
+        lane.first_token_at = lane.last_ms = end
+        lane.last_index = index
+        if lane.tokens >= lane.arrival.output_tokens:
+            self.finished.append(lane.outcome())
+        else:
+            self.decoding.append(lane)
+
+    def _result(self, stall: Stall | None) -> ScheduleResult:
+        return ScheduleResult(self.config.policy, tuple(sorted(self.finished, key=lambda o: o.id)), dict(self.counts),
+                              self.padded_prefill, self.padded_decode, self.gaps, self.clock, stall,
+                              tuple(self.trace))
+
+
+def _not_dearer(a: float, b: float) -> bool:
+    """a <= b within the spec's relative tolerance."""
+    return a < b or totals_equal(a, b)
