@@ -71,7 +71,7 @@ def format_text(result: dict[str, Any]) -> str:
     for row in result["prompts"]:
         for name in result["overall"]:
             d = row[name]
-            lines.append(f"{row['prompt_tokens']:>8} tokens {name:<5} {d['distinct_sequences']:>4} distinct sequences, "
+            lines.append(f"{row['prompt_tokens']:>8} tokens {name:<5} distinct sequences {d['distinct_sequences']:>4}, "
                          f"TTFT {d['ttft_ms']['min']:.2f} .. {d['ttft_ms']['max']:.2f} ms")
     return "\n".join(lines)
 

@@ -1,0 +1,110 @@
+"""Speed of scheduler_core against the issue's targets, on one core. Prints figures next to the
+targets; it never fails on timing (the machines vary), so read it, don't gate on it.
+
+    python bench/scheduler_bench.py
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scheduler_core.analyses import ANALYSES  # noqa: E402
+from scheduler_core.analyses.params import ignore_events  # noqa: E402
+from scheduler_core.execution import AffineExecution, measured_catalog  # noqa: E402
+from scheduler_core.planner import plan, plan_launches  # noqa: E402
+from scheduler_core.policies import CostPolicy, PrefillState, RulePolicy  # noqa: E402
+from scheduler_core.request import Request  # noqa: E402
+
+LONG_PROMPT = 131_072
+EXECUTION = AffineExecution()
+CATALOG = measured_catalog(EXECUTION)
+REQUEST = Request(LONG_PROMPT)
+
+
+def report(name: str, value: float, unit: str, target: float) -> None:
+    verdict = "ok" if value <= target else "MISSES"
+    print(f"{name:<52} {value:>10.2f} {unit:<3} target <= {target:g} {unit}  {verdict}")
+
+
+def p50_of(samples: int, measure: Callable[[], float]) -> float:
+    return statistics.median(measure() for _ in range(samples))
+
+
+def rule_decision_us() -> float:
+    """Each decision timed on its own over the long prompt's positions (a table-free policy)."""
+    policy = RulePolicy()
+    states = [PrefillState(CATALOG, REQUEST, l.start) for l in plan_launches(policy, CATALOG, REQUEST)]
+    times = []
+    for _ in range(200):
+        for state in states:
+            t = time.perf_counter_ns()
+            policy.choose(state)
+            times.append(time.perf_counter_ns() - t)
+    return statistics.median(times) / 1e3
+
+
+def cost_decision_amortised_us() -> float:
+    """A fresh policy plans the long prompt: its cost table built once, divided over its decisions."""
+    def once() -> float:
+        policy = CostPolicy()
+        t = time.perf_counter()
+        launches = plan_launches(policy, CATALOG, REQUEST)
+        return (time.perf_counter() - t) / len(launches) * 1e6
+    return p50_of(30, once)
+
+
+def cost_decision_warm_us() -> float:
+    policy = CostPolicy()
+    states = [PrefillState(CATALOG, REQUEST, l.start) for l in plan_launches(policy, CATALOG, REQUEST)]
+    times = []
+    for _ in range(200):
+        for state in states:
+            t = time.perf_counter_ns()
+            policy.choose(state)
+            times.append(time.perf_counter_ns() - t)
+    return statistics.median(times) / 1e3
+
+
+def plan_ms(policy_cls: type[CostPolicy] | type[RulePolicy]) -> float:
+    """A cold plan: a fresh policy (no cached table), with true costs, as the `plan` command does."""
+    def once() -> float:
+        t = time.perf_counter()
+        plan(policy_cls(), CATALOG, REQUEST, EXECUTION)
+        return (time.perf_counter() - t) * 1e3
+    return p50_of(30, once)
+
+
+def analysis_s(name: str, params: dict) -> float:
+    analysis = ANALYSES[name]
+    validated = analysis.validate(params)
+    t = time.perf_counter()
+    analysis.run(validated, ignore_events)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    print(f"scheduler_core bench, one core, Python {sys.version.split()[0]}, default catalog, {LONG_PROMPT:,}-token prompt")
+    report("rule decision p50", rule_decision_us(), "us", 5)
+    report("cost decision p50, amortised over a cold plan", cost_decision_amortised_us(), "us", 50)
+    report("cost decision p50, table already built (info)", cost_decision_warm_us(), "us", 50)
+    report("plan 131,072 tokens, rule", plan_ms(RulePolicy), "ms", 5)
+    report("plan 131,072 tokens, cost", plan_ms(CostPolicy), "ms", 5)
+    report("sweep 2,048 lengths x 2 policies x 2 catalogs",
+           analysis_s("sweep", {"count": 2048, "spacing": "linear"}), "s", 2)
+    if "simulate" in ANALYSES:
+        report("simulate 1,000 requests", analysis_s("simulate", {"requests": 1000}), "s", 2)
+    else:
+        print("simulate: not available")
+
+
+if __name__ == "__main__":
+    main()
