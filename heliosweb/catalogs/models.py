@@ -1,0 +1,20 @@
+"""Stored catalogs: one `Boot` is one capture of every graph shape of a recipe (or a demo one)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Boot(models.Model):
+    recipe = models.ForeignKey("recipes.Recipe", on_delete=models.CASCADE, related_name="boots")
+    job = models.OneToOneField("jobs.BenchmarkJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="boot")
+    catalog = models.JSONField(help_text="list of {prefill, decode, ms, ...}")
+    provenance = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        get_latest_by = "created_at"
+
+    def __str__(self) -> str:
+        return f"boot {self.pk} of {self.recipe_id} ({len(self.catalog)} shapes)"

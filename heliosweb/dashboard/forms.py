@@ -1,0 +1,66 @@
+"""The job form is generated from each kind's declared parameters. It only collects values and
+converts obvious types; every check (ranges, sizes, choices) happens once, in `job_create`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import QueryDict
+
+from heliosweb.jobs.registry import JobKind
+
+
+def field_name(kind: str, param: str) -> str:
+    return f"{kind}.{param}"
+
+
+def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
+    """Raw form values -> the params dict the service validates. Unparseable text is passed on
+    unchanged so the service names the field in its error."""
+    params: dict[str, Any] = {}
+    for p in kind.analysis.params:
+        name = field_name(kind.name, p.name)
+        if p.kind == "choice_list":
+            if name in post:
+                params[p.name] = post.getlist(name)
+            elif f"{name}.present" in post:
+                params[p.name] = []
+            continue
+        raw = post.get(name)
+        if raw is None or raw.strip() == "":
+            continue
+        raw = raw.strip()
+        if p.kind == "int":
+            params[p.name] = _number(raw, int)
+        elif p.kind == "float":
+            params[p.name] = _number(raw, float)
+        elif p.kind == "int_list":
+            params[p.name] = [_number(x.strip(), int) for x in raw.replace(";", ",").split(",") if x.strip()]
+        else:
+            params[p.name] = raw
+    return params
+
+
+def _number(raw: str, cast: type) -> Any:
+    try:
+        return cast(raw.replace("_", ""))
+    except ValueError:
+        return raw
+
+
+def form_kinds(kinds: dict[str, JobKind], values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """What the template renders: each kind with its params, defaults and current values."""
+    out = []
+    for kind in kinds.values():
+        params = []
+        for p in kind.analysis.params:
+            spec = p.to_dict()
+            name = field_name(kind.name, p.name)
+            value = (values or {}).get(name, p.default)
+            if p.kind == "int_list" and isinstance(value, (list, tuple)):
+                value = ", ".join(str(v) for v in value)
+            if p.kind == "choice_list" and not isinstance(value, (list, tuple)):
+                value = [value]
+            params.append({**spec, "field": name, "value": value})
+        out.append({"name": kind.name, "queue": kind.queue, "summary": kind.summary, "params": params})
+    return out

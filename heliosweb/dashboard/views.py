@@ -1,0 +1,118 @@
+"""Pages: thin views over selectors and services."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from scheduler_core.errors import InvalidInput
+
+from heliosweb.errors import NotFound
+from heliosweb.jobs import selectors, services
+from heliosweb.jobs.registry import get_kind, job_kinds
+from heliosweb.recipes.selectors import recipe_list
+
+from .figures import pr22_compare_figure, pr22_figure, pr22_rows
+from .forms import field_name, form_kinds, params_from_post
+
+
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/index.html", {
+        "jobs": selectors.job_list(limit=50),
+        "recipes": recipe_list(),
+        "can_run": request.user.has_perm("jobs.run_jobs"),
+    })
+
+
+@login_required
+def job_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/job_list.html", {"jobs": selectors.job_list(limit=200)})
+
+
+@permission_required("jobs.run_jobs", raise_exception=True)
+def job_new(request: HttpRequest) -> HttpResponse:
+    kinds = job_kinds()
+    selected = request.GET.get("kind", "pr22")
+    errors: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    recipe = ""
+    if request.method == "POST":
+        selected = request.POST.get("kind", "")
+        recipe = request.POST.get("recipe", "")
+        values = request.POST.dict()
+        try:
+            kind = get_kind(selected)
+            job = services.job_create(kind=kind.name, recipe=recipe or None,
+                                      params=params_from_post(kind, request.POST), user=request.user)
+        except InvalidInput as exc:
+            key = exc.field
+            if key.startswith("params.") and selected in kinds:
+                key = field_name(selected, key.removeprefix("params.").split("[", 1)[0])
+            errors[key] = exc.message
+        else:
+            return redirect("job_detail", job_id=job.pk)
+    return render(request, "dashboard/job_new.html", {
+        "kinds": form_kinds(kinds, values), "selected": selected, "recipes": recipe_list(),
+        "recipe": recipe, "errors": errors, "errors_json": json.dumps(errors),
+    }, status=400 if errors else 200)
+
+
+@login_required
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    try:
+        job = selectors.job_get(job_id=job_id)
+    except NotFound:
+        raise Http404(f"no job {job_id}") from None
+    return render(request, "dashboard/job_detail.html", {
+        "job": job, "params_json": json.dumps(job.params, indent=2),
+        "can_run": request.user.has_perm("jobs.run_jobs"),
+    })
+
+
+@require_POST
+@permission_required("jobs.run_jobs", raise_exception=True)
+def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
+    try:
+        services.job_cancel(job=selectors.job_get(job_id=job_id))
+    except NotFound:
+        raise Http404(f"no job {job_id}") from None
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+    return redirect("job_detail", job_id=job_id)
+
+
+@login_required
+def compare(request: HttpRequest) -> HttpResponse:
+    raw = request.GET.getlist("ids") or [x for x in request.GET.get("id", "").split(",") if x]
+    ids: list[int] = []
+    error = ""
+    for value in ",".join(raw).split(","):
+        if value.strip():
+            try:
+                ids.append(int(value))
+            except ValueError:
+                error = f"ids: not a job id: {value!r}"
+    jobs = []
+    if not error and ids:
+        try:
+            jobs = selectors.jobs_for_compare(ids=ids)
+        except InvalidInput as exc:
+            error = str(exc)
+    pr22 = [j for j in jobs if j.kind == "pr22" and j.result]
+    figure = pr22_compare_figure([(f"#{j.pk}", j.result) for j in pr22]) if len(pr22) >= 2 else None
+    columns = [{"job": j, "rows": pr22_rows(j.result) if j.kind == "pr22" and j.result else None,
+                "result_json": json.dumps(j.result, indent=2)[:20000] if j.result is not None else ""} for j in jobs]
+    return render(request, "dashboard/compare.html", {
+        "columns": columns, "error": error, "figure_json": json.dumps(figure) if figure else "",
+        "finished": selectors.job_list(limit=100),
+    }, status=400 if error else 200)
+
+
+def pr22_figure_json(result: dict[str, Any]) -> str:
+    return json.dumps(pr22_figure(result))

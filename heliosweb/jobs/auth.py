@@ -1,0 +1,7 @@
+from rest_framework.authentication import TokenAuthentication
+
+
+class BearerTokenAuthentication(TokenAuthentication):
+    """`Authorization: Bearer <token>`; tokens come from `manage.py create_api_token <username>`."""
+
+    keyword = "Bearer"

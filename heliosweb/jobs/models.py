@@ -1,0 +1,75 @@
+"""Benchmark jobs and their stored events (the database is the source of truth; Redis is transport)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINISHED = (JobStatus.DONE, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class BenchmarkJob(models.Model):
+    kind = models.CharField(max_length=32)
+    queue = models.CharField(max_length=16)
+    recipe = models.ForeignKey("recipes.Recipe", null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    params = models.JSONField(default=dict)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    progress_message = models.CharField(max_length=200, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    last_seq = models.PositiveIntegerField(default=0, help_text="number of the last stored event")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    worker_host = models.CharField(max_length=255, blank=True)
+    worker_pid = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        permissions = [("run_jobs", "Can start and cancel benchmark jobs")]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} ({self.kind}, {self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED
+
+    @property
+    def progress_percent(self) -> int:
+        if self.status == JobStatus.DONE:
+            return 100
+        if not self.progress_total:
+            return 0
+        return min(100, int(100 * self.progress_done / self.progress_total))
+
+
+class JobEvent(models.Model):
+    """One event of a job, numbered from 1 so a client can detect and refill gaps."""
+
+    job = models.ForeignKey(BenchmarkJob, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=32)
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["job", "seq"]
+        constraints = [models.UniqueConstraint(fields=["job", "seq"], name="one_event_per_seq")]
+
+    def as_message(self) -> dict:
+        return {**self.data, "type": self.type, "seq": self.seq}

