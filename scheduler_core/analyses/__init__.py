@@ -4,10 +4,10 @@ progress through a callback, so the CLI, the tests and Celery all drive the same
 from __future__ import annotations
 
 from ..errors import InvalidInput
-from . import boots, fuzz, pr22, sweep
+from . import boots, fuzz, pr22, simulate, sweep
 from .params import Analysis
 
-ANALYSES: dict[str, Analysis] = {a.name: a for a in (pr22.ANALYSIS, sweep.ANALYSIS, boots.ANALYSIS, fuzz.ANALYSIS)}
+ANALYSES: dict[str, Analysis] = {a.name: a for a in (pr22.ANALYSIS, sweep.ANALYSIS, boots.ANALYSIS, fuzz.ANALYSIS, simulate.ANALYSIS)}
 
 
 def get_analysis(name: object) -> Analysis:

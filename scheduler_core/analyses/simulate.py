@@ -1,0 +1,175 @@
+"""Traffic through the multi-lane scheduler, per policy: what a maintainer sees of a policy under
+load (time to first token, inter-token latency, launches, padding), not just for one lone prompt.
+
+Arrivals are Poisson; prompt lengths are log-uniform (short chats and long documents alike);
+output lengths uniform. The same seeded traffic runs under every chosen policy. `rule-v1` may be
+chosen: with spans in the traffic and an unmeasured full chunk it shows the stall, reported with
+its request and position."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
+from ..errors import InvalidInput
+from ..execution import AffineExecution, measured_catalog
+from ..policies import POLICIES
+from ..request import Request
+from ..scheduler import Arrival, ScheduleResult, SchedulerConfig, schedule
+from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, execution_of
+from .pacing import Ticker
+from .params import Analysis, Emit, Param
+
+DECODE_ROWS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+MAX_LANES = DECODE_ROWS[-1]
+CATALOGS: tuple[str, ...] = CATALOG_NAMES + ("unmeasured-full",)
+PERCENTILES: tuple[int, ...] = (50, 90, 99)
+
+
+def work(params: dict[str, Any]) -> int:
+    """About one unit per output token and per prefill chunk, per policy: what the loop's time
+    and memory (one float per token) grow with. Also rejects inverted length ranges."""
+    for low, high in (("prompt_min", "prompt_max"), ("output_min", "output_max")):
+        if params[low] > params[high]:
+            raise InvalidInput(low, f"must be <= {high} ({params[low]} > {params[high]})")
+    per_request = (params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2
+    return params["requests"] * len(params["policies"]) * per_request
+
+
+def traffic(params: dict[str, Any], full_chunk: int) -> list[Arrival]:
+    """Seeded arrivals; with probability `span_share` a request holds one atomic span (a tool
+    result or an image) no longer than the full chunk."""
+    rng = random.Random(params["seed"])
+    log_low, log_high = math.log(params["prompt_min"]), math.log(params["prompt_max"])
+    clock, arrivals = 0.0, []
+    for i in range(params["requests"]):
+        clock += rng.expovariate(params["rate_per_s"]) * 1000.0
+        n = max(1, min(params["prompt_max"], round(math.exp(rng.uniform(log_low, log_high)))))
+        spans: tuple[tuple[int, int], ...] = ()
+        if rng.random() < params["span_share"]:
+            length = rng.randint(1, min(n, full_chunk))
+            start = rng.randint(0, n - length)
+            spans = ((start, start + length),)
+        output = rng.randint(params["output_min"], params["output_max"])
+        arrivals.append(Arrival(i, clock, Request(n, (), spans), output))
+    return arrivals
+
+
+def build_catalog(params: dict[str, Any], execution: AffineExecution) -> Catalog:
+    """The chosen catalog with decode graphs of DECODE_ROWS rows and a mixed graph per prefill
+    capacity and `mixed_rows` entry; perturbations touch solo prefill graphs only."""
+    mixed = tuple((c, d) for c in DEFAULT_PREFILL_CAPACITIES for d in params["mixed_rows"])
+    clean = measured_catalog(execution, decode_rows=DECODE_ROWS, mixed=mixed)
+    if params["catalog"] == "drift":
+        return drift(clean, clean.full_chunk, params["drift_factor"])
+    if params["catalog"] == "unmeasured-full":
+        return unmeasured(clean, [clean.full_chunk])
+    return clean
+
+
+def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    execution = execution_of(params)
+    catalog = build_catalog(params, execution)
+    arrivals = traffic(params, catalog.full_chunk)
+    n = len(arrivals)
+    ticker = Ticker(emit, n * len(params["policies"]))
+    policies = []
+    for i, name in enumerate(params["policies"]):
+        def on_progress(finished: int, launches: int, before: int = i * n, name: str = name) -> None:
+            ticker.tick(before + finished, f"{name}: {finished}/{n} requests, {launches} launches")
+
+        config = SchedulerConfig(name, params["max_lanes"], params["max_decode_wait"], params["launch_events"])
+        result = schedule(arrivals, catalog, execution, config, on_progress)
+        for step in result.trace:
+            emit({"type": "launch", "policy": name, **step.to_dict()})
+        summary = summarise(result, arrivals)
+        emit({"type": "arm_result", "arm": name, **{k: v for k, v in summary.items() if k != "per_request"}})
+        ticker.tick((i + 1) * n, f"{name} done")
+        policies.append(summary)
+    return {"execution": execution.to_dict(), "catalog": params["catalog"], "requests": n,
+            "offered_ms": round(arrivals[-1].arrival_ms, 6) if arrivals else 0.0, "policies": policies}
+
+
+def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, Any]:
+    """One policy's figures as plain JSON: latency percentiles, launch counts, padding, per request."""
+    stall = None if result.stall is None else {"request": result.stall.lane, "position": result.stall.position}
+    prompts = {a.id: a for a in arrivals}
+    ttft = [lane.ttft_ms for lane in result.lanes]
+    return {
+        "policy": result.policy,
+        "stalled": stall,
+        "finished": len(result.lanes),
+        "ttft_ms": {"mean": _round(sum(ttft) / len(ttft)) if ttft else None, **_percentiles(ttft)},
+        "itl_ms": _percentiles(result.itl_ms),
+        "launches": {**result.launch_counts, "total": result.launches},
+        "padded_prefill_tokens": result.padded_prefill_tokens,
+        "padded_decode_rows": result.padded_decode_rows,
+        "end_ms": _round(result.end_ms),
+        "per_request": [{"id": lane.id, "arrival_ms": _round(lane.arrival_ms),
+                         "prompt_tokens": prompts[lane.id].request.prompt_tokens,
+                         "output_tokens": lane.tokens, "ttft_ms": _round(lane.ttft_ms),
+                         "finish_ms": _round(lane.finish_ms), "prefill_launches": len(lane.chunks),
+                         "max_itl_ms": _round(lane.max_itl_ms)} for lane in result.lanes],
+    }
+
+
+def _percentiles(values: Sequence[float]) -> dict[str, float | None]:
+    """Nearest-rank percentiles and the maximum; None for an empty sample."""
+    ordered = sorted(values)
+    if not ordered:
+        return {**{f"p{q}": None for q in PERCENTILES}, "max": None}
+    rank = {f"p{q}": _round(ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]) for q in PERCENTILES}
+    return {**rank, "max": _round(ordered[-1])}
+
+
+def _round(x: float) -> float:
+    return round(x, 6)
+
+
+def format_text(result: dict[str, Any]) -> str:
+    """One line per policy: TTFT and ITL percentiles, launches, padding, or the stall."""
+    lines = [f"{result['requests']} requests, {result['catalog']} catalog"]
+    for p in result["policies"]:
+        if p["stalled"]:
+            lines.append(f"{p['policy']:<8} STALLED request {p['stalled']['request']} at position "
+                         f"{p['stalled']['position']} ({p['finished']} finished)")
+            continue
+        t, i = p["ttft_ms"], p["itl_ms"]
+        lines.append(f"{p['policy']:<8} ttft p50 {t['p50']:.2f} p99 {t['p99']:.2f} ms  itl p50 {i['p50'] or 0:.2f} "
+                     f"p99 {i['p99'] or 0:.2f} ms  launches {p['launches']['total']}  "
+                     f"padding {p['padded_prefill_tokens']} tokens, {p['padded_decode_rows']} rows")
+    return "\n".join(lines)
+
+
+ANALYSIS = Analysis(
+    name="simulate",
+    summary="Poisson traffic through the multi-lane scheduler: TTFT, inter-token latency, launches and padding per policy.",
+    params=(
+        Param("requests", "int", 200, "requests in the traffic", minimum=1, maximum=20_000),
+        Param("rate_per_s", "float", 10.0, "mean arrivals per second (Poisson)", minimum=0.001, maximum=1e5),
+        Param("prompt_min", "int", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000),
+        Param("prompt_max", "int", 16_000, "longest prompt (tokens)", minimum=1, maximum=1_000_000),
+        Param("output_min", "int", 16, "fewest output tokens (lengths are uniform)", minimum=1, maximum=100_000),
+        Param("output_max", "int", 256, "most output tokens", minimum=1, maximum=100_000),
+        Param("span_share", "float", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
+        Param("seed", "int", 0, "traffic seed", minimum=0, maximum=2**31 - 1),
+        Param("policies", "choice_list", ["cost", "rule"], "policies to compare on the same traffic",
+              choices=tuple(POLICIES), max_items=len(POLICIES)),
+        Param("catalog", "choice", "clean", "the measured catalog: clean, drift (full chunk over-measured), "
+              "or unmeasured-full", choices=CATALOGS),
+        DRIFT_PARAM,
+        *EXECUTION_PARAMS,
+        Param("mixed_rows", "int_list", [8, 32], "decode rows of the mixed graphs captured for each prefill capacity",
+              minimum=1, maximum=MAX_LANES, max_items=len(DECODE_ROWS)),
+        Param("max_lanes", "int", 32, "most requests admitted at once", minimum=1, maximum=MAX_LANES),
+        Param("max_decode_wait", "int", 2, "most launches a decoding lane may sit out between tokens", minimum=1, maximum=64),
+        Param("launch_events", "int", 20, "launch events emitted at the start of each policy's run", minimum=0, maximum=1000),
+    ),
+    run=run,
+    work=work,
+    max_work=10_000_000,
+    format_text=format_text,
+)
