@@ -1,0 +1,232 @@
+"""The GPU job kinds (`capture`, `ttft`, `numerics`) as scheduler_core analyses: declared
+parameters, a work estimate, and `run(params, emit) -> dict`, so the CLI, the tests and the
+dashboard's `gpu` queue drive the same code.
+
+Importing this module never imports torch: the dashboard validates jobs without it, and a
+Celery `gpu` worker initialises CUDA only inside the task (`run` imports the torch side).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler_core.analyses.params import Analysis, Emit, Param
+from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES, Catalog
+from scheduler_core.errors import InvalidInput, Stalled
+from scheduler_core.policies import POLICIES
+
+from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
+
+
+@dataclass(frozen=True)
+class CatalogParam(Param):
+    """A catalog (list of {prefill, decode, ms}) or None; kind "catalog" (a JSON field in forms)."""
+
+    def parse(self, value: Any) -> Any:
+        return None if value is None else Catalog.from_dicts(value, self.name).to_dicts()
+
+
+PRESET = Param("preset", "choice", "tiny", "model size: tiny runs on CPU (float32); small and medium need a GPU (bf16)",
+               choices=tuple(PRESETS))
+DEVICE = Param("device", "choice", "auto", "where to run: auto takes CUDA when present", choices=("auto", "cpu", "cuda"))
+SEED = Param("seed", "int", 0, "seed of the model's random weights and of the prompt", minimum=0, maximum=2**31 - 1)
+REPEATS = Param("repeats", "int", 10, "timed launches per shape (median, p10 and p90 over them)", minimum=2, maximum=1000)
+CAPACITIES = Param("capacities", "int_list", list(DEFAULT_PREFILL_CAPACITIES), "solo prefill graph capacities (tokens)",
+                   minimum=1, maximum=65536, max_items=16)
+DECODE_ROWS = Param("decode_rows", "int_list", list(DEFAULT_DECODE_ROWS), "decode row counts of decode-only and mixed graphs",
+                    minimum=1, maximum=256, max_items=8)
+GRAPHS = Param("graphs", "choice", "all", "which shapes to capture: prefill only, plus decode-only, plus mixed "
+               "(smallest capacity with each decode row count)", choices=("prefill", "prefill+decode", "all"))
+BOOTS = Param("boots", "int", 1, "repeated boots, to show measurement noise boot to boot", minimum=1, maximum=10)
+DRIFT_CAPACITY = Param("drift_capacity", "int", 0, "prefill capacity timed under competing work, so the catalog "
+                       "over-measures it (0: no drift)", minimum=0, maximum=65536)
+DRIFT_LOAD = Param("drift_load", "int", 2, "how much competing work: CPU threads, or 32 large matmuls per unit on "
+                   "another CUDA stream", minimum=1, maximum=16)
+CATALOG = CatalogParam("catalog", "catalog", None, "a boot's catalog to use instead of capacities (capture: its shapes; "
+                       "ttft/numerics: its durations to plan with); default: this run's own capture")
+PROMPTS = Param("prompt_tokens", "int_list", [3504], "prompt lengths to prefill (the pr22 arms are 3504 and 14000; "
+                "tiny holds 4096 tokens, small and medium 16384)", minimum=1, maximum=65536, max_items=8)
+PROMPT = Param("prompt_tokens", "int", 3504, "prompt length", minimum=1, maximum=65536)
+POLICIES_PARAM = Param("policies", "choice_list", ["cost", "rule"], "policies whose plans are executed",
+                       choices=tuple(POLICIES), max_items=len(POLICIES))
+RUNS = Param("runs", "int", 3, "executions of each plan; TTFT is their median", minimum=1, maximum=50)
+BOOT_PARAMS = (PRESET, DEVICE, SEED, REPEATS, CAPACITIES, CATALOG, DRIFT_CAPACITY, DRIFT_LOAD)
+
+
+def _capture_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]:
+    """The shapes a capture boots, and the parameter that named them (for errors)."""
+    if params["catalog"] is not None:
+        return [(g["prefill"], g["decode"]) for g in params["catalog"]], "catalog"
+    return default_shapes(params["capacities"], params["decode_rows"], params["graphs"]), "capacities"
+
+
+def _prefill_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]:
+    """Plans launch solo prefill graphs only: the planning catalog's capacities."""
+    if params["catalog"] is not None:
+        return [(c, 0) for c in Catalog.from_dicts(params["catalog"]).capacities], "catalog"
+    return [(c, 0) for c in sorted(params["capacities"])], "capacities"
+
+
+def _check(params: dict[str, Any], shapes: list[tuple[int, int]], prompts: dict[str, int]) -> ModelConfig:
+    """Every refusal that needs no device: preset, drift capacity, prompt lengths ({field: tokens})."""
+    config = get_preset(params["preset"])
+    if params["drift_capacity"] and (params["drift_capacity"], 0) not in shapes:
+        raise InvalidInput("drift_capacity", f"{params['drift_capacity']} is not a prefill capacity of this boot "
+                                             f"{sorted(p for p, d in shapes if d == 0)}")
+    for field, n in prompts.items():
+        if n > config.max_tokens:
+            raise InvalidInput(field, f"{n} tokens is longer than preset {config.name}'s context of {config.max_tokens} tokens")
+    return config
+
+
+def _device(config: ModelConfig, params: dict[str, Any], shapes: list[tuple[int, int]], field: str) -> Any:
+    """Resolve the device and refuse what it cannot run: all before a weight is allocated."""
+    from .device import check_fits, resolve_device
+
+    device = resolve_device(params["device"])
+    if device.type != "cuda" and config.dtype != "float32":
+        raise InvalidInput("preset", f"{config.name} is a GPU preset ({config.dtype}); on {device} use tiny")
+    check_fits(config, shapes, device, field)
+    return device
+
+
+def _boot(params: dict[str, Any], config: ModelConfig, device: Any, shapes: list[tuple[int, int]],
+          steps: Any, index: int = 0) -> tuple[Any, dict[str, Any]]:
+    from .capture import capture_boot
+
+    return capture_boot(config, device, shapes, repeats=params["repeats"], seed=params["seed"],
+                        drift_capacity=params["drift_capacity"], drift_load=params["drift_load"], steps=steps,
+                        boot_index=index)
+
+
+def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    from .capture import release
+    from .events import Progress
+
+    shapes, field = _capture_shapes(params)
+    config = _check(params, shapes, {})
+    device = _device(config, params, shapes, field)
+    steps = Progress(emit, params["boots"] * (len(shapes) + 1))
+    steps.start("booting")
+    boots = []
+    for index in range(params["boots"]):
+        boot, stored = _boot(params, config, device, shapes, steps, index)
+        release(boot)
+        boots.append(stored)
+    result = {**boots[0], "repeats": params["repeats"]}
+    if len(boots) > 1:
+        result["boots"] = boots
+        result["boot_spread"] = boot_spread(boots)
+    return result
+
+
+def boot_spread(boots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per shape, the boots' medians and their max/min ratio: noise a stored catalog carries."""
+    rows = []
+    for i, first in enumerate(boots[0]["measurements"]):
+        medians = [b["measurements"][i]["median_ms"] for b in boots]
+        rows.append({"prefill": first["prefill"], "decode": first["decode"], "medians_ms": medians,
+                     "max_over_min": max(medians) / min(medians)})
+    return rows
+
+
+def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    from scheduler_core.execution import TableExecution
+    from scheduler_core.planner import plan
+    from scheduler_core.request import Request
+
+    from .capture import catalog_dicts
+    from .events import Progress
+    from .execute import execute, prompt_tokens
+
+    shapes, field = _prefill_shapes(params)
+    config = _check(params, shapes, {f"prompt_tokens[{i}]": n for i, n in enumerate(params["prompt_tokens"])})
+    device = _device(config, params, shapes, field)
+    steps = Progress(emit, len(shapes) + 1 + len(params["prompt_tokens"]) * len(params["policies"]))
+    steps.start("booting")
+    boot, stored = _boot(params, config, device, shapes, steps)
+    planning = Catalog.from_dicts(params["catalog"] or stored["catalog"])
+    truth = TableExecution.from_catalog(Catalog.from_dicts(catalog_dicts(stored["measurements"], "clean_median_ms")))
+    arms = []
+    for n in params["prompt_tokens"]:
+        prompt = prompt_tokens(boot, n, params["seed"])
+        for policy in params["policies"]:
+            try:
+                chosen = plan(policy, planning, Request(n), truth)
+            except Stalled as exc:
+                arms.append({"prompt_tokens": n, "policy": policy, "error": str(exc), "position": exc.position})
+                steps.advance(f"{n} tokens {policy}: stalled")
+                continue
+            runs = sorted((execute(boot, chosen, prompt) for _ in range(params["runs"])), key=lambda r: r.ttft_ms)
+            arm = _arm(n, chosen, runs)
+            for launch in arm["launches"]:
+                emit({"type": "launch", "prompt_tokens": n, "policy": policy, **launch})
+            arms.append(arm)
+            steps.advance(f"{n} tokens {policy}: {arm['ttft_ms']:.2f} ms")
+    return {**stored, "planning_catalog": planning.to_dicts(),
+            "planning_catalog_source": "given" if params["catalog"] else "this boot", "arms": arms}
+
+
+def _arm(prompt: int, chosen: Any, runs: list[Any]) -> dict[str, Any]:
+    """One (prompt, policy) row: the median run's TTFT next to what the harness predicted."""
+    launches = [{"index": i, "graph": l.graph, "start": l.start, "end": l.end, "padding": l.padding,
+                 "chooser": l.chooser, "predicted_ms": l.predicted_ms, "table_ms": t,
+                 "ms": statistics.median(r.launch_ms[i] for r in runs)}
+                for i, (l, t) in enumerate(zip(chosen.launches, chosen.true_ms))]
+    median = runs[len(runs) // 2]
+    return {"prompt_tokens": prompt, "policy": chosen.policy, "launch_count": len(launches), "graphs": list(chosen.graphs),
+            "padded_tokens": chosen.padded_tokens, "ttft_ms": median.ttft_ms, "ttft_runs_ms": [r.ttft_ms for r in runs],
+            "launch_sum_ms": sum(median.launch_ms), "predicted_ms": sum(l.predicted_ms for l in chosen.launches),
+            "table_ms": chosen.ttft_ms, "first_token": median.first_token, "launches": launches}
+
+
+def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    from scheduler_core.planner import plan
+    from scheduler_core.request import Request
+
+    from .events import Progress
+    from .execute import execute, prompt_tokens
+    from .numerics import compare, one_shot
+
+    n = params["prompt_tokens"]
+    shapes, field = _prefill_shapes(params)
+    config = _check(params, shapes, {"prompt_tokens": n})
+    device = _device(config, params, shapes, field)
+    steps = Progress(emit, len(shapes) + 1 + 1 + 2)  # capture, reference, two policies
+    steps.start("booting")
+    boot, stored = _boot(params, config, device, shapes, steps)
+    planning = Catalog.from_dicts(params["catalog"] or stored["catalog"])
+    prompt = prompt_tokens(boot, n, params["seed"])
+    reference, _ = one_shot(boot, prompt)
+    steps.advance("one-shot reference")
+    chunkings, logits, repeat = {}, {}, {}
+    for policy in ("cost", "rule"):
+        chosen = plan(policy, planning, Request(n))
+        first, second = execute(boot, chosen, prompt), execute(boot, chosen, prompt)
+        chunkings[policy] = {"graphs": list(chosen.graphs), "chunks": [[l.start, l.end] for l in chosen.launches],
+                             "padded_tokens": chosen.padded_tokens}
+        logits[policy] = first.logits
+        repeat[policy] = compare(first.logits, second.logits)
+        steps.advance(f"{policy}: {len(chosen.launches)} launches")
+    return {"provenance": stored["provenance"], "prompt_tokens": n,
+            "planning_catalog_source": "given" if params["catalog"] else "this boot", "chunkings": chunkings,
+            "vs_one_shot": {p: compare(logits[p], reference) for p in logits},
+            "cost_vs_rule": compare(logits["cost"], logits["rule"]),
+            "same_chunking_twice": repeat,
+            "reproducible": all(r["bitwise_identical"] for r in repeat.values())}
+
+
+ANALYSES: dict[str, Analysis] = {a.name: a for a in (
+    Analysis("capture", "One boot: capture a graph per catalog shape and time its launches into a catalog.",
+             (*BOOT_PARAMS, DECODE_ROWS, GRAPHS, BOOTS), run_capture,
+             work=lambda p: p["boots"] * len(_capture_shapes(p)[0]) * p["repeats"], max_work=50_000),
+    Analysis("ttft", "Real TTFT: execute each policy's plan on the model, next to the harness's prediction.",
+             (*BOOT_PARAMS, PROMPTS, POLICIES_PARAM, RUNS), run_ttft,
+             work=lambda p: len(_prefill_shapes(p)[0]) * p["repeats"] + len(p["prompt_tokens"]) * len(p["policies"]) * p["runs"],
+             max_work=50_000),
+    Analysis("numerics", "First-token logits under cost vs rule chunkings, repeated, and vs a one-shot prefill.",
+             (*BOOT_PARAMS, PROMPT), run_numerics,
+             work=lambda p: len(_prefill_shapes(p)[0]) * p["repeats"], max_work=50_000),
+)}

@@ -1,0 +1,49 @@
+"""Run a scheduler_core plan on a boot: its launches in order, each through the graph of its
+capacity (padding included), then sample the first token. This is the real TTFT the harness
+only predicts."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from scheduler_core.planner import Plan
+
+from .graphs import Boot
+from .timing import Stopwatch, synchronize
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One prefill run: host wall-clock TTFT, each launch's device time, and the logits sampled."""
+
+    ttft_ms: float
+    launch_ms: tuple[float, ...]
+    first_token: int
+    logits: torch.Tensor  # float32 copy, [vocab]
+
+
+def prompt_tokens(boot: Boot, count: int, seed: int) -> torch.Tensor:
+    """A seeded random prompt on the boot's device (the same seed gives the same prompt)."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    return torch.randint(0, boot.config.vocab, (count,), generator=gen).to(boot.device)
+
+
+def execute(boot: Boot, plan: Plan, prompt: torch.Tensor) -> Execution:
+    """TTFT runs from an idle device to the first token on the host; greedy sampling keeps it deterministic."""
+    watch = Stopwatch(boot.device)
+    synchronize(boot.device)
+    began = time.perf_counter()
+    logits = None
+    for launch in plan.launches:
+        launcher = boot.prefill_launcher(launch.graph)
+        launcher.load_chunk(prompt, launch.start, launch.end)
+        logits = watch.time(launcher.launch)
+    if logits is None:
+        raise ValueError("the plan has no launches: nothing was prefilled")
+    first = logits[0].float()
+    token = int(first.argmax())  # waits for the device: the first token is on the host
+    ttft = (time.perf_counter() - began) * 1000.0
+    return Execution(ttft, tuple(watch.intervals_ms()), token, first.clone())

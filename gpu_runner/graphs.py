@@ -1,0 +1,89 @@
+"""One boot's executable graphs: the model, its KV cache, and a fixed-shape launcher per catalog
+shape. On CUDA each launcher is a captured `torch.cuda.CUDAGraph` (warmed up on a side stream,
+all sharing one memory pool); on CPU it is the same fixed-shape call, run eagerly."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from .model import KVCache, Step, Transformer
+from .presets import ModelConfig, cache_tokens
+from .timing import synchronize
+
+WARMUP_CALLS = 3  # CUDA: lets the allocator and cuBLAS settle before capture
+
+
+class Launcher:
+    """Static buffers of one (prefill, decode) shape and the way to run them."""
+
+    def __init__(self, step: Step, model: Transformer, cache: KVCache) -> None:
+        self.step = step
+        self.model = model
+        self.cache = cache
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.logits: torch.Tensor | None = None
+
+    def launch(self) -> torch.Tensor:
+        """Replay the graph (CUDA) or call the model eagerly on the static buffers (CPU)."""
+        if self.graph is None:
+            self.logits = self.model(self.step, self.cache)
+        else:
+            self.graph.replay()
+        assert self.logits is not None
+        return self.logits
+
+    def eager(self) -> torch.Tensor:
+        """The same work launched kernel by kernel: the baseline a graph replay is compared with."""
+        return self.model(self.step, self.cache)
+
+    def load_chunk(self, prompt: torch.Tensor, start: int, end: int) -> None:
+        """Put prompt[start:end] in the chunk, zero pads after it (see model.py for where they land)."""
+        real = end - start
+        self.step.tokens[:real].copy_(prompt[start:end])
+        self.step.tokens[real:self.step.prefill].zero_()
+        self.step.start.fill_(start)
+        self.step.last.fill_(real - 1)
+
+
+class Boot:
+    """A model with one cache and a launcher per shape, as an engine holds them after boot."""
+
+    def __init__(self, config: ModelConfig, device: torch.device, shapes: list[tuple[int, int]], seed: int = 0) -> None:
+        self.config = config
+        self.device = device
+        self.length = cache_tokens(config, shapes)
+        self.model = Transformer(config, device, self.length, seed)
+        self.cache = KVCache(config, self.length, max(d for _, d in shapes), device)
+        self.pool = torch.cuda.graph_pool_handle() if device.type == "cuda" else None
+        self.launchers: dict[tuple[int, int], Launcher] = {}
+        self.capture_ms: dict[tuple[int, int], float] = {}
+
+    def prepare(self, shapes: list[tuple[int, int]]) -> None:
+        """Build every shape's launcher, largest first so the shared pool is sized once."""
+        for shape in sorted(shapes, key=lambda s: (s[0] + s[1], s), reverse=True):
+            start = time.perf_counter()
+            self.launchers[shape] = self._build(*shape)
+            synchronize(self.device)
+            self.capture_ms[shape] = (time.perf_counter() - start) * 1000.0
+
+    def _build(self, prefill: int, decode: int) -> Launcher:
+        launcher = Launcher(Step.allocate(prefill, decode, self.device), self.model, self.cache)
+        if self.device.type != "cuda":
+            launcher.launch()  # CPU: one warm-up call stands in for capture (mode "eager-cpu")
+            return launcher
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_CALLS):
+                launcher.eager()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool):
+            launcher.logits = launcher.eager()
+        launcher.graph = graph
+        return launcher
+
+    def prefill_launcher(self, capacity: int) -> Launcher:
+        return self.launchers[(capacity, 0)]

@@ -1,0 +1,104 @@
+"""Model sizes and what a boot of them costs in memory, in plain Python (no torch).
+
+Kept free of torch so the dashboard can validate a job (preset names, shape limits) without
+importing it, and so a boot too large for the device is refused before anything is allocated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES
+from scheduler_core.errors import InvalidInput
+
+DEFAULT_DECODE_ROWS: tuple[int, ...] = (1, 8, 32)
+DTYPE_BYTES: dict[str, int] = {"float32": 4, "bfloat16": 2}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A Llama-style decoder: RMSNorm, rotary positions, grouped-query attention, SwiGLU."""
+
+    name: str
+    layers: int
+    width: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    max_tokens: int       # the longest prompt a boot accepts
+    decode_context: int   # cache length of each decode row
+    dtype: str            # "float32" or "bfloat16"
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
+
+    @property
+    def parameters(self) -> int:
+        attention = self.width * (self.heads + 2 * self.kv_heads) * self.head_dim + self.heads * self.head_dim * self.width
+        mlp = 3 * self.width * self.ffn
+        return self.layers * (attention + mlp + 2 * self.width) + 2 * self.vocab * self.width + self.width
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.layers * 2 * self.kv_heads * self.head_dim * DTYPE_BYTES[self.dtype]
+
+
+PRESETS: dict[str, ModelConfig] = {
+    c.name: c for c in (
+        ModelConfig("tiny", layers=2, width=256, heads=4, kv_heads=2, head_dim=64, ffn=688, vocab=2048,
+                    max_tokens=4096, decode_context=256, dtype="float32"),
+        ModelConfig("small", layers=8, width=2048, heads=16, kv_heads=4, head_dim=128, ffn=5632, vocab=32000,
+                    max_tokens=16384, decode_context=2048, dtype="bfloat16"),
+        ModelConfig("medium", layers=16, width=4096, heads=32, kv_heads=8, head_dim=128, ffn=11008, vocab=32000,
+                    max_tokens=16384, decode_context=2048, dtype="bfloat16"),
+    )
+}
+
+
+def get_preset(name: object, field: str = "preset") -> ModelConfig:
+    if not isinstance(name, str) or name not in PRESETS:
+        raise InvalidInput(field, f"unknown preset {name!r} (expected one of {sorted(PRESETS)})")
+    return PRESETS[name]
+
+
+def default_shapes(capacities: Iterable[int] = DEFAULT_PREFILL_CAPACITIES, decode_rows: Iterable[int] = DEFAULT_DECODE_ROWS,
+                   graphs: str = "all") -> list[tuple[int, int]]:
+    """A recipe's catalog shapes: solo prefill capacities, decode-only rows, and mixed shapes
+    (the smallest capacity carrying each decode row count), as `graphs` selects."""
+    caps = sorted(set(capacities))
+    rows = sorted(set(decode_rows))
+    shapes = [(c, 0) for c in caps]
+    if graphs in ("prefill+decode", "all"):
+        shapes += [(0, d) for d in rows]
+    if graphs == "all":
+        shapes += [(caps[0], d) for d in rows]
+    return shapes
+
+
+def cache_tokens(config: ModelConfig, shapes: Iterable[tuple[int, int]]) -> int:
+    """The prefill cache length: the longest prompt plus room for the largest graph's padding,
+    which is written past the real tokens and never attended to."""
+    return config.max_tokens + max(p for p, _ in shapes)
+
+
+def estimate_bytes(config: ModelConfig, shapes: list[tuple[int, int]]) -> tuple[int, tuple[int, int]]:
+    """Bytes a boot needs (weights, caches, and the peak activations of its largest shape; graphs
+    share one memory pool, so the peak is the largest shape's, not the sum) and that shape."""
+    size = DTYPE_BYTES[config.dtype]
+    length = cache_tokens(config, shapes)
+    rows = max(d for _, d in shapes)
+    fixed = config.parameters * size + config.kv_bytes_per_token * (length + rows * config.decode_context)
+
+    def activations(prefill: int, decode: int) -> int:
+        tokens = prefill + decode
+        per_token = 4 * config.width + (config.heads + 2 * config.kv_heads) * config.head_dim + 3 * config.ffn
+        attention = prefill * length + 2 * config.heads * config.head_dim * (
+            length * (1 if prefill else 0) + decode * config.decode_context) * size
+        # CPU attention may fall back to the math kernel, which materialises the scores.
+        scores = config.heads * (prefill * length + decode * config.decode_context) * 4
+        return tokens * per_token * size + attention + scores + (1 + decode) * config.vocab * 4
+
+    peak_shape = max(shapes, key=lambda s: activations(*s))
+    return int(1.2 * (fixed + activations(*peak_shape))), peak_shape
