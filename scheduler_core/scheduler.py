@@ -191,7 +191,6 @@ def schedule(arrivals: Sequence[Arrival], catalog: Catalog, execution: Execution
 
 def _validate(arrivals: Sequence[Arrival], catalog: Catalog, config: SchedulerConfig) -> int:
     """Reject input the loop could never finish; returns the lane cap."""
-    make_policy(config.policy, "policy")
     decode_rows = [g.decode for g in catalog.of_kind(DECODE)]
     if not decode_rows:
         raise InvalidInput("catalog", "has no decode graph (prefill == 0, decode > 0): decoding lanes could never run")
@@ -223,10 +222,10 @@ class _Run:
 
     def __init__(self, arrivals: Sequence[Arrival], catalog: Catalog, execution: ExecutionModel,
                  config: SchedulerConfig, on_progress: Callable[[int, int], None] | None) -> None:
+        self.solo_policy = make_policy(config.policy)
         self.max_lanes = _validate(arrivals, catalog, config)
         self.catalog, self.execution, self.config, self.on_progress = catalog, execution, config, on_progress
         self.shapes = _Shapes(catalog, self.max_lanes)
-        self.solo_policy = make_policy(config.policy)
         self.busy_policy = CostPolicy()
         self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
         self.pending = sorted(arrivals, key=lambda a: (a.arrival_ms, a.id))
