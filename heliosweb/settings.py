@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "heliosweb.catalogs",
     "heliosweb.jobs",
     "heliosweb.dashboard",
+    "heliosweb.decisions",
 ]
 
 MIDDLEWARE = [

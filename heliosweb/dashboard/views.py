@@ -35,6 +35,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/job_list.html", {"jobs": selectors.job_list(limit=200)})
 
 
+@login_required
 @permission_required("jobs.run_jobs", raise_exception=True)
 def job_new(request: HttpRequest) -> HttpResponse:
     kinds = job_kinds()
@@ -76,6 +77,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
 
 
 @require_POST
+@login_required
 @permission_required("jobs.run_jobs", raise_exception=True)
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
     try:

@@ -92,6 +92,7 @@ def _enqueue(job: BenchmarkJob) -> None:
 
 def job_cancel(*, job: BenchmarkJob) -> BenchmarkJob:
     """Queued: cancelled at once. Running: the worker stops at the analysis's next event."""
+    job.refresh_from_db(fields=["status"])
     if job.status == JobStatus.QUEUED:
         if BenchmarkJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
                 status=JobStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"):

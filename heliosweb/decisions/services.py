@@ -1,0 +1,277 @@
+"""Writes for policy decisions: propose, approve, reject, withdraw, apply.
+
+Each is one atomic action in Zulip's shape: check, change the state, append the audit event
+(before/after) in the same transaction, and push a realtime event with `transaction.on_commit`.
+`decision_apply` changes the recipe's policy only through `recipes.services.policy_set`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+from scheduler_core.errors import InvalidInput
+from scheduler_core.policies import POLICIES, SELECTABLE_POLICIES
+
+from heliosweb.jobs.models import BenchmarkJob, JobStatus
+from heliosweb.recipes.models import PolicySetting, Recipe
+from heliosweb.recipes.services import policy_set
+
+from .errors import Conflict, Forbidden
+from .hashing import GENESIS, event_hash, event_payload
+from .models import AuditChainLock, AuditEvent, DecisionStatus, PolicyDecision
+
+log = logging.getLogger(__name__)
+
+REALTIME_GROUP = "recipes"
+MAX_RATIONALE = 10_000
+MAX_REASON = 2_000
+MAX_EVIDENCE = 50
+
+PROPOSE_PERM = "decisions.propose_decision"
+APPROVE_PERM = "decisions.approve_decision"
+APPLY_PERM = "decisions.apply_decision"
+
+
+# --- the five steps -------------------------------------------------------------------------
+
+def decision_propose(*, actor: AbstractBaseUser, recipe: Any, policy: Any, rationale: Any,
+                     evidence: Any = None) -> PolicyDecision:
+    """Propose changing `recipe`'s active policy to `policy`, based on the current version.
+
+    Raises Forbidden (no propose permission) or InvalidInput naming the field (`recipe`,
+    `policy`, `rationale`, `evidence`); nothing is stored then.
+    """
+    _require(actor, PROPOSE_PERM, "proposing a policy change")
+    recipe_obj = _recipe(recipe)
+    clean_policy = _policy(policy)
+    clean_rationale = _text(rationale, field="rationale", limit=MAX_RATIONALE, required=True)
+    job_ids = _evidence_ids(evidence)
+    with transaction.atomic():
+        setting = PolicySetting.objects.select_for_update().get(recipe=recipe_obj)
+        if setting.policy == clean_policy:
+            raise InvalidInput("policy", f"{clean_policy!r} is already {recipe_obj.name}'s active policy")
+        jobs = _finished_jobs(job_ids)
+        decision = PolicyDecision.objects.create(
+            recipe=recipe_obj, from_policy=setting.policy, to_policy=clean_policy, base_version=setting.version,
+            rationale=clean_rationale, created_by=actor)
+        decision.evidence.set(jobs)
+        state = _state(decision, setting)
+        _audit(actor=actor, decision=decision, action="proposed", before={**state, "status": None}, after=state,
+               reason=clean_rationale)
+    return decision
+
+
+def decision_approve(*, actor: AbstractBaseUser, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
+    """A second maintainer agrees. The author can never approve their own proposal."""
+    _require(actor, APPROVE_PERM, "approving a decision")
+    if decision.created_by_id == actor.pk:
+        raise Forbidden("actor", "a decision cannot be approved by its author: a second maintainer must approve it")
+    return _review(actor=actor, decision=decision, to=DecisionStatus.APPROVED,
+                   reason=_text(reason, field="reason", limit=MAX_REASON))
+
+
+def decision_reject(*, actor: AbstractBaseUser, decision: PolicyDecision, reason: Any) -> PolicyDecision:
+    """A reviewer declines; the reason is required so the audit trail says why."""
+    _require(actor, APPROVE_PERM, "rejecting a decision")
+    if decision.created_by_id == actor.pk:
+        raise Forbidden("actor", "the author cannot review their own decision: withdraw it instead")
+    return _review(actor=actor, decision=decision, to=DecisionStatus.REJECTED,
+                   reason=_text(reason, field="reason", limit=MAX_REASON, required=True))
+
+
+def decision_withdraw(*, actor: AbstractBaseUser, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
+    """The author takes back a proposal that is still pending."""
+    if decision.created_by_id != actor.pk:
+        raise Forbidden("actor", "only the author can withdraw a decision")
+    clean_reason = _text(reason, field="reason", limit=MAX_REASON)
+    with transaction.atomic():
+        decision, setting = _lock(decision)
+        _expect(decision, DecisionStatus.PENDING, "withdrawn")
+        before = _state(decision, setting)
+        decision.status = DecisionStatus.WITHDRAWN
+        decision.save(update_fields=["status"])
+        _audit(actor=actor, decision=decision, action="withdrawn", before=before,
+               after=_state(decision, setting), reason=clean_reason)
+    return decision
+
+
+def decision_apply(*, actor: AbstractBaseUser, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
+    """Make an approved decision the recipe's active policy, in one transaction.
+
+    Optimistic concurrency: the proposal recorded the PolicySetting version it was based on;
+    if the version moved since (another decision applied), this fails with Conflict and changes
+    nothing: propose again against the current policy.
+    """
+    _require(actor, APPLY_PERM, "applying a decision")
+    clean_reason = _text(reason, field="reason", limit=MAX_REASON)
+    with transaction.atomic():
+        decision, setting = _lock(decision)
+        _expect(decision, DecisionStatus.APPROVED, "applied")
+        if setting.version != decision.base_version:
+            raise Conflict("base_version", (
+                f"stale proposal: it was based on {decision.recipe.name} v{decision.base_version} "
+                f"({decision.from_policy}) but the policy is now v{setting.version} ({setting.policy}); "
+                "propose again against the current policy"))
+        _policy(decision.to_policy)  # a policy may have become unselectable since the proposal
+        before = _state(decision, setting)
+        setting = policy_set(recipe=decision.recipe, policy=decision.to_policy, user=actor)
+        decision.status = DecisionStatus.APPLIED
+        decision.applied_by = actor
+        decision.applied_at = timezone.now()
+        decision.applied_version = setting.version
+        decision.save(update_fields=["status", "applied_by", "applied_at", "applied_version"])
+        _audit(actor=actor, decision=decision, action="applied", before=before,
+               after=_state(decision, setting), reason=clean_reason)
+    return decision
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+def _review(*, actor: AbstractBaseUser, decision: PolicyDecision, to: str, reason: str) -> PolicyDecision:
+    with transaction.atomic():
+        decision, setting = _lock(decision)
+        _expect(decision, DecisionStatus.PENDING, str(to))
+        before = _state(decision, setting)
+        decision.status = to
+        decision.reviewed_by = actor
+        decision.reviewed_at = timezone.now()
+        decision.review_reason = reason
+        decision.save(update_fields=["status", "reviewed_by", "reviewed_at", "review_reason"])
+        _audit(actor=actor, decision=decision, action=str(to), before=before,
+               after=_state(decision, setting), reason=reason)
+    return decision
+
+
+def _lock(decision: PolicyDecision) -> tuple[PolicyDecision, PolicySetting]:
+    """Lock the recipe's setting, then the decision (always in that order), and reread both."""
+    setting = PolicySetting.objects.select_for_update().get(recipe_id=decision.recipe_id)
+    fresh = PolicyDecision.objects.select_for_update().select_related("recipe", "created_by").get(pk=decision.pk)
+    return fresh, setting
+
+
+def _expect(decision: PolicyDecision, status: str, step: str) -> None:
+    if decision.status != status:
+        raise Conflict("status", f"decision {decision.pk} is {decision.status}: only a {status} decision can be {step}")
+
+
+def _state(decision: PolicyDecision, setting: PolicySetting) -> dict[str, Any]:
+    return {"status": str(decision.status), "policy": setting.policy, "version": setting.version,
+            "proposed_policy": decision.to_policy, "base_version": decision.base_version}
+
+
+def _audit(*, actor: AbstractBaseUser, decision: PolicyDecision, action: str, before: dict[str, Any],
+           after: dict[str, Any], reason: str) -> AuditEvent:
+    """Append one event to the chain (inside the caller's transaction) and schedule the push."""
+    AuditChainLock.objects.select_for_update().get_or_create(pk=1)
+    head = AuditEvent.objects.order_by("-seq").only("seq", "hash").first()
+    event = AuditEvent(
+        seq=(head.seq + 1) if head else 1, action=action, actor=actor, actor_name=actor.get_username(),
+        recipe_id=decision.recipe_id, recipe_name=decision.recipe.name, decision=decision,
+        before=before, after=after, reason=reason,
+        created_at=timezone.now(),
+        prev_hash=head.hash if head else GENESIS)
+    event.hash = event_hash(event_payload(event), event.prev_hash)
+    event.save()
+    message = _realtime_message(event, decision)
+    transaction.on_commit(lambda: push_realtime(message))
+    return event
+
+
+def _realtime_message(event: AuditEvent, decision: PolicyDecision) -> dict[str, Any]:
+    return {"type": "recipes.decision", "action": event.action, "seq": event.seq, "decision_id": decision.pk,
+            "recipe": event.recipe_name, "status": str(decision.status), "actor": event.actor_name,
+            "policy": event.after["policy"], "version": event.after["version"],
+            "proposed_policy": decision.to_policy}
+
+
+def push_realtime(message: dict[str, Any]) -> None:
+    """Best effort, after commit: the database already holds the decision; Redis is transport."""
+    try:
+        layer = get_channel_layer()
+        if layer is not None:
+            async_to_sync(layer.group_send)(REALTIME_GROUP, message)
+    except Exception:
+        log.warning("could not push decision event %s to the channel layer", message.get("seq"), exc_info=True)
+
+
+def _require(actor: AbstractBaseUser, perm: str, what: str) -> None:
+    if actor is None or not actor.is_authenticated:
+        raise Forbidden("actor", f"{what} needs a logged-in user")
+    if not actor.has_perm(perm):
+        raise Forbidden("actor", f"{what} needs the {perm} permission")
+
+
+def _recipe(recipe: Any) -> Recipe:
+    if isinstance(recipe, Recipe):
+        return recipe
+    if not isinstance(recipe, str) or not recipe.strip():
+        raise InvalidInput("recipe", "required: a recipe name")
+    found = Recipe.objects.filter(name=recipe.strip()).first()
+    if found is None:
+        raise InvalidInput("recipe", f"unknown recipe {recipe!r}")
+    return found
+
+
+def _policy(policy: Any) -> str:
+    if not isinstance(policy, str) or not policy.strip():
+        raise InvalidInput("policy", f"required: one of {list(SELECTABLE_POLICIES)}")
+    if policy in POLICIES and policy not in SELECTABLE_POLICIES:
+        # rule-v1: the pre-fix rule that stalls solo requests; kept only to demonstrate the stall.
+        raise InvalidInput("policy", f"{policy!r} can never be a recipe's active policy "
+                                     f"(it is kept only for analyses); expected one of {list(SELECTABLE_POLICIES)}")
+    if policy not in SELECTABLE_POLICIES:
+        raise InvalidInput("policy", f"unknown policy {policy!r} (expected one of {list(SELECTABLE_POLICIES)})")
+    return policy
+
+
+def _text(value: Any, *, field: str, limit: int, required: bool = False) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be text")
+    value = value.strip()
+    if required and not value:
+        raise InvalidInput(field, "required: say why")
+    if len(value) > limit:
+        raise InvalidInput(field, f"at most {limit} characters (got {len(value)})")
+    return value
+
+
+def _evidence_ids(evidence: Any) -> list[int]:
+    if evidence in (None, ""):
+        return []
+    if isinstance(evidence, (str, bytes, dict)) or not isinstance(evidence, Iterable):
+        raise InvalidInput("evidence", "must be a list of job ids")
+    ids: list[int] = []
+    for i, value in enumerate(evidence):
+        if isinstance(value, bool):
+            raise InvalidInput(f"evidence[{i}]", f"not a job id: {value!r}")
+        try:
+            job_id = int(value)
+        except (TypeError, ValueError):
+            raise InvalidInput(f"evidence[{i}]", f"not a job id: {value!r}") from None
+        if isinstance(value, float) and value != job_id:
+            raise InvalidInput(f"evidence[{i}]", f"not a job id: {value!r}")
+        if job_id not in ids:
+            ids.append(job_id)
+    if len(ids) > MAX_EVIDENCE:
+        raise InvalidInput("evidence", f"at most {MAX_EVIDENCE} jobs")
+    return ids
+
+
+def _finished_jobs(ids: list[int]) -> list[BenchmarkJob]:
+    jobs = {j.pk: j for j in BenchmarkJob.objects.filter(pk__in=ids).only("id", "status")}
+    for i, job_id in enumerate(ids):
+        job = jobs.get(job_id)
+        if job is None:
+            raise InvalidInput(f"evidence[{i}]", f"no job {job_id}")
+        if job.status != JobStatus.DONE:
+            raise InvalidInput(f"evidence[{i}]", f"job {job_id} is {job.status}: only a finished (done) job is evidence")
+    return [jobs[i] for i in ids]

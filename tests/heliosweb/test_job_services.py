@@ -1,0 +1,184 @@
+"""Job services: validation once, nothing stored or queued on bad input, runs, cancel, reaper."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from scheduler_core.errors import InvalidInput
+
+from heliosweb.jobs import services
+from heliosweb.jobs.models import BenchmarkJob, JobEvent, JobStatus
+from heliosweb.jobs.registry import JobKind, job_kinds
+from heliosweb.catalogs.models import Boot
+
+EIGHT_FIGURES = [("3 / 62.10", "1 / 66.10"), ("3 / 62.10", "1 / 66.10"), ("6 / 232.10", "4 / 232.10"),
+                 ("9 / 238.10", "4 / 232.10")]
+
+
+def test_it_creates_a_queued_job_and_queues_it_on_the_sim_queue(maintainer, recipe, queued, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        job = services.job_create(kind="pr22", recipe="tiny-cpu", params={"drift_factor": 2}, user=maintainer)
+    assert job.status == JobStatus.QUEUED
+    assert job.params["drift_factor"] == 2 and job.params["fixed_ms"] == 2.0  # defaults filled
+    assert queued == [(job.pk, "sim")]
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"kind": "nope"}, "kind"),
+    ({"kind": 3}, "kind"),
+    ({"kind": "pr22", "recipe": "missing"}, "recipe"),
+    ({"kind": "pr22", "params": [1, 2]}, "params"),
+    ({"kind": "pr22", "params": {"drift_factor": -1}}, "params.drift_factor"),
+    ({"kind": "pr22", "params": {"drift_factor": "x"}}, "params.drift_factor"),
+    ({"kind": "pr22", "params": {"bogus": 1}}, "params.bogus"),
+    ({"kind": "pulse", "params": {"count": 1_000_000, "rate": 1}}, "params.count"),  # would take hours
+])
+def test_it_rejects_bad_input_naming_the_field_and_stores_nothing(maintainer, recipe, queued, kwargs, field,
+                                                                  django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(InvalidInput) as err:
+        services.job_create(user=maintainer, **kwargs)
+    assert err.value.field == field
+    assert BenchmarkJob.objects.count() == 0
+    assert queued == []
+
+
+def test_every_scheduler_core_analysis_is_a_sim_kind():
+    from scheduler_core.analyses import ANALYSES
+
+    kinds = job_kinds()
+    for name in ANALYSES:
+        assert kinds[name].queue == "sim"
+    assert kinds["pulse"].queue == "sim"
+
+
+def test_running_pr22_stores_numbered_events_and_the_eight_figures(maintainer, transactional_db):
+    job = services.job_create(kind="pr22", user=maintainer)
+    services.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE and job.progress_percent == 100
+    pairs = [(f"{a['cost']['launches']} / {a['cost']['ttft_ms']:.2f}", f"{a['rule']['launches']} / {a['rule']['ttft_ms']:.2f}")
+             for a in job.result["arms"]]
+    assert pairs == EIGHT_FIGURES
+    events = list(JobEvent.objects.filter(job=job).order_by("seq"))
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert job.last_seq == len(events)
+    assert [e.type for e in events].count("arm_result") == 4
+    assert events[-1].type == "done"
+
+
+def test_a_second_delivery_of_a_finished_job_does_nothing(maintainer, transactional_db):
+    job = services.job_create(kind="pr22", user=maintainer)
+    services.job_run(job_id=job.pk)
+    count = JobEvent.objects.filter(job=job).count()
+    services.job_run(job_id=job.pk)
+    assert JobEvent.objects.filter(job=job).count() == count
+
+
+def test_a_redelivered_job_whose_worker_died_is_failed_not_rerun(maintainer, transactional_db):
+    job = services.job_create(kind="pr22", user=maintainer)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    import socket
+
+    BenchmarkJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, worker_host=socket.gethostname(), worker_pid=dead.pid)
+    services.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and "worker lost" in job.error
+    assert job.result is None
+
+
+def test_the_reaper_fails_jobs_of_dead_workers_and_stale_heartbeats(maintainer, transactional_db):
+    import socket
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    a = services.job_create(kind="pr22", user=maintainer)
+    b = services.job_create(kind="pr22", user=maintainer)
+    c = services.job_create(kind="pr22", user=maintainer)
+    now = timezone.now()
+    BenchmarkJob.objects.filter(pk=a.pk).update(status="running", worker_host=socket.gethostname(), worker_pid=dead.pid, heartbeat_at=now)
+    BenchmarkJob.objects.filter(pk=b.pk).update(status="running", worker_host="elsewhere", worker_pid=1, heartbeat_at=now - timedelta(hours=1))
+    BenchmarkJob.objects.filter(pk=c.pk).update(status="running", worker_host="elsewhere", worker_pid=1, heartbeat_at=now)
+    assert sorted(services.jobs_reap(stale_seconds=60)) == [a.pk, b.pk]
+    assert BenchmarkJob.objects.get(pk=c.pk).status == "running"
+    assert JobEvent.objects.get(job=a, type="failed").data["reason"].startswith("worker lost")
+    assert services.jobs_reap(stale_seconds=60) == []  # idempotent
+
+
+def test_cancelling_a_queued_job_stops_it_before_it_runs(maintainer, transactional_db):
+    job = services.job_create(kind="pr22", user=maintainer)
+    services.job_cancel(job=job)
+    services.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED and job.result is None
+
+
+def test_cancelling_a_finished_job_is_refused(maintainer, transactional_db):
+    job = services.job_create(kind="pr22", user=maintainer)
+    services.job_run(job_id=job.pk)
+    with pytest.raises(InvalidInput) as err:
+        services.job_cancel(job=job)
+    assert err.value.field == "status"
+
+
+def test_a_running_job_stops_at_its_next_event_once_cancelled(maintainer, transactional_db, monkeypatch, settings):
+    settings.HELIOS_EVENT_FLUSH_SECONDS = 0.01
+    job = services.job_create(kind="pulse", params={"count": 100000, "rate": 5000}, user=maintainer)
+    original = job_kinds()["pulse"].analysis.run
+    calls = {"n": 0}
+
+    def run(params, emit):
+        def emit_and_cancel(event):
+            calls["n"] += 1
+            if calls["n"] == 50:
+                BenchmarkJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+            emit(event)
+        return original(params, emit_and_cancel)
+
+    from dataclasses import replace
+    kinds = dict(job_kinds())
+    kinds["pulse"] = JobKind("pulse", "sim", replace(kinds["pulse"].analysis, run=run))
+    monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
+    services.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED
+    assert calls["n"] < 100000
+
+
+def test_a_capture_result_is_stored_as_a_boot_of_the_recipe(maintainer, recipe, monkeypatch, transactional_db):
+    from scheduler_core.analyses.params import Analysis
+
+    capture = Analysis(name="capture", summary="fake capture", params=(),
+                       run=lambda params, emit: {"catalog": [{"prefill": 512, "decode": 0, "ms": 3.5}],
+                                                 "provenance": {"device": "cpu"}})
+    kinds = {**job_kinds(), "capture": JobKind("capture", "gpu", capture)}
+    monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
+    with pytest.raises(InvalidInput) as err:
+        services.job_create(kind="capture", user=maintainer)
+    assert err.value.field == "recipe"
+    job = services.job_create(kind="capture", recipe="tiny-cpu", user=maintainer)
+    assert job.queue == "gpu"
+    services.job_run(job_id=job.pk)
+    boot = Boot.objects.get(job=job)
+    assert boot.recipe == recipe and boot.catalog[0]["ms"] == 3.5 and boot.provenance == {"device": "cpu"}
+
+
+def test_a_failing_analysis_leaves_the_job_failed_with_its_reason(maintainer, monkeypatch, transactional_db):
+    from scheduler_core.analyses.params import Analysis
+
+    def boom(params, emit):
+        emit({"type": "progress", "done": 1, "total": 2, "message": "half"})
+        raise RuntimeError("the model fell over")
+
+    kinds = {**job_kinds(), "pr22": JobKind("pr22", "sim", Analysis(name="pr22", summary="", params=(), run=boom))}
+    monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
+    job = services.job_create(kind="pr22", user=maintainer)
+    services.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and "the model fell over" in job.error
+    assert list(JobEvent.objects.filter(job=job).values_list("type", flat=True)) == ["progress", "failed"]

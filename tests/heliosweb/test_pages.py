@@ -1,0 +1,84 @@
+"""Pages: login, the generated job form, the job page, compare, the dashboard's query count."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.staticfiles import finders
+
+from heliosweb.jobs.models import BenchmarkJob
+
+
+@pytest.fixture
+def browser_client(client, maintainer):
+    client.force_login(maintainer)
+    return client
+
+
+def test_pages_need_a_login(client, db):
+    for url in ("/", "/jobs/", "/jobs/new", "/compare"):
+        response = client.get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_the_job_form_is_generated_from_declared_params(browser_client):
+    html = browser_client.get("/jobs/new").content.decode()
+    for name in ("pr22.fixed_ms", "pr22.ms_per_token", "pr22.first_token_ms", "pr22.drift_factor", "pulse.count"):
+        assert f'name="{name}"' in html
+
+
+def test_non_maintainers_cannot_open_the_form(client, viewer):
+    client.force_login(viewer)
+    assert client.get("/jobs/new").status_code == 403
+    assert client.post("/jobs/new", {"kind": "pr22"}).status_code == 403
+
+
+def test_a_bad_form_shows_the_field_error_and_stores_nothing(browser_client, queued):
+    response = browser_client.post("/jobs/new", {"kind": "pr22", "pr22.drift_factor": "1000"})
+    assert response.status_code == 400
+    assert 'data-field="pr22.drift_factor"' in response.content.decode()
+    assert BenchmarkJob.objects.count() == 0 and queued == []
+    response = browser_client.post("/jobs/new", {"kind": "pr22", "pr22.fixed_ms": "abc"})
+    assert 'data-field="pr22.fixed_ms"' in response.content.decode()
+    response = browser_client.post("/jobs/new", {"kind": "ghost"})
+    assert 'data-field="kind"' in response.content.decode()
+    assert BenchmarkJob.objects.count() == 0
+
+
+def test_a_good_form_queues_the_job_and_opens_its_page(browser_client, recipe, queued, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = browser_client.post("/jobs/new", {"kind": "pr22", "recipe": "tiny-cpu", "pr22.drift_factor": "1.6"})
+    job = BenchmarkJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}"
+    assert queued == [(job.pk, "sim")]
+    page = browser_client.get(f"/jobs/{job.pk}").content.decode()
+    assert f'data-ws-path="/ws/jobs/{job.pk}/"' in page and "plotly/plotly.min.js" in page
+    assert browser_client.get("/jobs/4242").status_code == 404
+
+
+def test_the_dashboard_uses_a_bounded_number_of_queries(browser_client, maintainer, recipe, django_assert_max_num_queries):
+    BenchmarkJob.objects.bulk_create(BenchmarkJob(kind="pr22", queue="sim", recipe=recipe, created_by=maintainer)
+                                     for _ in range(120))
+    with django_assert_max_num_queries(8):
+        response = browser_client.get("/")
+    assert response.status_code == 200 and "tiny-cpu" in response.content.decode()
+
+
+def test_compare_shows_finished_jobs_side_by_side(browser_client, maintainer, transactional_db):
+    from heliosweb.jobs.services import job_create, job_run
+
+    a = job_create(kind="pr22", user=maintainer)
+    b = job_create(kind="pr22", params={"drift_factor": 2.0}, user=maintainer)
+    job_run(job_id=a.pk)
+    job_run(job_id=b.pk)
+    html = browser_client.get(f"/compare?ids={a.pk},{b.pk}").content.decode()
+    assert "9 / 238.10" in html and "compare-chart" in html
+    bad = browser_client.get(f"/compare?ids={a.pk}")
+    assert bad.status_code == 400 and 'data-field="ids"' in bad.content.decode()
+
+
+def test_plotly_is_served_from_the_installed_package_not_a_cdn():
+    assert finders.find("plotly/plotly.min.js")
+    import pathlib
+
+    for path in list(pathlib.Path("templates").rglob("*.html")) + list(pathlib.Path("static").rglob("*.js")):
+        assert "cdn" not in path.read_text().lower(), path
