@@ -45,10 +45,24 @@ def _cli_value(param: Param, text: str) -> Any:
             return int(item) if kind == "int" else float(item) if kind == "float" else item
         except ValueError:
             raise InvalidInput(param.name, f"must be {'an integer' if kind == 'int' else 'a number'}, got {item!r}") from None
+    if param.kind in ("catalog", "catalog_list"):
+        paths = text.split(",") if param.kind == "catalog_list" else [text]
+        catalogs = [_catalog_file(param, path.strip()) for path in paths]
+        return catalogs if param.kind == "catalog_list" else catalogs[0]
     if param.kind.endswith("_list"):
         kind = param.kind.removesuffix("_list")
         return [scalar(kind, item.strip()) for item in text.split(",") if item.strip()]
     return scalar(param.kind, text)
+
+
+def _catalog_file(param: Param, path: str) -> Any:
+    """A catalog flag names a JSON file: a list of graphs, or an object with a "catalog" list (a capture's output)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = parse_json(f.read(), param.name)
+    except OSError as exc:
+        raise InvalidInput(param.name, f"cannot read {path!r}: {exc.strerror}") from None
+    return data["catalog"] if isinstance(data, dict) and "catalog" in data else data
 
 
 def run_analysis(analysis: Analysis, args: argparse.Namespace) -> int:
@@ -91,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print the result as JSON")
         for param in analysis.params:
             suffix = " (comma-separated)" if param.kind.endswith("_list") else ""
+            if param.kind.startswith("catalog"):
+                suffix = " (JSON file" + ("s, comma-separated)" if param.kind == "catalog_list" else ")")
             choices = f" {{{','.join(param.choices)}}}" if param.choices else ""
             default = ",".join(map(str, param.default)) if isinstance(param.default, list) else param.default
             p.add_argument(_flag(param), dest=param.name, default=None, metavar=param.kind.upper(),

@@ -1,18 +1,21 @@
 """The pull request's determinism claim, measured: replay N boots, each measuring the catalog
 with fresh noise, and count the distinct launch sequences each policy produces for the same
-prompts. The true execution model never changes, so a TTFT spread is the price of following noise."""
+prompts. The true execution model never changes, so a TTFT spread is the price of following noise.
+Real boots (catalogs captured by gpu_runner) can replace the simulated ones."""
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-from ..catalog import noise
-from ..execution import measured_catalog
+from ..catalog import Catalog, Graph, noise
+from ..execution import ExecutionModel, TableExecution, measured_catalog
 from ..planner import plan
 from ..policies import make_policy
 from ..request import Request
-from .catalogs import EXECUTION_PARAMS, execution_of
+from .catalogs import EXECUTION_PARAMS, execution_dict, execution_of
 from .pacing import Ticker
 from .params import Analysis, Emit, Param
 
@@ -23,20 +26,43 @@ def work(params: dict[str, Any]) -> int:
     """Per boot and policy: the cost table for the longest prompt plus about one decision per 4096 tokens."""
     prompts = params["prompts"]
     per_boot = max(prompts) // DP_STEP + sum(n // 4096 + 1 for n in prompts)
-    return params["boots"] * len(params["policies"]) * per_boot
+    boots = len(params["boot_catalogs"]) if params["boot_catalogs"] else params["boots"]
+    return boots * len(params["policies"]) * per_boot
+
+
+def boot_catalogs(params: dict[str, Any]) -> tuple[ExecutionModel, Callable[[int], Catalog], int]:
+    """(truth, boot -> catalog, boots): simulated noisy boots, or real ones measured on hardware.
+
+    Real boots are judged against their per-shape median, the best estimate of the true cost."""
+    if params["boot_catalogs"]:
+        real = [Catalog.from_dicts(c) for c in params["boot_catalogs"]]
+        median = median_catalog(real)
+        return TableExecution.from_catalog(median, params["first_token_ms"]), real.__getitem__, len(real)
+    execution = execution_of(params)
+    clean = measured_catalog(execution)
+    return execution, lambda boot: noise(clean, seed=params["seed"] + boot, sigma=params["sigma"]), params["boots"]
+
+
+def median_catalog(catalogs: list[Catalog]) -> Catalog:
+    """Each shape's median duration over the boots that measured it."""
+    ms: dict[tuple[int, int], list[float]] = {}
+    for catalog in catalogs:
+        for g in catalog.graphs:
+            if g.ms is not None:
+                ms.setdefault(g.shape, []).append(g.ms)
+    return Catalog(tuple(Graph(p, d, statistics.median(v)) for (p, d), v in sorted(ms.items())))
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    execution = execution_of(params)
-    clean = measured_catalog(execution)
+    execution, catalog_of, boots = boot_catalogs(params)
     policies = {name: make_policy(name) for name in params["policies"]}
-    prompts, boots = params["prompts"], params["boots"]
+    prompts = params["prompts"]
     requests = {n: Request(n) for n in prompts}
     sequences = {n: {name: Counter[tuple[int, ...]]() for name in policies} for n in prompts}
     ttfts: dict[int, dict[str, list[float]]] = {n: {name: [] for name in policies} for n in prompts}
     ticker = Ticker(emit, boots)
     for boot in range(boots):
-        catalog = noise(clean, seed=params["seed"] + boot, sigma=params["sigma"])
+        catalog = catalog_of(boot)
         for n, request in requests.items():
             for name, policy in policies.items():
                 p = plan(policy, catalog, request, execution)
@@ -50,7 +76,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "prompts_with_one_sequence": sum(row[name]["distinct_sequences"] == 1 for row in per_prompt),
         "max_ttft_spread_ms": max(row[name]["ttft_ms"]["spread"] for row in per_prompt),
     } for name in policies}
-    return {"execution": execution.to_dict(), "boots": boots, "sigma": params["sigma"], "seed": params["seed"],
+    return {"execution": execution_dict(execution), "real_boots": bool(params["boot_catalogs"]), "boots": boots, "sigma": params["sigma"], "seed": params["seed"],
             "prompts": per_prompt, "overall": overall}
 
 
@@ -67,7 +93,8 @@ def _describe(sequences: Counter[tuple[int, ...]], ttft: list[float]) -> dict[st
 
 def format_text(result: dict[str, Any]) -> str:
     """A line per prompt and policy: distinct sequences over the boots and the TTFT they span."""
-    lines = [f"{result['boots']} boots, measurement noise sigma {result['sigma']}"]
+    source = "real boots" if result["real_boots"] else f"boots, measurement noise sigma {result['sigma']}"
+    lines = [f"{result['boots']} {source}"]
     for row in result["prompts"]:
         for name in result["overall"]:
             d = row[name]
@@ -86,6 +113,8 @@ ANALYSIS = Analysis(
         Param("prompts", "int_list", [3504, 14000, 131072], "prompt lengths (tokens)", minimum=1, maximum=1 << 20,
               max_items=64),
         Param("policies", "choice_list", ["cost", "rule"], "policies to plan with", choices=("cost", "rule")),
+        Param("boot_catalogs", "catalog_list", None, "real boots (e.g. stored captures of one recipe) instead of "
+              "simulated noise; judged against their per-shape median", max_items=256),
         *EXECUTION_PARAMS,
     ),
     run=run,

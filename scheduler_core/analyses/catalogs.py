@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..catalog import Catalog, drift
-from ..execution import AffineExecution, measured_catalog
+from ..execution import AffineExecution, ExecutionModel, TableExecution, measured_catalog
 from .params import Param
 
 EXECUTION_PARAMS: tuple[Param, ...] = (
@@ -29,3 +29,16 @@ def pr22_catalogs(execution: AffineExecution, drift_factor: float) -> dict[str, 
     """{"clean": every graph measured at its true cost, "drift": the full chunk over-measured by `drift_factor`}."""
     clean = measured_catalog(execution)
     return {"clean": clean, "drift": drift(clean, clean.full_chunk, drift_factor)}
+
+
+def boot_setting(catalog_dicts: list[dict[str, Any]], first_token_ms: float) -> tuple[ExecutionModel, Catalog]:
+    """A measured boot used both as the catalog and as the truth (its own durations, table model)."""
+    catalog = Catalog.from_dicts(catalog_dicts)
+    return TableExecution.from_catalog(catalog, first_token_ms), catalog
+
+
+def execution_dict(execution: ExecutionModel) -> dict[str, Any]:
+    """How results describe their true-cost model."""
+    if isinstance(execution, AffineExecution):
+        return execution.to_dict()
+    return {"table": "boot", "first_token_ms": execution.first_token_ms}

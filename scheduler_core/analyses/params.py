@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..catalog import Catalog
 from ..errors import InvalidInput
 from ..validation import require_int, require_list, require_number
 
@@ -18,7 +19,11 @@ def ignore_events(event: dict[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter: `kind` is int, float, choice, int_list or choice_list."""
+    """One parameter: `kind` is int, float, choice, int_list, choice_list, catalog or catalog_list.
+
+    A `catalog` value is a list of graph dicts (a stored boot, say) with every solo prefill graph
+    measured, so it can serve as the true costs too; it stays plain JSON once parsed.
+    """
 
     name: str
     kind: str
@@ -39,7 +44,11 @@ class Param:
             if value not in self.choices:
                 raise InvalidInput(f, f"must be one of {list(self.choices)}, got {value!r}")
             return value
-        if self.kind in ("int_list", "choice_list"):
+        if self.kind == "catalog":
+            return None if value is None else measured_catalog_dicts(value, f)
+        if self.kind in ("int_list", "choice_list", "catalog_list"):
+            if value is None and self.default is None:
+                return None
             items = require_list(value, f)
             if not items:
                 raise InvalidInput(f, "must not be empty")
@@ -47,6 +56,8 @@ class Param:
                 raise InvalidInput(f, f"has {len(items)} items, at most {self.max_items} allowed")
             item = Param(f"{f}[]", self.kind.removesuffix("_list"), None, self.help, self.minimum, self.maximum, self.choices)
             parsed = [item.parse(v) for v in items]
+            if self.kind == "catalog_list":
+                return parsed
             if len(set(parsed)) != len(parsed):
                 raise InvalidInput(f, "has duplicate items")
             return parsed
@@ -56,6 +67,15 @@ class Param:
         return {"name": self.name, "kind": self.kind, "default": self.default, "help": self.help,
                 "minimum": self.minimum, "maximum": self.maximum, "choices": list(self.choices),
                 "max_items": self.max_items}
+
+
+def measured_catalog_dicts(value: Any, field: str) -> list[dict[str, Any]]:
+    """Validate a catalog that must be fully measured (it may be used as the truth), as plain dicts."""
+    catalog = Catalog.from_dicts(value, field)
+    missing = [c for c in catalog.capacities if catalog.prefill_ms[c] is None]
+    if missing:
+        raise InvalidInput(field, f"prefill graphs {missing} are unmeasured; a catalog used as true costs must be fully measured")
+    return catalog.to_dicts()
 
 
 def _as_int(x: float | None) -> int | None:

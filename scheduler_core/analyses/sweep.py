@@ -11,7 +11,7 @@ from ..errors import InvalidInput
 from ..planner import plan
 from ..policies import make_policy
 from ..request import Request
-from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, execution_of, pr22_catalogs
+from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, boot_setting, execution_dict, execution_of, pr22_catalogs
 from .pacing import Ticker
 from .params import Analysis, Emit, Param
 
@@ -35,14 +35,18 @@ def prompt_lengths(params: dict[str, Any]) -> list[int]:
 
 def work(params: dict[str, Any]) -> int:
     """Launch decisions: each plan makes about one per full chunk of its prompt."""
-    plans_per_length = len(params["policies"]) * len(params["catalogs"])
+    plans_per_length = len(params["policies"]) * (1 if params["boot_catalog"] else len(params["catalogs"]))
     return plans_per_length * sum(n // FULL_CHUNK + 1 for n in prompt_lengths(params))
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    execution = execution_of(params)
-    catalogs = {name: c for name, c in pr22_catalogs(execution, params["drift_factor"]).items()
-                if name in params["catalogs"]}
+    if params["boot_catalog"]:
+        execution, boot = boot_setting(params["boot_catalog"], params["first_token_ms"])
+        catalogs = {"boot": boot}
+    else:
+        execution = execution_of(params)
+        catalogs = {name: c for name, c in pr22_catalogs(execution, params["drift_factor"]).items()
+                    if name in params["catalogs"]}
     policies = {name: make_policy(name) for name in params["policies"]}  # one each: their tables are reused
     lengths = prompt_lengths(params)
     ticker = Ticker(emit, len(lengths) * len(policies) * len(catalogs))
@@ -66,7 +70,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
             per_policy["delta_ms"] = [round(r - c, 6) for r, c in zip(rule["ttft_ms"], cost["ttft_ms"])]
             summary[catalog_name] = summarise(lengths, cost, rule, per_policy["delta_ms"])
         series[catalog_name] = per_policy
-    return {"execution": execution.to_dict(), "drift_factor": params["drift_factor"], "spacing": params["spacing"],
+    return {"execution": execution_dict(execution), "drift_factor": params["drift_factor"], "spacing": params["spacing"],
             "prompt_tokens": lengths, "series": series, "summary": summary}
 
 
@@ -115,6 +119,8 @@ ANALYSIS = Analysis(
         Param("catalogs", "choice_list", list(CATALOG_NAMES), "catalogs to plan against", choices=CATALOG_NAMES),
         *EXECUTION_PARAMS,
         DRIFT_PARAM,
+        Param("boot_catalog", "catalog", None, "a measured boot (e.g. a gpu_runner capture) to sweep instead of "
+              "clean/drift; its own durations are the true costs (replaces catalogs and the execution model)"),
     ),
     run=run,
     work=work,
