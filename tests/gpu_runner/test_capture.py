@@ -1,0 +1,65 @@
+"""A capture of the tiny preset on CPU: a complete, well-formed catalog with its provenance."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_runner.analyses import ANALYSES
+from scheduler_core.catalog import Catalog
+
+CAPTURE = ANALYSES["capture"]
+SMALL = {"capacities": [16, 32, 64], "decode_rows": [2], "repeats": 3, "device": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def captured() -> tuple[dict, list[dict]]:
+    events: list[dict] = []
+    return CAPTURE.run(CAPTURE.validate(SMALL), events.append), events
+
+
+def test_capture_yields_a_catalog_with_every_shape_measured(captured):
+    result, _ = captured
+    catalog = Catalog.from_dicts(result["catalog"])
+    assert [g.shape for g in catalog.graphs] == [(16, 0), (32, 0), (64, 0), (0, 2), (16, 2)]
+    assert all(g.ms is not None and g.ms > 0 for g in catalog.graphs)
+    assert catalog.capacities == (16, 32, 64)
+
+
+def test_each_measurement_carries_its_spread_samples_and_capture_time(captured):
+    result, _ = captured
+    for row, graph in zip(result["measurements"], result["catalog"]):
+        assert row["p10_ms"] <= row["median_ms"] <= row["p90_ms"]
+        assert row["median_ms"] == graph["ms"]
+        assert row["samples"] == 3 and row["capture_ms"] > 0 and row["mode"] == "eager-cpu"
+
+
+def test_the_boot_records_its_provenance(captured):
+    provenance = captured[0]["provenance"]
+    assert provenance["mode"] == "eager-cpu" and provenance["preset"] == "tiny" and provenance["dtype"] == "float32"
+    assert provenance["cuda"] is None and provenance["device"].startswith("cpu")
+    assert {"torch", "code_revision", "time", "seed"} <= set(provenance)
+
+
+def test_each_shape_streams_a_measurement_event_as_it_lands(captured):
+    _, events = captured
+    measured = [e for e in events if e["type"] == "measurement"]
+    assert [(e["prefill"], e["decode"]) for e in measured] == [(16, 0), (32, 0), (64, 0), (0, 2), (16, 2)]
+    assert {"median_ms", "p10_ms", "p90_ms", "samples", "capture_ms", "mode"} <= set(measured[0])
+    steps = [e for e in events if e["type"] == "progress"]
+    assert steps[-1]["done"] == steps[-1]["total"]
+
+
+def test_a_capture_of_a_given_catalog_boots_exactly_its_shapes():
+    given = [{"prefill": 32, "decode": 0, "ms": None}, {"prefill": 16, "decode": 0, "ms": 5.0}]
+    result = CAPTURE.run(CAPTURE.validate({"catalog": given, "repeats": 2, "device": "cpu"}), lambda e: None)
+    assert [(g["prefill"], g["decode"]) for g in result["catalog"]] == [(32, 0), (16, 0)]
+
+
+def test_drift_times_the_chosen_shape_under_competing_work_and_keeps_its_clean_time():
+    params = CAPTURE.validate({**SMALL, "graphs": "prefill", "drift_capacity": 64, "drift_load": 2, "boots": 2})
+    result = CAPTURE.run(params, lambda e: None)
+    drifted = [m for m in result["measurements"] if m["drifted"]]
+    assert [(m["prefill"], m["decode"]) for m in drifted] == [(64, 0)]
+    assert drifted[0]["clean_median_ms"] > 0
+    assert len(result["boots"]) == 2
+    assert [(r["prefill"], r["max_over_min"] >= 1.0) for r in result["boot_spread"]] == [(16, True), (32, True), (64, True)]

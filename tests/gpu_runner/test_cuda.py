@@ -1,0 +1,62 @@
+"""The CUDA path: captured graphs, CUDA-event timing, bf16 presets. Skipped without a GPU, never faked;
+`scripts/gpu-check` runs these and the end-to-end report when an accelerator is lent."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gpu_runner.analyses import ANALYSES
+from gpu_runner.execute import execute, prompt_tokens
+from gpu_runner.graphs import Boot
+from gpu_runner.numerics import one_shot
+from gpu_runner.presets import PRESETS
+from scheduler_core.catalog import Catalog, catalog_from_mapping
+from scheduler_core.planner import plan
+from scheduler_core.request import Request
+
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+SHAPES = [(16, 0), (32, 0), (64, 0), (0, 2), (16, 2)]
+
+
+@pytest.fixture(scope="module")
+def cuda_boot() -> Boot:
+    boot = Boot(PRESETS["tiny"], torch.device("cuda"), SHAPES)
+    boot.prepare(SHAPES)
+    return boot
+
+
+def test_every_shape_is_a_captured_graph(cuda_boot):
+    assert all(l.graph is not None for l in cuda_boot.launchers.values())
+
+
+def test_a_graph_replay_computes_what_the_eager_call_computes(cuda_boot):
+    launcher = cuda_boot.prefill_launcher(64)
+    launcher.load_chunk(prompt_tokens(cuda_boot, 50, seed=1), 0, 50)
+    replayed = launcher.launch().clone()
+    torch.testing.assert_close(replayed, launcher.eager(), atol=1e-5, rtol=1e-5)
+
+
+def test_chunked_graph_prefill_equals_one_shot_prefill_on_cuda(cuda_boot):
+    request = Request(150, atomic_spans=((40, 70),))
+    prompt = prompt_tokens(cuda_boot, 150, seed=2)
+    run = execute(cuda_boot, plan("rule", catalog_from_mapping({16: 1.0, 32: 1.5, 64: 2.5}), request), prompt)
+    reference, cache = one_shot(cuda_boot, prompt)
+    torch.testing.assert_close(run.logits, reference, atol=2e-3, rtol=2e-3)
+    torch.testing.assert_close(cuda_boot.cache.k[:, :150], cache.k[:, :150], atol=2e-3, rtol=2e-3)
+
+
+def test_a_small_capture_is_a_cuda_graph_boot_with_cuda_provenance():
+    capture = ANALYSES["capture"]
+    result = capture.run(capture.validate({"preset": "small", "device": "cuda", "capacities": [64, 512],
+                                           "decode_rows": [8], "repeats": 5}), lambda e: None)
+    Catalog.from_dicts(result["catalog"])
+    assert result["provenance"]["mode"] == "cuda-graph" and result["provenance"]["cuda"]
+    assert all(m["mode"] == "cuda-graph" and m["samples"] == 5 for m in result["measurements"])
+
+
+def test_small_numerics_repeat_bitwise_on_cuda_graphs():
+    numerics = ANALYSES["numerics"]
+    result = numerics.run(numerics.validate({"preset": "small", "device": "cuda", "capacities": [64, 128, 256],
+                                             "repeats": 3, "prompt_tokens": 700}), lambda e: None)
+    assert result["reproducible"]

@@ -1,0 +1,58 @@
+"""Real TTFT: a plan executed on the model returns per-launch times, TTFT and the harness's prediction."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_runner.analyses import ANALYSES
+
+TTFT = ANALYSES["ttft"]
+
+
+@pytest.fixture(scope="module")
+def ttft() -> tuple[dict, list[dict]]:
+    events: list[dict] = []
+    params = TTFT.validate({"capacities": [16, 32, 64], "repeats": 2, "runs": 2, "prompt_tokens": [100, 150],
+                            "policies": ["cost", "rule"], "device": "cpu"})
+    return TTFT.run(params, events.append), events
+
+
+def test_each_arm_reports_ttft_and_a_time_per_launch(ttft):
+    result, _ = ttft
+    assert [(a["prompt_tokens"], a["policy"]) for a in result["arms"]] == [(100, "cost"), (100, "rule"), (150, "cost"), (150, "rule")]
+    for arm in result["arms"]:
+        assert arm["ttft_ms"] > 0 and len(arm["ttft_runs_ms"]) == 2
+        assert len(arm["launches"]) == arm["launch_count"] > 0
+        assert all(l["ms"] > 0 for l in arm["launches"])
+        assert arm["launches"][-1]["end"] == arm["prompt_tokens"]
+        assert arm["ttft_ms"] >= arm["launch_sum_ms"] * 0.5
+
+
+def test_the_harness_prediction_comes_from_the_same_catalog(ttft):
+    result, _ = ttft
+    ms = {g["prefill"]: g["ms"] for g in result["catalog"]}
+    for arm in result["arms"]:
+        assert arm["predicted_ms"] == pytest.approx(sum(ms[g] for g in arm["graphs"]))
+        assert arm["table_ms"] == pytest.approx(arm["predicted_ms"])  # no drift: belief and table agree
+
+
+def test_every_executed_launch_is_streamed(ttft):
+    result, events = ttft
+    launches = [e for e in events if e["type"] == "launch"]
+    assert len(launches) == sum(a["launch_count"] for a in result["arms"])
+    assert {"policy", "prompt_tokens", "graph", "start", "end", "padding", "ms", "predicted_ms"} <= set(launches[0])
+
+
+def test_the_same_prompt_samples_the_same_first_token_under_both_policies(ttft):
+    arms = ttft[0]["arms"]
+    assert arms[0]["first_token"] == arms[1]["first_token"] and arms[2]["first_token"] == arms[3]["first_token"]
+
+
+def test_a_given_catalog_is_what_the_plans_are_made_from():
+    catalog = [{"prefill": 16, "decode": 0, "ms": 1.0}, {"prefill": 64, "decode": 0, "ms": 50.0}]
+    params = TTFT.validate({"catalog": catalog, "repeats": 2, "runs": 1, "prompt_tokens": [100],
+                            "policies": ["cost"], "device": "cpu"})
+    result = TTFT.run(params, lambda e: None)
+    assert result["planning_catalog_source"] == "given"
+    assert [g["prefill"] for g in result["catalog"]] == [16, 64]
+    assert result["arms"][0]["graphs"] == [16] * 7 and result["arms"][0]["predicted_ms"] == 7.0
