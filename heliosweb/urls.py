@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from heliosweb.dashboard import views
@@ -24,4 +24,5 @@ urlpatterns = [
     path("api/recipes/", api.RecipeListView.as_view(), name="api_recipes"),
     path("api/recipes/<slug:name>/policy", api.RecipePolicyView.as_view(), name="api_recipe_policy"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("", include("heliosweb.decisions.urls")),
 ]

@@ -22,7 +22,7 @@ from heliosweb.jobs.api import exception_handler as project_exception_handler
 from . import selectors, services
 from .errors import Conflict, Forbidden
 
-DECISION = inline_serializer("Decision", {
+DECISION_FIELDS = {
     "id": serializers.IntegerField(), "recipe": serializers.CharField(),
     "status": serializers.ChoiceField(["pending", "approved", "rejected", "withdrawn", "applied"]),
     "from_policy": serializers.CharField(), "to_policy": serializers.CharField(),
@@ -31,7 +31,10 @@ DECISION = inline_serializer("Decision", {
     "created_by": serializers.CharField(), "created_at": serializers.DateTimeField(),
     "reviewed_by": serializers.CharField(allow_null=True), "reviewed_at": serializers.DateTimeField(allow_null=True),
     "review_reason": serializers.CharField(),
-    "applied_by": serializers.CharField(allow_null=True), "applied_at": serializers.DateTimeField(allow_null=True)})
+    "applied_by": serializers.CharField(allow_null=True), "applied_at": serializers.DateTimeField(allow_null=True)}
+DECISION = inline_serializer("Decision", DECISION_FIELDS)
+DECISION_LIST = inline_serializer("DecisionSummary", {k: v for k, v in DECISION_FIELDS.items() if k != "evidence"},
+                                  many=True)
 PROPOSE = inline_serializer("DecisionPropose", {
     "recipe": serializers.CharField(), "policy": serializers.CharField(help_text="cost or rule; never rule-v1"),
     "rationale": serializers.CharField(),
@@ -82,7 +85,7 @@ def _detail(decision_id: Any) -> dict[str, Any]:
 class DecisionListView(DecisionAPIView):
     @extend_schema(parameters=[OpenApiParameter("status", str), OpenApiParameter("recipe", str),
                                OpenApiParameter("limit", int, description="at most 500")],
-                   responses={200: inline_serializer("DecisionSummary", {}, many=True), 400: ERROR})
+                   responses={200: DECISION_LIST, 400: ERROR})
     def get(self, request: Request) -> Response:
         decisions = selectors.decision_list(status=request.query_params.get("status") or None,
                                             recipe=request.query_params.get("recipe") or None,

@@ -42,3 +42,6 @@ class Command(BaseCommand):
             user.user_permissions.add(*Permission.objects.filter(codename=f"view_{model}"))
         for name, description, policy in DEMO_RECIPES:
             recipe_ensure(name=name, description=description, policy=policy)
+        from heliosweb.decisions.demo import demo_decisions_setup  # the second maintainer who approves
+
+        demo_decisions_setup(maintainer=user, stdout=self.stdout)

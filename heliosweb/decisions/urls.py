@@ -1,0 +1,18 @@
+"""Pages under /decisions/, JSON under /api/decisions/ (included from heliosweb/urls.py)."""
+
+from django.urls import path
+
+from . import api, views
+
+urlpatterns = [
+    path("decisions/", views.decision_list, name="decision_list"),
+    path("decisions/new", views.decision_new, name="decision_new"),
+    path("decisions/<int:decision_id>", views.decision_detail, name="decision_detail"),
+    path("decisions/<int:decision_id>/<slug:step>", views.decision_step, name="decision_step"),
+    path("api/decisions/", api.DecisionListView.as_view(), name="api_decisions"),
+    path("api/decisions/audit/", api.AuditView.as_view(), name="api_decisions_audit"),
+    path("api/decisions/<int:decision_id>/", api.DecisionDetailView.as_view(), name="api_decision"),
+] + [
+    path(f"api/decisions/<int:decision_id>/{step}/", api.DecisionStepView.as_view(step=step), name=f"api_decision_{step}")
+    for step in api.DecisionStepView.STEPS
+]

@@ -1,0 +1,91 @@
+"""Pages: the decision list with the audit trail, the proposal form, and one decision's page."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from scheduler_core.errors import InvalidInput
+from scheduler_core.policies import SELECTABLE_POLICIES
+
+from heliosweb.errors import NotFound
+from heliosweb.recipes.selectors import recipe_list
+
+from . import selectors, services
+from .errors import Conflict, Forbidden
+from .models import DecisionStatus
+
+
+@login_required
+def decision_list(request: HttpRequest) -> HttpResponse:
+    status = request.GET.get("status", "")
+    error = ""
+    try:
+        decisions = list(selectors.decision_list(status=status or None, limit=200))
+    except InvalidInput as exc:
+        decisions, error = [], str(exc)
+    return render(request, "decisions/list.html", {
+        "decisions": decisions, "status": status, "statuses": DecisionStatus.values, "error": error,
+        "chain": selectors.audit_verify(), "events": selectors.audit_list(limit=100),
+        "can_propose": request.user.has_perm(services.PROPOSE_PERM),
+    }, status=400 if error else 200)
+
+
+@permission_required(services.PROPOSE_PERM, raise_exception=True)
+def decision_new(request: HttpRequest) -> HttpResponse:
+    errors: dict[str, str] = {}
+    values = {"recipe": request.GET.get("recipe", ""), "policy": "", "rationale": "", "evidence": []}
+    if request.method == "POST":
+        values = {"recipe": request.POST.get("recipe", ""), "policy": request.POST.get("policy", ""),
+                  "rationale": request.POST.get("rationale", ""), "evidence": request.POST.getlist("evidence")}
+        try:
+            decision = services.decision_propose(actor=request.user, **values)
+        except InvalidInput as exc:
+            errors[exc.field.split("[", 1)[0]] = exc.message
+        else:
+            messages.success(request, f"Decision #{decision.pk} proposed; a second maintainer must approve it.")
+            return redirect("decision_detail", decision_id=decision.pk)
+    return render(request, "decisions/new.html", {
+        "recipes": recipe_list(), "policies": SELECTABLE_POLICIES, "jobs": selectors.evidence_job_choices(),
+        "values": values, "selected_evidence": {str(v) for v in values["evidence"]}, "errors": errors,
+    }, status=400 if errors else 200)
+
+
+@login_required
+def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
+    try:
+        decision = selectors.decision_get(decision_id=decision_id)
+    except NotFound:
+        raise Http404(f"no decision {decision_id}") from None
+    return render(request, "decisions/detail.html", {
+        "decision": decision, "evidence": selectors.decision_evidence(decision=decision),
+        "steps": selectors.decision_allowed_steps(decision=decision, user=request.user),
+        "events": selectors.audit_list(decision_id=decision.pk),
+    })
+
+
+STEPS = {"approve": services.decision_approve, "reject": services.decision_reject,
+         "withdraw": services.decision_withdraw, "apply": services.decision_apply}
+
+
+@require_POST
+@login_required
+def decision_step(request: HttpRequest, decision_id: int, step: str) -> HttpResponse:
+    if step not in STEPS:
+        raise Http404(f"no step {step!r}")
+    try:
+        decision = selectors.decision_get(decision_id=decision_id)
+    except NotFound:
+        raise Http404(f"no decision {decision_id}") from None
+    try:
+        STEPS[step](actor=request.user, decision=decision, reason=request.POST.get("reason", ""))
+    except (Forbidden, Conflict, InvalidInput) as exc:
+        messages.error(request, str(exc))
+        code = 403 if isinstance(exc, Forbidden) else 409 if isinstance(exc, Conflict) else 400
+        response = decision_detail(request, decision_id)
+        response.status_code = code
+        return response
+    messages.success(request, f"Decision #{decision.pk}: {step} done.")
+    return redirect("decision_detail", decision_id=decision.pk)
