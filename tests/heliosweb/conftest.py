@@ -219,8 +219,10 @@ def stack(_stack_session: Stack, transactional_db: None, settings: Any) -> Itera
     if app.conf.broker_url != _stack_session.redis_url:
         app.conf.broker_url = _stack_session.redis_url
         app.conf.broker_transport_options = {"visibility_timeout": 30}
-        app.pool.force_close_all()
+        if app._pool is not None:
+            app._pool.force_close_all()
         app._pool = None
+        app.amqp._producer_pool = None  # the next send opens a connection to the new URL
     if _stack_session.worker is None or _stack_session.worker.poll() is not None:
         _stack_session.start_worker()
     yield _stack_session

@@ -1,0 +1,59 @@
+"""A maintainer in Debian's Chromium: log in, start a pr22 job, watch it reach 100 % and the table
+show the pull request's eight figures."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.contrib.auth.models import Group, Permission, User
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"]
+EIGHT = ["3 / 62.10", "1 / 66.10", "3 / 62.10", "1 / 66.10", "6 / 232.10", "4 / 232.10", "9 / 238.10", "4 / 232.10"]
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transaction=True),
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium (apt-get install -y chromium)")]
+
+
+@pytest.fixture
+def page(monkeypatch):
+    # Playwright's sync API runs an event loop in this thread; the ORM calls here are still plain sync.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(60_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def test_a_maintainer_starts_pr22_and_watches_it_finish_with_the_eight_figures(stack, page):
+    group, _ = Group.objects.get_or_create(name="maintainers")
+    group.permissions.add(Permission.objects.get(codename="run_jobs"))
+    User.objects.create_user("browser-maint", password="pw-browser-123").groups.add(group)
+    stack.start_web()
+
+    page.goto(f"{stack.base_url}/jobs/new")
+    page.fill("#id_username", "browser-maint")
+    page.fill("#id_password", "pw-browser-123")
+    page.click("button[type=submit]")
+    page.wait_for_url("**/jobs/new")
+    page.select_option("#id_kind", "pr22")
+    page.click("#start-job")
+    page.wait_for_url("**/jobs/*")
+
+    page.wait_for_function("document.getElementById('job-progress').value === 100")
+    page.wait_for_function("document.querySelectorAll('#pr22-table tbody tr').length === 4")
+    page.wait_for_function("document.getElementById('job-status').textContent === 'done'")
+    cells = page.eval_on_selector_all("#pr22-table tbody tr td:nth-child(4), #pr22-table tbody tr td:nth-child(5)",
+                                      "tds => tds.map(td => td.textContent)")
+    rows = page.eval_on_selector_all("#pr22-table tbody tr", "trs => trs.map(tr => [tr.children[3].textContent, tr.children[4].textContent])")
+    assert [x for row in rows for x in row] == EIGHT, cells
+    assert page.eval_on_selector("#chart", "el => el.querySelectorAll('.bars .point').length") == 8
+    assert page.text_content("#job-percent") == "100%"
