@@ -1,7 +1,7 @@
 """CLI: `python -m gpu_runner capture|ttft|numerics [--flags]`: JSON result on stdout, a progress
 bar on stderr when it is a terminal; bad input exits 2 with the error on stderr, nothing on stdout.
 
-`--catalog FILE` (or `-` for stdin) takes a catalog list or a whole capture result, so boots chain:
+`--catalog FILE` takes a catalog list or a whole capture result (`/dev/stdin` works), so boots chain:
 `python -m gpu_runner capture > boot.json && python -m gpu_runner ttft --catalog boot.json`.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from scheduler_core.__main__ import _cli_value, _terminal_progress, fail
@@ -20,28 +19,18 @@ from scheduler_core.errors import InvalidInput
 from .analyses import ANALYSES
 
 
-def read_catalog(source: str) -> Any:
-    """A catalog list, or the `catalog` of a capture result, from a file or stdin."""
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text()
-        data = json.loads(text)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InvalidInput("catalog", f"cannot read a JSON catalog from {source!r}: {exc}") from None
-    return data["catalog"] if isinstance(data, dict) and "catalog" in data else data
-
-
 def parse_flags(analysis: Analysis, args: argparse.Namespace) -> dict[str, Any]:
     raw: dict[str, Any] = {}
     for param in analysis.params:
         text = getattr(args, param.name)
         if text is not None:
-            raw[param.name] = read_catalog(text) if param.kind == "catalog" else _cli_value(param, text)
+            raw[param.name] = _cli_value(param, text)
     return analysis.validate(raw)
 
 
 def _help(param: Param) -> str:
     if param.kind == "catalog":
-        return f"{param.help} (a JSON file, or - for stdin)"
+        return f"{param.help} (a JSON file)"
     default = ",".join(map(str, param.default)) if isinstance(param.default, list) else param.default
     suffix = " (comma-separated)" if param.kind.endswith("_list") else ""
     choices = f" {{{','.join(param.choices)}}}" if param.choices else ""

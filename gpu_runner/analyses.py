@@ -22,7 +22,8 @@ from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, 
 
 @dataclass(frozen=True)
 class CatalogParam(Param):
-    """A catalog (list of {prefill, decode, ms}) or None; kind "catalog" (a JSON field in forms)."""
+    """Kind "catalog" (forms and the CLI treat it like scheduler_core's), but unmeasured graphs are
+    allowed: a capture needs only shapes, and plans treat an unmeasured graph as the policies do."""
 
     def parse(self, value: Any) -> Any:
         return None if value is None else Catalog.from_dicts(value, self.name).to_dicts()

@@ -35,5 +35,5 @@ def test_bad_input_exits_2_with_the_error_on_stderr_and_nothing_on_stdout():
 
 
 def test_a_catalog_on_stdin_without_prefill_shapes_is_refused():
-    out = cli("numerics", "--catalog", "-", stdin=json.dumps([{"prefill": 0, "decode": 4, "ms": 1.0}]))
+    out = cli("numerics", "--catalog", "/dev/stdin", stdin=json.dumps([{"prefill": 0, "decode": 4, "ms": 1.0}]))
     assert out.returncode == 2 and "no solo prefill graph" in out.stderr
