@@ -1,0 +1,370 @@
+"""Policy decisions: the workflow's rules, the append-only audit trail and its hash chain."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.contrib.auth.models import Permission, User
+from django.core.management import CommandError, call_command
+from django.db import DatabaseError, connection, transaction
+from rest_framework.test import APIClient
+from scheduler_core.errors import InvalidInput
+
+from heliosweb.decisions import services
+from heliosweb.decisions.errors import Conflict, Forbidden
+from heliosweb.decisions.models import AppendOnly, AuditEvent, PolicyDecision
+from heliosweb.decisions.selectors import audit_verify
+from heliosweb.jobs.models import BenchmarkJob
+from heliosweb.recipes.models import PolicySetting
+
+RATIONALE = "PR #22: one launch instead of three, boot-invariant; jobs attached."
+
+
+# Users without passwords (tests log in with force_login): hashing a password costs ~0.3 s each.
+def grant(user: User, *codenames: str) -> User:
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="decisions", codename__in=codenames))
+    return User.objects.get(pk=user.pk)  # a fresh object: permissions are cached per instance
+
+
+@pytest.fixture
+def author(db: None) -> User:
+    return grant(User.objects.create_user("alice"), "propose_decision", "apply_decision")
+
+
+@pytest.fixture
+def reviewer(db: None) -> User:
+    return grant(User.objects.create_user("bob"), "propose_decision", "approve_decision")
+
+
+@pytest.fixture
+def applier(db: None) -> User:
+    return grant(User.objects.create_user("carol"), "apply_decision")
+
+
+@pytest.fixture
+def done_job(recipe) -> BenchmarkJob:
+    return BenchmarkJob.objects.create(kind="pr22", queue="sim", recipe=recipe, status="done", result={"arms": []})
+
+
+def propose(author: User, policy: str = "rule", **kw) -> PolicyDecision:
+    return services.decision_propose(actor=author, recipe=kw.pop("recipe", "tiny-cpu"), policy=policy,
+                                     rationale=kw.pop("rationale", RATIONALE), **kw)
+
+
+def setting(recipe) -> PolicySetting:
+    return PolicySetting.objects.get(recipe=recipe)
+
+
+# --- proposing ------------------------------------------------------------------------------
+
+def test_a_proposal_records_the_current_policy_and_version_and_links_its_evidence(author, recipe, done_job):
+    decision = propose(author, evidence=[done_job.pk])
+    assert (decision.status, decision.from_policy, decision.to_policy, decision.base_version) == ("pending", "cost", "rule", 1)
+    assert list(decision.evidence.all()) == [done_job]
+    assert (setting(recipe).policy, setting(recipe).version) == ("cost", 1)  # proposing changes nothing yet
+
+
+def test_rule_v1_can_never_be_proposed(author, recipe):
+    with pytest.raises(InvalidInput) as exc:
+        propose(author, policy="rule-v1")
+    assert exc.value.field == "policy" and "never" in exc.value.message
+    assert PolicyDecision.objects.count() == 0 and AuditEvent.objects.count() == 0
+
+
+def test_rule_v1_can_never_be_applied_even_if_a_row_says_so(author, reviewer, recipe):
+    decision = PolicyDecision.objects.create(recipe=recipe, from_policy="cost", to_policy="rule-v1", base_version=1,
+                                             rationale="forged", created_by=author, status="approved", reviewed_by=reviewer)
+    with pytest.raises(InvalidInput) as exc:
+        services.decision_apply(actor=author, decision=decision)
+    assert exc.value.field == "policy"
+    assert (setting(recipe).policy, setting(recipe).version) == ("cost", 1)
+    assert PolicyDecision.objects.get().status == "approved" and AuditEvent.objects.count() == 0
+
+
+@pytest.mark.parametrize("policy", ["", None, "greedy", 3])
+def test_an_unknown_policy_is_refused_naming_the_field(author, recipe, policy):
+    with pytest.raises(InvalidInput) as exc:
+        propose(author, policy=policy)
+    assert exc.value.field == "policy" and PolicyDecision.objects.count() == 0
+
+
+def test_the_new_policy_must_differ_from_the_current_one(author, recipe):
+    with pytest.raises(InvalidInput) as exc:
+        propose(author, policy="cost")
+    assert exc.value.field == "policy" and "already" in exc.value.message
+    assert PolicyDecision.objects.count() == 0
+
+
+@pytest.mark.parametrize("rationale", ["", "   \n", None, 42])
+def test_a_proposal_needs_a_rationale(author, recipe, rationale):
+    with pytest.raises(InvalidInput) as exc:
+        propose(author, rationale=rationale)
+    assert exc.value.field == "rationale" and PolicyDecision.objects.count() == 0
+
+
+def test_an_unknown_recipe_is_refused(author, recipe):
+    with pytest.raises(InvalidInput) as exc:
+        propose(author, recipe="ghost")
+    assert exc.value.field == "recipe" and PolicyDecision.objects.count() == 0
+
+
+@pytest.mark.parametrize("status", ["queued", "running", "failed", "cancelled"])
+def test_evidence_must_be_a_finished_job(author, recipe, done_job, status):
+    other = BenchmarkJob.objects.create(kind="pr22", queue="sim", status=status)
+    with pytest.raises(InvalidInput) as exc:
+        propose(author, evidence=[done_job.pk, other.pk])
+    assert exc.value.field == "evidence[1]" and status in exc.value.message
+    assert PolicyDecision.objects.count() == 0 and AuditEvent.objects.count() == 0
+
+
+@pytest.mark.parametrize("evidence, field", [([999], "evidence[0]"), (["abc"], "evidence[0]"), ([True], "evidence[0]"),
+                                             ("1,2", "evidence"), ({"id": 1}, "evidence"), (7, "evidence")])
+def test_evidence_must_be_a_list_of_existing_job_ids(author, recipe, evidence, field):
+    with pytest.raises(InvalidInput) as exc:
+        propose(author, evidence=evidence)
+    assert exc.value.field == field and PolicyDecision.objects.count() == 0
+
+
+# --- who may do what ------------------------------------------------------------------------
+
+def test_proposing_needs_the_propose_permission(viewer, recipe):
+    with pytest.raises(Forbidden):
+        propose(viewer)
+    assert PolicyDecision.objects.count() == 0
+
+
+def test_an_author_cannot_approve_their_own_proposal(reviewer, recipe):
+    decision = propose(reviewer)  # bob may approve others' decisions, but not his own
+    with pytest.raises(Forbidden) as exc:
+        services.decision_approve(actor=reviewer, decision=decision)
+    assert "author" in exc.value.message
+    assert PolicyDecision.objects.get().status == "pending"
+    assert list(AuditEvent.objects.values_list("action", flat=True)) == ["proposed"]
+
+
+def test_approving_needs_the_approve_permission(author, applier, recipe):
+    decision = propose(author)
+    with pytest.raises(Forbidden) as exc:
+        services.decision_approve(actor=applier, decision=decision)
+    assert "approve_decision" in exc.value.message
+    assert PolicyDecision.objects.get().status == "pending"
+
+
+def test_applying_needs_the_apply_permission_even_for_the_approver(author, reviewer, recipe):
+    decision = services.decision_approve(actor=reviewer, decision=propose(author))
+    with pytest.raises(Forbidden):
+        services.decision_apply(actor=reviewer, decision=decision)
+    assert (setting(recipe).policy, PolicyDecision.objects.get().status) == ("cost", "approved")
+
+
+def test_only_an_approved_decision_can_be_applied(author, recipe):
+    decision = propose(author)
+    with pytest.raises(Conflict) as exc:
+        services.decision_apply(actor=author, decision=decision)
+    assert exc.value.field == "status"
+    assert setting(recipe).policy == "cost"
+
+
+def test_the_author_can_withdraw_a_pending_proposal_and_then_nobody_can_approve_it(author, reviewer, recipe):
+    decision = services.decision_withdraw(actor=author, decision=propose(author), reason="numbers were stale")
+    assert decision.status == "withdrawn"
+    with pytest.raises(Conflict):
+        services.decision_approve(actor=reviewer, decision=decision)
+    assert PolicyDecision.objects.get().status == "withdrawn"
+
+
+def test_only_the_author_can_withdraw(author, reviewer, recipe):
+    with pytest.raises(Forbidden):
+        services.decision_withdraw(actor=reviewer, decision=propose(author))
+    assert PolicyDecision.objects.get().status == "pending"
+
+
+def test_rejecting_needs_a_reason_and_ends_the_decision(author, reviewer, recipe):
+    decision = propose(author)
+    with pytest.raises(InvalidInput) as exc:
+        services.decision_reject(actor=reviewer, decision=decision, reason=" ")
+    assert exc.value.field == "reason" and PolicyDecision.objects.get().status == "pending"
+    services.decision_reject(actor=reviewer, decision=decision, reason="fix the drift instead")
+    with pytest.raises(Conflict):
+        services.decision_apply(actor=author, decision=decision)
+    assert PolicyDecision.objects.get().status == "rejected" and setting(recipe).policy == "cost"
+
+
+# --- applying -------------------------------------------------------------------------------
+
+def test_apply_bumps_the_version_and_the_policy_endpoint_shows_it(author, reviewer, applier, recipe):
+    decision = services.decision_approve(actor=reviewer, decision=propose(author), reason="trade accepted")
+    decision = services.decision_apply(actor=applier, decision=decision)
+    assert (decision.status, decision.applied_version, decision.applied_by) == ("applied", 2, applier)
+    assert (setting(recipe).policy, setting(recipe).version, setting(recipe).updated_by) == ("rule", 2, applier)
+    api = APIClient()
+    api.force_authenticate(applier)
+    assert api.get("/api/recipes/tiny-cpu/policy").json() == {"recipe": "tiny-cpu", "policy": "rule", "version": 2}
+
+
+def test_applying_a_stale_proposal_fails_and_changes_nothing(author, reviewer, recipe):
+    first = services.decision_approve(actor=reviewer, decision=propose(author))
+    second = services.decision_approve(actor=reviewer, decision=propose(author, rationale="a duplicate, also on v1"))
+    services.decision_apply(actor=author, decision=first)
+    events = AuditEvent.objects.count()
+    with pytest.raises(Conflict) as exc:
+        services.decision_apply(actor=author, decision=second)
+    assert exc.value.field == "base_version" and "stale" in exc.value.message
+    assert (setting(recipe).policy, setting(recipe).version) == ("rule", 2)
+    assert PolicyDecision.objects.get(pk=second.pk).status == "approved"
+    assert AuditEvent.objects.count() == events
+
+
+def test_a_decision_cannot_be_applied_twice(author, reviewer, recipe):
+    decision = services.decision_apply(actor=author, decision=services.decision_approve(actor=reviewer, decision=propose(author)))
+    with pytest.raises(Conflict):
+        services.decision_apply(actor=author, decision=decision)
+    assert setting(recipe).version == 2
+
+
+# --- the audit trail ------------------------------------------------------------------------
+
+def test_every_step_appends_one_audit_event_with_actor_and_before_and_after(author, reviewer, recipe):
+    decision = propose(author)
+    services.decision_approve(actor=reviewer, decision=decision, reason="ok")
+    services.decision_apply(actor=author, decision=decision, reason="rolling out")
+    events = list(AuditEvent.objects.order_by("seq"))
+    assert [(e.seq, e.action, e.actor_name, e.recipe_name, e.decision_id) for e in events] == [
+        (1, "proposed", "alice", "tiny-cpu", decision.pk), (2, "approved", "bob", "tiny-cpu", decision.pk),
+        (3, "applied", "alice", "tiny-cpu", decision.pk)]
+    assert events[0].reason == RATIONALE and events[1].reason == "ok"
+    assert (events[0].before["status"], events[0].after["status"]) == (None, "pending")
+    assert (events[1].before["status"], events[1].after["status"]) == ("pending", "approved")
+    applied = events[2]
+    assert {k: applied.before[k] for k in ("status", "policy", "version")} == {"status": "approved", "policy": "cost", "version": 1}
+    assert {k: applied.after[k] for k in ("status", "policy", "version")} == {"status": "applied", "policy": "rule", "version": 2}
+    assert [e.prev_hash for e in events[1:]] == [e.hash for e in events[:-1]]
+    assert audit_verify().ok and audit_verify().count == 3
+
+
+def test_the_orm_refuses_to_update_or_delete_audit_events(author, recipe):
+    propose(author)
+    event = AuditEvent.objects.get()
+    event.reason = "rewritten"
+    with pytest.raises(AppendOnly):
+        event.save()
+    with pytest.raises(AppendOnly):
+        event.delete()
+    with pytest.raises(AppendOnly):
+        AuditEvent.objects.update(reason="rewritten")
+    with pytest.raises(AppendOnly):
+        AuditEvent.objects.all().delete()
+    assert AuditEvent.objects.get().reason == RATIONALE
+
+
+def test_the_database_itself_refuses_to_update_an_audit_row(author, recipe):
+    propose(author)
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE decisions_auditevent SET reason = %s", ["rewritten"])
+    assert AuditEvent.objects.get().reason == RATIONALE
+
+
+@contextmanager
+def update_guard_dropped() -> Iterator[None]:
+    """What someone with database access could do; the test transaction restores the trigger."""
+    sql = {"sqlite": "DROP TRIGGER decisions_auditevent_no_update",
+           "postgresql": "DROP TRIGGER decisions_auditevent_no_update ON decisions_auditevent"}[connection.vendor]
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+    yield
+
+
+def three_events(author: User, reviewer: User) -> None:
+    decision = propose(author)
+    services.decision_approve(actor=reviewer, decision=decision)
+    services.decision_apply(actor=author, decision=decision)
+
+
+def test_a_tampered_audit_event_breaks_the_chain(author, reviewer, recipe):
+    three_events(author, reviewer)
+    with update_guard_dropped(), connection.cursor() as cursor:
+        cursor.execute("UPDATE decisions_auditevent SET reason = %s WHERE seq = 2", ["approved without review"])
+    report = audit_verify()
+    assert (report.ok, report.broken_at, report.count) == (False, 2, 1)
+    assert "changed" in report.reason
+
+
+def test_a_rehashed_tampered_event_still_breaks_the_link_to_the_next(author, reviewer, recipe):
+    from heliosweb.decisions.hashing import event_hash, event_payload
+
+    three_events(author, reviewer)
+    event = AuditEvent.objects.get(seq=2)
+    event.actor_name = "mallory"
+    forged = event_hash(event_payload(event), event.prev_hash)
+    with update_guard_dropped(), connection.cursor() as cursor:
+        cursor.execute("UPDATE decisions_auditevent SET actor_name = %s, hash = %s WHERE seq = 2", ["mallory", forged])
+    report = audit_verify()
+    assert (report.ok, report.broken_at) == (False, 3)
+
+
+def test_a_removed_audit_event_breaks_the_chain(author, reviewer, recipe):
+    three_events(author, reviewer)
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM decisions_auditevent WHERE seq = 2")
+    report = audit_verify()
+    assert (report.ok, report.broken_at) == (False, 3) and "missing" in report.reason
+
+
+def test_the_audit_verify_command_exits_non_zero_on_a_broken_chain(author, reviewer, recipe, capsys):
+    three_events(author, reviewer)
+    call_command("audit_verify")
+    assert "verified: 3 events" in capsys.readouterr().out
+    with update_guard_dropped(), connection.cursor() as cursor:
+        cursor.execute("UPDATE decisions_auditevent SET after = %s WHERE seq = 3", ['{"policy": "cost"}'])
+    with pytest.raises(CommandError, match="broken at #3"):
+        call_command("audit_verify")
+
+
+# --- realtime -------------------------------------------------------------------------------
+
+def test_each_step_is_pushed_to_the_recipes_group_after_commit(author, reviewer, recipe, django_capture_on_commit_callbacks):
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)("recipes", channel)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        decision = propose(author)
+    assert len(callbacks) == 1  # scheduled, not sent: nothing leaves before the commit
+    callbacks[0]()
+    message = async_to_sync(layer.receive)(channel)
+    assert message == {"type": "recipes.decision", "action": "proposed", "seq": 1, "decision_id": decision.pk,
+                       "recipe": "tiny-cpu", "status": "pending", "actor": "alice", "policy": "cost", "version": 1,
+                       "proposed_policy": "rule"}
+
+
+def test_an_unavailable_channel_layer_never_fails_the_decision(author, recipe, monkeypatch, django_capture_on_commit_callbacks, caplog):
+    class Down:
+        async def group_send(self, group, message):
+            await asyncio.sleep(0)
+            raise ConnectionError("redis is down")
+
+    monkeypatch.setattr(services, "get_channel_layer", lambda: Down())
+    with django_capture_on_commit_callbacks(execute=True):
+        decision = propose(author)
+    assert PolicyDecision.objects.get().pk == decision.pk and audit_verify().ok
+    assert "could not push decision event" in caplog.text
+
+
+# --- demo data ------------------------------------------------------------------------------
+
+def test_demo_setup_adds_a_second_maintainer_who_can_approve(db, monkeypatch, capsys, settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed only
+    monkeypatch.setenv("HELIOS_DEMO_PASSWORD", "demo-pass-123")
+    monkeypatch.setenv("HELIOS_DEMO_REVIEWER_PASSWORD", "demo-pass-456")
+    call_command("demo_setup")
+    maintainer, reviewer = User.objects.get(username="maintainer"), User.objects.get(username="reviewer")
+    assert maintainer.has_perm("decisions.propose_decision") and maintainer.has_perm("decisions.apply_decision")
+    assert not maintainer.has_perm("decisions.approve_decision")
+    assert reviewer.has_perm("decisions.approve_decision") and reviewer.check_password("demo-pass-456")
+    decision = services.decision_propose(actor=maintainer, recipe="tiny-cpu", policy="rule", rationale=RATIONALE)
+    services.decision_apply(actor=maintainer, decision=services.decision_approve(actor=reviewer, decision=decision))
+    assert PolicySetting.objects.get(recipe__name="tiny-cpu").version == 2
