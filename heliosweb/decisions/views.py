@@ -33,6 +33,7 @@ def decision_list(request: HttpRequest) -> HttpResponse:
     }, status=400 if error else 200)
 
 
+@login_required
 @permission_required(services.PROPOSE_PERM, raise_exception=True)
 def decision_new(request: HttpRequest) -> HttpResponse:
     errors: dict[str, str] = {}
