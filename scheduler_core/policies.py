@@ -91,6 +91,11 @@ class _RemainderTable:
 
     Filled bottom-up per residue class modulo the capacities' gcd and reused across decisions,
     requests and sweeps: this is what makes a cost decision cheap once amortised.
+
+    Far enough past the full chunk the table becomes periodic: once `window` consecutive rows
+    each equal the row one `star` graph shorter plus that graph, every later row does too
+    (each row is a minimum over rows at most `window` back, all shifted by the same constant,
+    so the same candidate wins). Rows beyond are then derived, not filled.
     """
 
     def __init__(self, catalog: Catalog) -> None:
@@ -104,6 +109,10 @@ class _RemainderTable:
         self.full = catalog.full_chunk
         self.offsets = tuple((c, c // self.step, self.cost[c]) for c in self.capacities_desc)
         self.rows: dict[int, list[Score]] = {}
+        # The graph the periodic tail repeats: the cheapest per token, the larger on a tie.
+        self.star = min(catalog.capacities, key=lambda c: (self.cost[c] / c, -c))
+        self.window = self.full // self.step
+        self.streak: dict[int, int] = {}
 
     def best(self, remaining: int) -> Score:
         if remaining == 0:
@@ -113,9 +122,27 @@ class _RemainderTable:
         index = remaining // self.step
         # row[i] holds the answer for r = residue + i * step (r == 0 is the empty plan).
         while len(row) <= index:
-            r = residue + len(row) * self.step
-            row.append(_EMPTY if r == 0 else self._short(row, r) if r <= self.full else self._long(row, len(row)))
+            if self.streak.get(residue, 0) >= self.window:
+                return self._periodic(row, index)
+            i = len(row)
+            r = residue + i * self.step
+            row.append(_EMPTY if r == 0 else self._short(row, r) if r <= self.full else self._long(row, i))
+            if r > self.full + self.star:
+                self.streak[residue] = self.streak.get(residue, 0) + 1 if self._repeats(row, i) else 0
         return row[index]
+
+    def _repeats(self, row: list[Score], i: int) -> bool:
+        """Is row i the row one `star` graph shorter, plus that graph?"""
+        t, k, n, first = row[i]
+        pt, pk, pn, pfirst = row[i - self.star // self.step]
+        return first == pfirst and k == pk + self.star and n == pn + 1 and totals_equal(t, pt + self.cost[self.star])
+
+    def _periodic(self, row: list[Score], index: int) -> Score:
+        """A row past the filled ones: the last period's row plus m `star` graphs."""
+        d = self.star // self.step
+        m = -(-(index - (len(row) - 1)) // d)
+        t, k, n, first = row[index - m * d]
+        return (t + m * self.cost[self.star], k + m * self.star, n + m, first)
 
     def _short(self, row: list[Score], r: int) -> Score:
         """r <= full chunk: some graphs cover r, and the filter keeps only the smallest unmeasured one."""

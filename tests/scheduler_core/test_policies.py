@@ -129,3 +129,16 @@ def test_every_plan_is_contiguous_and_reaches_the_end(request_, policy):
         assert launch.end - launch.start <= launch.graph
         position = launch.end
     assert position == request_.plan_end
+
+
+@settings(max_examples=40, deadline=None)
+@given(costs=st.lists(st.one_of(st.none(), st.floats(0.1, 100.0), st.integers(1, 30).map(float)), min_size=7, max_size=7),
+       remaining=st.lists(st.integers(1, 200_000), min_size=1, max_size=8))
+def test_the_cost_tables_periodic_tail_equals_a_fully_filled_table(costs, remaining):
+    from scheduler_core.policies import _RemainderTable, totals_equal
+    catalog = catalog_from_mapping(dict(zip((64, 128, 256, 512, 1024, 2048, 4096), costs)))
+    derived, filled = _RemainderTable(catalog), _RemainderTable(catalog)
+    filled.window = 10**9  # never declares a period: every row computed
+    for r in remaining:
+        a, b = derived.best(r), filled.best(r)
+        assert a[1:] == b[1:] and totals_equal(a[0], b[0])
