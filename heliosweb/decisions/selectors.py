@@ -33,6 +33,8 @@ def decision_get(*, decision_id: Any) -> PolicyDecision:
         pk = int(decision_id)
     except (TypeError, ValueError):
         raise InvalidInput("id", f"not a decision id: {decision_id!r}") from None
+    if not 1 <= pk <= 2**63 - 1:
+        raise NotFound("id", f"no decision {pk}")
     decision = (PolicyDecision.objects.select_related("recipe", "created_by", "reviewed_by", "applied_by")
                 .filter(pk=pk).first())
     if decision is None:

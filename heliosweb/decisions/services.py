@@ -33,6 +33,7 @@ REALTIME_GROUP = "recipes"
 MAX_RATIONALE = 10_000
 MAX_REASON = 2_000
 MAX_EVIDENCE = 50
+MAX_ID = 2**63 - 1  # beyond a 64-bit key the database itself would fail (500), not the input
 
 PROPOSE_PERM = "decisions.propose_decision"
 APPROVE_PERM = "decisions.approve_decision"
@@ -54,7 +55,9 @@ def decision_propose(*, actor: AbstractBaseUser, recipe: Any, policy: Any, ratio
     clean_rationale = _text(rationale, field="rationale", limit=MAX_RATIONALE, required=True)
     job_ids = _evidence_ids(evidence)
     with transaction.atomic():
-        setting = PolicySetting.objects.select_for_update().get(recipe=recipe_obj)
+        setting = PolicySetting.objects.select_for_update().filter(recipe=recipe_obj).first()
+        if setting is None:
+            raise InvalidInput("recipe", f"{recipe_obj.name} has no policy setting")
         if setting.policy == clean_policy:
             raise InvalidInput("policy", f"{clean_policy!r} is already {recipe_obj.name}'s active policy")
         jobs = _finished_jobs(job_ids)
@@ -257,7 +260,7 @@ def _evidence_ids(evidence: Any) -> list[int]:
             job_id = int(value)
         except (TypeError, ValueError):
             raise InvalidInput(f"evidence[{i}]", f"not a job id: {value!r}") from None
-        if isinstance(value, float) and value != job_id:
+        if (isinstance(value, float) and value != job_id) or not 1 <= job_id <= MAX_ID:
             raise InvalidInput(f"evidence[{i}]", f"not a job id: {value!r}")
         if job_id not in ids:
             ids.append(job_id)

@@ -123,7 +123,7 @@ def test_evidence_must_be_a_finished_job(author, recipe, done_job, status):
 
 
 @pytest.mark.parametrize("evidence, field", [([999], "evidence[0]"), (["abc"], "evidence[0]"), ([True], "evidence[0]"),
-                                             ("1,2", "evidence"), ({"id": 1}, "evidence"), (7, "evidence")])
+                                             ("1,2", "evidence"), ([10**30], "evidence[0]"), ([0], "evidence[0]"), ({"id": 1}, "evidence"), (7, "evidence")])
 def test_evidence_must_be_a_list_of_existing_job_ids(author, recipe, evidence, field):
     with pytest.raises(InvalidInput) as exc:
         propose(author, evidence=evidence)
@@ -368,3 +368,19 @@ def test_demo_setup_adds_a_second_maintainer_who_can_approve(db, monkeypatch, ca
     decision = services.decision_propose(actor=maintainer, recipe="tiny-cpu", policy="rule", rationale=RATIONALE)
     services.decision_apply(actor=maintainer, decision=services.decision_approve(actor=reviewer, decision=decision))
     assert PolicySetting.objects.get(recipe__name="tiny-cpu").version == 2
+
+
+def test_a_real_commit_pushes_the_event_and_flush_can_still_reset_the_tables(transactional_db):
+    """Outside a test transaction: on_commit really fires; and the append-only guard (UPDATE only
+    in the database) leaves `manage.py flush`, which the test runner uses, working."""
+    from heliosweb.recipes.services import recipe_create
+
+    recipe_create(name="tiny-cpu", policy="cost")
+    alice = grant(User.objects.create_user("alice"), "propose_decision")
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)("recipes", channel)
+    propose(alice)
+    assert async_to_sync(layer.receive)(channel)["action"] == "proposed"
+    call_command("flush", interactive=False, verbosity=0)
+    assert AuditEvent.objects.count() == 0 and PolicyDecision.objects.count() == 0

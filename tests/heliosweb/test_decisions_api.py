@@ -134,6 +134,7 @@ def test_api_unknown_ids_and_filters_name_the_field(author, recipe):
     response = api.get("/api/decisions/999/")
     assert (response.status_code, response.json()["field"]) == (404, "id")
     assert api.post("/api/decisions/999/apply/", {}, format="json").status_code == 404
+    assert api.get(f"/api/decisions/{10**30}/").status_code == 404  # past a 64-bit key: still a 404, never a 500
     response = api.get("/api/decisions/?status=maybe")
     assert (response.status_code, response.json()["field"]) == (400, "status")
     assert api.get("/api/decisions/audit/?limit=lots").json()["field"] == "limit"
