@@ -103,7 +103,7 @@ def _boot(params: dict[str, Any], config: ModelConfig, device: Any, shapes: list
 
 
 def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    from .capture import release
+    from .capture import free_device_memory
     from .events import Progress
 
     shapes, field = _capture_shapes(params)
@@ -114,8 +114,9 @@ def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     boots = []
     for index in range(params["boots"]):
         boot, stored = _boot(params, config, device, shapes, steps, index)
-        release(boot)
         boots.append(stored)
+        del boot
+        free_device_memory(device)
     result = {**boots[0], "repeats": params["repeats"]}
     if len(boots) > 1:
         result["boots"] = boots

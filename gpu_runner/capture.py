@@ -3,6 +3,7 @@ into a scheduler_core catalog with the boot's provenance and every measurement's
 
 from __future__ import annotations
 
+import gc
 import statistics
 from typing import Any
 
@@ -69,9 +70,10 @@ def catalog_dicts(measurements: list[dict[str, Any]], key: str = "median_ms") ->
     return Catalog.from_dicts(rows).to_dicts()
 
 
-def release(boot: Boot) -> None:
-    """Free a boot's graphs and pool before the next one, as an engine restart would."""
-    boot.launchers.clear()
-    if boot.device.type == "cuda":
-        torch.cuda.synchronize(boot.device)
+def free_device_memory(device: torch.device) -> None:
+    """Return a dropped boot's graphs, pool and cache to the device before the next boot, as an
+    engine restart would (the memory check assumed one boot at a time)."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
         torch.cuda.empty_cache()
