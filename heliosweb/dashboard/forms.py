@@ -3,6 +3,7 @@ converts obvious types; every check (ranges, sizes, choices) happens once, in `j
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.http import QueryDict
@@ -36,8 +37,13 @@ def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
             params[p.name] = _number(raw, float)
         elif p.kind == "int_list":
             params[p.name] = [_number(x.strip(), int) for x in raw.replace(";", ",").split(",") if x.strip()]
-        else:
+        elif p.kind in ("int", "float", "choice"):
             params[p.name] = raw
+        else:  # catalog, catalog_list and any structured kind: JSON text
+            try:
+                params[p.name] = json.loads(raw)
+            except ValueError:
+                params[p.name] = raw
     return params
 
 
@@ -61,6 +67,8 @@ def form_kinds(kinds: dict[str, JobKind], values: dict[str, Any] | None = None) 
                 value = ", ".join(str(v) for v in value)
             if p.kind == "choice_list" and not isinstance(value, (list, tuple)):
                 value = [value]
+            if p.kind not in ("int", "float", "choice", "int_list", "choice_list") and not isinstance(value, str):
+                value = "" if value is None else json.dumps(value)
             params.append({**spec, "field": name, "value": value})
         out.append({"name": kind.name, "queue": kind.queue, "summary": kind.summary, "params": params})
     return out

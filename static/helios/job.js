@@ -105,22 +105,20 @@
       summary.appendChild(dl);
     }
     if (kind === "pr22" && arms.length === 0 && result && result.arms) result.arms.forEach(addArm);
-    if (result && Array.isArray(result.points) && window.Plotly && !chartReady) drawSweep(result.points);
+    if (result && result.series && Array.isArray(result.prompt_tokens) && window.Plotly && !chartReady) drawSweep(result);
   }
 
-  function drawSweep(points) {
-    // A sweep's points: one line per (policy, catalog) of TTFT against prompt length, when present.
-    const series = {};
-    for (const p of points) {
-      if (typeof p !== "object" || p === null) continue;
-      const key = [p.policy, p.catalog].filter(Boolean).join(" ") || "ttft";
-      const x = p.prompt_tokens, y = p.ttft_ms;
-      if (typeof x !== "number" || typeof y !== "number") continue;
-      (series[key] = series[key] || { x: [], y: [] });
-      series[key].x.push(x); series[key].y.push(y);
+  function drawSweep(result) {
+    // A sweep: TTFT against prompt length, one line per (catalog, policy).
+    const traces = [];
+    for (const [catalog, byPolicy] of Object.entries(result.series)) {
+      for (const [policy, values] of Object.entries(byPolicy)) {
+        if (!values || !Array.isArray(values.ttft_ms)) continue;
+        traces.push({ type: "scattergl", mode: "lines", name: catalog + " " + policy, x: result.prompt_tokens, y: values.ttft_ms });
+      }
     }
-    const traces = Object.entries(series).map(([name, s]) => ({ type: "scattergl", mode: "lines", name, x: s.x, y: s.y }));
-    if (traces.length) Plotly.newPlot("chart", traces, { title: { text: "TTFT vs prompt length" }, xaxis: { type: "log" }, height: 380 });
+    if (traces.length) Plotly.newPlot("chart", traces, { title: { text: "TTFT vs prompt length" },
+      xaxis: { type: "log", title: { text: "prompt tokens" } }, yaxis: { title: { text: "TTFT (ms)" } }, height: 380 });
   }
 
   async function loadResult() {
