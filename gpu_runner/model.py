@@ -65,6 +65,11 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * weight
 
 
+def _additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A boolean mask as an additive one, built once per step: SDPA would convert it in every layer."""
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill_(~allowed, float("-inf"))
+
+
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotary positions, rotate-half form; cos/sin are [tokens, head_dim/2]."""
     half = x.shape[-1] // 2
@@ -111,8 +116,8 @@ class Transformer(torch.nn.Module):
         chunk_positions = step.start + torch.arange(p, device=step.tokens.device)
         positions = torch.cat((chunk_positions, step.row_positions))
         cos, sin = self.cos.index_select(0, positions), self.sin.index_select(0, positions)
-        chunk_mask = torch.arange(cache.length, device=positions.device)[None, :] <= chunk_positions[:, None]
-        row_mask = torch.arange(c.decode_context, device=positions.device)[None, :] <= step.row_positions[:, None]
+        chunk_mask = _additive(torch.arange(cache.length, device=positions.device)[None, :] <= chunk_positions[:, None], cos.dtype)
+        row_mask = _additive(torch.arange(c.decode_context, device=positions.device)[None, :] <= step.row_positions[:, None], cos.dtype)
         row_slots = torch.arange(d, device=positions.device) * c.decode_context + step.row_positions
 
         x = self.embed.index_select(0, step.tokens)
