@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpu_runner.analyses import ANALYSES
+from scheduler_core.analyses.params import measured_catalog_dicts
 from scheduler_core.catalog import Catalog
 
 CAPTURE = ANALYSES["capture"]
@@ -23,6 +24,10 @@ def test_capture_yields_a_catalog_with_every_shape_measured(captured):
     assert [g.shape for g in catalog.graphs] == [(16, 0), (32, 0), (64, 0), (0, 2), (16, 2)]
     assert all(g.ms is not None and g.ms > 0 for g in catalog.graphs)
     assert catalog.capacities == (16, 32, 64)
+
+
+def test_the_catalog_is_a_measured_boot_any_scheduler_core_analysis_accepts(captured):
+    assert measured_catalog_dicts(captured[0]["catalog"], "boot_catalog") == captured[0]["catalog"]
 
 
 def test_each_measurement_carries_its_spread_samples_and_capture_time(captured):
