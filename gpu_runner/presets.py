@@ -79,8 +79,9 @@ def default_shapes(capacities: Iterable[int] = DEFAULT_PREFILL_CAPACITIES, decod
 
 def cache_tokens(config: ModelConfig, shapes: Iterable[tuple[int, int]]) -> int:
     """The prefill cache length: the longest prompt plus room for the largest graph's padding,
-    which is written past the real tokens and never attended to."""
-    return config.max_tokens + max(p for p, _ in shapes)
+    which is written past the real tokens and never attended to; rounded up to a multiple of 64
+    so the attention mask's rows stay aligned for the memory-efficient CUDA kernel."""
+    return -(-(config.max_tokens + max(p for p, _ in shapes)) // 64) * 64
 
 
 def estimate_bytes(config: ModelConfig, shapes: list[tuple[int, int]]) -> tuple[int, tuple[int, int]]:
