@@ -33,7 +33,9 @@ PRESET = Param("preset", "choice", "tiny", "model size: tiny runs on CPU (float3
                choices=tuple(PRESETS))
 DEVICE = Param("device", "choice", "auto", "where to run: auto takes CUDA when present", choices=("auto", "cpu", "cuda"))
 SEED = Param("seed", "int", 0, "seed of the model's random weights and of the prompt", minimum=0, maximum=2**31 - 1)
-REPEATS = Param("repeats", "int", 10, "timed launches per shape (median, p10 and p90 over them)", minimum=2, maximum=1000)
+AUTO_REPEATS = {"cuda": 20, "cpu": 5}  # a replay takes milliseconds; an eager CPU call up to a second
+REPEATS = Param("repeats", "int", 0, "timed launches per shape (median, p10 and p90 over them); "
+                "0: 20 on CUDA, 5 on CPU", minimum=0, maximum=1000)
 CAPACITIES = Param("capacities", "int_list", list(DEFAULT_PREFILL_CAPACITIES), "solo prefill graph capacities (tokens)",
                    minimum=1, maximum=65536, max_items=16)
 DECODE_ROWS = Param("decode_rows", "int_list", list(DEFAULT_DECODE_ROWS), "decode row counts of decode-only and mixed graphs",
@@ -93,11 +95,18 @@ def _device(config: ModelConfig, params: dict[str, Any], shapes: list[tuple[int,
     return device
 
 
+def repeats(params: dict[str, Any], device: Any = None) -> int:
+    """The samples per shape: as asked, or the device's default (the larger one before a device is known)."""
+    if params["repeats"]:
+        return params["repeats"]
+    return AUTO_REPEATS["cuda" if device is None else device.type]
+
+
 def _boot(params: dict[str, Any], config: ModelConfig, device: Any, shapes: list[tuple[int, int]],
           steps: Any, index: int = 0) -> tuple[Any, dict[str, Any]]:
     from .capture import capture_boot
 
-    return capture_boot(config, device, shapes, repeats=params["repeats"], seed=params["seed"],
+    return capture_boot(config, device, shapes, repeats=repeats(params, device), seed=params["seed"],
                         drift_capacity=params["drift_capacity"], drift_load=params["drift_load"], steps=steps,
                         boot_index=index)
 
@@ -117,7 +126,7 @@ def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         boots.append(stored)
         del boot
         free_device_memory(device)
-    result = {**boots[0], "repeats": params["repeats"]}
+    result = {**boots[0], "repeats": repeats(params, device)}
     if len(boots) > 1:
         result["boots"] = boots
         result["boot_spread"] = boot_spread(boots)
@@ -218,12 +227,12 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
 ANALYSES: dict[str, Analysis] = {a.name: a for a in (
     Analysis("capture", "One boot: capture a graph per catalog shape and time its launches into a catalog.",
              (*BOOT_PARAMS, DECODE_ROWS, GRAPHS, BOOTS), run_capture,
-             work=lambda p: p["boots"] * len(_capture_shapes(p)[0]) * p["repeats"], max_work=50_000),
+             work=lambda p: p["boots"] * len(_capture_shapes(p)[0]) * repeats(p), max_work=50_000),
     Analysis("ttft", "Real TTFT: execute each policy's plan on the model, next to the harness's prediction.",
              (*BOOT_PARAMS, PROMPTS, POLICIES_PARAM, RUNS), run_ttft,
-             work=lambda p: len(_prefill_shapes(p)[0]) * p["repeats"] + len(p["prompt_tokens"]) * len(p["policies"]) * p["runs"],
+             work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p) + len(p["prompt_tokens"]) * len(p["policies"]) * p["runs"],
              max_work=50_000),
     Analysis("numerics", "First-token logits under cost vs rule chunkings, repeated, and vs a one-shot prefill.",
              (*BOOT_PARAMS, PROMPT), run_numerics,
-             work=lambda p: len(_prefill_shapes(p)[0]) * p["repeats"], max_work=50_000),
+             work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p), max_work=50_000),
 )}
