@@ -51,7 +51,10 @@
   }
 
   function addArm(ev) {
-    arms.push(ev);
+    // Idempotent by (arm, catalog): a finished job's page gets each arm from the stored result
+    // and from the replayed events, in whichever order they land.
+    const key = ev.arm + "|" + ev.catalog;
+    const index = arms.findIndex((a) => a.arm + "|" + a.catalog === key);
     const tr = document.createElement("tr");
     for (const v of [ev.arm, ev.prompt_tokens, ev.catalog, fmt(ev.cost), fmt(ev.rule),
                      (ev.delta_ms >= 0 ? "+" : "") + Number(ev.delta_ms).toFixed(2)]) {
@@ -59,7 +62,14 @@
       td.textContent = v;
       tr.appendChild(td);
     }
-    document.querySelector("#pr22-table tbody").appendChild(tr);
+    const tbody = document.querySelector("#pr22-table tbody");
+    if (index >= 0) {
+      arms[index] = ev;
+      tbody.replaceChild(tr, tbody.children[index]);
+    } else {
+      arms.push(ev);
+      tbody.appendChild(tr);
+    }
     drawPr22();
   }
 
@@ -104,7 +114,7 @@
       }
       summary.appendChild(dl);
     }
-    if (kind === "pr22" && arms.length === 0 && result && result.arms) result.arms.forEach(addArm);
+    if (kind === "pr22" && result && result.arms) result.arms.forEach(addArm);
     if (result && result.series && Array.isArray(result.prompt_tokens) && window.Plotly && !chartReady) drawSweep(result);
   }
 
