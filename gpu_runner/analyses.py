@@ -9,7 +9,6 @@ Celery `gpu` worker initialises CUDA only inside the task (`run` imports the tor
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 from typing import Any
 
 from scheduler_core.analyses.params import Analysis, Emit, Param
@@ -18,15 +17,6 @@ from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import POLICIES
 
 from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
-
-
-@dataclass(frozen=True)
-class CatalogParam(Param):
-    """Kind "catalog" (forms and the CLI treat it like scheduler_core's), but unmeasured graphs are
-    allowed: a capture needs only shapes, and plans treat an unmeasured graph as the policies do."""
-
-    def parse(self, value: Any) -> Any:
-        return None if value is None else Catalog.from_dicts(value, self.name).to_dicts()
 
 
 PRESET = Param("preset", "choice", "tiny", "model size: tiny runs on CPU (float32); small and medium need a GPU (bf16)",
@@ -47,8 +37,8 @@ DRIFT_CAPACITY = Param("drift_capacity", "int", 0, "prefill capacity timed under
                        "over-measures it (0: no drift)", minimum=0, maximum=65536)
 DRIFT_LOAD = Param("drift_load", "int", 2, "how much competing work: CPU threads, or 32 large matmuls per unit on "
                    "another CUDA stream", minimum=1, maximum=16)
-CATALOG = CatalogParam("catalog", "catalog", None, "a boot's catalog to use instead of capacities (capture: its shapes; "
-                       "ttft/numerics: its durations to plan with); default: this run's own capture")
+CATALOG = Param("catalog", "catalog", None, "a boot's catalog to use instead of capacities (capture: its shapes; "
+                "ttft/numerics: its durations to plan with); default: this run's own capture", measured=False)
 PROMPTS = Param("prompt_tokens", "int_list", [3504], "prompt lengths to prefill (the pr22 arms are 3504 and 14000; "
                 "tiny holds 4096 tokens, small and medium 16384)", minimum=1, maximum=65536, max_items=8)
 PROMPT = Param("prompt_tokens", "int", 3504, "prompt length", minimum=1, maximum=65536)

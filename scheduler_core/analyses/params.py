@@ -21,8 +21,9 @@ def ignore_events(event: dict[str, Any]) -> None:
 class Param:
     """One parameter: `kind` is int, float, choice, int_list, choice_list, catalog or catalog_list.
 
-    A `catalog` value is a list of graph dicts (a stored boot, say) with every solo prefill graph
-    measured, so it can serve as the true costs too; it stays plain JSON once parsed.
+    A `catalog` value is a list of graph dicts (a stored boot, say); it stays plain JSON once
+    parsed. With `measured` (the default) every solo prefill graph must have a duration, so the
+    catalog can serve as the true costs too; a capture, which needs only shapes, turns it off.
     """
 
     name: str
@@ -33,6 +34,7 @@ class Param:
     maximum: float | None = None
     choices: tuple[str, ...] = ()
     max_items: int | None = None
+    measured: bool = True
 
     def parse(self, value: Any) -> Any:
         f = self.name
@@ -45,7 +47,9 @@ class Param:
                 raise InvalidInput(f, f"must be one of {list(self.choices)}, got {value!r}")
             return value
         if self.kind == "catalog":
-            return None if value is None else measured_catalog_dicts(value, f)
+            if value is None:
+                return None
+            return measured_catalog_dicts(value, f) if self.measured else Catalog.from_dicts(value, f).to_dicts()
         if self.kind in ("int_list", "choice_list", "catalog_list"):
             if value is None and self.default is None:
                 return None
@@ -54,7 +58,8 @@ class Param:
                 raise InvalidInput(f, "must not be empty")
             if self.max_items is not None and len(items) > self.max_items:
                 raise InvalidInput(f, f"has {len(items)} items, at most {self.max_items} allowed")
-            item = Param(f"{f}[]", self.kind.removesuffix("_list"), None, self.help, self.minimum, self.maximum, self.choices)
+            item = Param(f"{f}[]", self.kind.removesuffix("_list"), None, self.help, self.minimum, self.maximum,
+                         self.choices, measured=self.measured)
             parsed = [item.parse(v) for v in items]
             if self.kind == "catalog_list":
                 return parsed
