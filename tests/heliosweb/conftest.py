@@ -83,6 +83,35 @@ def recipe(db: None):
 
 # --- real processes -------------------------------------------------------------------------
 
+# Decision workflow users, one per role.
+# Users without passwords (tests log in with force_login): hashing a password costs ~0.3 s each.
+def grant(user: User, *codenames: str) -> User:
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="decisions", codename__in=codenames))
+    return User.objects.get(pk=user.pk)  # a fresh object: permissions are cached per instance
+
+
+@pytest.fixture
+def author(db: None) -> User:
+    return grant(User.objects.create_user("alice"), "propose_decision", "apply_decision")
+
+
+@pytest.fixture
+def reviewer(db: None) -> User:
+    return grant(User.objects.create_user("bob"), "propose_decision", "approve_decision")
+
+
+@pytest.fixture
+def applier(db: None) -> User:
+    return grant(User.objects.create_user("carol"), "apply_decision")
+
+
+@pytest.fixture
+def done_job(recipe: Any) -> Any:
+    from heliosweb.jobs.models import BenchmarkJob
+
+    return BenchmarkJob.objects.create(kind="pr22", queue="sim", recipe=recipe, status="done", result={"arms": []})
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from rest_framework.test import APIClient
@@ -22,33 +22,9 @@ from heliosweb.decisions.selectors import audit_verify
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.recipes.models import PolicySetting
 
+from .conftest import grant
+
 RATIONALE = "PR #22: one launch instead of three, boot-invariant; jobs attached."
-
-
-# Users without passwords (tests log in with force_login): hashing a password costs ~0.3 s each.
-def grant(user: User, *codenames: str) -> User:
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="decisions", codename__in=codenames))
-    return User.objects.get(pk=user.pk)  # a fresh object: permissions are cached per instance
-
-
-@pytest.fixture
-def author(db: None) -> User:
-    return grant(User.objects.create_user("alice"), "propose_decision", "apply_decision")
-
-
-@pytest.fixture
-def reviewer(db: None) -> User:
-    return grant(User.objects.create_user("bob"), "propose_decision", "approve_decision")
-
-
-@pytest.fixture
-def applier(db: None) -> User:
-    return grant(User.objects.create_user("carol"), "apply_decision")
-
-
-@pytest.fixture
-def done_job(recipe) -> BenchmarkJob:
-    return BenchmarkJob.objects.create(kind="pr22", queue="sim", recipe=recipe, status="done", result={"arms": []})
 
 
 def propose(author: User, policy: str = "rule", **kw) -> PolicyDecision:

@@ -14,7 +14,7 @@ from heliosweb.decisions.models import AuditEvent, PolicyDecision
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.recipes.models import PolicySetting
 
-from .test_decisions import RATIONALE, applier, author, done_job, reviewer, update_guard_dropped  # noqa: F401
+from .test_decisions import RATIONALE, update_guard_dropped
 
 
 def bearer(user: User) -> APIClient:

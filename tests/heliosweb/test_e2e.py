@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 from rest_framework.test import APIClient
