@@ -26,6 +26,7 @@ JOB_FIELDS = {
     "id": serializers.IntegerField(), "kind": serializers.CharField(), "recipe": serializers.CharField(allow_null=True),
     "status": serializers.ChoiceField(["queued", "running", "done", "failed", "cancelled"]),
     "params": serializers.DictField(), "progress": PROGRESS, "result": serializers.JSONField(allow_null=True),
+    "summary": serializers.CharField(allow_null=True, help_text="the result as the analysis's text table"),
     "error": serializers.CharField(allow_null=True), "last_seq": serializers.IntegerField(),
     "created_at": serializers.DateTimeField(), "started_at": serializers.DateTimeField(allow_null=True),
     "finished_at": serializers.DateTimeField(allow_null=True)}
@@ -70,7 +71,7 @@ class JobListView(APIView):
         except ValueError:
             raise InvalidInput("limit", "must be an integer") from None
         jobs = selectors.job_list(limit=limit, kind=request.query_params.get("kind"))
-        return Response([{**selectors.job_as_api(j), "result": None, "params": None} for j in jobs])
+        return Response([selectors.job_as_api(j, full=False) for j in jobs])
 
     @extend_schema(request=JOB_CREATE, responses={201: CREATED, 400: ERROR, 403: ERROR})
     def post(self, request: Request) -> Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.db.models import QuerySet
@@ -10,6 +11,9 @@ from scheduler_core.errors import InvalidInput
 from heliosweb.errors import NotFound
 
 from .models import FINISHED, BenchmarkJob, JobEvent
+from .registry import job_kinds
+
+log = logging.getLogger(__name__)
 
 
 def job_list(*, limit: int = 50, kind: str | None = None) -> QuerySet[BenchmarkJob]:
@@ -56,14 +60,27 @@ def jobs_for_compare(*, ids: list[int]) -> list[BenchmarkJob]:
     return [jobs[i] for i in ids]
 
 
-def job_as_api(job: BenchmarkJob) -> dict[str, Any]:
+def job_as_api(job: BenchmarkJob, *, full: bool = True) -> dict[str, Any]:
+    """A job as the API shows it; lists leave out (`full=False`) params, result and summary."""
     return {
         "id": job.pk, "kind": job.kind, "recipe": job.recipe.name if job.recipe_id else None,
-        "status": job.status, "params": job.params,
+        "status": job.status, "params": job.params if full else None,
         "progress": {"done": job.progress_done, "total": job.progress_total, "percent": job.progress_percent,
                      "message": job.progress_message},
-        "result": job.result, "error": job.error or None, "last_seq": job.last_seq,
+        "result": job.result if full else None, "summary": job_summary(job) if full else None, "error": job.error or None, "last_seq": job.last_seq,
         "created_at": job.created_at.isoformat(),
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
     }
+
+
+def job_summary(job: BenchmarkJob) -> str | None:
+    """The analysis's own text rendering of a finished result (the CLI's table), if it has one."""
+    kind = job_kinds().get(job.kind)
+    if job.result is None or kind is None or kind.analysis.format_text is None:
+        return None
+    try:
+        return kind.analysis.format_text(job.result)
+    except (KeyError, TypeError, ValueError):  # a result stored by an older version of the analysis
+        log.warning("job %s: cannot format its %s result", job.pk, job.kind, exc_info=True)
+        return None

@@ -99,8 +99,10 @@
     measurements.x.push(x);
   }
 
-  function showResult(result) {
+  function showResult(result, summaryText) {
     $("result").hidden = false;
+    $("result-text").hidden = !summaryText;
+    $("result-text").textContent = summaryText || "";
     $("result-json").textContent = JSON.stringify(result, null, 2);
     const summary = $("result-summary");
     summary.textContent = "";
@@ -137,7 +139,7 @@
     const job = await response.json();
     setStatus(job.status);
     setProgress(job.progress.done, job.progress.total, job.progress.message);
-    if (job.status === "done") { setProgress(1, 1); showResult(job.result); }
+    if (job.status === "done") { setProgress(1, 1); showResult(job.result, job.summary); }
     if (job.error) { $("job-error").hidden = false; $("job-error").textContent = job.error; }
   }
 

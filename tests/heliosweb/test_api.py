@@ -68,6 +68,8 @@ def test_it_shows_a_job_with_progress_result_and_error(api, maintainer, transact
     assert {"id", "kind", "status", "progress", "result", "error"} <= set(data)
     assert data["status"] == "done" and data["progress"]["percent"] == 100 and data["error"] is None
     assert len(data["result"]["arms"]) == 4
+    assert "9 launches 238.10 ms" in data["summary"]  # the CLI's table, rendered from the stored result
+    assert api.get("/api/jobs/").json()[0]["summary"] is None  # lists stay light
     events = api.get(f"/api/jobs/{job.pk}/events/?after=2").json()
     assert events[0]["seq"] == 3 and events[-1]["type"] == "done"
 
