@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from heliosweb.catalogs import api as catalogs_api
 from heliosweb.dashboard import views
 from heliosweb.jobs import api
 
@@ -23,6 +24,7 @@ urlpatterns = [
     path("api/kinds/", api.KindListView.as_view(), name="api_kinds"),
     path("api/recipes/", api.RecipeListView.as_view(), name="api_recipes"),
     path("api/recipes/<slug:name>/policy", api.RecipePolicyView.as_view(), name="api_recipe_policy"),
+    path("api/recipes/<slug:name>/boots/", catalogs_api.RecipeBootsView.as_view(), name="api_recipe_boots"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("", include("heliosweb.decisions.urls")),
 ]

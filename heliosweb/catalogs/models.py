@@ -7,7 +7,8 @@ from django.db import models
 
 class Boot(models.Model):
     recipe = models.ForeignKey("recipes.Recipe", on_delete=models.CASCADE, related_name="boots")
-    job = models.OneToOneField("jobs.BenchmarkJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="boot")
+    # A capture job with `boots > 1` stores one Boot per repeated boot.
+    job = models.ForeignKey("jobs.BenchmarkJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="boots")
     catalog = models.JSONField(help_text="list of {prefill, decode, ms, ...}")
     provenance = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
+from scheduler_core.errors import InvalidInput
 
 from .models import Boot
 
@@ -12,3 +15,30 @@ def boot_list(*, recipe_name: str | None = None, limit: int = 50) -> QuerySet[Bo
     if recipe_name:
         qs = qs.filter(recipe__name=recipe_name)
     return qs[:limit]
+
+
+def boot_choices(*, limit: int = 100) -> list[dict[str, Any]]:
+    """Recent boots as a form offers them: `#id · recipe · device (mode) · when`."""
+    out = []
+    for boot in boot_list(limit=limit):
+        device = boot.provenance.get("device") or "uploaded"
+        mode = f" ({boot.provenance['mode']})" if boot.provenance.get("mode") else ""
+        out.append({"id": boot.pk, "label": f"#{boot.pk} · {boot.recipe.name} · {device}{mode} · "
+                                             f"{boot.created_at:%Y-%m-%d %H:%M} · {len(boot.catalog)} shapes"})
+    return out
+
+
+def boot_catalogs(*, ids: list[Any], field: str) -> list[list[dict[str, Any]]]:
+    """The catalogs of stored boots, in the order asked; an unknown id is an error naming `field`."""
+    if not ids or any(isinstance(i, bool) or not isinstance(i, int) for i in ids):
+        raise InvalidInput(field, f"must name stored boots by integer id, got {ids!r}")
+    found = dict(Boot.objects.filter(pk__in=ids).values_list("pk", "catalog"))
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise InvalidInput(field, f"no stored boot {missing[0]}")
+    return [found[i] for i in ids]
+
+
+def boot_as_api(boot: Boot) -> dict[str, Any]:
+    return {"id": boot.pk, "recipe": boot.recipe.name, "job": boot.job_id, "created_at": boot.created_at.isoformat(),
+            "provenance": boot.provenance, "catalog": boot.catalog}

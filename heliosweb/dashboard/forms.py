@@ -27,6 +27,11 @@ def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
             elif f"{name}.present" in post:
                 params[p.name] = []
             continue
+        if p.kind in ("catalog", "catalog_list"):
+            ids = [_number(x, int) for x in post.getlist(f"{name}.boots") if x.strip()]
+            if ids:  # stored boots picked from the list; the service swaps in their catalogs
+                params[p.name] = {"boot": ids[0]} if p.kind == "catalog" else {"boots": ids}
+                continue
         raw = post.get(name)
         if raw is None or raw.strip() == "":
             continue
@@ -54,8 +59,10 @@ def _number(raw: str, cast: type) -> Any:
         return raw
 
 
-def form_kinds(kinds: dict[str, JobKind], values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """What the template renders: each kind with its params, defaults and current values."""
+def form_kinds(kinds: dict[str, JobKind], values: dict[str, Any] | None = None,
+               boots: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """What the template renders: each kind with its params, defaults and current values;
+    catalog parameters also offer the stored `boots` ({id, label}) to pick from."""
     out = []
     for kind in kinds.values():
         params = []
@@ -69,6 +76,7 @@ def form_kinds(kinds: dict[str, JobKind], values: dict[str, Any] | None = None) 
                 value = [value]
             if p.kind not in ("int", "float", "choice", "int_list", "choice_list") and not isinstance(value, str):
                 value = "" if value is None else json.dumps(value)
-            params.append({**spec, "field": name, "value": value})
+            params.append({**spec, "field": name, "value": value,
+                           "boots": (boots or []) if p.kind in ("catalog", "catalog_list") else []})
         out.append({"name": kind.name, "queue": kind.queue, "summary": kind.summary, "params": params})
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.contrib import messages
@@ -15,6 +16,7 @@ from scheduler_core.errors import InvalidInput
 from heliosweb.errors import NotFound
 from heliosweb.jobs import selectors, services
 from heliosweb.jobs.registry import get_kind, job_kinds
+from heliosweb.catalogs.selectors import boot_choices
 from heliosweb.recipes.selectors import recipe_list
 
 from .figures import pr22_compare_figure, pr22_figure, pr22_rows
@@ -54,12 +56,13 @@ def job_new(request: HttpRequest) -> HttpResponse:
         except InvalidInput as exc:
             key = exc.field
             if key.startswith("params.") and selected in kinds:
-                key = field_name(selected, key.removeprefix("params.").split("[", 1)[0])
+                # `params.<name>[2].ms` or `params.<name>.boot`: the error belongs under <name>'s field
+                key = field_name(selected, re.split(r"[.\[]", key.removeprefix("params."), maxsplit=1)[0])
             errors[key] = exc.message
         else:
             return redirect("job_detail", job_id=job.pk)
     return render(request, "dashboard/job_new.html", {
-        "kinds": form_kinds(kinds, values), "selected": selected, "recipes": recipe_list(),
+        "kinds": form_kinds(kinds, values, boot_choices()), "selected": selected, "recipes": recipe_list(),
         "recipe": recipe, "errors": errors, "errors_json": json.dumps(errors),
     }, status=400 if errors else 200)
 

@@ -25,11 +25,12 @@ from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 from scheduler_core.errors import InvalidInput
 
+from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.catalogs.services import boot_create
 from heliosweb.recipes.models import Recipe
 
 from .models import BenchmarkJob, JobEvent, JobStatus
-from .registry import get_kind
+from .registry import JobKind, get_kind
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def job_create(*, kind: Any, recipe: Any = None, params: Any = None, user: Abstr
     if params is not None and not isinstance(params, Mapping):
         raise InvalidInput("params", "must be an object of parameter names to values")
     try:
-        clean = job_kind.analysis.validate(params or {})
+        clean = job_kind.analysis.validate(_with_boot_catalogs(job_kind, params or {}))
     except InvalidInput as exc:
         raise InvalidInput(f"params.{exc.field}", exc.message) from None
     with transaction.atomic():
@@ -67,6 +68,24 @@ def job_create(*, kind: Any, recipe: Any = None, params: Any = None, user: Abstr
                                           params=clean, created_by=user if user and user.is_authenticated else None)
         transaction.on_commit(lambda: _enqueue(job))
     return job
+
+
+def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A catalog parameter may name stored boots instead of spelling a catalog out:
+    `{"boot": id}` (catalog) or `{"boots": [id, ...]}` (catalog_list). The job keeps the catalogs
+    themselves, so it stays reproducible whatever happens to the boots later."""
+    out = dict(params)
+    for p in kind.analysis.params:
+        value = out.get(p.name)
+        ref = {"catalog": "boot", "catalog_list": "boots"}.get(p.kind)
+        if ref is None or not isinstance(value, Mapping) or set(value) != {ref}:
+            continue
+        ids = [value[ref]] if p.kind == "catalog" else value[ref]
+        if not isinstance(ids, list):
+            raise InvalidInput(f"{p.name}.{ref}", "must be a list of boot ids")
+        catalogs = boot_catalogs(ids=ids, field=f"{p.name}.{ref}")
+        out[p.name] = catalogs[0] if p.kind == "catalog" else catalogs
+    return out
 
 
 def _recipe_or_none(recipe: Any) -> Recipe | None:
@@ -147,9 +166,20 @@ def job_run(*, job_id: int) -> None:
         _finish(job, JobStatus.FAILED, error=reason, event={"type": "failed", "reason": reason})
     else:
         pump.stop()
-        if job.kind == "capture" and job.recipe_id and "catalog" in result:
-            boot_create(recipe=job.recipe, catalog=result["catalog"], provenance=result.get("provenance", {}), job_id=job.pk)
-        _finish(job, JobStatus.DONE, result=result, event={"type": "done"})
+        try:
+            with transaction.atomic():  # the boots and the job's result land together, or neither does
+                _store_boots(job, result)
+                _finish(job, JobStatus.DONE, result=result, event={"type": "done"})
+        except InvalidInput as exc:
+            reason = f"the capture's catalog could not be stored: {exc}"
+            _finish(job, JobStatus.FAILED, error=reason, event={"type": "failed", "reason": reason})
+
+
+def _store_boots(job: BenchmarkJob, result: dict[str, Any]) -> None:
+    """A capture's catalogs become boots of its recipe, one per repeated boot."""
+    if job.kind == "capture" and job.recipe_id and "catalog" in result:
+        for boot in result.get("boots", [result]):
+            boot_create(recipe=job.recipe, catalog=boot["catalog"], provenance=boot.get("provenance", {}), job_id=job.pk)
 
 
 def _finish(job: BenchmarkJob, status: str, *, event: dict[str, Any], result: Any = None, error: str = "") -> None:

@@ -110,3 +110,32 @@ def test_the_openapi_schema_documents_the_job_endpoints(api):
     assert response.status_code == 200
     paths = response.json()["paths"]
     assert {"/api/jobs/", "/api/jobs/{job_id}/", "/api/recipes/{name}/policy"} <= set(paths)
+
+
+def test_a_maintainer_uploads_a_boot_and_lists_the_recipes_boots(api, recipe):
+    catalog = [{"prefill": 64, "decode": 0, "ms": 3.0}, {"prefill": 4096, "decode": 0, "ms": 0}]
+    response = api.post("/api/recipes/tiny-cpu/boots/", {"catalog": catalog, "provenance": {"device": "engine log"}}, format="json")
+    assert response.status_code == 201
+    boot = response.json()
+    assert boot["recipe"] == "tiny-cpu" and boot["catalog"][1]["ms"] is None  # 0 means unmeasured, stored as null
+    assert [b["id"] for b in api.get("/api/recipes/tiny-cpu/boots/").json()] == [boot["id"]]
+
+
+@pytest.mark.parametrize("body, field", [
+    ({}, "catalog"),
+    ({"catalog": []}, "catalog"),
+    ({"catalog": [{"prefill": 64, "decode": 0, "ms": -3}]}, "catalog[0].ms"),
+    ({"catalog": [{"prefill": 64, "decode": 0, "ms": 1}, {"prefill": 64, "decode": 0, "ms": 2}]}, "catalog[1]"),
+    ({"catalog": [{"prefill": 64, "decode": 0, "ms": 1}], "provenance": "lab"}, "provenance"),
+])
+def test_an_invalid_upload_names_the_field_and_stores_nothing(api, recipe, body, field):
+    from heliosweb.catalogs.models import Boot
+
+    response = api.post("/api/recipes/tiny-cpu/boots/", body, format="json")
+    assert response.status_code == 400 and response.json()["field"] == field
+    assert not Boot.objects.exists()
+
+
+def test_boots_of_an_unknown_recipe_answer_404(api, db):
+    assert api.get("/api/recipes/ghost/boots/").status_code == 404
+    assert api.post("/api/recipes/ghost/boots/", {"catalog": []}, format="json").status_code == 404

@@ -8,10 +8,10 @@ import sys
 import pytest
 from scheduler_core.errors import InvalidInput
 
+from heliosweb.catalogs.models import Boot
 from heliosweb.jobs import services
 from heliosweb.jobs.models import BenchmarkJob, JobEvent, JobStatus
 from heliosweb.jobs.registry import JobKind, job_kinds
-from heliosweb.catalogs.models import Boot
 
 EIGHT_FIGURES = [("3 / 62.10", "1 / 66.10"), ("3 / 62.10", "1 / 66.10"), ("6 / 232.10", "4 / 232.10"),
                  ("9 / 238.10", "4 / 232.10")]
@@ -182,3 +182,55 @@ def test_a_failing_analysis_leaves_the_job_failed_with_its_reason(maintainer, mo
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "the model fell over" in job.error
     assert list(JobEvent.objects.filter(job=job).values_list("type", flat=True)) == ["progress", "failed"]
+
+
+def test_a_real_cpu_capture_stores_one_boot_per_repeated_boot(maintainer, recipe, transactional_db):
+    job = services.job_create(kind="capture", recipe="tiny-cpu", user=maintainer, params={
+        "preset": "tiny", "device": "cpu", "capacities": [16, 32], "graphs": "prefill", "repeats": 1, "boots": 2})
+    services.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.error
+    boots = list(Boot.objects.filter(job=job).order_by("pk"))
+    assert len(boots) == 2
+    for boot in boots:
+        assert [(g["prefill"], g["decode"]) for g in boot.catalog] == [(16, 0), (32, 0)]
+        assert all(g["ms"] > 0 for g in boot.catalog) and boot.provenance["mode"] == "eager-cpu"
+
+
+def test_a_capture_whose_catalog_is_invalid_fails_and_stores_no_boot(maintainer, recipe, monkeypatch, transactional_db):
+    from scheduler_core.analyses.params import Analysis
+
+    capture = Analysis(name="capture", summary="broken capture", params=(),
+                       run=lambda params, emit: {"catalog": [{"prefill": 512, "decode": 0, "ms": -1.0}]})
+    kinds = {**job_kinds(), "capture": JobKind("capture", "gpu", capture)}
+    monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
+    job = services.job_create(kind="capture", recipe="tiny-cpu", user=maintainer)
+    services.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and "catalog[0].ms" in job.error
+    assert not Boot.objects.exists() and job.result is None
+
+
+def test_a_sweep_can_name_a_stored_boot_instead_of_spelling_out_its_catalog(maintainer, recipe, transactional_db):
+    from heliosweb.catalogs.services import boot_create
+    from scheduler_core.execution import AffineExecution, measured_catalog
+
+    boot = boot_create(recipe=recipe, catalog=measured_catalog(AffineExecution()).to_dicts())
+    job = services.job_create(kind="sweep", user=maintainer,
+                              params={"boot_catalog": {"boot": boot.pk}, "min_tokens": 3504, "max_tokens": 3504, "count": 1})
+    assert job.params["boot_catalog"] == boot.catalog  # the job keeps the catalog itself
+    services.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.result["series"]["boot"]["rule"]["ttft_ms"] == [66.1]  # one 4096 launch at its 66 ms, plus 0.10 ms first token
+
+
+@pytest.mark.parametrize("value, field", [
+    ({"boots": [999]}, "params.boot_catalogs.boots"),
+    ({"boots": "1"}, "params.boot_catalogs.boots"),
+    ({"boots": [True]}, "params.boot_catalogs.boots"),
+])
+def test_naming_an_unknown_or_malformed_boot_is_refused_and_nothing_is_queued(maintainer, recipe, queued, value, field):
+    with pytest.raises(InvalidInput) as err:
+        services.job_create(kind="boots", user=maintainer, params={"boot_catalogs": value})
+    assert err.value.field == field
+    assert not BenchmarkJob.objects.exists() and queued == []

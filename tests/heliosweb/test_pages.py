@@ -104,3 +104,29 @@ def test_every_registered_kind_gets_a_form_that_posts_its_defaults(browser_clien
         with django_capture_on_commit_callbacks(execute=True):
             response = browser_client.post("/jobs/new", data)
         assert response.status_code == 302, (name, response.content.decode()[:2000])
+
+
+def test_the_form_offers_stored_boots_for_catalog_parameters_and_uses_the_picked_ones(
+        browser_client, recipe, queued, django_capture_on_commit_callbacks):
+    from heliosweb.catalogs.services import boot_create
+    from scheduler_core.catalog import noise
+    from scheduler_core.execution import AffineExecution, measured_catalog
+
+    clean = measured_catalog(AffineExecution())
+    boots = [boot_create(recipe=recipe, catalog=noise(clean, seed=s, sigma=0.1).to_dicts(),
+                         provenance={"device": "NVIDIA H200", "mode": "cuda-graph"}) for s in range(2)]
+    html = browser_client.get("/jobs/new?kind=boots").content.decode()
+    assert 'name="boots.boot_catalogs.boots"' in html and f"#{boots[0].pk} · tiny-cpu · NVIDIA H200 (cuda-graph)" in html
+    with django_capture_on_commit_callbacks(execute=True):
+        response = browser_client.post("/jobs/new", {"kind": "boots", "boots.boot_catalogs.boots": [b.pk for b in boots],
+                                                     "boots.policies": ["cost", "rule"]})
+    assert response.status_code == 302
+    job = BenchmarkJob.objects.get()
+    assert job.params["boot_catalogs"] == [boots[0].catalog, boots[1].catalog]
+
+
+def test_picking_a_boot_that_no_longer_exists_names_the_field(browser_client, recipe, queued):
+    response = browser_client.post("/jobs/new", {"kind": "sweep", "sweep.boot_catalog.boots": "4242",
+                                                 "sweep.policies": ["cost", "rule"], "sweep.catalogs": ["clean"]})
+    assert response.status_code == 400 and 'data-field="sweep.boot_catalog"' in response.content.decode()
+    assert "no stored boot 4242" in response.content.decode() and not BenchmarkJob.objects.exists()

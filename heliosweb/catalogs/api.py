@@ -1,0 +1,39 @@
+"""Boots over the API: list a recipe's stored catalogs, or upload one measured elsewhere
+(an engine's boot log, another lab's capture). Uploads are validated as scheduler_core reads them."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from heliosweb.jobs.api import ERROR, CanRunJobs
+from heliosweb.recipes.selectors import recipe_get
+
+from . import selectors, services
+
+GRAPH = inline_serializer("Graph", {"prefill": serializers.IntegerField(), "decode": serializers.IntegerField(),
+                                    "ms": serializers.FloatField(allow_null=True)}, many=True)
+BOOT_FIELDS = {
+    "id": serializers.IntegerField(), "recipe": serializers.CharField(), "job": serializers.IntegerField(allow_null=True),
+    "created_at": serializers.DateTimeField(), "provenance": serializers.DictField(), "catalog": GRAPH}
+BOOT = inline_serializer("Boot", BOOT_FIELDS)
+BOOT_UPLOAD = inline_serializer("BootUpload", {"catalog": GRAPH, "provenance": serializers.DictField(required=False)})
+
+
+class RecipeBootsView(APIView):
+    permission_classes = APIView.permission_classes + [CanRunJobs]
+
+    @extend_schema(responses={200: inline_serializer("Boot", BOOT_FIELDS, many=True), 404: ERROR})
+    def get(self, request: Request, name: str) -> Response:
+        recipe_get(name=name)  # 404 for an unknown recipe rather than an empty list
+        return Response([selectors.boot_as_api(b) for b in selectors.boot_list(recipe_name=name)])
+
+    @extend_schema(request=BOOT_UPLOAD, responses={201: BOOT, 400: ERROR, 404: ERROR})
+    def post(self, request: Request, name: str) -> Response:
+        recipe = recipe_get(name=name)
+        body = request.data if isinstance(request.data, dict) else {}
+        boot = services.boot_create(recipe=recipe, catalog=body.get("catalog"), provenance=body.get("provenance"))
+        return Response(selectors.boot_as_api(boot), status=status.HTTP_201_CREATED)
