@@ -38,9 +38,14 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, interval: fl
         time.sleep(interval)
 
 
+def _real_services(request: pytest.FixtureRequest) -> bool:
+    """End-to-end tests talk to a real Redis and worker; every other test stays in memory."""
+    return "stack" in request.fixturenames or request.node.get_closest_marker("e2e") is not None
+
+
 @pytest.fixture(autouse=True)
 def _in_memory_channel_layer(settings: Any, request: pytest.FixtureRequest) -> Iterator[None]:
-    if "stack" not in request.fixturenames:
+    if not _real_services(request):
         settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     channel_layers.backends.clear()
     yield
@@ -51,7 +56,7 @@ def _in_memory_channel_layer(settings: Any, request: pytest.FixtureRequest) -> I
 def queued(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> list[tuple[int, str]]:
     """What was sent to Celery, as (job id, queue); nothing reaches a broker in unit tests."""
     sent: list[tuple[int, str]] = []
-    if "stack" in request.fixturenames:
+    if _real_services(request):
         return sent
     from heliosweb.jobs import tasks
 
@@ -110,6 +115,29 @@ def done_job(recipe: Any) -> Any:
     from heliosweb.jobs.models import BenchmarkJob
 
     return BenchmarkJob.objects.create(kind="pr22", queue="sim", recipe=recipe, status="done", result={"arms": []})
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
+                                    reason="needs Debian's chromium (apt-get install -y chromium); never skipped in CI")
+
+
+@pytest.fixture
+def page(monkeypatch):
+    # Playwright's sync API runs an event loop in this thread; the ORM calls here are still plain sync.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(60_000)
+            yield page
+        finally:
+            browser.close()
 
 
 def _free_port() -> int:
@@ -205,6 +233,22 @@ class Stack:
                 self.web.wait()
 
 
+def use_redis(redis_url: str, settings: Any) -> None:
+    """Point this test process's Celery producer and channel layer at `redis_url`."""
+    from heliosweb.celery import app
+
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                           "CONFIG": {"hosts": [redis_url]}}}
+    channel_layers.backends.clear()
+    if app.conf.broker_url != redis_url:
+        app.conf.broker_url = redis_url
+        app.conf.broker_transport_options = {"visibility_timeout": 30}
+        if app._pool is not None:
+            app._pool.force_close_all()
+        app._pool = None
+        app.amqp._producer_pool = None  # the next send opens a connection to the new URL
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     url = os.environ.get("REDIS_URL")
@@ -240,18 +284,7 @@ def _stack_session(django_db_setup: None, django_db_blocker: Any, redis_url: str
 @pytest.fixture
 def stack(_stack_session: Stack, transactional_db: None, settings: Any) -> Iterator[Stack]:
     """The running stack, with this test process's Celery producer and channel layer on its Redis."""
-    from heliosweb.celery import app
-
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                           "CONFIG": {"hosts": [_stack_session.redis_url]}}}
-    channel_layers.backends.clear()
-    if app.conf.broker_url != _stack_session.redis_url:
-        app.conf.broker_url = _stack_session.redis_url
-        app.conf.broker_transport_options = {"visibility_timeout": 30}
-        if app._pool is not None:
-            app._pool.force_close_all()
-        app._pool = None
-        app.amqp._producer_pool = None  # the next send opens a connection to the new URL
+    use_redis(_stack_session.redis_url, settings)
     if _stack_session.worker is None or _stack_session.worker.poll() is not None:
         _stack_session.start_worker()
     yield _stack_session

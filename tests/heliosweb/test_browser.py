@@ -3,37 +3,16 @@ show the pull request's eight figures."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from django.contrib.auth.models import Group, Permission, User
 
 from heliosweb.jobs.models import BenchmarkJob
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-quic"]
+from .conftest import needs_chromium
+
 EIGHT = ["3 / 62.10", "1 / 66.10", "3 / 62.10", "1 / 66.10", "6 / 232.10", "4 / 232.10", "9 / 238.10", "4 / 232.10"]
 
-pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
-                                 reason="needs Debian's chromium (apt-get install -y chromium); never skipped in CI")]
-
-
-@pytest.fixture
-def page(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; the ORM calls here are still plain sync.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(60_000)
-            yield page
-        finally:
-            browser.close()
+pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transaction=True), needs_chromium]
 
 
 def test_a_maintainer_starts_pr22_and_watches_it_finish_with_the_eight_figures(stack, page):
