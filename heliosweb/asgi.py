@@ -20,7 +20,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from heliosweb.jobs.routing import websocket_urlpatterns  # noqa: E402
+from heliosweb.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

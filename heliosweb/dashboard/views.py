@@ -17,6 +17,7 @@ from heliosweb.errors import NotFound
 from heliosweb.jobs import selectors, services
 from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.catalogs.selectors import boot_choices
+from heliosweb.decisions.selectors import decisions_open
 from heliosweb.recipes.selectors import recipe_list
 
 from .figures import pr22_compare_figure, pr22_figure, pr22_rows
@@ -28,6 +29,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/index.html", {
         "jobs": selectors.job_list(limit=50),
         "recipes": recipe_list(),
+        "open_decisions": decisions_open(),
         "can_run": request.user.has_perm("jobs.run_jobs"),
     })
 

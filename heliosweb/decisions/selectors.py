@@ -13,7 +13,7 @@ from heliosweb.errors import NotFound
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 
 from .hashing import GENESIS, event_hash, event_payload
-from .models import AuditEvent, DecisionStatus, PolicyDecision
+from .models import OPEN, AuditEvent, DecisionStatus, PolicyDecision
 
 
 def decision_list(*, status: str | None = None, recipe: str | None = None, limit: int = 100) -> QuerySet[PolicyDecision]:
@@ -26,6 +26,12 @@ def decision_list(*, status: str | None = None, recipe: str | None = None, limit
     if recipe:
         qs = qs.filter(recipe__name=recipe)
     return qs.order_by("-created_at", "-id")[:limit]
+
+
+def decisions_open(*, limit: int = 20) -> QuerySet[PolicyDecision]:
+    """Decisions still waiting for a review or to be applied, oldest first: what needs a maintainer."""
+    return (PolicyDecision.objects.select_related("recipe", "created_by").filter(status__in=OPEN)
+            .order_by("created_at", "id")[:limit])
 
 
 def decision_get(*, decision_id: Any) -> PolicyDecision:

@@ -20,6 +20,7 @@ from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import POLICIES, SELECTABLE_POLICIES
 
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
+from heliosweb.recipes.consumers import GROUP as REALTIME_GROUP
 from heliosweb.recipes.models import PolicySetting, Recipe
 from heliosweb.recipes.services import policy_set
 
@@ -29,7 +30,6 @@ from .models import AuditChainLock, AuditEvent, DecisionStatus, PolicyDecision
 
 log = logging.getLogger(__name__)
 
-REALTIME_GROUP = "recipes"
 MAX_RATIONALE = 10_000
 MAX_REASON = 2_000
 MAX_EVIDENCE = 50

@@ -125,8 +125,7 @@ class KindListView(APIView):
 class RecipeListView(APIView):
     @extend_schema(responses={200: inline_serializer("RecipePolicy", POLICY_FIELDS, many=True)})
     def get(self, request: Request) -> Response:
-        return Response([{"recipe": r.name, "policy": r.policy_setting.policy, "version": r.policy_setting.version}
-                         for r in recipe_selectors.recipe_list()])
+        return Response(recipe_selectors.recipe_policies())
 
 
 class RecipePolicyView(APIView):

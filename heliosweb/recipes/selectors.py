@@ -23,6 +23,12 @@ def recipe_list() -> QuerySet[Recipe]:
     )
 
 
+def recipe_policies() -> list[dict[str, Any]]:
+    """Every recipe's active policy, as the API and the live stream show it."""
+    return [{"recipe": r.name, "policy": r.policy_setting.policy, "version": r.policy_setting.version}
+            for r in Recipe.objects.select_related("policy_setting").order_by("name")]
+
+
 def recipe_get(*, name: str) -> Recipe:
     recipe = Recipe.objects.select_related("policy_setting").filter(name=name).first()
     if recipe is None:

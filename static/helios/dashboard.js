@@ -26,3 +26,44 @@
   }
   setTimeout(tick, 2000);
 })();
+
+// Active policies, live: a snapshot on every (re)connect, then each decision step as it commits.
+(function () {
+  "use strict";
+  const table = document.getElementById("recipes");
+  if (!table) return;
+  const state = document.getElementById("recipes-live");
+  let retry = 500;
+
+  function show(recipe, policy, version) {
+    const tr = table.querySelector('tr[data-recipe="' + CSS.escape(recipe) + '"]');
+    if (!tr) return;
+    tr.querySelector(".policy").textContent = policy;
+    tr.querySelector(".version").textContent = "v" + version;
+  }
+
+  function handle(msg) {
+    if (msg.type === "snapshot") {
+      msg.recipes.forEach((r) => show(r.recipe, r.policy, r.version));
+    } else if (msg.type === "decision") {
+      show(msg.recipe, msg.policy, msg.version);
+      const note = document.getElementById("latest-decision");
+      note.hidden = false;
+      note.textContent = "Decision #" + msg.decision_id + " on " + msg.recipe + ": " + msg.action + " by " + msg.actor +
+        " (" + msg.proposed_policy + "); active policy now " + msg.policy + " v" + msg.version + ".";
+    }
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    const ws = new WebSocket(scheme + location.host + "/ws/recipes/");
+    ws.onopen = () => { state.textContent = "live"; retry = 500; };
+    ws.onmessage = (event) => { try { handle(JSON.parse(event.data)); } catch (e) { console.error(e); } };
+    ws.onclose = () => {
+      state.textContent = "reconnecting…";
+      setTimeout(connect, retry);
+      retry = Math.min(retry * 2, 10000);
+    };
+  }
+  connect();
+})();

@@ -130,3 +130,13 @@ def test_picking_a_boot_that_no_longer_exists_names_the_field(browser_client, re
                                                  "sweep.policies": ["cost", "rule"], "sweep.catalogs": ["clean"]})
     assert response.status_code == 400 and 'data-field="sweep.boot_catalog"' in response.content.decode()
     assert "no stored boot 4242" in response.content.decode() and not BenchmarkJob.objects.exists()
+
+
+def test_the_dashboard_lists_open_decisions_and_not_settled_ones(browser_client, recipe, author, reviewer):
+    from heliosweb.decisions import services as decisions
+
+    waiting = decisions.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale="PR #22 arms")
+    withdrawn = decisions.decision_propose(actor=reviewer, recipe="tiny-cpu", policy="rule", rationale="duplicate")
+    decisions.decision_withdraw(actor=reviewer, decision=withdrawn)
+    html = browser_client.get("/").content.decode()
+    assert f'href="/decisions/{waiting.pk}"' in html and f'href="/decisions/{withdrawn.pk}"' not in html

@@ -1,0 +1,11 @@
+"""Every websocket route of the project."""
+
+from django.urls import path
+
+from heliosweb.jobs.consumers import JobConsumer
+from heliosweb.recipes.consumers import RecipesConsumer
+
+websocket_urlpatterns = [
+    path("ws/jobs/<int:job_id>/", JobConsumer.as_asgi()),
+    path("ws/recipes/", RecipesConsumer.as_asgi()),
+]

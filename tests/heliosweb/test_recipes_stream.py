@@ -1,0 +1,39 @@
+"""The recipes websocket: a snapshot of every active policy on connect, then each decision step live."""
+
+from __future__ import annotations
+
+import pytest
+from channels.db import database_sync_to_async
+
+from heliosweb.decisions import services as decisions
+
+from .conftest import ORIGIN
+from .test_consumers import _connect, _receive, _session_cookie
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+async def test_anonymous_clients_are_refused(recipe):
+    communicator, connected, _ = await _connect("/ws/recipes/", [ORIGIN])
+    assert not connected
+
+
+async def test_it_sends_a_snapshot_then_each_decision_step_as_it_commits(recipe, author, reviewer, applier):
+    cookie = await database_sync_to_async(_session_cookie)(author)
+    communicator, connected, _ = await _connect("/ws/recipes/", [cookie, ORIGIN])
+    assert connected
+    assert await _receive(communicator) == {"type": "snapshot", "recipes": [{"recipe": "tiny-cpu", "policy": "cost", "version": 1}]}
+
+    def decide():
+        decision = decisions.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale="PR #22 evidence")
+        decision = decisions.decision_approve(actor=reviewer, decision=decision)
+        decisions.decision_apply(actor=applier, decision=decision)
+    await database_sync_to_async(decide)()
+
+    steps = [await _receive(communicator) for _ in range(3)]
+    assert [s["action"] for s in steps] == ["proposed", "approved", "applied"]
+    assert all(s["type"] == "decision" and s["recipe"] == "tiny-cpu" for s in steps)
+    assert (steps[-1]["policy"], steps[-1]["version"]) == ("rule", 2)
+    await communicator.send_to(text_data="hello")
+    assert (await _receive(communicator))["type"] == "error"
+    await communicator.disconnect()
