@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_analysis(ANALYSES[args.command], args)
+    return run_analysis(ANALYSES[args.command], args, text_by_default=False)
 
 
 if __name__ == "__main__":

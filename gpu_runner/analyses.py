@@ -17,6 +17,7 @@ from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import POLICIES
 
 from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
+from .report import capture_text, numerics_text, ttft_text
 
 
 PRESET = Param("preset", "choice", "tiny", "model size: tiny runs on CPU (float32); small and medium need a GPU (bf16)",
@@ -217,12 +218,13 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
 ANALYSES: dict[str, Analysis] = {a.name: a for a in (
     Analysis("capture", "One boot: capture a graph per catalog shape and time its launches into a catalog.",
              (*BOOT_PARAMS, DECODE_ROWS, GRAPHS, BOOTS), run_capture,
-             work=lambda p: p["boots"] * len(_capture_shapes(p)[0]) * repeats(p), max_work=50_000),
+             work=lambda p: p["boots"] * len(_capture_shapes(p)[0]) * repeats(p), max_work=50_000,
+             format_text=capture_text),
     Analysis("ttft", "Real TTFT: execute each policy's plan on the model, next to the harness's prediction.",
              (*BOOT_PARAMS, PROMPTS, POLICIES_PARAM, RUNS), run_ttft,
              work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p) + len(p["prompt_tokens"]) * len(p["policies"]) * p["runs"],
-             max_work=50_000),
+             max_work=50_000, format_text=ttft_text),
     Analysis("numerics", "First-token logits under cost vs rule chunkings, repeated, and vs a one-shot prefill.",
              (*BOOT_PARAMS, PROMPT), run_numerics,
-             work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p), max_work=50_000),
+             work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p), max_work=50_000, format_text=numerics_text),
 )}

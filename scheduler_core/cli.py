@@ -65,8 +65,9 @@ def _catalog_file(param: Param, path: str) -> Any:
     return data["catalog"] if isinstance(data, dict) and "catalog" in data else data
 
 
-def run_analysis(analysis: Analysis, args: argparse.Namespace) -> int:
-    """Validate the flags, run with a progress bar on a terminal, print text (or JSON with --json)."""
+def run_analysis(analysis: Analysis, args: argparse.Namespace, *, text_by_default: bool = True) -> int:
+    """Validate the flags, run with a progress bar on a terminal, print the analysis's text (or
+    JSON with --json, or indented JSON when `text_by_default` is off or it has no text)."""
     terminal = sys.stderr.isatty()
     try:
         raw = {p.name: _cli_value(p, getattr(args, p.name)) for p in analysis.params if getattr(args, p.name) is not None}
@@ -77,7 +78,7 @@ def run_analysis(analysis: Analysis, args: argparse.Namespace) -> int:
         return fail(exc)
     if terminal:
         print(file=sys.stderr)
-    if args.json or analysis.format_text is None:
+    if args.json or not text_by_default or analysis.format_text is None:
         print(json.dumps(result, indent=None if args.json else 2))
     else:
         print(analysis.format_text(result))

@@ -13,6 +13,7 @@
   const arms = [];          // pr22 rows as they arrive
   const measurements = { x: [], y: [] };
   let chartReady = false;
+  let resultCharted = false;
   let eventCount = 0;
   const MAX_LOG = 300;
 
@@ -85,9 +86,11 @@
   }
 
   function addMeasurement(ev) {
-    // Generic live chart: any numeric `ms`, `value` or `ttft_ms` a measurement carries.
+    if (!window.Plotly || resultCharted) return;  // a finished result's chart wins over replayed measurements
+    if (typeof ev.median_ms === "number") return addShape(ev);
+    // Any other numeric series (`ms`, `value` or `ttft_ms`): a line that grows as events land.
     const y = [ev.ms, ev.value, ev.ttft_ms].find((v) => typeof v === "number");
-    if (y === undefined || !window.Plotly) return;
+    if (y === undefined) return;
     const x = measurements.x.length;
     if (!chartReady) {
       Plotly.newPlot("chart", [{ type: "scattergl", mode: "lines+markers", x: [x], y: [y], name: ev.name || "measurement" }],
@@ -97,6 +100,28 @@
       Plotly.extendTraces("chart", { x: [[x]], y: [[y]] }, [0], 5000);
     }
     measurements.x.push(x);
+  }
+
+  // A capture: one bar per graph shape (median, p10..p90 as error bars), a trace per boot.
+  const shapes = new Map();
+  function shapeLabel(ev) {
+    if (ev.decode === 0) return "prefill " + ev.prefill;
+    return ev.prefill === 0 ? "decode " + ev.decode : "mixed " + ev.prefill + "+" + ev.decode;
+  }
+  function addShape(ev) {
+    const boot = "boot " + (ev.boot || 0);
+    if (!shapes.has(boot)) shapes.set(boot, new Map());
+    shapes.get(boot).set(shapeLabel(ev), ev);  // keyed: a replayed event replaces, never duplicates
+    const traces = Array.from(shapes.entries()).map(([name, byShape]) => {
+      const rows = Array.from(byShape.entries());
+      return { type: "bar", name: name, x: rows.map(([label]) => label), y: rows.map(([, m]) => m.median_ms),
+               error_y: { type: "data", symmetric: false, array: rows.map(([, m]) => m.p90_ms - m.median_ms),
+                          arrayminus: rows.map(([, m]) => m.median_ms - m.p10_ms) },
+               marker: { color: rows.map(([, m]) => (m.drifted ? "#ef553b" : "#636efa")) } };
+    });
+    Plotly.react("chart", traces, { title: { text: "Graph durations as measured (median, p10-p90; red: drifted)" },
+      barmode: "group", yaxis: { title: { text: "ms" } }, height: 360 }, { displaylogo: false });
+    chartReady = true;
   }
 
   function showResult(result, summaryText) {
@@ -118,19 +143,41 @@
     }
     if (kind === "pr22" && result && result.arms) result.arms.forEach(addArm);
     if (result && result.series && Array.isArray(result.prompt_tokens) && window.Plotly && !chartReady) drawSweep(result);
+    if (kind === "ttft" && result && Array.isArray(result.arms) && window.Plotly) drawTtft(result.arms);
+  }
+
+  function drawTtft(arms) {
+    // Real TTFT next to what the catalog predicted for the same launches, per prompt and policy.
+    const x = arms.map((a) => a.prompt_tokens + " " + a.policy + " (" + a.launch_count + (a.launch_count === 1 ? " launch)" : " launches)"));
+    const bar = (name, key, color) => ({ type: "bar", name: name, x: x, y: arms.map((a) => a[key]),
+      text: arms.map((a) => Number(a[key]).toFixed(1)), marker: { color: color } });
+    Plotly.newPlot("chart", [bar("measured TTFT", "ttft_ms", "#00a676"), bar("predicted from the catalog", "predicted_ms", "#9aa5b1")],
+      { title: { text: "TTFT: measured on the model vs the harness's prediction" }, barmode: "group",
+        yaxis: { title: { text: "ms" } }, height: 360 }, { displaylogo: false });
+    chartReady = resultCharted = true;
   }
 
   function drawSweep(result) {
-    // A sweep: TTFT against prompt length, one line per (catalog, policy).
+    // A sweep: TTFT per (catalog, policy) on top; below, what maintainers decide on: rule - cost.
     const traces = [];
+    const colors = { clean: "#636efa", drift: "#ef553b", boot: "#00a676" };
     for (const [catalog, byPolicy] of Object.entries(result.series)) {
       for (const [policy, values] of Object.entries(byPolicy)) {
-        if (!values || !Array.isArray(values.ttft_ms)) continue;
-        traces.push({ type: "scattergl", mode: "lines", name: catalog + " " + policy, x: result.prompt_tokens, y: values.ttft_ms });
+        if (Array.isArray(values)) {  // delta_ms
+          traces.push({ type: "scattergl", mode: "lines", name: catalog + ": rule - cost", x: result.prompt_tokens, y: values,
+                        xaxis: "x", yaxis: "y2", line: { color: colors[catalog] } });
+        } else if (values && Array.isArray(values.ttft_ms)) {
+          traces.push({ type: "scattergl", mode: "lines", name: catalog + " " + policy, x: result.prompt_tokens, y: values.ttft_ms,
+                        line: { color: colors[catalog], dash: policy === "rule" ? "dot" : "solid" } });
+        }
       }
     }
-    if (traces.length) Plotly.newPlot("chart", traces, { title: { text: "TTFT vs prompt length" },
-      xaxis: { type: "log", title: { text: "prompt tokens" } }, yaxis: { title: { text: "TTFT (ms)" } }, height: 380 });
+    if (!traces.length) return;
+    Plotly.newPlot("chart", traces, { title: { text: "TTFT vs prompt length, and the rule's delta" }, height: 560,
+      xaxis: { type: "log", title: { text: "prompt tokens" }, anchor: "y2" },
+      yaxis: { type: "log", title: { text: "TTFT (ms)" }, domain: [0.52, 1] },
+      yaxis2: { title: { text: "rule - cost (ms)" }, domain: [0, 0.42], zeroline: true } }, { displaylogo: false });
+    chartReady = resultCharted = true;
   }
 
   async function loadResult() {

@@ -68,3 +68,11 @@ def test_drift_times_the_chosen_shape_under_competing_work_and_keeps_its_clean_t
     assert drifted[0]["clean_median_ms"] > 0
     assert len(result["boots"]) == 2
     assert [(r["prefill"], r["max_over_min"] >= 1.0) for r in result["boot_spread"]] == [(16, True), (32, True), (64, True)]
+
+
+def test_the_text_report_lists_every_shape_with_its_spread(captured):
+    result, _ = captured
+    lines = CAPTURE.format_text(result).splitlines()
+    assert "eager-cpu" in lines[0]
+    assert len(lines) == 2 + len(result["measurements"])
+    assert any(line.startswith("prefill 16 ") for line in lines)

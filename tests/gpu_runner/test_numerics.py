@@ -16,3 +16,5 @@ def test_chunkings_agree_with_the_one_shot_prefill_and_repeat_bitwise():
     assert result["reproducible"] and all(r["bitwise_identical"] for r in result["same_chunking_twice"].values())
     for comparison in (*result["vs_one_shot"].values(), result["cost_vs_rule"]):
         assert comparison["argmax_agree"] and comparison["max_abs_diff"] < 1e-3
+    text = NUMERICS.format_text(result)
+    assert text.splitlines()[-1].startswith("reproducible") and "cost vs rule:" in text

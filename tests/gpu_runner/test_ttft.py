@@ -56,3 +56,11 @@ def test_a_given_catalog_is_what_the_plans_are_made_from():
     assert result["planning_catalog_source"] == "given"
     assert [g["prefill"] for g in result["catalog"]] == [16, 64]
     assert result["arms"][0]["graphs"] == [16] * 7 and result["arms"][0]["predicted_ms"] == 7.0
+
+
+def test_the_text_report_has_a_row_per_arm_with_its_measured_ttft(ttft):
+    result, _ = ttft
+    text = TTFT.format_text(result)
+    assert "eager-cpu" in text
+    for arm in result["arms"]:
+        assert f"{arm['ttft_ms']:.2f}" in text and ",".join(map(str, arm["graphs"])) in text
