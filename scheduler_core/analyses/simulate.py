@@ -15,11 +15,11 @@ from typing import Any
 
 from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
 from ..errors import InvalidInput
-from ..execution import AffineExecution, measured_catalog
+from ..execution import AffineExecution, TableExecution, measured_catalog
 from ..policies import POLICIES
 from ..request import Request
 from ..scheduler import Arrival, ScheduleResult, SchedulerConfig, schedule
-from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, execution_of
+from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, execution_dict, execution_of
 from .pacing import Ticker
 from .params import Analysis, Emit, Param
 
@@ -35,8 +35,21 @@ def work(params: dict[str, Any]) -> int:
     for low, high in (("prompt_min", "prompt_max"), ("output_min", "output_max")):
         if params[low] > params[high]:
             raise InvalidInput(low, f"must be <= {high} ({params[low]} > {params[high]})")
+    if params["boot_catalog"]:
+        boot_decode_rows(params)
     per_request = (params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2
     return params["requests"] * len(params["policies"]) * per_request
+
+
+def boot_decode_rows(params: dict[str, Any]) -> int:
+    """A boot can carry traffic only with decode graphs, and no more lanes than its largest one has rows."""
+    rows = max((g["decode"] for g in params["boot_catalog"] if g["prefill"] == 0 and g["decode"] > 0), default=0)
+    if rows == 0:
+        raise InvalidInput("boot_catalog", "has no decode graphs to carry the traffic's tokens; capture with "
+                                           "graphs 'prefill+decode' or 'all'")
+    if params["max_lanes"] > rows:
+        raise InvalidInput("max_lanes", f"must be <= {rows}, the rows of the boot's largest decode graph")
+    return rows
 
 
 def traffic(params: dict[str, Any], full_chunk: int) -> list[Arrival]:
@@ -70,9 +83,24 @@ def build_catalog(params: dict[str, Any], execution: AffineExecution) -> Catalog
     return clean
 
 
+def boot_setting(params: dict[str, Any]) -> tuple[TableExecution, Catalog, str]:
+    """A measured boot as both the catalog and the truth. A boot rarely times the per-request init
+    graph; then init costs nothing here, and the result says so."""
+    catalog = Catalog.from_dicts(params["boot_catalog"])
+    table = {g.shape: g.ms for g in catalog.graphs if g.ms is not None}
+    init = "measured" if (0, 0) in table else "not in the boot: counted as 0 ms"
+    table.setdefault((0, 0), 0.0)
+    return TableExecution(table, params["first_token_ms"]), catalog, init
+
+
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    execution = execution_of(params)
-    catalog = build_catalog(params, execution)
+    if params["boot_catalog"]:
+        execution, catalog, init = boot_setting(params)
+        catalog_name, execution_description = "boot", {**execution_dict(execution), "init": init}
+    else:
+        execution = execution_of(params)
+        catalog = build_catalog(params, execution)
+        catalog_name, execution_description = params["catalog"], execution_dict(execution)
     arrivals = traffic(params, catalog.full_chunk)
     n = len(arrivals)
     ticker = Ticker(emit, n * len(params["policies"]))
@@ -89,7 +117,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         emit({"type": "arm_result", "arm": name, **{k: v for k, v in summary.items() if k != "per_request"}})
         ticker.tick((i + 1) * n, f"{name} done")
         policies.append(summary)
-    return {"execution": execution.to_dict(), "catalog": params["catalog"], "requests": n,
+    return {"execution": execution_description, "catalog": catalog_name, "requests": n,
             "offered_ms": round(arrivals[-1].arrival_ms, 6) if arrivals else 0.0, "policies": policies}
 
 
@@ -166,6 +194,8 @@ ANALYSIS = Analysis(
               minimum=1, maximum=MAX_LANES, max_items=len(DECODE_ROWS)),
         Param("max_lanes", "int", 32, "most requests admitted at once", minimum=1, maximum=MAX_LANES),
         Param("max_decode_wait", "int", 2, "most launches a decoding lane may sit out between tokens", minimum=1, maximum=64),
+        Param("boot_catalog", "catalog", None, "a measured boot with decode graphs (a gpu_runner capture with graphs "
+              "'all') as the catalog and the true costs, instead of catalog/mixed_rows/execution"),
         Param("launch_events", "int", 20, "launch events emitted at the start of each policy's run", minimum=0, maximum=1000),
     ),
     run=run,

@@ -60,3 +60,21 @@ def test_the_cli_reads_boots_from_capture_files(tmp_path: Path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["boots"] == 3
+
+
+def test_simulate_runs_traffic_on_a_boot_with_its_own_durations_as_true_costs():
+    boot = measured_catalog(AffineExecution(), decode_rows=(1, 8, 32), mixed=((64, 8),)).to_dicts()
+    result = run("simulate", {"boot_catalog": boot, "requests": 30, "max_lanes": 32})
+    assert result["catalog"] == "boot" and result["execution"]["init"] == "not in the boot: counted as 0 ms"
+    assert [p["policy"] for p in result["policies"]] == ["cost", "rule"]
+    assert all(p["stalled"] is None and p["finished"] == 30 for p in result["policies"])
+
+
+@pytest.mark.parametrize("boot, params, field", [
+    (CLEAN.to_dicts(), {}, "boot_catalog"),  # prefill graphs only: nothing carries decode tokens
+    (measured_catalog(AffineExecution(), decode_rows=(1, 8)).to_dicts(), {"max_lanes": 32}, "max_lanes"),
+])
+def test_simulate_refuses_a_boot_that_cannot_carry_the_traffic(boot, params, field):
+    with pytest.raises(InvalidInput) as excinfo:
+        ANALYSES["simulate"].validate({"boot_catalog": boot, **params})
+    assert excinfo.value.field == field
