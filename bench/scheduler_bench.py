@@ -37,9 +37,9 @@ def p50_of(samples: int, measure: Callable[[], float]) -> float:
     return statistics.median(measure() for _ in range(samples))
 
 
-def rule_decision_us() -> float:
-    """Each decision timed on its own over the long prompt's positions (a table-free policy)."""
-    policy = RulePolicy()
+def decision_p50_us(policy: CostPolicy | RulePolicy) -> float:
+    """Each decision timed on its own over the long prompt's positions; for `cost`, once the
+    catalog's table exists (planning the prompt first builds it)."""
     states = [PrefillState(CATALOG, REQUEST, l.start) for l in plan_launches(policy, CATALOG, REQUEST)]
     times = []
     for _ in range(200):
@@ -58,19 +58,6 @@ def cost_decision_amortised_us() -> float:
         launches = plan_launches(policy, CATALOG, REQUEST)
         return (time.perf_counter() - t) / len(launches) * 1e6
     return p50_of(30, once)
-
-
-def cost_decision_warm_us() -> float:
-    """Each decision timed on its own once the catalog's table exists."""
-    policy = CostPolicy()
-    states = [PrefillState(CATALOG, REQUEST, l.start) for l in plan_launches(policy, CATALOG, REQUEST)]
-    times = []
-    for _ in range(200):
-        for state in states:
-            t = time.perf_counter_ns()
-            policy.choose(state)
-            times.append(time.perf_counter_ns() - t)
-    return statistics.median(times) / 1e3
 
 
 def plan_ms(policy_cls: type[CostPolicy] | type[RulePolicy]) -> float:
@@ -94,11 +81,11 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     print(f"scheduler_core bench, one core, Python {sys.version.split()[0]}, default catalog, {LONG_PROMPT:,}-token prompt")
-    report("rule decision p50", rule_decision_us(), "us", 5)
+    report("rule decision p50", decision_p50_us(RulePolicy()), "us", 5)
     # The cost table is built once per catalog (once per boot in an engine) and shared by every
     # request after that; the first line is the decision with that table amortised, the second
     # charges one whole cold build to a single plan's decisions, the worst case.
-    report("cost decision p50, table amortised across requests", cost_decision_warm_us(), "us", 50)
+    report("cost decision p50, table amortised across requests", decision_p50_us(CostPolicy()), "us", 50)
     report("cost decision mean within one cold plan (worst case)", cost_decision_amortised_us(), "us", 50)
     report("plan 131,072 tokens, rule", plan_ms(RulePolicy), "ms", 5)
     report("plan 131,072 tokens, cost", plan_ms(CostPolicy), "ms", 5)
