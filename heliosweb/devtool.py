@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from heliosweb.processes import pid_alive
+
 ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("HELIOS_VAR_DIR", ROOT / "var"))
 RUN = VAR / "run"
@@ -67,7 +69,7 @@ def stop_stale() -> None:
             try:
                 os.kill(pid, signal.SIGTERM)
                 for _ in range(100):
-                    if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
+                    if not pid_alive(pid):
                         break
                     time.sleep(0.1)
                 else:
@@ -82,13 +84,6 @@ def _cwd(pid: int) -> str:
         return os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return ""
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def start_redis(data_dir: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:

@@ -27,6 +27,7 @@ from scheduler_core.errors import InvalidInput
 
 from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.catalogs.services import boot_create
+from heliosweb.processes import pid_alive
 from heliosweb.recipes.models import Recipe
 
 from .models import BenchmarkJob, JobEvent, JobStatus
@@ -137,7 +138,7 @@ def job_run(*, job_id: int) -> None:
         if job.status == JobStatus.RUNNING:
             if job.worker_host == me_host and job.worker_pid == me_pid:
                 return  # the same process got the message twice
-            if job.worker_host == me_host and _pid_alive(job.worker_pid):
+            if job.worker_host == me_host and pid_alive(job.worker_pid):
                 return  # still running in another live process
             stale = True
         elif job.status != JobStatus.QUEUED:
@@ -211,7 +212,7 @@ def jobs_reap(*, stale_seconds: float | None = None) -> list[int]:
     cutoff = timezone.now() - timedelta(seconds=stale_seconds)
     reaped = []
     for job in BenchmarkJob.objects.filter(status=JobStatus.RUNNING).only("id", "worker_host", "worker_pid", "heartbeat_at"):
-        if job.worker_host == host and not _pid_alive(job.worker_pid):
+        if job.worker_host == host and not pid_alive(job.worker_pid):
             reason = f"worker lost mid-job (process {job.worker_pid} on {host} is gone)"
         elif job.heartbeat_at is None or job.heartbeat_at < cutoff:
             reason = f"worker lost mid-job (no heartbeat from {job.worker_host or 'its worker'} for {stale_seconds:.0f} s)"
@@ -220,22 +221,6 @@ def jobs_reap(*, stale_seconds: float | None = None) -> list[int]:
         if job_fail(job_id=job.pk, reason=reason):
             reaped.append(job.pk)
     return reaped
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead for our purposes
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 # --- events -----------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ import pytest
 from channels.layers import channel_layers
 from django.contrib.auth.models import Group, Permission, User
 
+from heliosweb.devtool import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = (b"origin", b"http://testserver")
 
@@ -140,12 +142,6 @@ def page(monkeypatch):
             browser.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _database_url(settings_dict: dict[str, Any]) -> str:
     engine, name = settings_dict["ENGINE"], settings_dict["NAME"]
     if engine.endswith("sqlite3"):
@@ -164,7 +160,7 @@ class Stack:
         self.redis_url = redis_url
         self.database_url = database_url
         self.logdir = logdir
-        self.port = _free_port()
+        self.port = free_port()
         self.worker: subprocess.Popen | None = None
         self.web: subprocess.Popen | None = None
         self._worker_log: Path | None = None
