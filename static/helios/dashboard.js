@@ -42,11 +42,42 @@
     tr.querySelector(".version").textContent = "v" + version;
   }
 
+  // Open decisions: a proposal adds a row, approval updates it, the end of the road removes it.
+  function trackOpenDecision(msg) {
+    const tbody = document.querySelector("#open-decisions tbody");
+    if (!tbody) return;
+    let tr = tbody.querySelector('tr[data-decision="' + msg.decision_id + '"]');
+    const open = msg.status === "pending" || msg.status === "approved";
+    if (!open) {
+      if (tr) tr.remove();
+    } else if (tr) {
+      const cell = tr.querySelector(".status");
+      cell.textContent = msg.status;
+      cell.className = "status status-" + msg.status;
+    } else {
+      tr = document.createElement("tr");
+      tr.dataset.decision = msg.decision_id;
+      const link = document.createElement("a");
+      link.href = "/decisions/" + msg.decision_id;
+      link.textContent = "#" + msg.decision_id;
+      const cells = [link, msg.recipe, msg.policy + " → " + msg.proposed_policy, msg.status, msg.actor, "just now"];
+      cells.forEach((value, i) => {
+        const td = document.createElement("td");
+        if (value instanceof Node) td.appendChild(value); else td.textContent = value;
+        if (i === 3) td.className = "status status-" + msg.status;
+        tr.appendChild(td);
+      });
+      tbody.insertBefore(tr, document.getElementById("no-open-decisions"));
+    }
+    document.getElementById("no-open-decisions").hidden = tbody.querySelectorAll("tr[data-decision]").length > 0;
+  }
+
   function handle(msg) {
     if (msg.type === "snapshot") {
       msg.recipes.forEach((r) => show(r.recipe, r.policy, r.version));
     } else if (msg.type === "decision") {
       show(msg.recipe, msg.policy, msg.version);
+      trackOpenDecision(msg);
       const note = document.getElementById("latest-decision");
       note.hidden = false;
       note.textContent = "Decision #" + msg.decision_id + " on " + msg.recipe + ": " + msg.action + " by " + msg.actor +

@@ -217,6 +217,8 @@ def test_approving_and_applying_from_the_pages(author, reviewer, recipe):
     session(author).post(f"/decisions/{decision.pk}/apply", {})
     assert PolicyDecision.objects.get().status == "applied"
     assert PolicySetting.objects.get(recipe=recipe).version == 2
+    page = session(author).get(f"/decisions/{decision.pk}").content.decode()
+    assert "Approved by bob" in page and "Applied by alice" in page  # the review stays a review once applied
 
 
 def test_an_author_approving_from_the_page_is_refused_and_nothing_changes(reviewer, recipe):
