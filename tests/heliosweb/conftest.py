@@ -140,6 +140,11 @@ def page(monkeypatch):
             yield page
         finally:
             browser.close()
+            # ORM calls made while Playwright's loop ran opened connections of their own: close
+            # them here, or PostgreSQL refuses to drop the test database while they linger.
+            from django.db import connections
+
+            connections.close_all()
 
 
 def _database_url(settings_dict: dict[str, Any]) -> str:
