@@ -1,0 +1,39 @@
+import pytest
+
+from scheduler_core.errors import InvalidInput
+from scheduler_core.execution import AffineExecution, TableExecution, measured_catalog, parse_execution
+
+
+def test_the_affine_model_charges_padding_and_decode_rows():
+    model = AffineExecution(2.0, 1 / 64, 0.1)
+    assert model.launch_ms(4096) == 66.0
+    assert model.launch_ms(64, 8) == pytest.approx(2.0 + 72 / 64)
+
+
+def test_a_table_model_knows_only_the_shapes_it_measured():
+    table = TableExecution.from_catalog(measured_catalog(AffineExecution(), decode_rows=(8,)), first_token_ms=0.5)
+    assert table.launch_ms(64) == 3.0 and table.launch_ms(0, 8) == 2.125 and table.first_token_ms == 0.5
+    with pytest.raises(InvalidInput, match="prefill=96 decode=0"):
+        table.launch_ms(96)
+
+
+def test_parse_execution_reads_either_model():
+    assert parse_execution({"fixed_ms": 1, "ms_per_token": 0.5, "first_token_ms": 0}) == AffineExecution(1.0, 0.5, 0.0)
+    table = parse_execution({"table": [{"prefill": 64, "decode": 0, "ms": 4.5}], "first_token_ms": 0.2})
+    assert table.launch_ms(64) == 4.5
+
+
+@pytest.mark.parametrize("data, field", [
+    ({"fixed_ms": 1, "ms_per_token": 0.5}, "execution.first_token_ms"),
+    ({"fixed_ms": -1, "ms_per_token": 0.5, "first_token_ms": 0}, "execution.fixed_ms"),
+    ({"fixed_ms": "2", "ms_per_token": 0.5, "first_token_ms": 0}, "execution.fixed_ms"),
+    ({"fixed_ms": 1, "ms_per_token": float("nan"), "first_token_ms": 0}, "execution.ms_per_token"),
+    ({"fixed_ms": 1, "ms_per_token": 0.5, "first_token_ms": 0, "warp": 9}, "execution.warp"),
+    ({"table": [{"prefill": 64, "decode": 0}]}, "execution.table[0].ms"),
+    ({"table": "fast"}, "execution.table"),
+    ([], "execution"),
+])
+def test_bad_execution_models_name_the_field(data, field):
+    with pytest.raises(InvalidInput) as excinfo:
+        parse_execution(data)
+    assert excinfo.value.field == field
