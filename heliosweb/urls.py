@@ -9,6 +9,7 @@ from heliosweb.jobs import api
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("recipes/<slug:name>", views.recipe_detail, name="recipe_detail"),
     path("jobs/", views.job_list, name="job_list"),
     path("jobs/new", views.job_new, name="job_new"),
     path("jobs/<int:job_id>", views.job_detail, name="job_detail"),

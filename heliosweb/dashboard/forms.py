@@ -60,9 +60,11 @@ def _number(raw: str, cast: type) -> Any:
 
 
 def form_kinds(kinds: dict[str, JobKind], values: dict[str, Any] | None = None,
-               boots: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+               boots: list[dict[str, Any]] | None = None, picked_boot: int | None = None) -> list[dict[str, Any]]:
     """What the template renders: each kind with its params, defaults and current values;
-    catalog parameters also offer the stored `boots` ({id, label}) to pick from."""
+    catalog parameters also offer the stored `boots` ({id, label}) to pick from, `picked_boot`
+    already selected (a recipe page's "analyse this boot" link)."""
+    boots = [{**b, "selected": b["id"] == picked_boot} for b in boots or []]
     out = []
     for kind in kinds.values():
         params = []
@@ -77,6 +79,6 @@ def form_kinds(kinds: dict[str, JobKind], values: dict[str, Any] | None = None,
             if p.kind not in ("int", "float", "choice", "int_list", "choice_list") and not isinstance(value, str):
                 value = "" if value is None else json.dumps(value)
             params.append({**spec, "field": name, "value": value,
-                           "boots": (boots or []) if p.kind in ("catalog", "catalog_list") else []})
+                           "boots": boots if p.kind in ("catalog", "catalog_list") else []})
         out.append({"name": kind.name, "queue": kind.queue, "summary": kind.summary, "params": params})
     return out

@@ -16,9 +16,9 @@ from scheduler_core.errors import InvalidInput
 from heliosweb.errors import NotFound
 from heliosweb.jobs import selectors, services
 from heliosweb.jobs.registry import get_kind, job_kinds
-from heliosweb.catalogs.selectors import boot_choices
-from heliosweb.decisions.selectors import decisions_open
-from heliosweb.recipes.selectors import recipe_list
+from heliosweb.catalogs.selectors import boot_choices, boot_list
+from heliosweb.decisions.selectors import decision_list, decisions_open
+from heliosweb.recipes.selectors import recipe_get, recipe_list
 
 from .figures import pr22_compare_figure, pr22_figure, pr22_rows
 from .forms import field_name, form_kinds, params_from_post
@@ -30,6 +30,21 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "jobs": selectors.job_list(limit=50),
         "recipes": recipe_list(),
         "open_decisions": decisions_open(),
+        "can_run": request.user.has_perm("jobs.run_jobs"),
+    })
+
+
+@login_required
+def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """One recipe: its active policy, its stored boots (each a catalog to run analyses on), its
+    decisions and its jobs."""
+    try:
+        recipe = recipe_get(name=name)
+    except NotFound:
+        raise Http404(f"no recipe {name!r}") from None
+    return render(request, "dashboard/recipe_detail.html", {
+        "recipe": recipe, "boots": boot_list(recipe_name=name, limit=20),
+        "decisions": decision_list(recipe=name, limit=20), "jobs": selectors.job_list(recipe=name, limit=20),
         "can_run": request.user.has_perm("jobs.run_jobs"),
     })
 
@@ -64,7 +79,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("job_detail", job_id=job.pk)
     return render(request, "dashboard/job_new.html", {
-        "kinds": form_kinds(kinds, values, boot_choices()), "selected": selected, "recipes": recipe_list(),
+        "kinds": form_kinds(kinds, values, boot_choices(), _int_or_none(request.GET.get("boot"))), "selected": selected, "recipes": recipe_list(),
         "recipe": recipe, "errors": errors, "errors_json": json.dumps(errors),
     }, status=400 if errors else 200)
 
@@ -123,3 +138,10 @@ def compare(request: HttpRequest) -> HttpResponse:
 
 def pr22_figure_json(result: dict[str, Any]) -> str:
     return json.dumps(pr22_figure(result))
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text) if text else None
+    except ValueError:
+        return None

@@ -16,11 +16,13 @@ from .registry import job_kinds
 log = logging.getLogger(__name__)
 
 
-def job_list(*, limit: int = 50, kind: str | None = None) -> QuerySet[BenchmarkJob]:
+def job_list(*, limit: int = 50, kind: str | None = None, recipe: str | None = None) -> QuerySet[BenchmarkJob]:
     """Recent jobs for lists: one query (recipe and author joined), no result payloads loaded."""
     qs = BenchmarkJob.objects.select_related("recipe", "created_by").defer("result", "params")
     if kind:
         qs = qs.filter(kind=kind)
+    if recipe:
+        qs = qs.filter(recipe__name=recipe)
     return qs.order_by("-created_at", "-id")[:limit]
 
 

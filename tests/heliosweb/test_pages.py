@@ -140,3 +140,21 @@ def test_the_dashboard_lists_open_decisions_and_not_settled_ones(browser_client,
     decisions.decision_withdraw(actor=reviewer, decision=withdrawn)
     html = browser_client.get("/").content.decode()
     assert f'href="/decisions/{waiting.pk}"' in html and f'href="/decisions/{withdrawn.pk}"' not in html
+
+
+def test_a_recipe_page_lists_its_boots_decisions_and_jobs_and_links_each_boot_to_an_analysis(browser_client, recipe, author):
+    from heliosweb.catalogs.services import boot_create
+    from heliosweb.decisions import services as decisions
+    from scheduler_core.execution import AffineExecution, measured_catalog
+
+    boot = boot_create(recipe=recipe, catalog=measured_catalog(AffineExecution()).to_dicts(),
+                       provenance={"device": "NVIDIA H200", "mode": "cuda-graph"})
+    decision = decisions.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale="PR #22 arms")
+    BenchmarkJob.objects.create(kind="pr22", queue="sim", recipe=recipe)
+    html = browser_client.get("/recipes/tiny-cpu").content.decode()
+    assert f'data-boot="{boot.pk}"' in html and "NVIDIA H200" in html and "66.000" in html
+    assert f'href="/decisions/{decision.pk}"' in html and 'data-job=' in html
+    assert f"/jobs/new?kind=sweep&amp;boot={boot.pk}" in html
+    form = browser_client.get(f"/jobs/new?kind=sweep&boot={boot.pk}").content.decode()
+    assert f'<option value="{boot.pk}" selected>' in form
+    assert browser_client.get("/recipes/ghost").status_code == 404
