@@ -129,6 +129,7 @@ def compare(request: HttpRequest) -> HttpResponse:
     pr22 = [j for j in jobs if j.kind == "pr22" and j.result]
     figure = pr22_compare_figure([(f"#{j.pk}", j.result) for j in pr22]) if len(pr22) >= 2 else None
     columns = [{"job": j, "rows": pr22_rows(j.result) if j.kind == "pr22" and j.result else None,
+                "summary": selectors.job_summary(j), "params_json": json.dumps(j.params, indent=2),
                 "result_json": json.dumps(j.result, indent=2)[:20000] if j.result is not None else ""} for j in jobs]
     return render(request, "dashboard/compare.html", {
         "columns": columns, "error": error, "figure_json": json.dumps(figure) if figure else "",

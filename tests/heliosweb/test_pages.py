@@ -76,6 +76,16 @@ def test_compare_shows_finished_jobs_side_by_side(browser_client, maintainer, tr
     assert bad.status_code == 400 and 'data-field="ids"' in bad.content.decode()
 
 
+def test_compare_shows_other_kinds_as_their_text_tables(browser_client, maintainer, transactional_db):
+    from heliosweb.jobs.services import job_create, job_run
+
+    jobs = [job_create(kind="fuzz", params={"cases": 50, "seed": seed}, user=maintainer) for seed in (1, 2)]
+    for job in jobs:
+        job_run(job_id=job.pk)
+    html = browser_client.get(f"/compare?ids={jobs[0].pk},{jobs[1].pk}").content.decode()
+    assert html.count('<pre class="result-text">50 random cases') == 2 and "seed 1" in html and "seed 2" in html
+
+
 def test_plotly_is_served_from_the_installed_package_not_a_cdn():
     assert finders.find("plotly/plotly.min.js")
     import pathlib
