@@ -233,8 +233,10 @@ def format_text(result: dict[str, Any]) -> str:
     for name, entry in result["policies"].items():
         lines.append(f"{name:<8} {entry['plans']} plans, {entry['stalls']} stalls, {entry['violations']} invariant violations")
         if entry["counterexample"]:
-            lines.append(f"  minimal counterexample (case {entry['first_failing_case']}): "
-                         f"{entry['counterexample']['failure']}")
+            failure = entry["counterexample"]["failure"]
+            what = (f"stalled at position {failure['position']}" if failure["kind"] == "stalled"
+                    else f"broke an invariant: {failure['message']}")
+            lines.append(f"  minimal counterexample (case {entry['first_failing_case']}): {what}")
             lines.append(f"  {json.dumps(entry['counterexample']['input'])}")
     return "\n".join(lines)
 
