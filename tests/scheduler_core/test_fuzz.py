@@ -35,6 +35,9 @@ def test_it_finds_the_rule_v1_stall_and_shrinks_it_to_a_replayable_plan_input():
     assert plan("rule", catalog, request).end == request.plan_end  # the fix finishes the same input
     assert len(catalog.capacities) <= 2 and len(request.atomic_spans) == 1
     assert request.message_boundaries == () and request.prefill_limit is None
+    text = ANALYSIS.format_text(result).splitlines()
+    assert text[2] == f"  minimal counterexample (case {entry['first_failing_case']}): stalled at position {exc.value.position}"
+    assert json.loads(text[3]) == found["input"]  # the printed line is a `plan` input as is
 
 
 def test_the_counterexample_is_minimal_no_simpler_case_still_stalls():
