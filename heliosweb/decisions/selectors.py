@@ -11,6 +11,7 @@ from scheduler_core.errors import InvalidInput
 
 from heliosweb.errors import NotFound
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
+from heliosweb.jobs.selectors import job_summary
 
 from .hashing import GENESIS, event_hash, event_payload
 from .models import OPEN, AuditEvent, DecisionStatus, PolicyDecision
@@ -50,6 +51,11 @@ def decision_get(*, decision_id: Any) -> PolicyDecision:
 
 def decision_evidence(*, decision: PolicyDecision) -> list[BenchmarkJob]:
     return list(decision.evidence.select_related("recipe").defer("result", "params").order_by("id"))
+
+
+def decision_evidence_summaries(*, decision: PolicyDecision) -> list[tuple[BenchmarkJob, str | None]]:
+    """Each evidence job with its result as text, so a reviewer reads the numbers on the decision itself."""
+    return [(job, job_summary(job)) for job in decision.evidence.select_related("recipe").defer("params").order_by("id")]
 
 
 def decision_allowed_steps(*, decision: PolicyDecision, user: AbstractBaseUser) -> list[str]:

@@ -61,7 +61,7 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
     except NotFound:
         raise Http404(f"no decision {decision_id}") from None
     return render(request, "decisions/detail.html", {
-        "decision": decision, "evidence": selectors.decision_evidence(decision=decision),
+        "decision": decision, "evidence": selectors.decision_evidence_summaries(decision=decision),
         "steps": selectors.decision_allowed_steps(decision=decision, user=request.user),
         "events": selectors.audit_list(decision_id=decision.pk),
     })

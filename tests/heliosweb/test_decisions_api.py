@@ -250,3 +250,15 @@ def test_the_list_filters_by_status_and_shows_the_chain_badge(author, reviewer, 
     with update_guard_dropped(), connection.cursor() as cursor:
         cursor.execute("UPDATE decisions_auditevent SET reason = %s WHERE seq = 2", ["edited"])
     assert "chain broken at #2" in client.get("/decisions/").content.decode()
+
+
+def test_the_decision_page_shows_each_evidence_jobs_numbers(author, reviewer, recipe, transactional_db):
+    from heliosweb.jobs.services import job_create, job_run
+
+    job = job_create(kind="pr22", recipe="tiny-cpu", user=author)
+    job_run(job_id=job.pk)
+    decision = services.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE,
+                                         evidence=[job.pk])
+    html = session(reviewer).get(f"/decisions/{decision.pk}").content.decode()
+    assert f'href="/jobs/{job.pk}"' in html
+    assert "9 launches 238.10 ms" in html and "4 launches 232.10 ms" in html  # the reviewer reads the evidence here
