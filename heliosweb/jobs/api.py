@@ -28,6 +28,7 @@ JOB_FIELDS = {
     "params": serializers.DictField(), "progress": PROGRESS, "result": serializers.JSONField(allow_null=True),
     "summary": serializers.CharField(allow_null=True, help_text="the result as the analysis's text table"),
     "error": serializers.CharField(allow_null=True), "last_seq": serializers.IntegerField(),
+    "created_by": serializers.CharField(allow_null=True),
     "created_at": serializers.DateTimeField(), "started_at": serializers.DateTimeField(allow_null=True),
     "finished_at": serializers.DateTimeField(allow_null=True)}
 JOB = inline_serializer("Job", JOB_FIELDS)

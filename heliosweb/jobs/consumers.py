@@ -13,10 +13,11 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from . import selectors
-from .services import group_name
+from heliosweb.streams import CLOSE_UNAUTHENTICATED, SnapshotStream
 
-CLOSE_UNAUTHENTICATED = 4401
+from . import selectors
+from .services import LIST_GROUP, group_name
+
 CLOSE_NOT_FOUND = 4404
 
 
@@ -87,6 +88,18 @@ class JobConsumer(AsyncWebsocketConsumer):
 
     async def _error(self, field: str, error: str) -> None:
         await self.send(text_data=json.dumps({"type": "error", "field": field, "error": error}))
+
+
+class JobListConsumer(SnapshotStream):
+    """`/ws/jobs/`: where every recent job stands, for the pages that list jobs."""
+
+    group = LIST_GROUP
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"type": "snapshot", "jobs": [selectors.job_as_api(j, full=False) for j in selectors.job_list(limit=50)]}
+
+    async def jobs_status(self, message: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps({"type": "job", "job": message["job"]}))
 
 
 def _int_or_none(value: str) -> int | None:

@@ -70,6 +70,7 @@ def job_as_api(job: BenchmarkJob, *, full: bool = True) -> dict[str, Any]:
         "progress": {"done": job.progress_done, "total": job.progress_total, "percent": job.progress_percent,
                      "message": job.progress_message},
         "result": job.result if full else None, "summary": job_summary(job) if full else None, "error": job.error or None, "last_seq": job.last_seq,
+        "created_by": job.created_by.username if job.created_by_id else None,
         "created_at": job.created_at.isoformat(),
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,

@@ -32,6 +32,7 @@ from heliosweb.recipes.models import Recipe
 
 from .models import BenchmarkJob, JobEvent, JobStatus
 from .registry import JobKind, get_kind
+from .selectors import job_as_api
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,10 @@ class JobCancelled(Exception):
 
 def group_name(job_id: int) -> str:
     return f"job.{job_id}"
+
+
+LIST_GROUP = "jobs"  # every job's status and progress, for the pages that list jobs
+ANNOUNCE_EVERY_S = 0.5  # progress on the lists: a running job is announced at most this often
 
 
 # --- create / cancel ------------------------------------------------------------------------
@@ -67,7 +72,7 @@ def job_create(*, kind: Any, recipe: Any = None, params: Any = None, user: Abstr
     with transaction.atomic():
         job = BenchmarkJob.objects.create(kind=job_kind.name, queue=job_kind.queue, recipe=recipe_obj,
                                           params=clean, created_by=user if user and user.is_authenticated else None)
-        transaction.on_commit(lambda: _enqueue(job))
+        transaction.on_commit(lambda: (_enqueue(job), announce(job.pk)))
     return job
 
 
@@ -152,6 +157,7 @@ def job_run(*, job_id: int) -> None:
         job_fail(job_id=job_id, reason=f"worker lost mid-job (process {job.worker_pid} on {job.worker_host} vanished)")
         return
     job.refresh_from_db()
+    announce(job.pk)
     kind = get_kind(job.kind)
     pump = EventPump(job)
     pump.start()
@@ -234,11 +240,24 @@ def _append_event(job_id: int, event: dict[str, Any]) -> JobEvent:
         stored = JobEvent.objects.create(job_id=job_id, seq=seq, type=event["type"], data=_data(event))
         BenchmarkJob.objects.filter(pk=job_id).update(last_seq=seq)
     _send(job_id, [stored.as_message()])
+    announce(job_id)
     return stored
 
 
 def _data(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k not in ("type", "seq")}
+
+
+def announce(job_id: int) -> None:
+    """Best effort: tell the job lists (dashboard, /jobs/) where a job stands now."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        job = BenchmarkJob.objects.select_related("recipe", "created_by").get(pk=job_id)
+        async_to_sync(layer.group_send)(LIST_GROUP, {"type": "jobs.status", "job": job_as_api(job, full=False)})
+    except Exception:
+        log.warning("could not announce job %s to the job lists", job_id, exc_info=True)
 
 
 def _send(job_id: int, messages: list[dict[str, Any]]) -> None:
@@ -269,6 +288,7 @@ class EventPump:
         self._cancelled = False
         self._thread = threading.Thread(target=self._loop, name=f"events-job-{job.pk}", daemon=True)
         self._last_heartbeat = time.monotonic()
+        self._last_announce = 0.0
 
     def emit(self, event: dict[str, Any]) -> None:
         if self._cancelled:
@@ -324,6 +344,9 @@ class EventPump:
                                   progress_message=str(progress.get("message", ""))[:200])
                 BenchmarkJob.objects.filter(pk=self.job_id).update(**fields)
             self._last_heartbeat = now
+            if progress and now - self._last_announce >= ANNOUNCE_EVERY_S:
+                self._last_announce = now
+                announce(self.job_id)
             if BenchmarkJob.objects.filter(pk=self.job_id, cancel_requested=True).exists():
                 self._cancelled = True
         except Exception:

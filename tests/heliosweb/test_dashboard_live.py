@@ -54,3 +54,24 @@ def test_the_dashboard_shows_each_decision_step_without_a_reload(stack, page, re
     assert page.text_content(f"{tiny} .policy") == "rule"
     assert "active policy now rule v2" in page.text_content("#latest-decision")
     assert page.is_visible("#no-open-decisions")
+
+
+def test_a_new_job_appears_on_the_dashboard_and_runs_to_done_without_a_reload(stack, page, maintainer):
+    from heliosweb.jobs import services
+
+    User.objects.create_user("watcher", password="pw-watcher-123")
+    stack.start_web()
+    page.goto(f"{stack.base_url}/")
+    page.fill("#id_username", "watcher")
+    page.fill("#id_password", "pw-watcher-123")
+    page.click("form[method=post] button[type=submit]")
+    page.wait_for_url(f"{stack.base_url}/")
+    page.wait_for_function("document.getElementById('jobs').dataset.live === 'true'")
+
+    job = off_the_browser_thread(services.job_create, kind="pulse", params={"count": 40, "rate": 20.0}, user=maintainer)
+    row = f'#jobs tr[data-job="{job.pk}"]'
+    page.wait_for_selector(row)  # queued, then picked up by the real worker
+    page.wait_for_function(f"document.querySelector('{row}').dataset.status === 'running'")
+    page.wait_for_function(f"document.querySelector('{row}').dataset.status === 'done'")
+    assert page.text_content(f"{row} .pct") == "100%"
+    assert page.text_content(f"{row} td:nth-child(2)") == "pulse"
