@@ -126,6 +126,15 @@ needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.envi
                                     reason="needs Debian's chromium (apt-get install -y chromium); never skipped in CI")
 
 
+def log_in_and_open(page: Any, url: str, username: str, password: str) -> None:
+    """Open a page that needs a login the way a person does: the login form, then back to `url`."""
+    page.goto(url)
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("form[method=post] button[type=submit]")
+    page.wait_for_url(url)
+
+
 @pytest.fixture
 def page(monkeypatch):
     # Playwright's sync API runs an event loop in this thread; the ORM calls here are still plain sync.

@@ -8,7 +8,7 @@ from django.contrib.auth.models import Group, Permission, User
 
 from heliosweb.jobs.models import BenchmarkJob
 
-from .conftest import needs_chromium
+from .conftest import log_in_and_open, needs_chromium
 
 EIGHT = ["3 / 62.10", "1 / 66.10", "3 / 62.10", "1 / 66.10", "6 / 232.10", "4 / 232.10", "9 / 238.10", "4 / 232.10"]
 
@@ -21,11 +21,7 @@ def test_a_maintainer_starts_pr22_and_watches_it_finish_with_the_eight_figures(s
     User.objects.create_user("browser-maint", password="pw-browser-123").groups.add(group)
     stack.start_web()
 
-    page.goto(f"{stack.base_url}/jobs/new")
-    page.fill("#id_username", "browser-maint")
-    page.fill("#id_password", "pw-browser-123")
-    page.click("button[type=submit]")
-    page.wait_for_url("**/jobs/new")
+    log_in_and_open(page, f"{stack.base_url}/jobs/new", "browser-maint", "pw-browser-123")
     page.select_option("#id_kind", "pr22")
     page.click("#start-job")
     page.wait_for_url("**/jobs/*")

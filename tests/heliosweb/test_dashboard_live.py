@@ -11,7 +11,7 @@ from django.db import connection
 
 from heliosweb.decisions import services as decisions
 
-from .conftest import needs_chromium
+from .conftest import log_in_and_open, needs_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transaction=True), needs_chromium]
 
@@ -31,11 +31,7 @@ def off_the_browser_thread(step, **kwargs):
 def test_the_dashboard_shows_each_decision_step_without_a_reload(stack, page, recipe, author, reviewer, applier):
     User.objects.create_user("watcher", password="pw-watcher-123")
     stack.start_web()
-    page.goto(f"{stack.base_url}/")
-    page.fill("#id_username", "watcher")
-    page.fill("#id_password", "pw-watcher-123")
-    page.click("form[method=post] button[type=submit]")
-    page.wait_for_url(f"{stack.base_url}/")
+    log_in_and_open(page, f"{stack.base_url}/", "watcher", "pw-watcher-123")
     page.wait_for_function("document.getElementById('recipes-live').textContent === 'live'")
 
     decision = off_the_browser_thread(decisions.decision_propose, actor=author, recipe="tiny-cpu", policy="rule",
@@ -61,11 +57,7 @@ def test_a_new_job_appears_on_the_dashboard_and_runs_to_done_without_a_reload(st
 
     User.objects.create_user("watcher", password="pw-watcher-123")
     stack.start_web()
-    page.goto(f"{stack.base_url}/")
-    page.fill("#id_username", "watcher")
-    page.fill("#id_password", "pw-watcher-123")
-    page.click("form[method=post] button[type=submit]")
-    page.wait_for_url(f"{stack.base_url}/")
+    log_in_and_open(page, f"{stack.base_url}/", "watcher", "pw-watcher-123")
     page.wait_for_function("document.getElementById('jobs').dataset.live === 'true'")
 
     job = off_the_browser_thread(services.job_create, kind="pulse", params={"count": 40, "rate": 20.0}, user=maintainer)

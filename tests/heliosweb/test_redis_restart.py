@@ -17,7 +17,7 @@ from heliosweb.devtool import start_redis
 from heliosweb.jobs import services
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 
-from .conftest import Stack, _database_url, needs_chromium, use_redis, wait_until
+from .conftest import Stack, _database_url, log_in_and_open, needs_chromium, use_redis, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transaction=True), needs_chromium]
 
@@ -39,11 +39,7 @@ def test_a_job_page_survives_a_redis_restart_and_shows_every_event(tmp_path: Pat
 
         # ~10 s of events, about 200 in all: the page lists up to 300, so every one must show.
         job = services.job_create(kind="pulse", params={"count": 100, "rate": 10.0}, user=user)
-        page.goto(f"{stack.base_url}/jobs/{job.pk}")
-        page.fill("#id_username", "restart-maint")
-        page.fill("#id_password", "pw-restart-123")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"**/jobs/{job.pk}")
+        log_in_and_open(page, f"{stack.base_url}/jobs/{job.pk}", "restart-maint", "pw-restart-123")
         page.wait_for_function("Number(document.getElementById('event-count').textContent) >= 20")
 
         port = int(url.rsplit(":", 1)[1].split("/")[0])
