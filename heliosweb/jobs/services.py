@@ -232,15 +232,15 @@ def jobs_reap(*, stale_seconds: float | None = None) -> list[int]:
 # --- events -----------------------------------------------------------------------------------
 
 def _append_event(job_id: int, event: dict[str, Any]) -> JobEvent:
-    """Store one event under the next number and send it; used outside a running pump."""
+    """Store one event under the next number and send it; used outside a running pump. Sent only
+    once the caller's transaction commits: a listener told `done` must find the job done."""
     with transaction.atomic():
         job = BenchmarkJob.objects.select_for_update().only("last_seq").get(pk=job_id)
         seq = job.last_seq + 1
         event = {**event, "ts": event.get("ts", time.time())}
         stored = JobEvent.objects.create(job_id=job_id, seq=seq, type=event["type"], data=_data(event))
         BenchmarkJob.objects.filter(pk=job_id).update(last_seq=seq)
-    _send(job_id, [stored.as_message()])
-    announce(job_id)
+        transaction.on_commit(lambda: (_send(job_id, [stored.as_message()]), announce(job_id)))
     return stored
 
 

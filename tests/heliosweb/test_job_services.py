@@ -234,3 +234,21 @@ def test_naming_an_unknown_or_malformed_boot_is_refused_and_nothing_is_queued(ma
         services.job_create(kind="boots", user=maintainer, params={"boot_catalogs": value})
     assert err.value.field == field
     assert not BenchmarkJob.objects.exists() and queued == []
+
+
+def test_done_is_sent_only_after_the_result_is_committed(maintainer, monkeypatch, transactional_db):
+    """A listener told `done` reads the job at once: it must find the job done, not still running."""
+    from django.db import connection
+
+    sent_inside_a_transaction = []
+    real_send = services._send
+
+    def send(job_id, messages):
+        sent_inside_a_transaction.extend((m["type"], connection.in_atomic_block) for m in messages)
+        real_send(job_id, messages)
+
+    monkeypatch.setattr(services, "_send", send)
+    job = services.job_create(kind="pr22", user=maintainer)
+    services.job_run(job_id=job.pk)
+    assert ("done", False) in sent_inside_a_transaction
+    assert ("done", True) not in sent_inside_a_transaction
