@@ -67,16 +67,25 @@ def stop_stale() -> None:
         if cmd and any(m in cmd for m in ("redis-server", "celery", "daphne")) and str(ROOT) in (cmd + _cwd(pid)):
             print(f"dev: stopping stale {pidfile.stem} (pid {pid})")
             try:
-                os.kill(pid, signal.SIGTERM)
-                for _ in range(100):
-                    if not pid_alive(pid):
-                        break
-                    time.sleep(0.1)
-                else:
-                    os.kill(pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGTERM)  # the process itself: a Celery worker stops its own pool
             except ProcessLookupError:
                 pass
+            for _ in range(100):
+                if not pid_alive(pid):
+                    break
+                time.sleep(0.1)
+            else:
+                signal_group(pid, signal.SIGKILL)
         pidfile.unlink(missing_ok=True)
+
+
+def signal_group(pid: int, signum: int) -> None:
+    """Signal a child and everything it started: each child leads its own process group (a Celery
+    worker's pool processes are in it), so a SIGKILL leaves no orphaned pool process behind."""
+    try:
+        os.killpg(pid, signum) if os.getpgid(pid) == pid else os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
 
 
 def _cwd(pid: int) -> str:
@@ -150,7 +159,7 @@ class Supervisor:
                     proc.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     print(f"dev: {name} did not stop in 15 s; killing it")
-                    proc.kill()
+                    signal_group(proc.pid, signal.SIGKILL)
                     proc.wait()
             (RUN / f"{name}.pid").unlink(missing_ok=True)
         self.children.clear()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from heliosweb.devtool import free_port
+from heliosweb.devtool import free_port, signal_group
 from heliosweb.processes import pid_alive
 
 from .conftest import ROOT, wait_until
@@ -65,6 +65,19 @@ class DevUp:
         return path.read_text() if path.exists() else ""
 
 
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line names `text`: a worker's pool processes too, not only the pids on file."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and pid_alive(int(proc.name)):
+            try:
+                if text in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
 def test_dev_up_runs_a_job_stops_cleanly_and_restarts_after_a_crash(tmp_path: Path):
     dev = DevUp(tmp_path / "var", free_port())
     try:
@@ -81,6 +94,7 @@ def test_dev_up_runs_a_job_stops_cleanly_and_restarts_after_a_crash(tmp_path: Pa
         supervisor.send_signal(signal.SIGINT)  # Ctrl-C
         assert supervisor.wait(timeout=60) == 0
         assert not any(pid_alive(pid) for pid in children.values()), dev.log()[-3000:]
+        assert processes_mentioning(str(dev.var)) == []  # the sim worker's pool process went too
         assert dev.children() == {}
 
         # A crash: the supervisor dies, its children run on. The next start stops them and comes up.
@@ -96,10 +110,11 @@ def test_dev_up_runs_a_job_stops_cleanly_and_restarts_after_a_crash(tmp_path: Pa
         assert dev.api(token, f"/api/jobs/{job['id']}/")["status"] == "done"
         supervisor.send_signal(signal.SIGINT)
         assert supervisor.wait(timeout=60) == 0
+        assert processes_mentioning(str(dev.var)) == []
     finally:
         if dev.proc is not None and dev.proc.poll() is None:
             dev.proc.send_signal(signal.SIGINT)
             dev.proc.wait(timeout=60)
         for pid in dev.children().values():
             if pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
+                signal_group(pid, signal.SIGKILL)
