@@ -4,21 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-POLICY_COLORS = {"cost": "#636efa", "rule": "#ef553b"}
-
-
-def pr22_figure(result: dict[str, Any], title: str = "TTFT per arm: cost (before) vs rule (after)") -> dict[str, Any]:
-    arms = result.get("arms", [])
-    x = [f"{a['arm']} {a['catalog']}" for a in arms]
-    data = [{"type": "bar", "name": f"{policy} ({'before' if policy == 'cost' else 'after'})", "x": x,
-             "y": [a[policy]["ttft_ms"] for a in arms],
-             "text": [f"{a[policy]['launches']} / {a[policy]['ttft_ms']:.2f}" for a in arms],
-             "marker": {"color": color}}
-            for policy, color in POLICY_COLORS.items()]
-    return {"data": data, "layout": {"title": {"text": title}, "barmode": "group",
-                                     "yaxis": {"title": {"text": "TTFT (ms)"}}, "height": 360}}
-
-
 def pr22_compare_figure(jobs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     data = []
     for label, result in jobs:

@@ -42,7 +42,7 @@ def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
             params[p.name] = _number(raw, float)
         elif p.kind == "int_list":
             params[p.name] = [_number(x.strip(), int) for x in raw.replace(";", ",").split(",") if x.strip()]
-        elif p.kind in ("int", "float", "choice"):
+        elif p.kind == "choice":
             params[p.name] = raw
         else:  # catalog, catalog_list and any structured kind: JSON text
             try:

@@ -13,14 +13,15 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from scheduler_core.errors import InvalidInput
 
+from heliosweb.catalogs.selectors import boot_choices, boot_list
+from heliosweb.decisions.selectors import decision_list, decisions_open
 from heliosweb.errors import NotFound
 from heliosweb.jobs import selectors, services
 from heliosweb.jobs.registry import get_kind, job_kinds
-from heliosweb.catalogs.selectors import boot_choices, boot_list
-from heliosweb.decisions.selectors import decision_list, decisions_open
+from heliosweb.query import int_or_none
 from heliosweb.recipes.selectors import recipe_get, recipe_list
 
-from .figures import pr22_compare_figure, pr22_figure, pr22_rows
+from .figures import pr22_compare_figure, pr22_rows
 from .forms import field_name, form_kinds, params_from_post
 
 
@@ -79,8 +80,8 @@ def job_new(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("job_detail", job_id=job.pk)
     return render(request, "dashboard/job_new.html", {
-        "kinds": form_kinds(kinds, values, boot_choices(), _int_or_none(request.GET.get("boot"))), "selected": selected, "recipes": recipe_list(),
-        "recipe": recipe, "errors": errors, "errors_json": json.dumps(errors),
+        "kinds": form_kinds(kinds, values, boot_choices(), int_or_none(request.GET.get("boot"))), "selected": selected, "recipes": recipe_list(),
+        "recipe": recipe, "errors": errors,
     }, status=400 if errors else 200)
 
 
@@ -137,12 +138,3 @@ def compare(request: HttpRequest) -> HttpResponse:
     }, status=400 if error else 200)
 
 
-def pr22_figure_json(result: dict[str, Any]) -> str:
-    return json.dumps(pr22_figure(result))
-
-
-def _int_or_none(text: str | None) -> int | None:
-    try:
-        return int(text) if text else None
-    except ValueError:
-        return None

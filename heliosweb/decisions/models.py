@@ -57,10 +57,6 @@ class PolicyDecision(models.Model):
     def __str__(self) -> str:
         return f"decision {self.pk}: {self.recipe_id} {self.from_policy} -> {self.to_policy} ({self.status})"
 
-    @property
-    def is_open(self) -> bool:
-        return self.status in OPEN
-
 
 class AuditAction(models.TextChoices):
     PROPOSED = "proposed"

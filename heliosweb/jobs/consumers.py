@@ -13,6 +13,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from heliosweb.query import int_or_none
 from heliosweb.streams import CLOSE_UNAUTHENTICATED, SnapshotStream
 
 from . import selectors
@@ -35,7 +36,7 @@ class JobConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
-        after = _int_or_none((query.get("after") or ["0"])[0])
+        after = int_or_none((query.get("after") or ["0"])[0])
         self.last_seq = after if after is not None and after >= 0 else 0
         # Join the group before reading the database, so nothing falls between replay and live.
         await self.channel_layer.group_add(group_name(self.job_id), self.channel_name)
@@ -100,10 +101,3 @@ class JobListConsumer(SnapshotStream):
 
     async def jobs_status(self, message: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps({"type": "job", "job": message["job"]}))
-
-
-def _int_or_none(value: str) -> int | None:
-    try:
-        return int(value)
-    except ValueError:
-        return None
