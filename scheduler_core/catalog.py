@@ -27,10 +27,6 @@ class Graph:
     ms: float | None
 
     @property
-    def measured(self) -> bool:
-        return self.ms is not None
-
-    @property
     def shape(self) -> tuple[int, int]:
         return (self.prefill, self.decode)
 
