@@ -34,8 +34,8 @@ DECODE_ROWS = Param("decode_rows", "int_list", list(DEFAULT_DECODE_ROWS), "decod
 GRAPHS = Param("graphs", "choice", "all", "which shapes to capture: prefill only, plus decode-only, plus mixed "
                "(smallest capacity with each decode row count)", choices=("prefill", "prefill+decode", "all"))
 BOOTS = Param("boots", "int", 1, "repeated boots, to show measurement noise boot to boot", minimum=1, maximum=10)
-DRIFT_CAPACITY = Param("drift_capacity", "int", 0, "prefill capacity timed under competing work, so the catalog "
-                       "over-measures it (0: no drift)", minimum=0, maximum=65536)
+DRIFT_CAPACITIES = Param("drift_capacities", "int_list", None, "prefill capacities timed under competing work, so "
+                         "the catalog over-measures them (default: none)", minimum=1, maximum=65536, max_items=16)
 DRIFT_LOAD = Param("drift_load", "int", 2, "how much competing work: CPU threads, or 32 large matmuls per unit on "
                    "another CUDA stream", minimum=1, maximum=16)
 CATALOG = Param("catalog", "catalog", None, "a boot's catalog to use instead of capacities (capture: its shapes; "
@@ -46,7 +46,7 @@ PROMPT = Param("prompt_tokens", "int", 3504, "prompt length", minimum=1, maximum
 POLICIES_PARAM = Param("policies", "choice_list", ["cost", "rule"], "policies whose plans are executed",
                        choices=tuple(POLICIES), max_items=len(POLICIES))
 RUNS = Param("runs", "int", 3, "executions of each plan; TTFT is their median", minimum=1, maximum=50)
-BOOT_PARAMS = (PRESET, DEVICE, REPEATS, CAPACITIES, CATALOG, DRIFT_CAPACITY, DRIFT_LOAD, SEED)  # size params first: errors name them
+BOOT_PARAMS = (PRESET, DEVICE, REPEATS, CAPACITIES, CATALOG, DRIFT_CAPACITIES, DRIFT_LOAD, SEED)  # size params first: errors name them
 
 
 def _capture_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]:
@@ -64,11 +64,12 @@ def _prefill_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]
 
 
 def _check(params: dict[str, Any], shapes: list[tuple[int, int]], prompts: dict[str, int]) -> ModelConfig:
-    """Every refusal that needs no device: preset, drift capacity, prompt lengths ({field: tokens})."""
+    """Every refusal that needs no device: preset, drift capacities, prompt lengths ({field: tokens})."""
     config = get_preset(params["preset"])
-    if params["drift_capacity"] and (params["drift_capacity"], 0) not in shapes:
-        raise InvalidInput("drift_capacity", f"{params['drift_capacity']} is not a prefill capacity of this boot "
-                                             f"{sorted(p for p, d in shapes if d == 0)}")
+    for i, capacity in enumerate(params["drift_capacities"] or ()):
+        if (capacity, 0) not in shapes:
+            raise InvalidInput(f"drift_capacities[{i}]", f"{capacity} is not a prefill capacity of this boot "
+                                                         f"{sorted(p for p, d in shapes if d == 0)}")
     for field, n in prompts.items():
         if n > config.max_tokens:
             raise InvalidInput(field, f"{n} tokens is longer than preset {config.name}'s context of {config.max_tokens} tokens")
@@ -98,7 +99,7 @@ def _boot(params: dict[str, Any], config: ModelConfig, device: Any, shapes: list
     from .capture import capture_boot
 
     return capture_boot(config, device, shapes, repeats=repeats(params, device), seed=params["seed"],
-                        drift_capacity=params["drift_capacity"], drift_load=params["drift_load"], steps=steps,
+                        drift_capacities=tuple(params["drift_capacities"] or ()), drift_load=params["drift_load"], steps=steps,
                         boot_index=index)
 
 

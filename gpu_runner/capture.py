@@ -47,7 +47,7 @@ def measure(boot: Boot, shape: tuple[int, int], repeats: int, drift_load: int | 
 
 
 def capture_boot(config: ModelConfig, device: torch.device, shapes: list[tuple[int, int]], *, repeats: int, seed: int,
-                 drift_capacity: int = 0, drift_load: int = 2, steps: Progress, boot_index: int = 0) -> tuple[Boot, dict[str, Any]]:
+                 drift_capacities: tuple[int, ...] = (), drift_load: int = 2, steps: Progress, boot_index: int = 0) -> tuple[Boot, dict[str, Any]]:
     """Boot the model, capture every shape, measure them in catalog order, streaming each
     measurement. Returns the live boot (to execute plans on) and its stored form."""
     meta = provenance(config, device, seed)
@@ -56,7 +56,7 @@ def capture_boot(config: ModelConfig, device: torch.device, shapes: list[tuple[i
     steps.advance(f"boot {boot_index}: captured {len(shapes)} graphs")
     measurements = []
     for shape in shapes:
-        disturbed = drift_capacity and shape == (drift_capacity, 0)
+        disturbed = shape[1] == 0 and shape[0] in drift_capacities
         row = measure(boot, shape, repeats, drift_load if disturbed else None)
         measurements.append(row)
         steps.emit({"type": "measurement", "boot": boot_index, **row})

@@ -57,7 +57,7 @@ def steps(report: dict[str, Any]) -> list[tuple[str, Callable[[], Any]]]:
     return [
         ("capture_small", boot),
         ("ttft_clean", lambda: _ttft_summary(_run("ttft", {"catalog": catalog(), "prompt_tokens": ARMS, "runs": 5}))),
-        ("ttft_drift_4096", lambda: _ttft_summary(_run("ttft", {"drift_capacity": 4096, "drift_load": 4,
+        ("ttft_drift_4096", lambda: _ttft_summary(_run("ttft", {"drift_capacities": [4096], "drift_load": 4,
                                                                 "prompt_tokens": ARMS, "runs": 5}))),
         ("numerics", lambda: _run("numerics", {"catalog": catalog(), "prompt_tokens": ARMS[0]})),
         ("cuda_tests", _cuda_tests),

@@ -33,7 +33,8 @@ def _help(param: Param) -> str:
         return f"{param.help} ({files}: a list of graphs or a capture's output)"
     suffix = " (comma-separated)" if param.kind.endswith("_list") else ""
     choices = f" {{{','.join(param.choices)}}}" if param.choices else ""
-    default = ",".join(map(str, param.default)) if isinstance(param.default, list) else param.default
+    default = ",".join(map(str, param.default)) if isinstance(param.default, list) else \
+        "none" if param.default is None else param.default
     return f"{param.help}{suffix}{choices} [default: {default}]"
 
 

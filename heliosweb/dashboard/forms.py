@@ -72,8 +72,8 @@ def form_kinds(kinds: dict[str, JobKind], values: dict[str, Any] | None = None,
             spec = p.to_dict()
             name = field_name(kind.name, p.name)
             value = (values or {}).get(name, p.default)
-            if p.kind == "int_list" and isinstance(value, (list, tuple)):
-                value = ", ".join(str(v) for v in value)
+            if p.kind == "int_list":
+                value = ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else value or ""
             if p.kind == "choice_list" and not isinstance(value, (list, tuple)):
                 value = [value]
             if p.kind not in ("int", "float", "choice", "int_list", "choice_list") and not isinstance(value, str):

@@ -50,7 +50,8 @@ def test_it_rejects_a_prompt_longer_than_the_presets_context():
 
 
 def test_it_rejects_drift_on_a_shape_the_boot_does_not_have():
-    assert refuse("capture", {"capacities": [16, 32], "drift_capacity": 64, "device": "cpu"}).field == "drift_capacity"
+    error = refuse("capture", {"capacities": [16, 32], "drift_capacities": [32, 64], "device": "cpu"})
+    assert error.field == "drift_capacities[1]" and "[16, 32]" in error.message
 
 
 def test_it_rejects_a_run_too_large_to_finish_in_minutes():
