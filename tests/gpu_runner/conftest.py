@@ -14,7 +14,7 @@ from gpu_runner.presets import PRESETS, ModelConfig
 SHAPES = [(16, 0), (32, 0), (64, 0), (0, 2), (16, 2)]
 
 
-def small_context(device: str = "cpu") -> ModelConfig:
+def small_context() -> ModelConfig:
     return dataclasses.replace(PRESETS["tiny"], max_tokens=256, decode_context=256)
 
 

@@ -12,6 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from rest_framework.test import APIClient
 
+from heliosweb.catalogs.models import Boot
 from heliosweb.jobs.models import BenchmarkJob, JobEvent
 
 from .conftest import ORIGIN, wait_until
@@ -31,13 +32,11 @@ def _cookie(user) -> tuple[bytes, bytes]:
     return (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
 
 
-def test_a_job_started_over_the_api_streams_to_a_websocket_and_is_stored(stack, maintainer):
+def _events_until_finished(job_id: int, user) -> list[dict]:
+    """Everything a websocket client on the job's stream receives, up to `done` or `failed`."""
     from heliosweb.asgi import application
 
-    response = _api(maintainer).post("/api/jobs/", {"kind": "pr22", "params": {}}, format="json")
-    assert response.status_code == 201
-    job_id = response.json()["id"]
-    cookie = _cookie(maintainer)
+    cookie = _cookie(user)
 
     async def listen() -> list[dict]:
         communicator = WebsocketCommunicator(application, f"/ws/jobs/{job_id}/", headers=[cookie, ORIGIN])
@@ -49,7 +48,14 @@ def test_a_job_started_over_the_api_streams_to_a_websocket_and_is_stored(stack, 
         await communicator.disconnect()
         return events
 
-    events = async_to_sync(listen)()
+    return async_to_sync(listen)()
+
+
+def test_a_job_started_over_the_api_streams_to_a_websocket_and_is_stored(stack, maintainer):
+    response = _api(maintainer).post("/api/jobs/", {"kind": "pr22", "params": {}}, format="json")
+    assert response.status_code == 201
+    job_id = response.json()["id"]
+    events = _events_until_finished(job_id, maintainer)
     assert events[-1]["type"] == "done", stack.worker_log()[-3000:]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert any(e["type"] == "progress" for e in events)
@@ -59,6 +65,26 @@ def test_a_job_started_over_the_api_streams_to_a_websocket_and_is_stored(stack, 
     assert job.worker_pid == stack.worker.pid
     assert JobEvent.objects.filter(job=job).count() == len(events)
 
+
+
+def test_a_capture_job_runs_on_the_gpu_queue_streams_each_measurement_and_stores_a_boot(stack, maintainer, recipe):
+    """gpu_runner's kind end to end on CPU: torch loads in the worker's task, each shape's
+    measurement reaches the websocket as it lands, and the catalog becomes a boot of the recipe."""
+    params = {"preset": "tiny", "device": "cpu", "capacities": [16, 32], "graphs": "prefill", "repeats": 2}
+    response = _api(maintainer).post("/api/jobs/", {"kind": "capture", "recipe": recipe.name, "params": params},
+                                     format="json")
+    assert response.status_code == 201, response.content
+    events = _events_until_finished(response.json()["id"], maintainer)
+    assert events[-1]["type"] == "done", stack.worker_log()[-3000:]
+    measurements = [e for e in events if e["type"] == "measurement"]
+    assert [(m["prefill"], m["decode"], m["samples"], m["mode"]) for m in measurements] == \
+        [(16, 0, 2, "eager-cpu"), (32, 0, 2, "eager-cpu")]
+    job = BenchmarkJob.objects.get(pk=response.json()["id"])
+    assert job.queue == "gpu" and job.worker_pid == stack.worker.pid
+    boot = Boot.objects.get(job=job)
+    assert boot.recipe_id == recipe.pk
+    assert boot.catalog == [{"prefill": m["prefill"], "decode": 0, "ms": m["median_ms"]} for m in measurements]
+    assert boot.provenance["preset"] == "tiny" and boot.provenance["mode"] == "eager-cpu"
 
 def test_a_worker_killed_mid_job_leaves_it_failed_and_a_new_job_succeeds_after_a_restart(stack, maintainer):
     api = _api(maintainer)
