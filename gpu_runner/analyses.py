@@ -63,9 +63,12 @@ def _prefill_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]
     return [(c, 0) for c in sorted(params["capacities"])], "capacities"
 
 
-def _check(params: dict[str, Any], shapes: list[tuple[int, int]], prompts: dict[str, int]) -> ModelConfig:
-    """Every refusal that needs no device: preset, drift capacities, prompt lengths ({field: tokens})."""
-    config = get_preset(params["preset"])
+def _check(params: dict[str, Any], shapes: list[tuple[int, int]], prompts: dict[str, int]) -> None:
+    """Every refusal that needs no device: a GPU preset asked to run on the CPU, drift capacities
+    the boot lacks, prompts longer than the preset's context ({field: tokens})."""
+    config = PRESETS[params["preset"]]
+    if params["device"] == "cpu" and config.dtype != "float32":
+        raise InvalidInput("preset", f"{config.name} is a GPU preset ({config.dtype}); on cpu use tiny")
     for i, capacity in enumerate(params["drift_capacities"] or ()):
         if (capacity, 0) not in shapes:
             raise InvalidInput(f"drift_capacities[{i}]", f"{capacity} is not a prefill capacity of this boot "
@@ -73,7 +76,18 @@ def _check(params: dict[str, Any], shapes: list[tuple[int, int]], prompts: dict[
     for field, n in prompts.items():
         if n > config.max_tokens:
             raise InvalidInput(field, f"{n} tokens is longer than preset {config.name}'s context of {config.max_tokens} tokens")
-    return config
+
+
+def check_capture(params: dict[str, Any]) -> None:
+    _check(params, _capture_shapes(params)[0], {})
+
+
+def check_ttft(params: dict[str, Any]) -> None:
+    _check(params, _prefill_shapes(params)[0], {f"prompt_tokens[{i}]": n for i, n in enumerate(params["prompt_tokens"])})
+
+
+def check_numerics(params: dict[str, Any]) -> None:
+    _check(params, _prefill_shapes(params)[0], {"prompt_tokens": params["prompt_tokens"]})
 
 
 def _device(config: ModelConfig, params: dict[str, Any], shapes: list[tuple[int, int]], field: str) -> Any:
@@ -108,7 +122,7 @@ def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     from .events import Progress
 
     shapes, field = _capture_shapes(params)
-    config = _check(params, shapes, {})
+    config = get_preset(params["preset"])
     device = _device(config, params, shapes, field)
     steps = Progress(emit, params["boots"] * (len(shapes) + 1))
     steps.start("booting")
@@ -145,7 +159,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     from .execute import execute, prompt_tokens
 
     shapes, field = _prefill_shapes(params)
-    config = _check(params, shapes, {f"prompt_tokens[{i}]": n for i, n in enumerate(params["prompt_tokens"])})
+    config = get_preset(params["preset"])
     device = _device(config, params, shapes, field)
     steps = Progress(emit, len(shapes) + 1 + len(params["prompt_tokens"]) * len(params["policies"]))
     steps.start("booting")
@@ -190,7 +204,7 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
     n = params["prompt_tokens"]
     shapes, field = _prefill_shapes(params)
-    config = _check(params, shapes, {"prompt_tokens": n})
+    config = get_preset(params["preset"])
     device = _device(config, params, shapes, field)
     steps = Progress(emit, len(shapes) + 1 + 1 + 2)  # capture, reference, two policies
     steps.start("booting")
@@ -220,12 +234,13 @@ ANALYSES: dict[str, Analysis] = {a.name: a for a in (
     Analysis("capture", "One boot: capture a graph per catalog shape and time its launches into a catalog.",
              (*BOOT_PARAMS, DECODE_ROWS, GRAPHS, BOOTS), run_capture,
              work=lambda p: p["boots"] * len(_capture_shapes(p)[0]) * repeats(p), max_work=50_000,
-             format_text=capture_text),
+             format_text=capture_text, check=check_capture),
     Analysis("ttft", "Real TTFT: execute each policy's plan on the model, next to the harness's prediction.",
              (*BOOT_PARAMS, PROMPTS, POLICIES_PARAM, RUNS), run_ttft,
              work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p) + len(p["prompt_tokens"]) * len(p["policies"]) * p["runs"],
-             max_work=50_000, format_text=ttft_text),
+             max_work=50_000, format_text=ttft_text, check=check_ttft),
     Analysis("numerics", "First-token logits under cost vs rule chunkings, repeated, and vs a one-shot prefill.",
              (*BOOT_PARAMS, PROMPT), run_numerics,
-             work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p), max_work=50_000, format_text=numerics_text),
+             work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p), max_work=50_000, format_text=numerics_text,
+             check=check_numerics),
 )}

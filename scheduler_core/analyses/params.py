@@ -98,15 +98,20 @@ class Analysis:
     work: Callable[[dict[str, Any]], int] = field(default=lambda params: 1)
     max_work: int = 10**9
     format_text: Callable[[dict[str, Any]], str] | None = None  # the CLI's human-readable output
+    # Rules across parameters (raising InvalidInput), run by validate so a job breaking them is
+    # refused before it is stored or queued, not when a worker picks it up.
+    check: Callable[[dict[str, Any]], None] = field(default=lambda params: None)
 
     def validate(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Fill defaults, parse every value, reject unknown names and runs too large to finish in minutes."""
+        """Fill defaults, parse every value, reject unknown names, broken cross-parameter rules and
+        runs too large to finish in minutes."""
         data = dict(data or {})
         known = {p.name for p in self.params}
         unknown = sorted(set(data) - known)
         if unknown:
             raise InvalidInput(unknown[0], f"unknown parameter for {self.name} (expected one of {sorted(known)})")
         params = {p.name: p.parse(data[p.name]) if p.name in data else p.default for p in self.params}
+        self.check(params)
         work = self.work(params)
         if work > self.max_work:
             raise InvalidInput(_size_param(self.params),

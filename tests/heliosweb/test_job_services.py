@@ -34,6 +34,11 @@ def test_it_creates_a_queued_job_and_queues_it_on_the_sim_queue(maintainer, reci
     ({"kind": "pr22", "params": {"drift_factor": "x"}}, "params.drift_factor"),
     ({"kind": "pr22", "params": {"bogus": 1}}, "params.bogus"),
     ({"kind": "pulse", "params": {"count": 1_000_000, "rate": 1}}, "params.count"),  # would take hours
+    # gpu kinds: every rule that needs no device is checked before the job is stored or queued
+    ({"kind": "capture", "recipe": "tiny-cpu", "params": {"capacities": [64, 128], "drift_capacities": [100]}},
+     "params.drift_capacities[0]"),
+    ({"kind": "ttft", "params": {"prompt_tokens": [3504, 5000]}}, "params.prompt_tokens[1]"),  # tiny holds 4096
+    ({"kind": "numerics", "params": {"preset": "small", "device": "cpu"}}, "params.preset"),
 ])
 def test_it_rejects_bad_input_naming_the_field_and_stores_nothing(maintainer, recipe, queued, kwargs, field,
                                                                   django_capture_on_commit_callbacks):
