@@ -58,9 +58,23 @@ def test_a_given_catalog_is_what_the_plans_are_made_from():
     assert result["arms"][0]["graphs"] == [16] * 7 and result["arms"][0]["predicted_ms"] == 7.0
 
 
+def test_a_drifted_boot_plans_with_its_drifted_catalog_and_costs_the_launches_undisturbed_too():
+    params = TTFT.validate({"capacities": [16, 64], "drift_capacities": [64], "repeats": 2, "runs": 1,
+                            "prompt_tokens": [100], "policies": ["rule"], "device": "cpu"})
+    result = TTFT.run(params, lambda e: None)
+    believed = {m["prefill"]: m["median_ms"] for m in result["measurements"]}
+    undisturbed = {m["prefill"]: m.get("clean_median_ms", m["median_ms"]) for m in result["measurements"]}
+    [arm] = result["arms"]
+    assert arm["graphs"] == [64, 64]
+    assert arm["predicted_ms"] == pytest.approx(2 * believed[64])
+    assert arm["table_ms"] == pytest.approx(2 * undisturbed[64])
+    assert f"{arm['table_ms']:.2f}" in TTFT.format_text(result)
+
+
 def test_the_text_report_has_a_row_per_arm_with_its_measured_ttft(ttft):
     result, _ = ttft
     text = TTFT.format_text(result)
     assert "eager-cpu" in text
     for arm in result["arms"]:
         assert f"{arm['ttft_ms']:.2f}" in text and ",".join(map(str, arm["graphs"])) in text
+        assert f"{arm['predicted_ms']:>10.2f} {arm['table_ms']:>11.2f}" in text
