@@ -35,7 +35,7 @@ GRAPHS = Param("graphs", "choice", "all", "which shapes to capture: prefill only
                "(smallest capacity with each decode row count)", choices=("prefill", "prefill+decode", "all"))
 BOOTS = Param("boots", "int", 1, "repeated boots, to show measurement noise boot to boot", minimum=1, maximum=10)
 DRIFT_CAPACITIES = Param("drift_capacities", "int_list", None, "prefill capacities timed under competing work, so "
-                         "the catalog over-measures them (default: none)", minimum=1, maximum=65536, max_items=16)
+                         "the catalog over-measures them; left empty, none is", minimum=1, maximum=65536, max_items=16)
 DRIFT_LOAD = Param("drift_load", "int", 2, "how much competing work: CPU threads, or 32 large matmuls per unit on "
                    "another CUDA stream", minimum=1, maximum=16)
 CATALOG = Param("catalog", "catalog", None, "a boot's catalog to use instead of capacities (capture: its shapes; "
