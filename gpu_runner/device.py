@@ -36,8 +36,11 @@ def mode_of(device: torch.device) -> str:
 
 
 def available_bytes(device: torch.device) -> int:
+    """Free memory, counting on CUDA what torch's caching allocator holds unused (an earlier boot's
+    freed graphs and cache stay reserved there, and the driver counts them as taken)."""
     if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return torch.cuda.mem_get_info(device)[0] + cached
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemAvailable:"):
             return int(line.split()[1]) * 1024
