@@ -29,27 +29,27 @@ CATALOGS: tuple[str, ...] = CATALOG_NAMES + ("unmeasured-full",)
 PERCENTILES: tuple[int, ...] = (50, 90, 99)
 
 
-def work(params: dict[str, Any]) -> int:
-    """About one unit per output token and per prefill chunk, per policy: what the loop's time
-    and memory (one float per token) grow with. Also rejects inverted length ranges."""
+def check(params: dict[str, Any]) -> None:
+    """Length ranges the right way round; a boot carries traffic only with decode graphs, and no
+    more lanes than its largest one has rows."""
     for low, high in (("prompt_min", "prompt_max"), ("output_min", "output_max")):
         if params[low] > params[high]:
             raise InvalidInput(low, f"must be <= {high} ({params[low]} > {params[high]})")
-    if params["boot_catalog"]:
-        boot_decode_rows(params)
-    per_request = (params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2
-    return params["requests"] * len(params["policies"]) * per_request
-
-
-def boot_decode_rows(params: dict[str, Any]) -> int:
-    """A boot can carry traffic only with decode graphs, and no more lanes than its largest one has rows."""
+    if not params["boot_catalog"]:
+        return
     rows = max((g["decode"] for g in params["boot_catalog"] if g["prefill"] == 0 and g["decode"] > 0), default=0)
     if rows == 0:
         raise InvalidInput("boot_catalog", "has no decode graphs to carry the traffic's tokens; capture with "
                                            "graphs 'prefill+decode' or 'all'")
     if params["max_lanes"] > rows:
         raise InvalidInput("max_lanes", f"must be <= {rows}, the rows of the boot's largest decode graph")
-    return rows
+
+
+def work(params: dict[str, Any]) -> int:
+    """About one unit per output token and per prefill chunk, per policy: what the loop's time
+    and memory (one float per token) grow with."""
+    per_request = (params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2
+    return params["requests"] * len(params["policies"]) * per_request
 
 
 def traffic(params: dict[str, Any], full_chunk: int) -> list[Arrival]:
@@ -199,6 +199,7 @@ ANALYSIS = Analysis(
         Param("launch_events", "int", 20, "launch events emitted at the start of each policy's run", minimum=0, maximum=1000),
     ),
     run=run,
+    check=check,
     work=work,
     max_work=10_000_000,
     format_text=format_text,

@@ -23,14 +23,17 @@ FULL_CHUNK = 4096  # the pull request's catalog; sizes the work estimate
 def prompt_lengths(params: dict[str, Any]) -> list[int]:
     """`count` lengths from min_tokens to max_tokens, log or linearly spaced, rounded and deduplicated."""
     lo, hi, count = params["min_tokens"], params["max_tokens"], params["count"]
-    if lo > hi:
-        raise InvalidInput("min_tokens", f"must be <= max_tokens ({lo} > {hi})")
     fractions = [i / (count - 1) for i in range(count)] if count > 1 else [1.0]
     if params["spacing"] == "log":
         points = (math.exp(math.log(lo) + f * (math.log(hi) - math.log(lo))) for f in fractions)
     else:
         points = (lo + f * (hi - lo) for f in fractions)
     return sorted({min(hi, max(lo, round(x))) for x in points})
+
+
+def check(params: dict[str, Any]) -> None:
+    if params["min_tokens"] > params["max_tokens"]:
+        raise InvalidInput("min_tokens", f"must be <= max_tokens ({params['min_tokens']} > {params['max_tokens']})")
 
 
 def work(params: dict[str, Any]) -> int:
@@ -123,6 +126,7 @@ ANALYSIS = Analysis(
               "clean/drift; its own durations are the true costs (replaces catalogs and the execution model)"),
     ),
     run=run,
+    check=check,
     work=work,
     max_work=20_000_000,
     format_text=format_text,
