@@ -125,9 +125,14 @@ def wait_for_redis(url: str, proc: subprocess.Popen | None = None, timeout: floa
 
 
 def celery_worker_cmd(queues: str, *, beat: bool = False, name: str | None = None) -> list[str]:
-    pool = ["--pool=solo"] if "gpu" in queues.split(",") else ["--pool=prefork", "--concurrency=1"]
+    """A gpu worker runs solo (CUDA cannot start in a forked child), one per device: started under
+    CUDA_VISIBLE_DEVICES, it is named after its devices so workers on one host stay apart."""
+    gpu = "gpu" in queues.split(",")
+    pool = ["--pool=solo"] if gpu else ["--pool=prefork", "--concurrency=1"]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    devices = f"-cuda{visible.replace(',', '-')}" if gpu and visible else ""
     cmd = [PY, "-m", "celery", "-A", "heliosweb", "worker", "-Q", queues, "--loglevel=INFO",
-           "-n", name or f"{queues.replace(',', '-')}@%h", *pool, "--without-gossip", "--without-mingle"]
+           "-n", name or f"{queues.replace(',', '-')}{devices}@%h", *pool, "--without-gossip", "--without-mingle"]
     if beat:
         cmd += ["-B", "--schedule", str(VAR / "celerybeat-schedule")]
     return cmd
