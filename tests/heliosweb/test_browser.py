@@ -1,5 +1,6 @@
 """A maintainer in Debian's Chromium: log in, start a pr22 job, watch it reach 100 % and the table
-show the pull request's eight figures."""
+show the pull request's eight figures; start a drifted capture and see a bar per graph, the drifted
+one marked."""
 
 from __future__ import annotations
 
@@ -15,10 +16,14 @@ EIGHT = ["3 / 62.10", "1 / 66.10", "3 / 62.10", "1 / 66.10", "6 / 232.10", "4 / 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transaction=True), needs_chromium]
 
 
-def test_a_maintainer_starts_pr22_and_watches_it_finish_with_the_eight_figures(stack, page):
+def _maintainer() -> None:
     group, _ = Group.objects.get_or_create(name="maintainers")
     group.permissions.add(Permission.objects.get(codename="run_jobs"))
     User.objects.create_user("browser-maint", password="pw-browser-123").groups.add(group)
+
+
+def test_a_maintainer_starts_pr22_and_watches_it_finish_with_the_eight_figures(stack, page):
+    _maintainer()
     stack.start_web()
 
     log_in_and_open(page, f"{stack.base_url}/jobs/new", "browser-maint", "pw-browser-123")
@@ -44,3 +49,33 @@ def test_a_maintainer_starts_pr22_and_watches_it_finish_with_the_eight_figures(s
     rows = page.eval_on_selector_all("#pr22-table tbody tr", "trs => trs.map(tr => [tr.children[3].textContent, tr.children[4].textContent])")
     assert [x for row in rows for x in row] == EIGHT
     assert page.eval_on_selector("#chart", "el => el.querySelectorAll('.bars .point').length") == 8
+
+
+DRIFTED_RED = "rgb(239, 85, 59)"
+
+
+def test_a_drifted_capture_shows_a_bar_per_graph_with_the_drifted_one_marked(stack, page, recipe):
+    _maintainer()
+    stack.start_web()
+
+    log_in_and_open(page, f"{stack.base_url}/jobs/new?kind=capture", "browser-maint", "pw-browser-123")
+    page.select_option("select[name=recipe]", recipe.name)
+    page.fill("input[name='capture.capacities']", "16, 32")
+    page.select_option("select[name='capture.graphs']", "prefill")
+    page.fill("input[name='capture.repeats']", "2")
+    page.fill("input[name='capture.drift_capacities']", "32")
+    page.click("#start-job")
+    page.wait_for_url("**/jobs/*")
+    page.wait_for_function("document.getElementById('job-status').textContent === 'done'", timeout=120_000)
+
+    def bar_colors() -> list[str]:
+        return page.eval_on_selector_all("#chart .bars .point path", "ps => ps.map(p => getComputedStyle(p).fill)")
+
+    colors = bar_colors()
+    assert len(colors) == 2 and colors[1] == DRIFTED_RED and colors[0] != DRIFTED_RED, colors
+    # A reload replays the stored measurements: still one bar per graph.
+    stored_events = BenchmarkJob.objects.get().events.count()
+    page.reload()
+    page.wait_for_function(f"document.getElementById('event-count').textContent === '{stored_events}'"
+                           " && !document.getElementById('result').hidden")
+    assert bar_colors() == colors
