@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,7 +117,10 @@ def latency(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen], 
         page.wait_for_url(f"{base}/")
         # The job starts as soon as it is queued and the socket opens a moment later: events from
         # before the socket opened arrive by replay, so the first second is discarded below.
-        job = job_create(kind="pulse", params={"count": args.events, "rate": args.rate}, user=user)
+        # Created from another thread: Playwright's sync API keeps an event loop running in this
+        # one, where the job's announcement to the job lists (async_to_sync) may not run.
+        with ThreadPoolExecutor(1) as pool:
+            job = pool.submit(job_create, kind="pulse", params={"count": args.events, "rate": args.rate}, user=user).result()
         page.evaluate("""([path, n]) => new Promise((resolve) => {
             window.latencies = []; window.doneAt = null;
             const ws = new WebSocket("ws://" + location.host + path);
