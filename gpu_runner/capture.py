@@ -51,6 +51,8 @@ def capture_boot(config: ModelConfig, device: torch.device, shapes: list[tuple[i
     """Boot the model, capture every shape, measure them in catalog order, streaming each
     measurement. Returns the live boot (to execute plans on) and its stored form."""
     meta = provenance(config, device, seed)
+    # A deliberately disturbed boot says so wherever it is stored: its catalog over-measures these.
+    meta["drift"] = {"capacities": sorted(drift_capacities), "load": drift_load} if drift_capacities else None
     boot = Boot(config, device, shapes, seed)
     boot.prepare(shapes)
     steps.advance(f"boot {boot_index}: captured {len(shapes)} graphs")

@@ -17,7 +17,9 @@ def _shape(prefill: int, decode: int) -> str:
 
 
 def capture_text(result: dict[str, Any]) -> str:
-    lines = [f"boot on {_provenance(result)}",
+    drift = result["provenance"].get("drift")
+    disturbed = f"; drifted: prefill {', '.join(map(str, drift['capacities']))} (load {drift['load']})" if drift else ""
+    lines = [f"boot on {_provenance(result)}{disturbed}",
              f"{'shape':<18} {'median ms':>10} {'p10':>9} {'p90':>9} {'p90/p10':>8} {'samples':>8}"]
     for m in result["measurements"]:
         spread = m["p90_ms"] / m["p10_ms"] if m["p10_ms"] else float("inf")

@@ -43,6 +43,7 @@ def test_the_boot_records_its_provenance(captured):
     assert provenance["mode"] == "eager-cpu" and provenance["preset"] == "tiny" and provenance["dtype"] == "float32"
     assert provenance["cuda"] is None and provenance["device"].startswith("cpu")
     assert {"torch", "code_revision", "time", "seed"} <= set(provenance)
+    assert provenance["drift"] is None  # an undisturbed boot
 
 
 def test_each_shape_streams_a_measurement_event_as_it_lands(captured):
@@ -67,6 +68,8 @@ def test_drift_times_the_chosen_shapes_under_competing_work_and_keeps_their_clea
     assert [(m["prefill"], m["decode"]) for m in drifted] == [(16, 0), (64, 0)]
     assert all(m["clean_median_ms"] > 0 for m in drifted)
     assert all("clean_median_ms" not in m for m in result["measurements"] if not m["drifted"])
+    assert result["provenance"]["drift"] == {"capacities": [16, 64], "load": 2}  # stored with the boot
+    assert "drifted: prefill 16, 64 (load 2)" in CAPTURE.format_text(result).splitlines()[0]
     assert len(result["boots"]) == 2
     assert [(r["prefill"], r["max_over_min"] >= 1.0) for r in result["boot_spread"]] == [(16, True), (32, True), (64, True)]
 

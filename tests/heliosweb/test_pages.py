@@ -168,3 +168,17 @@ def test_a_recipe_page_lists_its_boots_decisions_and_jobs_and_links_each_boot_to
     form = browser_client.get(f"/jobs/new?kind=sweep&boot={boot.pk}").content.decode()
     assert f'<option value="{boot.pk}" selected>' in form
     assert browser_client.get("/recipes/ghost").status_code == 404
+
+
+def test_a_deliberately_drifted_boot_is_marked_on_its_recipe_page_and_in_the_boot_picker(browser_client, recipe):
+    from heliosweb.catalogs.services import boot_create
+
+    catalog = [{"prefill": 64, "decode": 0, "ms": 1.0}, {"prefill": 128, "decode": 0, "ms": 9.0}]
+    drifted = boot_create(recipe=recipe, catalog=catalog, provenance={"device": "cpu", "mode": "eager-cpu",
+                                                                      "drift": {"capacities": [128], "load": 2}})
+    clean = boot_create(recipe=recipe, catalog=catalog, provenance={"device": "cpu", "mode": "eager-cpu", "drift": None})
+    page = browser_client.get("/recipes/tiny-cpu").content.decode()
+    rows = {pk: page[page.index(f'data-boot="{pk}"'):].split("</tr>")[0] for pk in (drifted.pk, clean.pk)}
+    assert "drifted 128" in rows[drifted.pk] and "drifted" not in rows[clean.pk]
+    form = browser_client.get("/jobs/new?kind=sweep").content.decode()
+    assert f"#{drifted.pk} · tiny-cpu · cpu (eager-cpu)" in form and "shapes · drifted 128</option>" in form
