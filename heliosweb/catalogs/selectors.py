@@ -23,8 +23,7 @@ def boot_choices(*, limit: int = 100) -> list[dict[str, Any]]:
     for boot in boot_list(limit=limit):
         device = boot.provenance.get("device") or "uploaded"
         mode = f" ({boot.provenance['mode']})" if boot.provenance.get("mode") else ""
-        drift = boot.provenance.get("drift")
-        drifted = f" · drifted {','.join(map(str, drift['capacities']))}" if drift else ""
+        drifted = f" · {boot.drifted}" if boot.drifted else ""
         out.append({"id": boot.pk, "label": f"#{boot.pk} · {boot.recipe.name} · {device}{mode} · "
                                              f"{boot.created_at:%Y-%m-%d %H:%M} · {len(boot.catalog)} shapes{drifted}"})
     return out

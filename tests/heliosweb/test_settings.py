@@ -20,4 +20,3 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     env.update(HELIOS_ENV="production", HELIOS_VAR_DIR=str(tmp_path))
     result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode != 0 and "HELIOS_SECRET_KEY" in result.stderr
-
