@@ -17,14 +17,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from gpu_runner.analyses import ANALYSES  # noqa: E402
-from gpu_runner.capture import time_launches  # noqa: E402
-from gpu_runner.graphs import Boot  # noqa: E402
-from gpu_runner.presets import PRESETS, default_shapes  # noqa: E402
-from gpu_runner.timing import Stopwatch  # noqa: E402
-from scheduler_core.analyses.params import ignore_events  # noqa: E402
+from gpu_runner.analyses import ANALYSES
+from gpu_runner.capture import time_launches
+from gpu_runner.graphs import Boot
+from gpu_runner.presets import PRESETS, default_shapes
+from gpu_runner.timing import Stopwatch
+from scheduler_core.analyses.params import ignore_events
 
 CAPTURE = ANALYSES["capture"]
 SAMPLES = 20
@@ -59,8 +59,11 @@ def main() -> None:
     seconds, _ = timed_capture("tiny", "cpu")
     report(f"CPU: capture of tiny's default catalog ({shapes} shapes)", seconds, "s", "<= 30 s", seconds <= 30)
     if not torch.cuda.is_available():
-        for name in ("GPU: worst per-shape spread p90/p10 (small)", "GPU: eager / graph replay, 64-token shape",
-                     "GPU: capture of small's default catalog"):
+        for name in (
+            "GPU: worst per-shape spread p90/p10 (small)",
+            "GPU: eager / graph replay, 64-token shape",
+            "GPU: capture of small's default catalog",
+        ):
             print(f"{name:<52} skipped: no CUDA")
         return
     seconds, result = timed_capture("small", "cuda")

@@ -15,12 +15,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scheduler_core.analyses import ANALYSES  # noqa: E402
-from scheduler_core.analyses.params import ignore_events  # noqa: E402
-from scheduler_core.execution import AffineExecution, measured_catalog  # noqa: E402
-from scheduler_core.planner import plan, plan_launches  # noqa: E402
-from scheduler_core.policies import CostPolicy, PrefillState, RulePolicy  # noqa: E402
-from scheduler_core.request import Request  # noqa: E402
+from scheduler_core.analyses import ANALYSES
+from scheduler_core.analyses.params import ignore_events
+from scheduler_core.execution import AffineExecution, measured_catalog
+from scheduler_core.planner import plan, plan_launches
+from scheduler_core.policies import CostPolicy, PrefillState, RulePolicy
+from scheduler_core.request import Request
 
 LONG_PROMPT = 131_072
 EXECUTION = AffineExecution()
@@ -52,20 +52,24 @@ def decision_p50_us(policy: CostPolicy | RulePolicy) -> float:
 
 def cost_decision_amortised_us() -> float:
     """A fresh policy plans the long prompt: its cost table built once, divided over its decisions."""
+
     def once() -> float:
         policy = CostPolicy()
         t = time.perf_counter()
         launches = plan_launches(policy, CATALOG, REQUEST)
         return (time.perf_counter() - t) / len(launches) * 1e6
+
     return p50_of(30, once)
 
 
 def plan_ms(policy_cls: type[CostPolicy] | type[RulePolicy]) -> float:
     """A cold plan: a fresh policy (no cached table), with true costs, as the `plan` command does."""
+
     def once() -> float:
         t = time.perf_counter()
         plan(policy_cls(), CATALOG, REQUEST, EXECUTION)
         return (time.perf_counter() - t) * 1e3
+
     return p50_of(30, once)
 
 
@@ -80,7 +84,9 @@ def analysis_s(name: str, params: dict) -> float:
 def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    print(f"scheduler_core bench, one core, Python {sys.version.split()[0]}, default catalog, {LONG_PROMPT:,}-token prompt")
+    print(
+        f"scheduler_core bench, one core, Python {sys.version.split()[0]}, default catalog, {LONG_PROMPT:,}-token prompt"
+    )
     report("rule decision p50", decision_p50_us(RulePolicy()), "us", 5)
     # The cost table is built once per catalog (once per boot in an engine) and shared by every
     # request after that; the first line is the decision with that table amortised, the second
@@ -89,8 +95,12 @@ def main() -> None:
     report("cost decision mean within one cold plan (worst case)", cost_decision_amortised_us(), "us", 50)
     report("plan 131,072 tokens, rule", plan_ms(RulePolicy), "ms", 5)
     report("plan 131,072 tokens, cost", plan_ms(CostPolicy), "ms", 5)
-    report("sweep 2,048 lengths x 2 policies x 2 catalogs",
-           analysis_s("sweep", {"count": 2048, "spacing": "linear"}), "s", 2)
+    report(
+        "sweep 2,048 lengths x 2 policies x 2 catalogs",
+        analysis_s("sweep", {"count": 2048, "spacing": "linear"}),
+        "s",
+        2,
+    )
     if "simulate" in ANALYSES:
         report("simulate 1,000 requests", analysis_s("simulate", {"requests": 1000}), "s", 2)
     else:

@@ -27,8 +27,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-quic"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def free_port() -> int:
@@ -57,8 +64,13 @@ def main() -> int:
     if not redis_url:
         proc, redis_url = start_redis(tmp / "redis")
         procs.append(proc)
-    os.environ.update(REDIS_URL=redis_url, DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}", HELIOS_VAR_DIR=str(tmp),
-                      DJANGO_SETTINGS_MODULE="heliosweb.settings", DJANGO_ALLOW_ASYNC_UNSAFE="true")
+    os.environ.update(
+        REDIS_URL=redis_url,
+        DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}",
+        HELIOS_VAR_DIR=str(tmp),
+        DJANGO_SETTINGS_MODULE="heliosweb.settings",
+        DJANGO_ALLOW_ASYNC_UNSAFE="true",
+    )
     import django
 
     django.setup()
@@ -94,13 +106,38 @@ def latency(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen], 
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     log = (tmp / "worker.log").open("w")
-    procs.append(subprocess.Popen([sys.executable, "-m", "celery", "-A", "heliosweb", "worker", "-Q", "sim",
-                                   "--pool=solo", "--without-gossip", "--without-mingle", "--loglevel=INFO"], cwd=ROOT, env=env,
-                                  stdout=log, stderr=subprocess.STDOUT))
+    procs.append(
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "heliosweb",
+                "worker",
+                "-Q",
+                "sim",
+                "--pool=solo",
+                "--without-gossip",
+                "--without-mingle",
+                "--loglevel=INFO",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    )
     port = free_port()
-    procs.append(subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                   "heliosweb.asgi:application"], cwd=ROOT, env=env,
-                                  stdout=(tmp / "web.log").open("w"), stderr=subprocess.STDOUT))
+    procs.append(
+        subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "heliosweb.asgi:application"],
+            cwd=ROOT,
+            env=env,
+            stdout=(tmp / "web.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+    )
     deadline = time.monotonic() + 60
     while "ready." not in (tmp / "worker.log").read_text() or socket.socket().connect_ex(("127.0.0.1", port)) != 0:
         if time.monotonic() > deadline:
@@ -120,8 +157,11 @@ def latency(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen], 
         # Created from another thread: Playwright's sync API keeps an event loop running in this
         # one, where the job's announcement to the job lists (async_to_sync) may not run.
         with ThreadPoolExecutor(1) as pool:
-            job = pool.submit(job_create, kind="pulse", params={"count": args.events, "rate": args.rate}, user=user).result()
-        page.evaluate("""([path, n]) => new Promise((resolve) => {
+            job = pool.submit(
+                job_create, kind="pulse", params={"count": args.events, "rate": args.rate}, user=user
+            ).result()
+        page.evaluate(
+            """([path, n]) => new Promise((resolve) => {
             window.latencies = []; window.doneAt = null;
             const ws = new WebSocket("ws://" + location.host + path);
             ws.onmessage = (m) => {
@@ -130,16 +170,20 @@ def latency(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen], 
               if (ev.type === "done" || ev.type === "failed") { window.doneAt = ev.type; ws.close(); }
             };
             ws.onopen = () => resolve(true);
-        })""", [f"/ws/jobs/{job.pk}/", args.events])
+        })""",
+            [f"/ws/jobs/{job.pk}/", args.events],
+        )
         page.wait_for_function("window.doneAt !== null", timeout=(args.events / args.rate + 120) * 1000)
         samples = page.evaluate("window.latencies")
         outcome = page.evaluate("window.doneAt")
         browser.close()
     warm = int(args.rate)  # discard the first second: it may be replayed rather than live
     live = [ms for i, ms in samples if i >= warm]
-    print(f"latency: {len(samples)} events at {args.rate:.0f}/s, job {outcome}; "
-          f"worker-to-browser p50 {statistics.median(live):.1f} ms, p95 {percentile(live, 95):.1f} ms "
-          f"(target p95 <= 150 ms), max {max(live):.1f} ms")
+    print(
+        f"latency: {len(samples)} events at {args.rate:.0f}/s, job {outcome}; "
+        f"worker-to-browser p50 {statistics.median(live):.1f} ms, p95 {percentile(live, 95):.1f} ms "
+        f"(target p95 <= 150 ms), max {max(live):.1f} ms"
+    )
 
 
 def dashboard(args: argparse.Namespace, user) -> None:
@@ -154,8 +198,19 @@ def dashboard(args: argparse.Namespace, user) -> None:
     recipe = recipe_ensure(name="bench-recipe")
     result = ANALYSES["pr22"].run(ANALYSES["pr22"].validate({}), lambda e: None)
     BenchmarkJob.objects.bulk_create(
-        BenchmarkJob(kind="pr22", queue="sim", recipe=recipe, status="done", progress_done=4, progress_total=4,
-                     result=result, params={}, created_by=user) for _ in range(args.jobs))
+        BenchmarkJob(
+            kind="pr22",
+            queue="sim",
+            recipe=recipe,
+            status="done",
+            progress_done=4,
+            progress_total=4,
+            result=result,
+            params={},
+            created_by=user,
+        )
+        for _ in range(args.jobs)
+    )
     client = Client()
     client.force_login(user)
     client.get("/")  # warm caches (templates, URL resolver)
@@ -167,8 +222,10 @@ def dashboard(args: argparse.Namespace, user) -> None:
         assert response.status_code == 200
     with CaptureQueriesContext(connection) as queries:
         client.get("/")
-    print(f"dashboard: {BenchmarkJob.objects.count()} stored jobs; server time p50 {statistics.median(times):.1f} ms, "
-          f"max {max(times):.1f} ms (target <= 200 ms); {len(queries)} queries per render")
+    print(
+        f"dashboard: {BenchmarkJob.objects.count()} stored jobs; server time p50 {statistics.median(times):.1f} ms, "
+        f"max {max(times):.1f} ms (target <= 200 ms); {len(queries)} queries per render"
+    )
 
 
 if __name__ == "__main__":

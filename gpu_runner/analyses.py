@@ -19,34 +19,107 @@ from scheduler_core.policies import POLICIES
 from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
 from .report import capture_text, numerics_text, ttft_text
 
-
-PRESET = Param("preset", "choice", "tiny", "model size: tiny runs on CPU (float32); small and medium need a GPU (bf16)",
-               choices=tuple(PRESETS))
-DEVICE = Param("device", "choice", "auto", "where to run: auto takes CUDA when present", choices=("auto", "cpu", "cuda"))
+PRESET = Param(
+    "preset",
+    "choice",
+    "tiny",
+    "model size: tiny runs on CPU (float32); small and medium need a GPU (bf16)",
+    choices=tuple(PRESETS),
+)
+DEVICE = Param(
+    "device", "choice", "auto", "where to run: auto takes CUDA when present", choices=("auto", "cpu", "cuda")
+)
 SEED = Param("seed", "int", 0, "seed of the model's random weights and of the prompt", minimum=0, maximum=2**31 - 1)
 AUTO_REPEATS = {"cuda": 20, "cpu": 5}  # a replay takes milliseconds; an eager CPU call up to a second
-REPEATS = Param("repeats", "int", 0, "timed launches per shape (median, p10 and p90 over them); "
-                "0: 20 on CUDA, 5 on CPU", minimum=0, maximum=1000)
-CAPACITIES = Param("capacities", "int_list", list(DEFAULT_PREFILL_CAPACITIES), "solo prefill graph capacities (tokens)",
-                   minimum=1, maximum=65536, max_items=16)
-DECODE_ROWS = Param("decode_rows", "int_list", list(DEFAULT_DECODE_ROWS), "decode row counts of decode-only and mixed graphs",
-                    minimum=1, maximum=256, max_items=8)
-GRAPHS = Param("graphs", "choice", "all", "which shapes to capture: prefill only, plus decode-only, plus mixed "
-               "(smallest capacity with each decode row count)", choices=("prefill", "prefill+decode", "all"))
+REPEATS = Param(
+    "repeats",
+    "int",
+    0,
+    "timed launches per shape (median, p10 and p90 over them); 0: 20 on CUDA, 5 on CPU",
+    minimum=0,
+    maximum=1000,
+)
+CAPACITIES = Param(
+    "capacities",
+    "int_list",
+    list(DEFAULT_PREFILL_CAPACITIES),
+    "solo prefill graph capacities (tokens)",
+    minimum=1,
+    maximum=65536,
+    max_items=16,
+)
+DECODE_ROWS = Param(
+    "decode_rows",
+    "int_list",
+    list(DEFAULT_DECODE_ROWS),
+    "decode row counts of decode-only and mixed graphs",
+    minimum=1,
+    maximum=256,
+    max_items=8,
+)
+GRAPHS = Param(
+    "graphs",
+    "choice",
+    "all",
+    "which shapes to capture: prefill only, plus decode-only, plus mixed "
+    "(smallest capacity with each decode row count)",
+    choices=("prefill", "prefill+decode", "all"),
+)
 BOOTS = Param("boots", "int", 1, "repeated boots, to show measurement noise boot to boot", minimum=1, maximum=10)
-DRIFT_CAPACITIES = Param("drift_capacities", "int_list", None, "prefill capacities timed under competing work, so "
-                         "the catalog over-measures them; left empty, none is", minimum=1, maximum=65536, max_items=16)
-DRIFT_LOAD = Param("drift_load", "int", 2, "how much competing work: CPU threads, or 32 large matmuls per unit on "
-                   "another CUDA stream", minimum=1, maximum=16)
-CATALOG = Param("catalog", "catalog", None, "a boot's catalog to use instead of capacities (capture: its shapes; "
-                "ttft/numerics: its durations to plan with); default: this run's own capture", measured=False)
-PROMPTS = Param("prompt_tokens", "int_list", [3504], "prompt lengths to prefill (the pr22 arms are 3504 and 14000; "
-                "tiny holds 4096 tokens, small and medium 16384)", minimum=1, maximum=65536, max_items=8)
+DRIFT_CAPACITIES = Param(
+    "drift_capacities",
+    "int_list",
+    None,
+    "prefill capacities timed under competing work, so the catalog over-measures them; left empty, none is",
+    minimum=1,
+    maximum=65536,
+    max_items=16,
+)
+DRIFT_LOAD = Param(
+    "drift_load",
+    "int",
+    2,
+    "how much competing work: CPU threads, or 32 large matmuls per unit on another CUDA stream",
+    minimum=1,
+    maximum=16,
+)
+CATALOG = Param(
+    "catalog",
+    "catalog",
+    None,
+    "a boot's catalog to use instead of capacities (capture: its shapes; "
+    "ttft/numerics: its durations to plan with); default: this run's own capture",
+    measured=False,
+)
+PROMPTS = Param(
+    "prompt_tokens",
+    "int_list",
+    [3504],
+    "prompt lengths to prefill (the pr22 arms are 3504 and 14000; tiny holds 4096 tokens, small and medium 16384)",
+    minimum=1,
+    maximum=65536,
+    max_items=8,
+)
 PROMPT = Param("prompt_tokens", "int", 3504, "prompt length", minimum=1, maximum=65536)
-POLICIES_PARAM = Param("policies", "choice_list", ["cost", "rule"], "policies whose plans are executed",
-                       choices=tuple(POLICIES), max_items=len(POLICIES))
+POLICIES_PARAM = Param(
+    "policies",
+    "choice_list",
+    ["cost", "rule"],
+    "policies whose plans are executed",
+    choices=tuple(POLICIES),
+    max_items=len(POLICIES),
+)
 RUNS = Param("runs", "int", 3, "executions of each plan; TTFT is their median", minimum=1, maximum=50)
-BOOT_PARAMS = (PRESET, DEVICE, REPEATS, CAPACITIES, CATALOG, DRIFT_CAPACITIES, DRIFT_LOAD, SEED)  # size params first: errors name them
+BOOT_PARAMS = (
+    PRESET,
+    DEVICE,
+    REPEATS,
+    CAPACITIES,
+    CATALOG,
+    DRIFT_CAPACITIES,
+    DRIFT_LOAD,
+    SEED,
+)  # size params first: errors name them
 
 
 def _capture_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]:
@@ -71,11 +144,15 @@ def _check(params: dict[str, Any], shapes: list[tuple[int, int]], prompts: dict[
         raise InvalidInput("preset", f"{config.name} is a GPU preset ({config.dtype}); on cpu use tiny")
     for i, capacity in enumerate(params["drift_capacities"] or ()):
         if (capacity, 0) not in shapes:
-            raise InvalidInput(f"drift_capacities[{i}]", f"{capacity} is not a prefill capacity of this boot "
-                                                         f"{sorted(p for p, d in shapes if d == 0)}")
+            raise InvalidInput(
+                f"drift_capacities[{i}]",
+                f"{capacity} is not a prefill capacity of this boot {sorted(p for p, d in shapes if d == 0)}",
+            )
     for field, n in prompts.items():
         if n > config.max_tokens:
-            raise InvalidInput(field, f"{n} tokens is longer than preset {config.name}'s context of {config.max_tokens} tokens")
+            raise InvalidInput(
+                field, f"{n} tokens is longer than preset {config.name}'s context of {config.max_tokens} tokens"
+            )
 
 
 def check_capture(params: dict[str, Any]) -> None:
@@ -83,7 +160,9 @@ def check_capture(params: dict[str, Any]) -> None:
 
 
 def check_ttft(params: dict[str, Any]) -> None:
-    _check(params, _prefill_shapes(params)[0], {f"prompt_tokens[{i}]": n for i, n in enumerate(params["prompt_tokens"])})
+    _check(
+        params, _prefill_shapes(params)[0], {f"prompt_tokens[{i}]": n for i, n in enumerate(params["prompt_tokens"])}
+    )
 
 
 def check_numerics(params: dict[str, Any]) -> None:
@@ -108,13 +187,22 @@ def repeats(params: dict[str, Any], device: Any = None) -> int:
     return AUTO_REPEATS["cuda" if device is None else device.type]
 
 
-def _boot(params: dict[str, Any], config: ModelConfig, device: Any, shapes: list[tuple[int, int]],
-          steps: Any, index: int = 0) -> tuple[Any, dict[str, Any]]:
+def _boot(
+    params: dict[str, Any], config: ModelConfig, device: Any, shapes: list[tuple[int, int]], steps: Any, index: int = 0
+) -> tuple[Any, dict[str, Any]]:
     from .capture import capture_boot
 
-    return capture_boot(config, device, shapes, repeats=repeats(params, device), seed=params["seed"],
-                        drift_capacities=tuple(params["drift_capacities"] or ()), drift_load=params["drift_load"], steps=steps,
-                        boot_index=index)
+    return capture_boot(
+        config,
+        device,
+        shapes,
+        repeats=repeats(params, device),
+        seed=params["seed"],
+        drift_capacities=tuple(params["drift_capacities"] or ()),
+        drift_load=params["drift_load"],
+        steps=steps,
+        boot_index=index,
+    )
 
 
 def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -144,8 +232,14 @@ def boot_spread(boots: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for i, first in enumerate(boots[0]["measurements"]):
         medians = [b["measurements"][i]["median_ms"] for b in boots]
-        rows.append({"prefill": first["prefill"], "decode": first["decode"], "medians_ms": medians,
-                     "max_over_min": max(medians) / min(medians)})
+        rows.append(
+            {
+                "prefill": first["prefill"],
+                "decode": first["decode"],
+                "medians_ms": medians,
+                "max_over_min": max(medians) / min(medians),
+            }
+        )
     return rows
 
 
@@ -177,21 +271,45 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
                 emit({"type": "launch", "prompt_tokens": n, "policy": policy, **launch})
             arms.append(arm)
             steps.advance(f"{n} tokens {policy}: {arm['ttft_ms']:.2f} ms")
-    return {**stored, "planning_catalog": planning.to_dicts(),
-            "planning_catalog_source": "given" if params["catalog"] else "this boot", "arms": arms}
+    return {
+        **stored,
+        "planning_catalog": planning.to_dicts(),
+        "planning_catalog_source": "given" if params["catalog"] else "this boot",
+        "arms": arms,
+    }
 
 
 def _arm(prompt: int, chosen: Any, runs: list[Any]) -> dict[str, Any]:
     """One (prompt, policy) row: the median run's TTFT next to what the harness predicted."""
-    launches = [{"index": i, "graph": l.graph, "start": l.start, "end": l.end, "padding": l.padding,
-                 "chooser": l.chooser, "predicted_ms": l.predicted_ms, "table_ms": t,
-                 "ms": statistics.median(r.launch_ms[i] for r in runs)}
-                for i, (l, t) in enumerate(zip(chosen.launches, chosen.true_ms))]
+    launches = [
+        {
+            "index": i,
+            "graph": l.graph,
+            "start": l.start,
+            "end": l.end,
+            "padding": l.padding,
+            "chooser": l.chooser,
+            "predicted_ms": l.predicted_ms,
+            "table_ms": t,
+            "ms": statistics.median(r.launch_ms[i] for r in runs),
+        }
+        for i, (l, t) in enumerate(zip(chosen.launches, chosen.true_ms))
+    ]
     median = runs[len(runs) // 2]
-    return {"prompt_tokens": prompt, "policy": chosen.policy, "launch_count": len(launches), "graphs": list(chosen.graphs),
-            "padded_tokens": chosen.padded_tokens, "ttft_ms": median.ttft_ms, "ttft_runs_ms": [r.ttft_ms for r in runs],
-            "launch_sum_ms": sum(median.launch_ms), "predicted_ms": sum(l.predicted_ms for l in chosen.launches),
-            "table_ms": chosen.ttft_ms, "first_token": median.first_token, "launches": launches}
+    return {
+        "prompt_tokens": prompt,
+        "policy": chosen.policy,
+        "launch_count": len(launches),
+        "graphs": list(chosen.graphs),
+        "padded_tokens": chosen.padded_tokens,
+        "ttft_ms": median.ttft_ms,
+        "ttft_runs_ms": [r.ttft_ms for r in runs],
+        "launch_sum_ms": sum(median.launch_ms),
+        "predicted_ms": sum(l.predicted_ms for l in chosen.launches),
+        "table_ms": chosen.ttft_ms,
+        "first_token": median.first_token,
+        "launches": launches,
+    }
 
 
 def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -217,30 +335,60 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     for policy in ("cost", "rule"):
         chosen = plan(policy, planning, Request(n))
         first, second = execute(boot, chosen, prompt), execute(boot, chosen, prompt)
-        chunkings[policy] = {"graphs": list(chosen.graphs), "chunks": [[l.start, l.end] for l in chosen.launches],
-                             "padded_tokens": chosen.padded_tokens}
+        chunkings[policy] = {
+            "graphs": list(chosen.graphs),
+            "chunks": [[l.start, l.end] for l in chosen.launches],
+            "padded_tokens": chosen.padded_tokens,
+        }
         logits[policy] = first.logits
         repeat[policy] = compare(first.logits, second.logits)
         steps.advance(f"{policy}: {len(chosen.launches)} launches")
-    return {"provenance": stored["provenance"], "prompt_tokens": n,
-            "planning_catalog_source": "given" if params["catalog"] else "this boot", "chunkings": chunkings,
-            "vs_one_shot": {p: compare(logits[p], reference) for p in logits},
-            "cost_vs_rule": compare(logits["cost"], logits["rule"]),
-            "same_chunking_twice": repeat,
-            "reproducible": all(r["bitwise_identical"] for r in repeat.values())}
+    return {
+        "provenance": stored["provenance"],
+        "prompt_tokens": n,
+        "planning_catalog_source": "given" if params["catalog"] else "this boot",
+        "chunkings": chunkings,
+        "vs_one_shot": {p: compare(logits[p], reference) for p in logits},
+        "cost_vs_rule": compare(logits["cost"], logits["rule"]),
+        "same_chunking_twice": repeat,
+        "reproducible": all(r["bitwise_identical"] for r in repeat.values()),
+    }
 
 
-ANALYSES: dict[str, Analysis] = {a.name: a for a in (
-    Analysis("capture", "One boot: capture a graph per catalog shape and time its launches into a catalog.",
-             (*BOOT_PARAMS, DECODE_ROWS, GRAPHS, BOOTS), run_capture,
-             work=lambda p: p["boots"] * len(_capture_shapes(p)[0]) * repeats(p), max_work=50_000,
-             format_text=capture_text, check=check_capture),
-    Analysis("ttft", "Real TTFT: execute each policy's plan on the model, next to the harness's prediction.",
-             (*BOOT_PARAMS, PROMPTS, POLICIES_PARAM, RUNS), run_ttft,
-             work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p) + len(p["prompt_tokens"]) * len(p["policies"]) * p["runs"],
-             max_work=50_000, format_text=ttft_text, check=check_ttft),
-    Analysis("numerics", "First-token logits under cost vs rule chunkings, repeated, and vs a one-shot prefill.",
-             (*BOOT_PARAMS, PROMPT), run_numerics,
-             work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p), max_work=50_000, format_text=numerics_text,
-             check=check_numerics),
-)}
+ANALYSES: dict[str, Analysis] = {
+    a.name: a
+    for a in (
+        Analysis(
+            "capture",
+            "One boot: capture a graph per catalog shape and time its launches into a catalog.",
+            (*BOOT_PARAMS, DECODE_ROWS, GRAPHS, BOOTS),
+            run_capture,
+            work=lambda p: p["boots"] * len(_capture_shapes(p)[0]) * repeats(p),
+            max_work=50_000,
+            format_text=capture_text,
+            check=check_capture,
+        ),
+        Analysis(
+            "ttft",
+            "Real TTFT: execute each policy's plan on the model, next to the harness's prediction.",
+            (*BOOT_PARAMS, PROMPTS, POLICIES_PARAM, RUNS),
+            run_ttft,
+            work=lambda p: (
+                len(_prefill_shapes(p)[0]) * repeats(p) + len(p["prompt_tokens"]) * len(p["policies"]) * p["runs"]
+            ),
+            max_work=50_000,
+            format_text=ttft_text,
+            check=check_ttft,
+        ),
+        Analysis(
+            "numerics",
+            "First-token logits under cost vs rule chunkings, repeated, and vs a one-shot prefill.",
+            (*BOOT_PARAMS, PROMPT),
+            run_numerics,
+            work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p),
+            max_work=50_000,
+            format_text=numerics_text,
+            check=check_numerics,
+        ),
+    )
+}

@@ -19,8 +19,9 @@ from .presets import ModelConfig
 from .timing import Stopwatch, summary
 
 
-def time_launches(launcher: Launcher, device: torch.device, repeats: int,
-                  disturbance: Disturbance | None = None) -> list[float]:
+def time_launches(
+    launcher: Launcher, device: torch.device, repeats: int, disturbance: Disturbance | None = None
+) -> list[float]:
     """K back-to-back launches, each timed on its own (CUDA events need no host sync between them)."""
     watch = Stopwatch(device)
     for _ in range(repeats):
@@ -46,8 +47,18 @@ def measure(boot: Boot, shape: tuple[int, int], repeats: int, drift_load: int | 
     return row
 
 
-def capture_boot(config: ModelConfig, device: torch.device, shapes: list[tuple[int, int]], *, repeats: int, seed: int,
-                 drift_capacities: tuple[int, ...] = (), drift_load: int = 2, steps: Progress, boot_index: int = 0) -> tuple[Boot, dict[str, Any]]:
+def capture_boot(
+    config: ModelConfig,
+    device: torch.device,
+    shapes: list[tuple[int, int]],
+    *,
+    repeats: int,
+    seed: int,
+    drift_capacities: tuple[int, ...] = (),
+    drift_load: int = 2,
+    steps: Progress,
+    boot_index: int = 0,
+) -> tuple[Boot, dict[str, Any]]:
     """Boot the model, capture every shape, measure them in catalog order, streaming each
     measurement. Returns the live boot (to execute plans on) and its stored form."""
     meta = provenance(config, device, seed)

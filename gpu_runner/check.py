@@ -38,8 +38,13 @@ def _ttft_summary(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _cuda_tests() -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", "pytest", "-m", "cuda", "-q", "tests/gpu_runner"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "tests/gpu_runner"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = out.stdout.strip().splitlines()
     if out.returncode != 0:
         raise RuntimeError("\n".join(lines[-30:]))
@@ -48,6 +53,7 @@ def _cuda_tests() -> dict[str, Any]:
 
 def steps(report: dict[str, Any]) -> list[tuple[str, Callable[[], Any]]]:
     """Later steps plan with the first boot's catalog, as an engine would after booting."""
+
     def boot() -> Any:
         result = _run("capture", {"repeats": 20})
         report["catalog"] = result["catalog"]
@@ -57,8 +63,12 @@ def steps(report: dict[str, Any]) -> list[tuple[str, Callable[[], Any]]]:
     return [
         ("capture_small", boot),
         ("ttft_clean", lambda: _ttft_summary(_run("ttft", {"catalog": catalog(), "prompt_tokens": ARMS, "runs": 5}))),
-        ("ttft_drift_4096", lambda: _ttft_summary(_run("ttft", {"drift_capacities": [4096], "drift_load": 4,
-                                                                "prompt_tokens": ARMS, "runs": 5}))),
+        (
+            "ttft_drift_4096",
+            lambda: _ttft_summary(
+                _run("ttft", {"drift_capacities": [4096], "drift_load": 4, "prompt_tokens": ARMS, "runs": 5})
+            ),
+        ),
         ("numerics", lambda: _run("numerics", {"catalog": catalog(), "prompt_tokens": ARMS[0]})),
         ("cuda_tests", _cuda_tests),
     ]
@@ -68,13 +78,20 @@ def main(argv: list[str]) -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print(f"gpu-check: no CUDA device (torch {torch.__version__}, CUDA {torch.version.cuda}); "
-              "this script checks the CUDA path only and ran nothing", file=sys.stderr)
+        print(
+            f"gpu-check: no CUDA device (torch {torch.__version__}, CUDA {torch.version.cuda}); "
+            "this script checks the CUDA path only and ran nothing",
+            file=sys.stderr,
+        )
         return 2
     path = Path(argv[0]) if argv else Path(os.environ.get("OUT", ".")) / "gpu-check.json"
     began = time.perf_counter()
-    report: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                              "cuda": torch.version.cuda, "steps": {}}
+    report: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "steps": {},
+    }
     for name, step in steps(report):
         if time.perf_counter() - began > BUDGET_S:
             report["steps"][name] = {"ok": False, "error": "skipped: time budget spent"}
@@ -82,7 +99,7 @@ def main(argv: list[str]) -> int:
         start = time.perf_counter()
         try:
             entry = {"ok": True, "result": step()}
-        except Exception:  # noqa: BLE001 - the report carries any failure; later steps still run
+        except Exception:
             entry = {"ok": False, "error": traceback.format_exc(limit=5)}
         entry["seconds"] = round(time.perf_counter() - start, 2)
         report["steps"][name] = entry

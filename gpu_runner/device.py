@@ -26,8 +26,11 @@ def resolve_device(name: str) -> torch.device:
     if torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
     if name == "cuda":
-        raise InvalidInput("device", f"cuda was asked for but no CUDA device is available "
-                                     f"(torch {torch.__version__}, built with CUDA {torch.version.cuda})")
+        raise InvalidInput(
+            "device",
+            f"cuda was asked for but no CUDA device is available "
+            f"(torch {torch.__version__}, built with CUDA {torch.version.cuda})",
+        )
     return torch.device("cpu")
 
 
@@ -47,19 +50,25 @@ def available_bytes(device: torch.device) -> int:
     raise RuntimeError("cannot read MemAvailable from /proc/meminfo")
 
 
-def check_fits(config: ModelConfig, shapes: list[tuple[int, int]], device: torch.device, field: str = "capacities") -> None:
+def check_fits(
+    config: ModelConfig, shapes: list[tuple[int, int]], device: torch.device, field: str = "capacities"
+) -> None:
     """Refuse a boot whose estimated footprint exceeds the device's free memory, naming its largest shape."""
     need, (prefill, decode) = estimate_bytes(config, shapes)
     have = available_bytes(device)
     if need > have:
-        raise InvalidInput(field, f"shape prefill={prefill} decode={decode} of preset {config.name} needs about "
-                                  f"{need / GIB:.1f} GiB, more than the {have / GIB:.1f} GiB free on {device}")
+        raise InvalidInput(
+            field,
+            f"shape prefill={prefill} decode={decode} of preset {config.name} needs about "
+            f"{need / GIB:.1f} GiB, more than the {have / GIB:.1f} GiB free on {device}",
+        )
 
 
 def code_revision() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
-                             capture_output=True, text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=5
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
@@ -77,5 +86,5 @@ def provenance(config: ModelConfig, device: torch.device, seed: int) -> dict[str
         "preset": config.name,
         "seed": seed,
         "code_revision": code_revision(),
-        "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }

@@ -53,7 +53,9 @@ class Disturbance:
             for _ in range(self.load * CUDA_MATMULS_PER_LOAD):
                 torch.mm(self._matrix, self._matrix)
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._stream is not None:
             self._stream.synchronize()
             self._stream = None

@@ -42,7 +42,7 @@ class Launcher:
         """Put prompt[start:end] in the chunk, zero pads after it (see model.py for where they land)."""
         real = end - start
         self.step.tokens[:real].copy_(prompt[start:end])
-        self.step.tokens[real:self.step.prefill].zero_()
+        self.step.tokens[real : self.step.prefill].zero_()
         self.step.start.fill_(start)
         self.step.last.fill_(real - 1)
 

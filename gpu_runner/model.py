@@ -48,16 +48,22 @@ class Step:
 
     prefill: int
     decode: int
-    tokens: torch.Tensor            # [prefill + decode] token ids: the chunk, then one per decode row
-    start: torch.Tensor             # [1] position of the chunk's first token
-    last: torch.Tensor              # [1] index in the chunk of its last real token (whose logits we sample)
-    row_positions: torch.Tensor     # [decode] position each decode row appends at
+    tokens: torch.Tensor  # [prefill + decode] token ids: the chunk, then one per decode row
+    start: torch.Tensor  # [1] position of the chunk's first token
+    last: torch.Tensor  # [1] index in the chunk of its last real token (whose logits we sample)
+    row_positions: torch.Tensor  # [decode] position each decode row appends at
 
     @classmethod
     def allocate(cls, prefill: int, decode: int, device: torch.device) -> Step:
         long = dict(dtype=torch.long, device=device)
-        return cls(prefill, decode, torch.zeros(prefill + decode, **long), torch.zeros(1, **long),
-                   torch.full((1,), max(prefill - 1, 0), **long), torch.zeros(decode, **long))
+        return cls(
+            prefill,
+            decode,
+            torch.zeros(prefill + decode, **long),
+            torch.zeros(1, **long),
+            torch.full((1,), max(prefill - 1, 0), **long),
+            torch.zeros(decode, **long),
+        )
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -95,7 +101,9 @@ class Transformer(torch.nn.Module):
 
         c = config
         self.embed = weight(c.vocab, c.width, std=1.0)
-        self.qkv = torch.nn.ParameterList(weight((c.heads + 2 * c.kv_heads) * c.head_dim, c.width) for _ in range(c.layers))
+        self.qkv = torch.nn.ParameterList(
+            weight((c.heads + 2 * c.kv_heads) * c.head_dim, c.width) for _ in range(c.layers)
+        )
         self.out = torch.nn.ParameterList(weight(c.width, c.heads * c.head_dim) for _ in range(c.layers))
         self.gate_up = torch.nn.ParameterList(weight(2 * c.ffn, c.width) for _ in range(c.layers))
         self.down = torch.nn.ParameterList(weight(c.width, c.ffn) for _ in range(c.layers))
@@ -116,14 +124,20 @@ class Transformer(torch.nn.Module):
         chunk_positions = step.start + torch.arange(p, device=step.tokens.device)
         positions = torch.cat((chunk_positions, step.row_positions))
         cos, sin = self.cos.index_select(0, positions), self.sin.index_select(0, positions)
-        chunk_mask = _additive(torch.arange(cache.length, device=positions.device)[None, :] <= chunk_positions[:, None], cos.dtype)
-        row_mask = _additive(torch.arange(c.decode_context, device=positions.device)[None, :] <= step.row_positions[:, None], cos.dtype)
+        chunk_mask = _additive(
+            torch.arange(cache.length, device=positions.device)[None, :] <= chunk_positions[:, None], cos.dtype
+        )
+        row_mask = _additive(
+            torch.arange(c.decode_context, device=positions.device)[None, :] <= step.row_positions[:, None], cos.dtype
+        )
         row_slots = torch.arange(d, device=positions.device) * c.decode_context + step.row_positions
 
         x = self.embed.index_select(0, step.tokens)
         for i in range(c.layers):
             h = _rms_norm(x, self.attn_norm[i], c.norm_eps)
-            q, k, v = (h @ self.qkv[i].T).split((c.heads * c.head_dim, c.kv_heads * c.head_dim, c.kv_heads * c.head_dim), -1)
+            q, k, v = (h @ self.qkv[i].T).split(
+                (c.heads * c.head_dim, c.kv_heads * c.head_dim, c.kv_heads * c.head_dim), -1
+            )
             q = _rotate(q.view(-1, c.heads, c.head_dim), cos, sin)
             k = _rotate(k.view(-1, c.kv_heads, c.head_dim), cos, sin)
             v = v.view(-1, c.kv_heads, c.head_dim)
@@ -131,19 +145,27 @@ class Transformer(torch.nn.Module):
             if p:
                 cache.k[i].index_copy_(0, chunk_positions, k[:p])
                 cache.v[i].index_copy_(0, chunk_positions, v[:p])
-                parts.append(self._attend(q[:p].transpose(0, 1)[None], cache.k[i][None], cache.v[i][None], chunk_mask)[0]
-                             .transpose(0, 1).reshape(p, -1))
+                parts.append(
+                    self._attend(q[:p].transpose(0, 1)[None], cache.k[i][None], cache.v[i][None], chunk_mask)[0]
+                    .transpose(0, 1)
+                    .reshape(p, -1)
+                )
             if d:
                 keys, values = cache.row_k[i, :d], cache.row_v[i, :d]
                 keys.view(-1, c.kv_heads, c.head_dim).index_copy_(0, row_slots, k[p:])
                 values.view(-1, c.kv_heads, c.head_dim).index_copy_(0, row_slots, v[p:])
-                parts.append(self._attend(q[p:][:, :, None, :], keys, values, row_mask[:, None, None, :]).reshape(d, -1))
+                parts.append(
+                    self._attend(q[p:][:, :, None, :], keys, values, row_mask[:, None, None, :]).reshape(d, -1)
+                )
             x = x + torch.cat(parts) @ self.out[i].T
             gate, up = (_rms_norm(x, self.mlp_norm[i], c.norm_eps) @ self.gate_up[i].T).chunk(2, -1)
             x = x + (F.silu(gate) * up) @ self.down[i].T
 
-        rows = torch.cat((step.last, torch.arange(p, p + d, device=positions.device))) if p else \
-            torch.arange(d, device=positions.device)
+        rows = (
+            torch.cat((step.last, torch.arange(p, p + d, device=positions.device)))
+            if p
+            else torch.arange(d, device=positions.device)
+        )
         return _rms_norm(x.index_select(0, rows), self.final_norm, c.norm_eps) @ self.head.T
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

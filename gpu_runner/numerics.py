@@ -21,5 +21,9 @@ def one_shot(boot: Boot, prompt: torch.Tensor) -> tuple[torch.Tensor, KVCache]:
 
 def compare(a: torch.Tensor, b: torch.Tensor) -> dict[str, Any]:
     """Max absolute logit difference, whether greedy sampling agrees, and bitwise identity."""
-    return {"max_abs_diff": float((a - b).abs().max()), "argmax_agree": int(a.argmax()) == int(b.argmax()),
-            "argmax": [int(a.argmax()), int(b.argmax())], "bitwise_identical": bool(torch.equal(a, b))}
+    return {
+        "max_abs_diff": float((a - b).abs().max()),
+        "argmax_agree": int(a.argmax()) == int(b.argmax()),
+        "argmax": [int(a.argmax()), int(b.argmax())],
+        "bitwise_identical": bool(torch.equal(a, b)),
+    }

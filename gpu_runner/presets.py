@@ -28,15 +28,17 @@ class ModelConfig:
     head_dim: int
     ffn: int
     vocab: int
-    max_tokens: int       # the longest prompt a boot accepts
-    decode_context: int   # cache length of each decode row
-    dtype: str            # "float32" or "bfloat16"
+    max_tokens: int  # the longest prompt a boot accepts
+    decode_context: int  # cache length of each decode row
+    dtype: str  # "float32" or "bfloat16"
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
 
     @property
     def parameters(self) -> int:
-        attention = self.width * (self.heads + 2 * self.kv_heads) * self.head_dim + self.heads * self.head_dim * self.width
+        attention = (
+            self.width * (self.heads + 2 * self.kv_heads) * self.head_dim + self.heads * self.head_dim * self.width
+        )
         mlp = 3 * self.width * self.ffn
         return self.layers * (attention + mlp + 2 * self.width) + 2 * self.vocab * self.width + self.width
 
@@ -46,13 +48,47 @@ class ModelConfig:
 
 
 PRESETS: dict[str, ModelConfig] = {
-    c.name: c for c in (
-        ModelConfig("tiny", layers=2, width=256, heads=4, kv_heads=2, head_dim=64, ffn=688, vocab=2048,
-                    max_tokens=4096, decode_context=256, dtype="float32"),
-        ModelConfig("small", layers=8, width=2048, heads=16, kv_heads=4, head_dim=128, ffn=5632, vocab=32000,
-                    max_tokens=16384, decode_context=2048, dtype="bfloat16"),
-        ModelConfig("medium", layers=16, width=4096, heads=32, kv_heads=8, head_dim=128, ffn=11008, vocab=32000,
-                    max_tokens=16384, decode_context=2048, dtype="bfloat16"),
+    c.name: c
+    for c in (
+        ModelConfig(
+            "tiny",
+            layers=2,
+            width=256,
+            heads=4,
+            kv_heads=2,
+            head_dim=64,
+            ffn=688,
+            vocab=2048,
+            max_tokens=4096,
+            decode_context=256,
+            dtype="float32",
+        ),
+        ModelConfig(
+            "small",
+            layers=8,
+            width=2048,
+            heads=16,
+            kv_heads=4,
+            head_dim=128,
+            ffn=5632,
+            vocab=32000,
+            max_tokens=16384,
+            decode_context=2048,
+            dtype="bfloat16",
+        ),
+        ModelConfig(
+            "medium",
+            layers=16,
+            width=4096,
+            heads=32,
+            kv_heads=8,
+            head_dim=128,
+            ffn=11008,
+            vocab=32000,
+            max_tokens=16384,
+            decode_context=2048,
+            dtype="bfloat16",
+        ),
     )
 }
 
@@ -63,8 +99,11 @@ def get_preset(name: object, field: str = "preset") -> ModelConfig:
     return PRESETS[name]
 
 
-def default_shapes(capacities: Iterable[int] = DEFAULT_PREFILL_CAPACITIES, decode_rows: Iterable[int] = DEFAULT_DECODE_ROWS,
-                   graphs: str = "all") -> list[tuple[int, int]]:
+def default_shapes(
+    capacities: Iterable[int] = DEFAULT_PREFILL_CAPACITIES,
+    decode_rows: Iterable[int] = DEFAULT_DECODE_ROWS,
+    graphs: str = "all",
+) -> list[tuple[int, int]]:
     """A recipe's catalog shapes: solo prefill capacities, decode-only rows, and mixed shapes
     (the smallest capacity carrying each decode row count), as `graphs` selects."""
     caps = sorted(set(capacities))
@@ -95,8 +134,14 @@ def estimate_bytes(config: ModelConfig, shapes: list[tuple[int, int]]) -> tuple[
     def activations(prefill: int, decode: int) -> int:
         tokens = prefill + decode
         per_token = 4 * config.width + (config.heads + 2 * config.kv_heads) * config.head_dim + 3 * config.ffn
-        attention = prefill * length + 2 * config.heads * config.head_dim * (
-            length * (1 if prefill else 0) + decode * config.decode_context) * size
+        attention = (
+            prefill * length
+            + 2
+            * config.heads
+            * config.head_dim
+            * (length * (1 if prefill else 0) + decode * config.decode_context)
+            * size
+        )
         # CPU attention may fall back to the math kernel, which materialises the scores.
         scores = config.heads * (prefill * length + decode * config.decode_context) * 4
         return tokens * per_token * size + attention + scores + (1 + decode) * config.vocab * 4

@@ -19,28 +19,36 @@ def _shape(prefill: int, decode: int) -> str:
 def capture_text(result: dict[str, Any]) -> str:
     drift = result["provenance"].get("drift")
     disturbed = f"; drifted: prefill {', '.join(map(str, drift['capacities']))} (load {drift['load']})" if drift else ""
-    lines = [f"boot on {_provenance(result)}{disturbed}",
-             f"{'shape':<18} {'median ms':>10} {'p10':>9} {'p90':>9} {'p90/p10':>8} {'samples':>8}"]
+    lines = [
+        f"boot on {_provenance(result)}{disturbed}",
+        f"{'shape':<18} {'median ms':>10} {'p10':>9} {'p90':>9} {'p90/p10':>8} {'samples':>8}",
+    ]
     for m in result["measurements"]:
         spread = m["p90_ms"] / m["p10_ms"] if m["p10_ms"] else float("inf")
         drift = "  (drifted)" if m.get("drifted") else ""
-        lines.append(f"{_shape(m['prefill'], m['decode']):<18} {m['median_ms']:>10.3f} {m['p10_ms']:>9.3f} "
-                     f"{m['p90_ms']:>9.3f} {spread:>8.3f} {m['samples']:>8}{drift}")
+        lines.append(
+            f"{_shape(m['prefill'], m['decode']):<18} {m['median_ms']:>10.3f} {m['p10_ms']:>9.3f} "
+            f"{m['p90_ms']:>9.3f} {spread:>8.3f} {m['samples']:>8}{drift}"
+        )
     for row in result.get("boot_spread", []):
         lines.append(f"boots: {_shape(row['prefill'], row['decode'])} medians max/min {row['max_over_min']:.3f}")
     return "\n".join(lines)
 
 
 def ttft_text(result: dict[str, Any]) -> str:
-    lines = [f"on {_provenance(result)}; planned with {result['planning_catalog_source']}'s catalog",
-             "predicted: the launches at the planning catalog's durations; undisturbed: at this boot's "
-             "medians timed without drift",
-             f"{'prompt':>7} {'policy':<7} {'launches':>8} {'padded':>7} {'TTFT ms':>10} {'predicted':>10} "
-             f"{'undisturbed':>11}  graphs"]
+    lines = [
+        f"on {_provenance(result)}; planned with {result['planning_catalog_source']}'s catalog",
+        "predicted: the launches at the planning catalog's durations; undisturbed: at this boot's "
+        "medians timed without drift",
+        f"{'prompt':>7} {'policy':<7} {'launches':>8} {'padded':>7} {'TTFT ms':>10} {'predicted':>10} "
+        f"{'undisturbed':>11}  graphs",
+    ]
     for arm in result["arms"]:
-        lines.append(f"{arm['prompt_tokens']:>7} {arm['policy']:<7} {arm['launch_count']:>8} {arm['padded_tokens']:>7} "
-                     f"{arm['ttft_ms']:>10.2f} {arm['predicted_ms']:>10.2f} {arm['table_ms']:>11.2f}  "
-                     f"{','.join(map(str, arm['graphs']))}")
+        lines.append(
+            f"{arm['prompt_tokens']:>7} {arm['policy']:<7} {arm['launch_count']:>8} {arm['padded_tokens']:>7} "
+            f"{arm['ttft_ms']:>10.2f} {arm['predicted_ms']:>10.2f} {arm['table_ms']:>11.2f}  "
+            f"{','.join(map(str, arm['graphs']))}"
+        )
     return "\n".join(lines)
 
 
@@ -53,10 +61,15 @@ def _compare(c: dict[str, Any]) -> str:
 def numerics_text(result: dict[str, Any]) -> str:
     lines = [f"{result['prompt_tokens']} tokens on {_provenance(result)}"]
     for policy, chunking in result["chunkings"].items():
-        lines.append(f"{policy:<5} chunks {','.join(map(str, chunking['graphs']))} (padding {chunking['padded_tokens']}); "
-                     f"vs one-shot: {_compare(result['vs_one_shot'][policy])}; "
-                     f"run twice: {_compare(result['same_chunking_twice'][policy])}")
+        lines.append(
+            f"{policy:<5} chunks {','.join(map(str, chunking['graphs']))} (padding {chunking['padded_tokens']}); "
+            f"vs one-shot: {_compare(result['vs_one_shot'][policy])}; "
+            f"run twice: {_compare(result['same_chunking_twice'][policy])}"
+        )
     lines.append(f"cost vs rule: {_compare(result['cost_vs_rule'])}")
-    lines.append("reproducible: same chunking, same logits bit for bit" if result["reproducible"]
-                 else "NOT reproducible: a chunking gave different logits on a second run")
+    lines.append(
+        "reproducible: same chunking, same logits bit for bit"
+        if result["reproducible"]
+        else "NOT reproducible: a chunking gave different logits on a second run"
+    )
     return "\n".join(lines)

@@ -46,4 +46,9 @@ def synchronize(device: torch.device) -> None:
 def summary(samples: list[float]) -> dict[str, float | int]:
     """Median and the 10th/90th percentiles (inclusive deciles; one sample is its own spread)."""
     deciles = statistics.quantiles(samples, n=10, method="inclusive") if len(samples) > 1 else samples * 9
-    return {"median_ms": statistics.median(samples), "p10_ms": deciles[0], "p90_ms": deciles[8], "samples": len(samples)}
+    return {
+        "median_ms": statistics.median(samples),
+        "p10_ms": deciles[0],
+        "p90_ms": deciles[8],
+        "samples": len(samples),
+    }

@@ -9,6 +9,7 @@ predecessor left running (only processes whose command line is ours) before star
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -66,10 +67,8 @@ def stop_stale() -> None:
         cmd = _cmdline(pid)
         if cmd and any(m in cmd for m in ("redis-server", "celery", "daphne")) and str(ROOT) in (cmd + _cwd(pid)):
             print(f"dev: stopping stale {pidfile.stem} (pid {pid})")
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)  # the process itself: a Celery worker stops its own pool
-            except ProcessLookupError:
-                pass
             for _ in range(100):
                 if not pid_alive(pid):
                     break
@@ -82,10 +81,8 @@ def stop_stale() -> None:
 def signal_group(pid: int, signum: int) -> None:
     """Signal a child and everything it started: each child leads its own process group (a Celery
     worker's pool processes are in it), so a SIGKILL leaves no orphaned pool process behind."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signum) if os.getpgid(pid) == pid else os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def _cwd(pid: int) -> str:
@@ -100,9 +97,26 @@ def start_redis(data_dir: Path, port: int | None = None) -> tuple[subprocess.Pop
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     proc = subprocess.Popen(
-        [str(redis_server_binary()), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data_dir),
-         "--appendonly", "yes", "--save", "", "--daemonize", "no", "--loglevel", "warning"],
-        stdout=subprocess.DEVNULL, start_new_session=True)
+        [
+            str(redis_server_binary()),
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dir",
+            str(data_dir),
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+            "--loglevel",
+            "warning",
+        ],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     wait_for_redis(url, proc)
     return proc, url
@@ -131,8 +145,22 @@ def celery_worker_cmd(queues: str, *, beat: bool = False, name: str | None = Non
     pool = ["--pool=solo"] if gpu else ["--pool=prefork", "--concurrency=1"]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
     devices = f"-cuda{visible.replace(',', '-')}" if gpu and visible else ""
-    cmd = [PY, "-m", "celery", "-A", "heliosweb", "worker", "-Q", queues, "--loglevel=INFO",
-           "-n", name or f"{queues.replace(',', '-')}{devices}@%h", *pool, "--without-gossip", "--without-mingle"]
+    cmd = [
+        PY,
+        "-m",
+        "celery",
+        "-A",
+        "heliosweb",
+        "worker",
+        "-Q",
+        queues,
+        "--loglevel=INFO",
+        "-n",
+        name or f"{queues.replace(',', '-')}{devices}@%h",
+        *pool,
+        "--without-gossip",
+        "--without-mingle",
+    ]
     if beat:
         cmd += ["-B", "--schedule", str(VAR / "celerybeat-schedule")]
     return cmd
@@ -222,8 +250,25 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+# Code health, run before the tests: a layer broken, a lint or a format slip fails `./dev test` (and CI).
+CHECKS: list[tuple[str, list[str]]] = [
+    ("ruff check", [PY, "-m", "ruff", "check", "--quiet", "."]),
+    ("ruff format", [PY, "-m", "ruff", "format", "--check", "--quiet", "."]),
+]
+
+
+def cmd_check() -> int:
+    failed = [name for name, cmd in CHECKS if subprocess.call(cmd, cwd=ROOT) != 0]
+    if failed:
+        print(f"dev: code-health checks failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_test(extra: list[str]) -> int:
     VAR.mkdir(parents=True, exist_ok=True)
+    if cmd_check() != 0:
+        return 1
     return subprocess.call([PY, "-m", "pytest", *extra], cwd=ROOT)
 
 
@@ -239,8 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     worker = sub.add_parser("worker", help="run a Celery worker (other hosts)")
     worker.add_argument("--queues", default="gpu", help="comma-separated: sim, gpu")
     worker.add_argument("--beat", action="store_true", help="also run the periodic reaper (one host only)")
-    sub.add_parser("test", help="run every test (pytest arguments follow)")
+    sub.add_parser("test", help="the code-health checks, then every test (pytest arguments follow)")
+    sub.add_parser("check", help="the code-health checks alone (ruff, import layers, types)")
     args = parser.parse_args(argv)
+    if args.command == "check":
+        return cmd_check()
     return {"up": cmd_up, "worker": cmd_worker}[args.command](args)
 
 

@@ -33,4 +33,6 @@ class SnapshotStream(AsyncWebsocketConsumer):
         await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        await self.send(text_data=json.dumps({"type": "error", "field": "message", "error": "this stream takes no messages"}))
+        await self.send(
+            text_data=json.dumps({"type": "error", "field": "message", "error": "this stream takes no messages"})
+        )

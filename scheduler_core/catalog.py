@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .errors import InvalidInput
 from .validation import reject_unknown_keys, require_int, require_list, require_mapping
@@ -52,7 +52,9 @@ class Catalog:
         seen: set[tuple[int, int]] = set()
         for index, graph in enumerate(self.graphs):
             if graph.shape in seen:
-                raise InvalidInput(f"catalog[{index}]", f"duplicate shape prefill={graph.prefill} decode={graph.decode}")
+                raise InvalidInput(
+                    f"catalog[{index}]", f"duplicate shape prefill={graph.prefill} decode={graph.decode}"
+                )
             seen.add(graph.shape)
         solo = sorted((g for g in self.graphs if g.kind == "prefill"), key=lambda g: g.prefill)
         if not solo:
@@ -119,9 +121,13 @@ def _parse_graph(item: Any, field_name: str) -> Graph:
     return Graph(prefill, decode, _normalise_ms(ms))
 
 
-def build_catalog(ms_of: Callable[[int, int], float | None], *,
-                  capacities: Sequence[int] = DEFAULT_PREFILL_CAPACITIES,
-                  decode_rows: Sequence[int] = (), mixed: Iterable[tuple[int, int]] = ()) -> Catalog:
+def build_catalog(
+    ms_of: Callable[[int, int], float | None],
+    *,
+    capacities: Sequence[int] = DEFAULT_PREFILL_CAPACITIES,
+    decode_rows: Sequence[int] = (),
+    mixed: Iterable[tuple[int, int]] = (),
+) -> Catalog:
     """A catalog whose every shape is measured by `ms_of(prefill, decode)`."""
     shapes = [(c, 0) for c in capacities] + [(0, d) for d in decode_rows] + list(mixed)
     return Catalog(tuple(Graph(p, d, _normalise_ms(ms_of(p, d))) for p, d in shapes))
@@ -129,12 +135,16 @@ def build_catalog(ms_of: Callable[[int, int], float | None], *,
 
 # Perturbations: each returns a new catalog; the true execution model is never touched.
 
+
 def drift(catalog: Catalog, capacity: int, factor: float) -> Catalog:
     """A slow capture: the solo prefill graph `capacity` over-measured by `factor`."""
     if capacity not in catalog.prefill_ms:
-        raise InvalidInput("drift.capacity", f"{capacity} is not a prefill capacity of the catalog {list(catalog.capacities)}")
+        raise InvalidInput(
+            "drift.capacity", f"{capacity} is not a prefill capacity of the catalog {list(catalog.capacities)}"
+        )
     return catalog.replace_ms(
-        lambda g: g.ms * factor if (g.kind == "prefill" and g.prefill == capacity and g.ms is not None) else g.ms)
+        lambda g: g.ms * factor if (g.kind == "prefill" and g.prefill == capacity and g.ms is not None) else g.ms
+    )
 
 
 def noise(catalog: Catalog, *, seed: int, sigma: float) -> Catalog:

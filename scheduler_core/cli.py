@@ -23,8 +23,13 @@ def add_analysis_parser(sub: Any, analysis: Analysis) -> None:
     p = sub.add_parser(analysis.name, help=analysis.summary, description=analysis.summary)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     for param in analysis.params:
-        p.add_argument("--" + param.name.replace("_", "-"), dest=param.name, default=None,
-                       metavar="FILE" if param.kind.startswith("catalog") else param.kind.upper(), help=_help(param))
+        p.add_argument(
+            "--" + param.name.replace("_", "-"),
+            dest=param.name,
+            default=None,
+            metavar="FILE" if param.kind.startswith("catalog") else param.kind.upper(),
+            help=_help(param),
+        )
 
 
 def _help(param: Param) -> str:
@@ -33,8 +38,13 @@ def _help(param: Param) -> str:
         return f"{param.help} ({files}: a list of graphs or a capture's output)"
     suffix = " (comma-separated)" if param.kind.endswith("_list") else ""
     choices = f" {{{','.join(param.choices)}}}" if param.choices else ""
-    default = ",".join(map(str, param.default)) if isinstance(param.default, list) else \
-        "none" if param.default is None else param.default
+    default = (
+        ",".join(map(str, param.default))
+        if isinstance(param.default, list)
+        else "none"
+        if param.default is None
+        else param.default
+    )
     return f"{param.help}{suffix}{choices} [default: {default}]"
 
 
@@ -49,7 +59,10 @@ def _cli_value(param: Param, text: str) -> Any:
         try:
             return int(item) if kind == "int" else float(item) if kind == "float" else item
         except ValueError:
-            raise InvalidInput(param.name, f"must be {'an integer' if kind == 'int' else 'a number'}, got {item!r}") from None
+            raise InvalidInput(
+                param.name, f"must be {'an integer' if kind == 'int' else 'a number'}, got {item!r}"
+            ) from None
+
     if param.kind.endswith("_list"):
         kind = param.kind.removesuffix("_list")
         return [scalar(kind, item.strip()) for item in text.split(",") if item.strip()]
@@ -71,7 +84,9 @@ def run_analysis(analysis: Analysis, args: argparse.Namespace, *, text_by_defaul
     JSON with --json, or indented JSON when `text_by_default` is off or it has no text)."""
     terminal = sys.stderr.isatty()
     try:
-        raw = {p.name: _cli_value(p, getattr(args, p.name)) for p in analysis.params if getattr(args, p.name) is not None}
+        raw = {
+            p.name: _cli_value(p, getattr(args, p.name)) for p in analysis.params if getattr(args, p.name) is not None
+        }
         result = analysis.run(analysis.validate(raw), _terminal_progress if terminal else (lambda event: None))
     except InvalidInput as exc:  # also what a run finds only once it starts (device memory, say)
         if terminal:

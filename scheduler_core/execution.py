@@ -55,7 +55,9 @@ class TableExecution:
         try:
             return self.ms_by_shape[(prefill, decode)]
         except KeyError:
-            raise InvalidInput("execution", f"the table has no duration for shape prefill={prefill} decode={decode}") from None
+            raise InvalidInput(
+                "execution", f"the table has no duration for shape prefill={prefill} decode={decode}"
+            ) from None
 
     @classmethod
     def from_catalog(cls, catalog: Catalog, first_token_ms: float = 0.0) -> TableExecution:
@@ -70,8 +72,10 @@ class TableExecution:
         for i, row in enumerate(require_list(data.get("table"), f"{field_name}.table")):
             f = f"{field_name}.table[{i}]"
             row = require_mapping(row, f)
-            shape = (require_int(row.get("prefill"), f"{f}.prefill", minimum=0),
-                     require_int(row.get("decode"), f"{f}.decode", minimum=0))
+            shape = (
+                require_int(row.get("prefill"), f"{f}.prefill", minimum=0),
+                require_int(row.get("decode"), f"{f}.decode", minimum=0),
+            )
             table[shape] = require_number(row.get("ms"), f"{f}.ms", minimum=0.0)
         first = require_number(data.get("first_token_ms", 0.0), f"{field_name}.first_token_ms", minimum=0.0)
         return cls(table, first)
@@ -84,7 +88,11 @@ def parse_execution(data: Any, field_name: str = "execution") -> ExecutionModel:
     return AffineExecution.parse(data, field_name)
 
 
-def measured_catalog(execution: ExecutionModel, capacities: tuple[int, ...] = DEFAULT_PREFILL_CAPACITIES,
-                     decode_rows: tuple[int, ...] = (), mixed: tuple[tuple[int, int], ...] = ()) -> Catalog:
+def measured_catalog(
+    execution: ExecutionModel,
+    capacities: tuple[int, ...] = DEFAULT_PREFILL_CAPACITIES,
+    decode_rows: tuple[int, ...] = (),
+    mixed: tuple[tuple[int, int], ...] = (),
+) -> Catalog:
     """A faithful catalog: every graph measured at exactly its true cost (the pull request's 'clean')."""
     return build_catalog(execution.launch_ms, capacities=capacities, decode_rows=decode_rows, mixed=mixed)

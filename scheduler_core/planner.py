@@ -41,8 +41,14 @@ class Plan:
         return {
             "policy": self.policy,
             "launches": [
-                {"graph": l.graph, "start": l.start, "end": l.end, "chooser": l.chooser,
-                 "predicted_ms": l.predicted_ms, "true_ms": t}
+                {
+                    "graph": l.graph,
+                    "start": l.start,
+                    "end": l.end,
+                    "chooser": l.chooser,
+                    "predicted_ms": l.predicted_ms,
+                    "true_ms": t,
+                }
                 for l, t in zip(self.launches, true)
             ],
             "launch_count": len(self.launches),

@@ -99,8 +99,8 @@ class _RemainderTable:
     """
 
     def __init__(self, catalog: Catalog) -> None:
-        from math import gcd
         from functools import reduce
+        from math import gcd
 
         self.capacities_desc = tuple(reversed(catalog.capacities))
         self.cost = {c: catalog.predicted_ms(c) for c in catalog.capacities}
@@ -225,8 +225,9 @@ class CostPolicy:
             self._memo_owner, self._memo = (catalog, request, target), {}
         return self._memo
 
-    def _best_with_spans(self, catalog: Catalog, request: Request, p: int, e: int, target: int,
-                         memo: dict[int, Score]) -> Score | None:
+    def _best_with_spans(
+        self, catalog: Catalog, request: Request, p: int, e: int, target: int, memo: dict[int, Score]
+    ) -> Score | None:
         """Memoised DP over absolute positions while spans can still cut a chunk."""
         table = self._table(catalog)
 

@@ -61,10 +61,12 @@ class Request:
         return i > 0 and self.atomic_spans[i - 1][1] > lo + 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"prompt_tokens": self.prompt_tokens,
-                "message_boundaries": list(self.message_boundaries),
-                "atomic_spans": [list(s) for s in self.atomic_spans],
-                "prefill_limit": self.prefill_limit}
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "message_boundaries": list(self.message_boundaries),
+            "atomic_spans": [list(s) for s in self.atomic_spans],
+            "prefill_limit": self.prefill_limit,
+        }
 
     @classmethod
     def parse(cls, data: Any, catalog: Catalog | None = None, field_name: str = "request") -> Request:
@@ -94,16 +96,23 @@ class Request:
             if start >= end:
                 raise InvalidInput(f, f"start {start} must be < end {end}")
             if spans and start < spans[-1][1]:
-                raise InvalidInput(f, f"overlaps or precedes the previous span {list(spans[-1])}; spans must be sorted and disjoint")
+                raise InvalidInput(
+                    f, f"overlaps or precedes the previous span {list(spans[-1])}; spans must be sorted and disjoint"
+                )
             if catalog is not None and end - start > catalog.full_chunk:
-                raise InvalidInput(f, f"is {end - start} tokens, longer than the full chunk {catalog.full_chunk}: it could never be scheduled")
+                raise InvalidInput(
+                    f,
+                    f"is {end - start} tokens, longer than the full chunk {catalog.full_chunk}: it could never be scheduled",
+                )
             spans.append((start, end))
 
         for i, b in enumerate(boundaries):
             for start, end in spans:
                 if start < b < end:
-                    raise InvalidInput(f"{field_name}.message_boundaries[{i}]",
-                                       f"boundary {b} lies strictly inside atomic span [{start}, {end})")
+                    raise InvalidInput(
+                        f"{field_name}.message_boundaries[{i}]",
+                        f"boundary {b} lies strictly inside atomic span [{start}, {end})",
+                    )
 
         limit = data.get("prefill_limit")
         if limit is not None:

@@ -69,11 +69,28 @@ class StepLaunch:
     predicted_ms: float
 
     def to_dict(self) -> dict[str, Any]:
-        chunk = None if self.chunk is None else {
-            "graph": self.chunk.graph, "start": self.chunk.start, "end": self.chunk.end, "chooser": self.chunk.chooser}
-        return {"index": self.index, "kind": self.kind, "prefill": self.prefill, "decode": self.decode,
-                "lane": self.lane, "chunk": chunk, "decode_lanes": list(self.decode_lanes),
-                "start_ms": self.start_ms, "end_ms": self.end_ms, "predicted_ms": self.predicted_ms}
+        chunk = (
+            None
+            if self.chunk is None
+            else {
+                "graph": self.chunk.graph,
+                "start": self.chunk.start,
+                "end": self.chunk.end,
+                "chooser": self.chunk.chooser,
+            }
+        )
+        return {
+            "index": self.index,
+            "kind": self.kind,
+            "prefill": self.prefill,
+            "decode": self.decode,
+            "lane": self.lane,
+            "chunk": chunk,
+            "decode_lanes": list(self.decode_lanes),
+            "start_ms": self.start_ms,
+            "end_ms": self.end_ms,
+            "predicted_ms": self.predicted_ms,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +142,19 @@ class ScheduleResult:
 class _Lane:
     """A request's mutable progress through init, prefill and decode."""
 
-    __slots__ = ("arrival", "end", "phase", "position", "tokens", "chunks", "solo",
-                 "first_token_at", "last_index", "last_ms", "max_gap")
+    __slots__ = (
+        "arrival",
+        "end",
+        "phase",
+        "position",
+        "tokens",
+        "chunks",
+        "solo",
+        "first_token_at",
+        "last_index",
+        "last_ms",
+        "max_gap",
+    )
 
     def __init__(self, arrival: Arrival) -> None:
         self.arrival = arrival
@@ -143,8 +171,16 @@ class _Lane:
 
     def outcome(self) -> LaneOutcome:
         a = self.arrival
-        return LaneOutcome(a.id, a.arrival_ms, self.first_token_at, self.last_ms, self.tokens,
-                           tuple(self.chunks), tuple(self.solo), self.max_gap)
+        return LaneOutcome(
+            a.id,
+            a.arrival_ms,
+            self.first_token_at,
+            self.last_ms,
+            self.tokens,
+            tuple(self.chunks),
+            tuple(self.solo),
+            self.max_gap,
+        )
 
 
 class _Shapes:
@@ -179,9 +215,13 @@ def _predicted(graph: Graph) -> float:
     return 0.0 if graph.ms is None else graph.ms
 
 
-def schedule(arrivals: Sequence[Arrival], catalog: Catalog, execution: ExecutionModel,
-             config: SchedulerConfig = SchedulerConfig(),
-             on_progress: Callable[[int, int], None] | None = None) -> ScheduleResult:
+def schedule(
+    arrivals: Sequence[Arrival],
+    catalog: Catalog,
+    execution: ExecutionModel,
+    config: SchedulerConfig = SchedulerConfig(),
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ScheduleResult:
     """Run traffic through the step loop until every request finishes or a lane stalls.
 
     `on_progress(finished_requests, launches)` is called every `PROGRESS_EVERY` launches.
@@ -196,9 +236,13 @@ def _validate(arrivals: Sequence[Arrival], catalog: Catalog, config: SchedulerCo
         raise InvalidInput("catalog", "has no decode graph (prefill == 0, decode > 0): decoding lanes could never run")
     max_lanes = max(decode_rows) if config.max_lanes is None else config.max_lanes
     if not 1 <= max_lanes <= max(decode_rows):
-        raise InvalidInput("max_lanes", f"must be in [1, {max(decode_rows)}] (the largest decode graph's rows), got {max_lanes}")
+        raise InvalidInput(
+            "max_lanes", f"must be in [1, {max(decode_rows)}] (the largest decode graph's rows), got {max_lanes}"
+        )
     if config.max_decode_wait < 1:
-        raise InvalidInput("max_decode_wait", f"must be >= 1 (0 would leave no launch for prefill), got {config.max_decode_wait}")
+        raise InvalidInput(
+            "max_decode_wait", f"must be >= 1 (0 would leave no launch for prefill), got {config.max_decode_wait}"
+        )
     seen: set[int] = set()
     for i, a in enumerate(arrivals):
         f = f"arrivals[{i}]"
@@ -213,15 +257,24 @@ def _validate(arrivals: Sequence[Arrival], catalog: Catalog, config: SchedulerCo
             raise InvalidInput(f"{f}.request", "has nothing to prefill (its plan ends at 0): no first token")
         for start, end in a.request.atomic_spans:
             if end - start > catalog.full_chunk:
-                raise InvalidInput(f"{f}.request.atomic_spans", f"span [{start}, {end}) is longer than the full chunk {catalog.full_chunk}")
+                raise InvalidInput(
+                    f"{f}.request.atomic_spans",
+                    f"span [{start}, {end}) is longer than the full chunk {catalog.full_chunk}",
+                )
     return max_lanes
 
 
 class _Run:
     """One run's state: the clock, the queue of arrivals, and the lanes in FCFS prefill and decode order."""
 
-    def __init__(self, arrivals: Sequence[Arrival], catalog: Catalog, execution: ExecutionModel,
-                 config: SchedulerConfig, on_progress: Callable[[int, int], None] | None) -> None:
+    def __init__(
+        self,
+        arrivals: Sequence[Arrival],
+        catalog: Catalog,
+        execution: ExecutionModel,
+        config: SchedulerConfig,
+        on_progress: Callable[[int, int], None] | None,
+    ) -> None:
         self.solo_policy = make_policy(config.policy)
         self.max_lanes = _validate(arrivals, catalog, config)
         self.catalog, self.execution, self.config, self.on_progress = catalog, execution, config, on_progress
@@ -258,8 +311,11 @@ class _Run:
 
     def _admit(self) -> None:
         pending, clock = self.pending, self.clock
-        while (self.next_arrival < len(pending) and pending[self.next_arrival].arrival_ms <= clock
-               and len(self.prefilling) + len(self.decoding) < self.max_lanes):
+        while (
+            self.next_arrival < len(pending)
+            and pending[self.next_arrival].arrival_ms <= clock
+            and len(self.prefilling) + len(self.decoding) < self.max_lanes
+        ):
             self.prefilling.append(_Lane(pending[self.next_arrival]))
             self.next_arrival += 1
 
@@ -307,8 +363,16 @@ class _Run:
         graph = self.shapes.decode_for(len(self.decoding))
         self._launch(DECODE, 0, graph.decode, _predicted(graph))
 
-    def _launch(self, kind: str, prefill: int, decode: int, predicted_ms: float,
-                lane: _Lane | None = None, chunk: Launch | None = None, solo: bool = False) -> None:
+    def _launch(
+        self,
+        kind: str,
+        prefill: int,
+        decode: int,
+        predicted_ms: float,
+        lane: _Lane | None = None,
+        chunk: Launch | None = None,
+        solo: bool = False,
+    ) -> None:
         """Advance the clock by the launch's true cost and every lane that rode in it."""
         index, start = self.index, self.clock
         end = start + self.execution.launch_ms(prefill, decode)
@@ -332,8 +396,20 @@ class _Run:
                     self._first_token(lane, index, end)
         self.counts[kind] += 1
         if index < self.config.trace_limit:
-            self.trace.append(StepLaunch(index, kind, prefill, decode, None if lane is None else lane.arrival.id,
-                                         chunk, carried, start, end, predicted_ms))
+            self.trace.append(
+                StepLaunch(
+                    index,
+                    kind,
+                    prefill,
+                    decode,
+                    None if lane is None else lane.arrival.id,
+                    chunk,
+                    carried,
+                    start,
+                    end,
+                    predicted_ms,
+                )
+            )
         self.index = index + 1
         self.clock = end
 
@@ -367,9 +443,17 @@ class _Run:
             self.decoding.append(lane)
 
     def _result(self, stall: Stall | None) -> ScheduleResult:
-        return ScheduleResult(self.config.policy, tuple(sorted(self.finished, key=lambda o: o.id)), dict(self.counts),
-                              self.padded_prefill, self.padded_decode, self.gaps, self.clock, stall,
-                              tuple(self.trace))
+        return ScheduleResult(
+            self.config.policy,
+            tuple(sorted(self.finished, key=lambda o: o.id)),
+            dict(self.counts),
+            self.padded_prefill,
+            self.padded_decode,
+            self.gaps,
+            self.clock,
+            stall,
+            tuple(self.trace),
+        )
 
 
 def _not_dearer(a: float, b: float) -> bool:

@@ -19,8 +19,7 @@ def require_int(value: Any, field: str, *, minimum: int | None = None, maximum: 
     return value
 
 
-def require_number(value: Any, field: str, *, minimum: float | None = None,
-                   maximum: float | None = None) -> float:
+def require_number(value: Any, field: str, *, minimum: float | None = None, maximum: float | None = None) -> float:
     """A finite real number (int or float, not bool) inside [minimum, maximum]."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInput(field, f"must be a number, got {type(value).__name__} {value!r}")

@@ -14,11 +14,23 @@ from heliosweb.recipes.selectors import recipe_get
 
 from . import selectors, services
 
-GRAPH = inline_serializer("Graph", {"prefill": serializers.IntegerField(), "decode": serializers.IntegerField(),
-                                    "ms": serializers.FloatField(allow_null=True)}, many=True)
+GRAPH = inline_serializer(
+    "Graph",
+    {
+        "prefill": serializers.IntegerField(),
+        "decode": serializers.IntegerField(),
+        "ms": serializers.FloatField(allow_null=True),
+    },
+    many=True,
+)
 BOOT_FIELDS = {
-    "id": serializers.IntegerField(), "recipe": serializers.CharField(), "job": serializers.IntegerField(allow_null=True),
-    "created_at": serializers.DateTimeField(), "provenance": serializers.DictField(), "catalog": GRAPH}
+    "id": serializers.IntegerField(),
+    "recipe": serializers.CharField(),
+    "job": serializers.IntegerField(allow_null=True),
+    "created_at": serializers.DateTimeField(),
+    "provenance": serializers.DictField(),
+    "catalog": GRAPH,
+}
 BOOT = inline_serializer("Boot", BOOT_FIELDS)
 BOOT_UPLOAD = inline_serializer("BootUpload", {"catalog": GRAPH, "provenance": serializers.DictField(required=False)})
 

@@ -22,7 +22,7 @@ class Boot(models.Model):
 
     @property
     def drifted(self) -> str:
-        """"drifted 2048, 4096" for a boot captured with deliberate drift (its catalog over-measures
+        """ "drifted 2048, 4096" for a boot captured with deliberate drift (its catalog over-measures
         those graphs), else "": how every page and picker marks it."""
         drift = self.provenance.get("drift")
         return f"drifted {', '.join(map(str, drift['capacities']))}" if drift else ""

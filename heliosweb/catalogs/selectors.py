@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+
 from scheduler_core.errors import InvalidInput
 
 from .models import Boot
@@ -24,8 +25,13 @@ def boot_choices(*, limit: int = 100) -> list[dict[str, Any]]:
         device = boot.provenance.get("device") or "uploaded"
         mode = f" ({boot.provenance['mode']})" if boot.provenance.get("mode") else ""
         drifted = f" · {boot.drifted}" if boot.drifted else ""
-        out.append({"id": boot.pk, "label": f"#{boot.pk} · {boot.recipe.name} · {device}{mode} · "
-                                             f"{boot.created_at:%Y-%m-%d %H:%M} · {len(boot.catalog)} shapes{drifted}"})
+        out.append(
+            {
+                "id": boot.pk,
+                "label": f"#{boot.pk} · {boot.recipe.name} · {device}{mode} · "
+                f"{boot.created_at:%Y-%m-%d %H:%M} · {len(boot.catalog)} shapes{drifted}",
+            }
+        )
     return out
 
 
@@ -41,5 +47,11 @@ def boot_catalogs(*, ids: list[Any], field: str) -> list[list[dict[str, Any]]]:
 
 
 def boot_as_api(boot: Boot) -> dict[str, Any]:
-    return {"id": boot.pk, "recipe": boot.recipe.name, "job": boot.job_id, "created_at": boot.created_at.isoformat(),
-            "provenance": boot.provenance, "catalog": boot.catalog}
+    return {
+        "id": boot.pk,
+        "recipe": boot.recipe.name,
+        "job": boot.job_id,
+        "created_at": boot.created_at.isoformat(),
+        "provenance": boot.provenance,
+        "catalog": boot.catalog,
+    }

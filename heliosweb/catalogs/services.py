@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from heliosweb.recipes.models import Recipe
 from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
-
-from heliosweb.recipes.models import Recipe
 
 from .models import Boot
 

@@ -59,8 +59,12 @@ def _number(raw: str, cast: type) -> Any:
         return raw
 
 
-def form_kinds(kinds: dict[str, JobKind], values: dict[str, Any] | None = None,
-               boots: list[dict[str, Any]] | None = None, picked_boot: int | None = None) -> list[dict[str, Any]]:
+def form_kinds(
+    kinds: dict[str, JobKind],
+    values: dict[str, Any] | None = None,
+    boots: list[dict[str, Any]] | None = None,
+    picked_boot: int | None = None,
+) -> list[dict[str, Any]]:
     """What the template renders: each kind with its params, defaults and current values;
     catalog parameters also offer the stored `boots` ({id, label}) to pick from, `picked_boot`
     already selected (a recipe page's "analyse this boot" link)."""
@@ -78,7 +82,8 @@ def form_kinds(kinds: dict[str, JobKind], values: dict[str, Any] | None = None,
                 value = [value]
             if p.kind not in ("int", "float", "choice", "int_list", "choice_list") and not isinstance(value, str):
                 value = "" if value is None else json.dumps(value)
-            params.append({**spec, "field": name, "value": value,
-                           "boots": boots if p.kind in ("catalog", "catalog_list") else []})
+            params.append(
+                {**spec, "field": name, "value": value, "boots": boots if p.kind in ("catalog", "catalog_list") else []}
+            )
         out.append({"name": kind.name, "queue": kind.queue, "summary": kind.summary, "params": params})
     return out

@@ -11,7 +11,6 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
-from scheduler_core.errors import InvalidInput
 
 from heliosweb.catalogs.selectors import boot_choices, boot_list
 from heliosweb.decisions.selectors import decision_list, decisions_open
@@ -20,6 +19,7 @@ from heliosweb.jobs import selectors, services
 from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.query import int_or_none
 from heliosweb.recipes.selectors import recipe_get, recipe_list
+from scheduler_core.errors import InvalidInput
 
 from .figures import pr22_compare_figure, pr22_rows
 from .forms import field_name, form_kinds, params_from_post
@@ -27,12 +27,16 @@ from .forms import field_name, form_kinds, params_from_post
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/index.html", {
-        "jobs": selectors.job_list(limit=50),
-        "recipes": recipe_list(),
-        "open_decisions": decisions_open(),
-        "can_run": request.user.has_perm("jobs.run_jobs"),
-    })
+    return render(
+        request,
+        "dashboard/index.html",
+        {
+            "jobs": selectors.job_list(limit=50),
+            "recipes": recipe_list(),
+            "open_decisions": decisions_open(),
+            "can_run": request.user.has_perm("jobs.run_jobs"),
+        },
+    )
 
 
 @login_required
@@ -43,11 +47,17 @@ def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
         recipe = recipe_get(name=name)
     except NotFound:
         raise Http404(f"no recipe {name!r}") from None
-    return render(request, "dashboard/recipe_detail.html", {
-        "recipe": recipe, "boots": boot_list(recipe_name=name, limit=20),
-        "decisions": decision_list(recipe=name, limit=20), "jobs": selectors.job_list(recipe=name, limit=20),
-        "can_run": request.user.has_perm("jobs.run_jobs"),
-    })
+    return render(
+        request,
+        "dashboard/recipe_detail.html",
+        {
+            "recipe": recipe,
+            "boots": boot_list(recipe_name=name, limit=20),
+            "decisions": decision_list(recipe=name, limit=20),
+            "jobs": selectors.job_list(recipe=name, limit=20),
+            "can_run": request.user.has_perm("jobs.run_jobs"),
+        },
+    )
 
 
 @login_required
@@ -69,8 +79,9 @@ def job_new(request: HttpRequest) -> HttpResponse:
         values = request.POST.dict()
         try:
             kind = get_kind(selected)
-            job = services.job_create(kind=kind.name, recipe=recipe or None,
-                                      params=params_from_post(kind, request.POST), user=request.user)
+            job = services.job_create(
+                kind=kind.name, recipe=recipe or None, params=params_from_post(kind, request.POST), user=request.user
+            )
         except InvalidInput as exc:
             key = exc.field
             if key.startswith("params.") and selected in kinds:
@@ -79,10 +90,18 @@ def job_new(request: HttpRequest) -> HttpResponse:
             errors[key] = exc.message
         else:
             return redirect("job_detail", job_id=job.pk)
-    return render(request, "dashboard/job_new.html", {
-        "kinds": form_kinds(kinds, values, boot_choices(), int_or_none(request.GET.get("boot"))), "selected": selected, "recipes": recipe_list(),
-        "recipe": recipe, "errors": errors,
-    }, status=400 if errors else 200)
+    return render(
+        request,
+        "dashboard/job_new.html",
+        {
+            "kinds": form_kinds(kinds, values, boot_choices(), int_or_none(request.GET.get("boot"))),
+            "selected": selected,
+            "recipes": recipe_list(),
+            "recipe": recipe,
+            "errors": errors,
+        },
+        status=400 if errors else 200,
+    )
 
 
 @login_required
@@ -91,10 +110,15 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         job = selectors.job_get(job_id=job_id)
     except NotFound:
         raise Http404(f"no job {job_id}") from None
-    return render(request, "dashboard/job_detail.html", {
-        "job": job, "params_json": json.dumps(job.params, indent=2),
-        "can_run": request.user.has_perm("jobs.run_jobs"),
-    })
+    return render(
+        request,
+        "dashboard/job_detail.html",
+        {
+            "job": job,
+            "params_json": json.dumps(job.params, indent=2),
+            "can_run": request.user.has_perm("jobs.run_jobs"),
+        },
+    )
 
 
 @require_POST
@@ -129,12 +153,24 @@ def compare(request: HttpRequest) -> HttpResponse:
             error = str(exc)
     pr22 = [j for j in jobs if j.kind == "pr22" and j.result]
     figure = pr22_compare_figure([(f"#{j.pk}", j.result) for j in pr22]) if len(pr22) >= 2 else None
-    columns = [{"job": j, "rows": pr22_rows(j.result) if j.kind == "pr22" and j.result else None,
-                "summary": selectors.job_summary(j), "params_json": json.dumps(j.params, indent=2),
-                "result_json": json.dumps(j.result, indent=2)[:20000] if j.result is not None else ""} for j in jobs]
-    return render(request, "dashboard/compare.html", {
-        "columns": columns, "error": error, "figure_json": json.dumps(figure) if figure else "",
-        "finished": selectors.job_list(limit=100),
-    }, status=400 if error else 200)
-
-
+    columns = [
+        {
+            "job": j,
+            "rows": pr22_rows(j.result) if j.kind == "pr22" and j.result else None,
+            "summary": selectors.job_summary(j),
+            "params_json": json.dumps(j.params, indent=2),
+            "result_json": json.dumps(j.result, indent=2)[:20000] if j.result is not None else "",
+        }
+        for j in jobs
+    ]
+    return render(
+        request,
+        "dashboard/compare.html",
+        {
+            "columns": columns,
+            "error": error,
+            "figure_json": json.dumps(figure) if figure else "",
+            "finished": selectors.job_list(limit=100),
+        },
+        status=400 if error else 200,
+    )

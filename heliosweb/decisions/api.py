@@ -14,37 +14,59 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
-from scheduler_core.errors import InvalidInput
 
 from heliosweb.jobs.api import ERROR
 from heliosweb.jobs.api import exception_handler as project_exception_handler
+from scheduler_core.errors import InvalidInput
 
 from . import selectors, services
 from .errors import Conflict, Forbidden
 
 DECISION_FIELDS = {
-    "id": serializers.IntegerField(), "recipe": serializers.CharField(),
+    "id": serializers.IntegerField(),
+    "recipe": serializers.CharField(),
     "status": serializers.ChoiceField(["pending", "approved", "rejected", "withdrawn", "applied"]),
-    "from_policy": serializers.CharField(), "to_policy": serializers.CharField(),
-    "base_version": serializers.IntegerField(), "applied_version": serializers.IntegerField(allow_null=True),
-    "rationale": serializers.CharField(), "evidence": serializers.ListField(child=serializers.IntegerField()),
-    "created_by": serializers.CharField(), "created_at": serializers.DateTimeField(),
-    "reviewed_by": serializers.CharField(allow_null=True), "reviewed_at": serializers.DateTimeField(allow_null=True),
-    "review_reason": serializers.CharField(),
-    "applied_by": serializers.CharField(allow_null=True), "applied_at": serializers.DateTimeField(allow_null=True)}
-DECISION = inline_serializer("Decision", DECISION_FIELDS)
-DECISION_LIST = inline_serializer("DecisionSummary", {k: v for k, v in DECISION_FIELDS.items() if k != "evidence"},
-                                  many=True)
-PROPOSE = inline_serializer("DecisionPropose", {
-    "recipe": serializers.CharField(), "policy": serializers.CharField(help_text="cost or rule; never rule-v1"),
+    "from_policy": serializers.CharField(),
+    "to_policy": serializers.CharField(),
+    "base_version": serializers.IntegerField(),
+    "applied_version": serializers.IntegerField(allow_null=True),
     "rationale": serializers.CharField(),
-    "evidence": serializers.ListField(child=serializers.IntegerField(), required=False,
-                                      help_text="ids of finished (done) benchmark jobs")})
+    "evidence": serializers.ListField(child=serializers.IntegerField()),
+    "created_by": serializers.CharField(),
+    "created_at": serializers.DateTimeField(),
+    "reviewed_by": serializers.CharField(allow_null=True),
+    "reviewed_at": serializers.DateTimeField(allow_null=True),
+    "review_reason": serializers.CharField(),
+    "applied_by": serializers.CharField(allow_null=True),
+    "applied_at": serializers.DateTimeField(allow_null=True),
+}
+DECISION = inline_serializer("Decision", DECISION_FIELDS)
+DECISION_LIST = inline_serializer(
+    "DecisionSummary", {k: v for k, v in DECISION_FIELDS.items() if k != "evidence"}, many=True
+)
+PROPOSE = inline_serializer(
+    "DecisionPropose",
+    {
+        "recipe": serializers.CharField(),
+        "policy": serializers.CharField(help_text="cost or rule; never rule-v1"),
+        "rationale": serializers.CharField(),
+        "evidence": serializers.ListField(
+            child=serializers.IntegerField(), required=False, help_text="ids of finished (done) benchmark jobs"
+        ),
+    },
+)
 STEP = inline_serializer("DecisionStep", {"reason": serializers.CharField(required=False)})
-AUDIT = inline_serializer("AuditTrail", {
-    "verified": serializers.BooleanField(), "count": serializers.IntegerField(),
-    "broken_at": serializers.IntegerField(allow_null=True), "reason": serializers.CharField(),
-    "head_hash": serializers.CharField(), "events": serializers.ListField(child=serializers.DictField())})
+AUDIT = inline_serializer(
+    "AuditTrail",
+    {
+        "verified": serializers.BooleanField(),
+        "count": serializers.IntegerField(),
+        "broken_at": serializers.IntegerField(allow_null=True),
+        "reason": serializers.CharField(),
+        "head_hash": serializers.CharField(),
+        "events": serializers.ListField(child=serializers.DictField()),
+    },
+)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -83,20 +105,32 @@ def _detail(decision_id: Any) -> dict[str, Any]:
 
 
 class DecisionListView(DecisionAPIView):
-    @extend_schema(parameters=[OpenApiParameter("status", str), OpenApiParameter("recipe", str),
-                               OpenApiParameter("limit", int, description="at most 500")],
-                   responses={200: DECISION_LIST, 400: ERROR})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("status", str),
+            OpenApiParameter("recipe", str),
+            OpenApiParameter("limit", int, description="at most 500"),
+        ],
+        responses={200: DECISION_LIST, 400: ERROR},
+    )
     def get(self, request: Request) -> Response:
-        decisions = selectors.decision_list(status=request.query_params.get("status") or None,
-                                            recipe=request.query_params.get("recipe") or None,
-                                            limit=_limit(request, 100, 500))
+        decisions = selectors.decision_list(
+            status=request.query_params.get("status") or None,
+            recipe=request.query_params.get("recipe") or None,
+            limit=_limit(request, 100, 500),
+        )
         return Response([selectors.decision_as_api(d) for d in decisions])
 
     @extend_schema(request=PROPOSE, responses={201: DECISION, 400: ERROR, 403: ERROR})
     def post(self, request: Request) -> Response:
         data = _body(request, {"recipe", "policy", "rationale", "evidence"})
-        decision = services.decision_propose(actor=request.user, recipe=data.get("recipe"), policy=data.get("policy"),
-                                             rationale=data.get("rationale"), evidence=data.get("evidence"))
+        decision = services.decision_propose(
+            actor=request.user,
+            recipe=data.get("recipe"),
+            policy=data.get("policy"),
+            rationale=data.get("rationale"),
+            evidence=data.get("evidence"),
+        )
         return Response(_detail(decision.pk), status=status.HTTP_201_CREATED)
 
 
@@ -110,8 +144,12 @@ class DecisionStepView(DecisionAPIView):
     """POST /api/decisions/<id>/<step>/ with an optional {reason} (required to reject)."""
 
     step = ""
-    STEPS = {"approve": services.decision_approve, "reject": services.decision_reject,
-             "withdraw": services.decision_withdraw, "apply": services.decision_apply}
+    STEPS = {
+        "approve": services.decision_approve,
+        "reject": services.decision_reject,
+        "withdraw": services.decision_withdraw,
+        "apply": services.decision_apply,
+    }
 
     @extend_schema(request=STEP, responses={200: DECISION, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR})
     def post(self, request: Request, decision_id: int) -> Response:
@@ -122,9 +160,13 @@ class DecisionStepView(DecisionAPIView):
 
 
 class AuditView(DecisionAPIView):
-    @extend_schema(parameters=[OpenApiParameter("limit", int, description="latest events, at most 1000"),
-                               OpenApiParameter("decision", int)],
-                   responses={200: AUDIT, 400: ERROR})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("limit", int, description="latest events, at most 1000"),
+            OpenApiParameter("decision", int),
+        ],
+        responses={200: AUDIT, 400: ERROR},
+    )
     def get(self, request: Request) -> Response:
         raw = request.query_params.get("decision")
         decision_id = None
@@ -135,6 +177,13 @@ class AuditView(DecisionAPIView):
                 raise InvalidInput("decision", "must be an integer") from None
         report = selectors.audit_verify()
         events = selectors.audit_list(decision_id=decision_id, limit=_limit(request, 200, 1000))
-        return Response({"verified": report.ok, "count": report.count, "broken_at": report.broken_at,
-                         "reason": report.reason, "head_hash": report.head_hash,
-                         "events": [selectors.audit_event_as_api(e) for e in events]})
+        return Response(
+            {
+                "verified": report.ok,
+                "count": report.count,
+                "broken_at": report.broken_at,
+                "reason": report.reason,
+                "head_hash": report.head_hash,
+                "events": [selectors.audit_event_as_api(e) for e in events],
+            }
+        )

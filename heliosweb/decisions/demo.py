@@ -41,7 +41,8 @@ def demo_decisions_setup(*, maintainer: AbstractBaseUser, stdout: TextIO) -> Non
     else:
         stdout.write(f"demo reviewer: {username} (password unchanged; set HELIOS_DEMO_REVIEWER_PASSWORD to reset it)\n")
     reviewer.groups.add(maintainers, approvers)
-    view = Permission.objects.filter(content_type__app_label__in=["decisions", "jobs", "recipes", "catalogs"],
-                                     codename__startswith="view_")
+    view = Permission.objects.filter(
+        content_type__app_label__in=["decisions", "jobs", "recipes", "catalogs"], codename__startswith="view_"
+    )
     maintainer.user_permissions.add(*view.filter(content_type__app_label="decisions"))
     reviewer.user_permissions.add(*view)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import timezone
+from datetime import UTC
 from typing import Any
 
 GENESIS = "0" * 64  # the prev_hash of event #1
@@ -29,7 +29,7 @@ def event_payload(event: Any) -> dict[str, Any]:
         "after": event.after,
         "reason": event.reason,
         # Microseconds, UTC: what the database gives back is what was hashed.
-        "created_at": event.created_at.astimezone(timezone.utc).isoformat(timespec="microseconds"),
+        "created_at": event.created_at.astimezone(UTC).isoformat(timespec="microseconds"),
     }
 
 

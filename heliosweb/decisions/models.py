@@ -32,16 +32,19 @@ class PolicyDecision(models.Model):
     base_version = models.PositiveIntegerField(help_text="the PolicySetting version the proposal was based on")
     rationale = models.TextField()
     evidence = models.ManyToManyField("jobs.BenchmarkJob", blank=True, related_name="decisions")
-    status = models.CharField(max_length=16, choices=DecisionStatus.choices, default=DecisionStatus.PENDING,
-                              db_index=True)
+    status = models.CharField(
+        max_length=16, choices=DecisionStatus.choices, default=DecisionStatus.PENDING, db_index=True
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
-    reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                    related_name="+")
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_reason = models.TextField(blank=True)
-    applied_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
-                                   related_name="+")
+    applied_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     applied_at = models.DateTimeField(null=True, blank=True)
     applied_version = models.PositiveIntegerField(null=True, blank=True)
 
@@ -122,3 +125,6 @@ class AuditChainLock(models.Model):
     decisions cannot both extend the chain from the same head."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+
+    def __str__(self) -> str:
+        return "audit chain lock"

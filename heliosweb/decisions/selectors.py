@@ -7,17 +7,19 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
-from scheduler_core.errors import InvalidInput
 
 from heliosweb.errors import NotFound
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.selectors import job_summary
+from scheduler_core.errors import InvalidInput
 
 from .hashing import GENESIS, event_hash, event_payload
 from .models import OPEN, AuditEvent, DecisionStatus, PolicyDecision
 
 
-def decision_list(*, status: str | None = None, recipe: str | None = None, limit: int = 100) -> QuerySet[PolicyDecision]:
+def decision_list(
+    *, status: str | None = None, recipe: str | None = None, limit: int = 100
+) -> QuerySet[PolicyDecision]:
     """Newest first; one query (recipe and people joined)."""
     if status and status not in DecisionStatus.values:
         raise InvalidInput("status", f"unknown status {status!r} (expected one of {DecisionStatus.values})")
@@ -31,8 +33,11 @@ def decision_list(*, status: str | None = None, recipe: str | None = None, limit
 
 def decisions_open(*, limit: int = 20) -> QuerySet[PolicyDecision]:
     """Decisions still waiting for a review or to be applied, oldest first: what needs a maintainer."""
-    return (PolicyDecision.objects.select_related("recipe", "created_by").filter(status__in=OPEN)
-            .order_by("created_at", "id")[:limit])
+    return (
+        PolicyDecision.objects.select_related("recipe", "created_by")
+        .filter(status__in=OPEN)
+        .order_by("created_at", "id")[:limit]
+    )
 
 
 def decision_get(*, decision_id: Any) -> PolicyDecision:
@@ -42,8 +47,9 @@ def decision_get(*, decision_id: Any) -> PolicyDecision:
         raise InvalidInput("id", f"not a decision id: {decision_id!r}") from None
     if not 1 <= pk <= 2**63 - 1:
         raise NotFound("id", f"no decision {pk}")
-    decision = (PolicyDecision.objects.select_related("recipe", "created_by", "reviewed_by", "applied_by")
-                .filter(pk=pk).first())
+    decision = (
+        PolicyDecision.objects.select_related("recipe", "created_by", "reviewed_by", "applied_by").filter(pk=pk).first()
+    )
     if decision is None:
         raise NotFound("id", f"no decision {pk}")
     return decision
@@ -55,7 +61,9 @@ def decision_evidence(*, decision: PolicyDecision) -> list[BenchmarkJob]:
 
 def decision_evidence_summaries(*, decision: PolicyDecision) -> list[tuple[BenchmarkJob, str | None]]:
     """Each evidence job with its result as text, so a reviewer reads the numbers on the decision itself."""
-    return [(job, job_summary(job)) for job in decision.evidence.select_related("recipe").defer("params").order_by("id")]
+    return [
+        (job, job_summary(job)) for job in decision.evidence.select_related("recipe").defer("params").order_by("id")
+    ]
 
 
 def decision_allowed_steps(*, decision: PolicyDecision, user: AbstractBaseUser) -> list[str]:
@@ -76,8 +84,12 @@ def decision_allowed_steps(*, decision: PolicyDecision, user: AbstractBaseUser) 
 
 def evidence_job_choices(*, limit: int = 100) -> QuerySet[BenchmarkJob]:
     """Finished (done) jobs a proposal can cite, newest first."""
-    return (BenchmarkJob.objects.filter(status=JobStatus.DONE).select_related("recipe").defer("result", "params")
-            .order_by("-created_at", "-id")[:limit])
+    return (
+        BenchmarkJob.objects.filter(status=JobStatus.DONE)
+        .select_related("recipe")
+        .defer("result", "params")
+        .order_by("-created_at", "-id")[:limit]
+    )
 
 
 def audit_list(*, decision_id: int | None = None, limit: int = 200) -> list[AuditEvent]:
@@ -116,14 +128,25 @@ def audit_verify(*, batch: int = 2000) -> ChainReport:
             break
         for event in rows:
             if event.seq != expected_seq:
-                return ChainReport(False, count, prev_hash, event.seq,
-                                   f"event #{event.seq} follows #{expected_seq - 1}: events are missing")
+                return ChainReport(
+                    False,
+                    count,
+                    prev_hash,
+                    event.seq,
+                    f"event #{event.seq} follows #{expected_seq - 1}: events are missing",
+                )
             if event.prev_hash != prev_hash:
-                return ChainReport(False, count, prev_hash, event.seq,
-                                   f"event #{event.seq} does not link to the previous event's hash")
+                return ChainReport(
+                    False, count, prev_hash, event.seq, f"event #{event.seq} does not link to the previous event's hash"
+                )
             if event_hash(event_payload(event), event.prev_hash) != event.hash:
-                return ChainReport(False, count, prev_hash, event.seq,
-                                   f"event #{event.seq} was changed after it was written: its hash does not match")
+                return ChainReport(
+                    False,
+                    count,
+                    prev_hash,
+                    event.seq,
+                    f"event #{event.seq} was changed after it was written: its hash does not match",
+                )
             prev_hash, expected_seq, count = event.hash, expected_seq + 1, count + 1
         last_seq = rows[-1].seq
     return ChainReport(True, count, prev_hash)
@@ -137,14 +160,21 @@ def decision_as_api(decision: PolicyDecision, *, evidence: list[BenchmarkJob] | 
         return t.isoformat() if t is not None else None
 
     data = {
-        "id": decision.pk, "recipe": decision.recipe.name, "status": decision.status,
-        "from_policy": decision.from_policy, "to_policy": decision.to_policy,
-        "base_version": decision.base_version, "applied_version": decision.applied_version,
+        "id": decision.pk,
+        "recipe": decision.recipe.name,
+        "status": decision.status,
+        "from_policy": decision.from_policy,
+        "to_policy": decision.to_policy,
+        "base_version": decision.base_version,
+        "applied_version": decision.applied_version,
         "rationale": decision.rationale,
-        "created_by": user(decision.created_by), "created_at": when(decision.created_at),
-        "reviewed_by": user(decision.reviewed_by), "reviewed_at": when(decision.reviewed_at),
+        "created_by": user(decision.created_by),
+        "created_at": when(decision.created_at),
+        "reviewed_by": user(decision.reviewed_by),
+        "reviewed_at": when(decision.reviewed_at),
         "review_reason": decision.review_reason,
-        "applied_by": user(decision.applied_by), "applied_at": when(decision.applied_at),
+        "applied_by": user(decision.applied_by),
+        "applied_at": when(decision.applied_at),
     }
     if evidence is not None:
         data["evidence"] = [j.pk for j in evidence]
@@ -153,7 +183,15 @@ def decision_as_api(decision: PolicyDecision, *, evidence: list[BenchmarkJob] | 
 
 def audit_event_as_api(event: AuditEvent) -> dict[str, Any]:
     return {
-        "seq": event.seq, "action": event.action, "actor": event.actor_name, "recipe": event.recipe_name,
-        "decision": event.decision_id, "before": event.before, "after": event.after, "reason": event.reason,
-        "created_at": event.created_at.isoformat(), "prev_hash": event.prev_hash, "hash": event.hash,
+        "seq": event.seq,
+        "action": event.action,
+        "actor": event.actor_name,
+        "recipe": event.recipe_name,
+        "decision": event.decision_id,
+        "before": event.before,
+        "after": event.after,
+        "reason": event.reason,
+        "created_at": event.created_at.isoformat(),
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
     }

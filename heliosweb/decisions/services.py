@@ -16,13 +16,13 @@ from channels.layers import get_channel_layer
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
-from scheduler_core.errors import InvalidInput
-from scheduler_core.policies import POLICIES, SELECTABLE_POLICIES
 
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.consumers import GROUP as REALTIME_GROUP
 from heliosweb.recipes.models import PolicySetting, Recipe
 from heliosweb.recipes.services import policy_set
+from scheduler_core.errors import InvalidInput
+from scheduler_core.policies import POLICIES, SELECTABLE_POLICIES
 
 from .errors import Conflict, Forbidden
 from .hashing import GENESIS, event_hash, event_payload
@@ -42,8 +42,10 @@ APPLY_PERM = "decisions.apply_decision"
 
 # --- the five steps -------------------------------------------------------------------------
 
-def decision_propose(*, actor: AbstractBaseUser, recipe: Any, policy: Any, rationale: Any,
-                     evidence: Any = None) -> PolicyDecision:
+
+def decision_propose(
+    *, actor: AbstractBaseUser, recipe: Any, policy: Any, rationale: Any, evidence: Any = None
+) -> PolicyDecision:
     """Propose changing `recipe`'s active policy to `policy`, based on the current version.
 
     Raises Forbidden (no propose permission) or InvalidInput naming the field (`recipe`,
@@ -62,12 +64,23 @@ def decision_propose(*, actor: AbstractBaseUser, recipe: Any, policy: Any, ratio
             raise InvalidInput("policy", f"{clean_policy!r} is already {recipe_obj.name}'s active policy")
         jobs = _finished_jobs(job_ids)
         decision = PolicyDecision.objects.create(
-            recipe=recipe_obj, from_policy=setting.policy, to_policy=clean_policy, base_version=setting.version,
-            rationale=clean_rationale, created_by=actor)
+            recipe=recipe_obj,
+            from_policy=setting.policy,
+            to_policy=clean_policy,
+            base_version=setting.version,
+            rationale=clean_rationale,
+            created_by=actor,
+        )
         decision.evidence.set(jobs)
         state = _state(decision, setting)
-        _audit(actor=actor, decision=decision, action="proposed", before={**state, "status": None}, after=state,
-               reason=clean_rationale)
+        _audit(
+            actor=actor,
+            decision=decision,
+            action="proposed",
+            before={**state, "status": None},
+            after=state,
+            reason=clean_rationale,
+        )
     return decision
 
 
@@ -76,8 +89,12 @@ def decision_approve(*, actor: AbstractBaseUser, decision: PolicyDecision, reaso
     _require(actor, APPROVE_PERM, "approving a decision")
     if decision.created_by_id == actor.pk:
         raise Forbidden("actor", "a decision cannot be approved by its author: a second maintainer must approve it")
-    return _review(actor=actor, decision=decision, to=DecisionStatus.APPROVED,
-                   reason=_text(reason, field="reason", limit=MAX_REASON))
+    return _review(
+        actor=actor,
+        decision=decision,
+        to=DecisionStatus.APPROVED,
+        reason=_text(reason, field="reason", limit=MAX_REASON),
+    )
 
 
 def decision_reject(*, actor: AbstractBaseUser, decision: PolicyDecision, reason: Any) -> PolicyDecision:
@@ -85,8 +102,12 @@ def decision_reject(*, actor: AbstractBaseUser, decision: PolicyDecision, reason
     _require(actor, APPROVE_PERM, "rejecting a decision")
     if decision.created_by_id == actor.pk:
         raise Forbidden("actor", "the author cannot review their own decision: withdraw it instead")
-    return _review(actor=actor, decision=decision, to=DecisionStatus.REJECTED,
-                   reason=_text(reason, field="reason", limit=MAX_REASON, required=True))
+    return _review(
+        actor=actor,
+        decision=decision,
+        to=DecisionStatus.REJECTED,
+        reason=_text(reason, field="reason", limit=MAX_REASON, required=True),
+    )
 
 
 def decision_withdraw(*, actor: AbstractBaseUser, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
@@ -100,8 +121,14 @@ def decision_withdraw(*, actor: AbstractBaseUser, decision: PolicyDecision, reas
         before = _state(decision, setting)
         decision.status = DecisionStatus.WITHDRAWN
         decision.save(update_fields=["status"])
-        _audit(actor=actor, decision=decision, action="withdrawn", before=before,
-               after=_state(decision, setting), reason=clean_reason)
+        _audit(
+            actor=actor,
+            decision=decision,
+            action="withdrawn",
+            before=before,
+            after=_state(decision, setting),
+            reason=clean_reason,
+        )
     return decision
 
 
@@ -118,10 +145,14 @@ def decision_apply(*, actor: AbstractBaseUser, decision: PolicyDecision, reason:
         decision, setting = _lock(decision)
         _expect(decision, DecisionStatus.APPROVED, "applied")
         if setting.version != decision.base_version:
-            raise Conflict("base_version", (
-                f"stale proposal: it was based on {decision.recipe.name} v{decision.base_version} "
-                f"({decision.from_policy}) but the policy is now v{setting.version} ({setting.policy}); "
-                "propose again against the current policy"))
+            raise Conflict(
+                "base_version",
+                (
+                    f"stale proposal: it was based on {decision.recipe.name} v{decision.base_version} "
+                    f"({decision.from_policy}) but the policy is now v{setting.version} ({setting.policy}); "
+                    "propose again against the current policy"
+                ),
+            )
         _policy(decision.to_policy)  # a policy may have become unselectable since the proposal
         before = _state(decision, setting)
         setting = policy_set(recipe=decision.recipe, policy=decision.to_policy, user=actor)
@@ -130,12 +161,19 @@ def decision_apply(*, actor: AbstractBaseUser, decision: PolicyDecision, reason:
         decision.applied_at = timezone.now()
         decision.applied_version = setting.version
         decision.save(update_fields=["status", "applied_by", "applied_at", "applied_version"])
-        _audit(actor=actor, decision=decision, action="applied", before=before,
-               after=_state(decision, setting), reason=clean_reason)
+        _audit(
+            actor=actor,
+            decision=decision,
+            action="applied",
+            before=before,
+            after=_state(decision, setting),
+            reason=clean_reason,
+        )
     return decision
 
 
 # --- helpers --------------------------------------------------------------------------------
+
 
 def _review(*, actor: AbstractBaseUser, decision: PolicyDecision, to: str, reason: str) -> PolicyDecision:
     with transaction.atomic():
@@ -147,8 +185,14 @@ def _review(*, actor: AbstractBaseUser, decision: PolicyDecision, to: str, reaso
         decision.reviewed_at = timezone.now()
         decision.review_reason = reason
         decision.save(update_fields=["status", "reviewed_by", "reviewed_at", "review_reason"])
-        _audit(actor=actor, decision=decision, action=str(to), before=before,
-               after=_state(decision, setting), reason=reason)
+        _audit(
+            actor=actor,
+            decision=decision,
+            action=str(to),
+            before=before,
+            after=_state(decision, setting),
+            reason=reason,
+        )
     return decision
 
 
@@ -165,21 +209,41 @@ def _expect(decision: PolicyDecision, status: str, step: str) -> None:
 
 
 def _state(decision: PolicyDecision, setting: PolicySetting) -> dict[str, Any]:
-    return {"status": str(decision.status), "policy": setting.policy, "version": setting.version,
-            "proposed_policy": decision.to_policy, "base_version": decision.base_version}
+    return {
+        "status": str(decision.status),
+        "policy": setting.policy,
+        "version": setting.version,
+        "proposed_policy": decision.to_policy,
+        "base_version": decision.base_version,
+    }
 
 
-def _audit(*, actor: AbstractBaseUser, decision: PolicyDecision, action: str, before: dict[str, Any],
-           after: dict[str, Any], reason: str) -> AuditEvent:
+def _audit(
+    *,
+    actor: AbstractBaseUser,
+    decision: PolicyDecision,
+    action: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    reason: str,
+) -> AuditEvent:
     """Append one event to the chain (inside the caller's transaction) and schedule the push."""
     AuditChainLock.objects.select_for_update().get_or_create(pk=1)
     head = AuditEvent.objects.order_by("-seq").only("seq", "hash").first()
     event = AuditEvent(
-        seq=(head.seq + 1) if head else 1, action=action, actor=actor, actor_name=actor.get_username(),
-        recipe_id=decision.recipe_id, recipe_name=decision.recipe.name, decision=decision,
-        before=before, after=after, reason=reason,
+        seq=(head.seq + 1) if head else 1,
+        action=action,
+        actor=actor,
+        actor_name=actor.get_username(),
+        recipe_id=decision.recipe_id,
+        recipe_name=decision.recipe.name,
+        decision=decision,
+        before=before,
+        after=after,
+        reason=reason,
         created_at=timezone.now(),
-        prev_hash=head.hash if head else GENESIS)
+        prev_hash=head.hash if head else GENESIS,
+    )
     event.hash = event_hash(event_payload(event), event.prev_hash)
     event.save()
     message = _realtime_message(event, decision)
@@ -188,10 +252,18 @@ def _audit(*, actor: AbstractBaseUser, decision: PolicyDecision, action: str, be
 
 
 def _realtime_message(event: AuditEvent, decision: PolicyDecision) -> dict[str, Any]:
-    return {"type": "recipes.decision", "action": event.action, "seq": event.seq, "decision_id": decision.pk,
-            "recipe": event.recipe_name, "status": str(decision.status), "actor": event.actor_name,
-            "policy": event.after["policy"], "version": event.after["version"],
-            "proposed_policy": decision.to_policy}
+    return {
+        "type": "recipes.decision",
+        "action": event.action,
+        "seq": event.seq,
+        "decision_id": decision.pk,
+        "recipe": event.recipe_name,
+        "status": str(decision.status),
+        "actor": event.actor_name,
+        "policy": event.after["policy"],
+        "version": event.after["version"],
+        "proposed_policy": decision.to_policy,
+    }
 
 
 def push_realtime(message: dict[str, Any]) -> None:
@@ -227,8 +299,11 @@ def _policy(policy: Any) -> str:
         raise InvalidInput("policy", f"required: one of {list(SELECTABLE_POLICIES)}")
     if policy in POLICIES and policy not in SELECTABLE_POLICIES:
         # rule-v1: the pre-fix rule that stalls solo requests; kept only to demonstrate the stall.
-        raise InvalidInput("policy", f"{policy!r} can never be a recipe's active policy "
-                                     f"(it is kept only for analyses); expected one of {list(SELECTABLE_POLICIES)}")
+        raise InvalidInput(
+            "policy",
+            f"{policy!r} can never be a recipe's active policy "
+            f"(it is kept only for analyses); expected one of {list(SELECTABLE_POLICIES)}",
+        )
     if policy not in SELECTABLE_POLICIES:
         raise InvalidInput("policy", f"unknown policy {policy!r} (expected one of {list(SELECTABLE_POLICIES)})")
     return policy
@@ -276,5 +351,7 @@ def _finished_jobs(ids: list[int]) -> list[BenchmarkJob]:
         if job is None:
             raise InvalidInput(f"evidence[{i}]", f"no job {job_id}")
         if job.status != JobStatus.DONE:
-            raise InvalidInput(f"evidence[{i}]", f"job {job_id} is {job.status}: only a finished (done) job is evidence")
+            raise InvalidInput(
+                f"evidence[{i}]", f"job {job_id} is {job.status}: only a finished (done) job is evidence"
+            )
     return [jobs[i] for i in ids]

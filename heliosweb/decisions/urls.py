@@ -13,6 +13,8 @@ urlpatterns = [
     path("api/decisions/audit/", api.AuditView.as_view(), name="api_decisions_audit"),
     path("api/decisions/<int:decision_id>/", api.DecisionDetailView.as_view(), name="api_decision"),
 ] + [
-    path(f"api/decisions/<int:decision_id>/{step}/", api.DecisionStepView.as_view(step=step), name=f"api_decision_{step}")
+    path(
+        f"api/decisions/<int:decision_id>/{step}/", api.DecisionStepView.as_view(step=step), name=f"api_decision_{step}"
+    )
     for step in api.DecisionStepView.STEPS
 ]

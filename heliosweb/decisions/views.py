@@ -7,11 +7,11 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
-from scheduler_core.errors import InvalidInput
-from scheduler_core.policies import SELECTABLE_POLICIES
 
 from heliosweb.errors import NotFound
 from heliosweb.recipes.selectors import recipe_list
+from scheduler_core.errors import InvalidInput
+from scheduler_core.policies import SELECTABLE_POLICIES
 
 from . import selectors, services
 from .errors import Conflict, Forbidden
@@ -26,11 +26,20 @@ def decision_list(request: HttpRequest) -> HttpResponse:
         decisions = list(selectors.decision_list(status=status or None, limit=200))
     except InvalidInput as exc:
         decisions, error = [], str(exc)
-    return render(request, "decisions/list.html", {
-        "decisions": decisions, "status": status, "statuses": DecisionStatus.values, "error": error,
-        "chain": selectors.audit_verify(), "events": selectors.audit_list(limit=100),
-        "can_propose": request.user.has_perm(services.PROPOSE_PERM),
-    }, status=400 if error else 200)
+    return render(
+        request,
+        "decisions/list.html",
+        {
+            "decisions": decisions,
+            "status": status,
+            "statuses": DecisionStatus.values,
+            "error": error,
+            "chain": selectors.audit_verify(),
+            "events": selectors.audit_list(limit=100),
+            "can_propose": request.user.has_perm(services.PROPOSE_PERM),
+        },
+        status=400 if error else 200,
+    )
 
 
 @login_required
@@ -39,8 +48,12 @@ def decision_new(request: HttpRequest) -> HttpResponse:
     errors: dict[str, str] = {}
     values = {"recipe": request.GET.get("recipe", ""), "policy": "", "rationale": "", "evidence": []}
     if request.method == "POST":
-        values = {"recipe": request.POST.get("recipe", ""), "policy": request.POST.get("policy", ""),
-                  "rationale": request.POST.get("rationale", ""), "evidence": request.POST.getlist("evidence")}
+        values = {
+            "recipe": request.POST.get("recipe", ""),
+            "policy": request.POST.get("policy", ""),
+            "rationale": request.POST.get("rationale", ""),
+            "evidence": request.POST.getlist("evidence"),
+        }
         try:
             decision = services.decision_propose(actor=request.user, **values)
         except InvalidInput as exc:
@@ -48,10 +61,19 @@ def decision_new(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Decision #{decision.pk} proposed; a second maintainer must approve it.")
             return redirect("decision_detail", decision_id=decision.pk)
-    return render(request, "decisions/new.html", {
-        "recipes": recipe_list(), "policies": SELECTABLE_POLICIES, "jobs": selectors.evidence_job_choices(),
-        "values": values, "selected_evidence": {str(v) for v in values["evidence"]}, "errors": errors,
-    }, status=400 if errors else 200)
+    return render(
+        request,
+        "decisions/new.html",
+        {
+            "recipes": recipe_list(),
+            "policies": SELECTABLE_POLICIES,
+            "jobs": selectors.evidence_job_choices(),
+            "values": values,
+            "selected_evidence": {str(v) for v in values["evidence"]},
+            "errors": errors,
+        },
+        status=400 if errors else 200,
+    )
 
 
 @login_required
@@ -60,15 +82,24 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
         decision = selectors.decision_get(decision_id=decision_id)
     except NotFound:
         raise Http404(f"no decision {decision_id}") from None
-    return render(request, "decisions/detail.html", {
-        "decision": decision, "evidence": selectors.decision_evidence_summaries(decision=decision),
-        "steps": selectors.decision_allowed_steps(decision=decision, user=request.user),
-        "events": selectors.audit_list(decision_id=decision.pk),
-    })
+    return render(
+        request,
+        "decisions/detail.html",
+        {
+            "decision": decision,
+            "evidence": selectors.decision_evidence_summaries(decision=decision),
+            "steps": selectors.decision_allowed_steps(decision=decision, user=request.user),
+            "events": selectors.audit_list(decision_id=decision.pk),
+        },
+    )
 
 
-STEPS = {"approve": services.decision_approve, "reject": services.decision_reject,
-         "withdraw": services.decision_withdraw, "apply": services.decision_apply}
+STEPS = {
+    "approve": services.decision_approve,
+    "reject": services.decision_reject,
+    "withdraw": services.decision_withdraw,
+    "apply": services.decision_apply,
+}
 
 
 @require_POST

@@ -79,7 +79,9 @@ class JobConsumer(AsyncWebsocketConsumer):
             await self._send_event(event)
 
     async def _replay(self, before: int | None) -> None:
-        events = await database_sync_to_async(selectors.job_events)(job_id=self.job_id, after=self.last_seq, before=before)
+        events = await database_sync_to_async(selectors.job_events)(
+            job_id=self.job_id, after=self.last_seq, before=before
+        )
         for event in events:
             await self._send_event(event)
 

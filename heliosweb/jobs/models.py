@@ -71,5 +71,8 @@ class JobEvent(models.Model):
         ordering = ["job", "seq"]
         constraints = [models.UniqueConstraint(fields=["job", "seq"], name="one_event_per_seq")]
 
+    def __str__(self) -> str:
+        return f"job {self.job_id} event {self.seq} ({self.type})"
+
     def as_message(self) -> dict:
         return {**self.data, "type": self.type, "seq": self.seq}

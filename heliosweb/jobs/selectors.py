@@ -6,9 +6,9 @@ import logging
 from typing import Any
 
 from django.db.models import QuerySet
-from scheduler_core.errors import InvalidInput
 
 from heliosweb.errors import NotFound
+from scheduler_core.errors import InvalidInput
 
 from .models import FINISHED, BenchmarkJob, JobEvent
 from .registry import job_kinds
@@ -65,11 +65,21 @@ def jobs_for_compare(*, ids: list[int]) -> list[BenchmarkJob]:
 def job_as_api(job: BenchmarkJob, *, full: bool = True) -> dict[str, Any]:
     """A job as the API shows it; lists leave out (`full=False`) params, result and summary."""
     return {
-        "id": job.pk, "kind": job.kind, "recipe": job.recipe.name if job.recipe_id else None,
-        "status": job.status, "params": job.params if full else None,
-        "progress": {"done": job.progress_done, "total": job.progress_total, "percent": job.progress_percent,
-                     "message": job.progress_message},
-        "result": job.result if full else None, "summary": job_summary(job) if full else None, "error": job.error or None, "last_seq": job.last_seq,
+        "id": job.pk,
+        "kind": job.kind,
+        "recipe": job.recipe.name if job.recipe_id else None,
+        "status": job.status,
+        "params": job.params if full else None,
+        "progress": {
+            "done": job.progress_done,
+            "total": job.progress_total,
+            "percent": job.progress_percent,
+            "message": job.progress_message,
+        },
+        "result": job.result if full else None,
+        "summary": job_summary(job) if full else None,
+        "error": job.error or None,
+        "last_seq": job.last_seq,
         "created_by": job.created_by.username if job.created_by_id else None,
         "created_at": job.created_at.isoformat(),
         "started_at": job.started_at.isoformat() if job.started_at else None,

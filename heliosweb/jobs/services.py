@@ -23,12 +23,12 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
-from scheduler_core.errors import InvalidInput
 
 from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.catalogs.services import boot_create
 from heliosweb.processes import pid_alive
 from heliosweb.recipes.models import Recipe
+from scheduler_core.errors import InvalidInput
 
 from .models import BenchmarkJob, JobEvent, JobStatus
 from .registry import JobKind, get_kind
@@ -53,7 +53,10 @@ ANNOUNCE_EVERY_S = 0.5  # progress on the lists: a running job is announced at m
 
 # --- create / cancel ------------------------------------------------------------------------
 
-def job_create(*, kind: Any, recipe: Any = None, params: Any = None, user: AbstractBaseUser | None = None) -> BenchmarkJob:
+
+def job_create(
+    *, kind: Any, recipe: Any = None, params: Any = None, user: AbstractBaseUser | None = None
+) -> BenchmarkJob:
     """Validate everything, store the job `queued`, and queue it once the transaction commits.
 
     Raises InvalidInput naming the field (`kind`, `recipe`, `params.<name>`); nothing is stored
@@ -70,8 +73,13 @@ def job_create(*, kind: Any, recipe: Any = None, params: Any = None, user: Abstr
     except InvalidInput as exc:
         raise InvalidInput(f"params.{exc.field}", exc.message) from None
     with transaction.atomic():
-        job = BenchmarkJob.objects.create(kind=job_kind.name, queue=job_kind.queue, recipe=recipe_obj,
-                                          params=clean, created_by=user if user and user.is_authenticated else None)
+        job = BenchmarkJob.objects.create(
+            kind=job_kind.name,
+            queue=job_kind.queue,
+            recipe=recipe_obj,
+            params=clean,
+            created_by=user if user and user.is_authenticated else None,
+        )
         transaction.on_commit(lambda: (_enqueue(job), announce(job.pk)))
     return job
 
@@ -120,7 +128,8 @@ def job_cancel(*, job: BenchmarkJob) -> BenchmarkJob:
     job.refresh_from_db(fields=["status"])
     if job.status == JobStatus.QUEUED:
         if BenchmarkJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
-                status=JobStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"):
+            status=JobStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"
+        ):
             _append_event(job.pk, {"type": "cancelled", "reason": "cancelled before it started"})
     elif job.status == JobStatus.RUNNING:
         BenchmarkJob.objects.filter(pk=job.pk).update(cancel_requested=True)
@@ -131,6 +140,7 @@ def job_cancel(*, job: BenchmarkJob) -> BenchmarkJob:
 
 
 # --- run (called by the Celery task) ----------------------------------------------------------
+
 
 def job_run(*, job_id: int) -> None:
     """Run a queued job. Idempotent by job id: a redelivered task never runs a job twice."""
@@ -151,8 +161,9 @@ def job_run(*, job_id: int) -> None:
         else:
             stale = False
             now = timezone.now()
-            BenchmarkJob.objects.filter(pk=job_id).update(status=JobStatus.RUNNING, started_at=now, heartbeat_at=now,
-                                                          worker_host=me_host, worker_pid=me_pid)
+            BenchmarkJob.objects.filter(pk=job_id).update(
+                status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, worker_host=me_host, worker_pid=me_pid
+            )
     if stale:
         job_fail(job_id=job_id, reason=f"worker lost mid-job (process {job.worker_pid} on {job.worker_host} vanished)")
         return
@@ -165,7 +176,12 @@ def job_run(*, job_id: int) -> None:
         result = kind.analysis.run(dict(job.params), pump.emit)
     except JobCancelled:
         pump.stop()
-        _finish(job, JobStatus.CANCELLED, error="cancelled while running", event={"type": "cancelled", "reason": "cancelled while running"})
+        _finish(
+            job,
+            JobStatus.CANCELLED,
+            error="cancelled while running",
+            event={"type": "cancelled", "reason": "cancelled while running"},
+        )
     except Exception as exc:
         log.exception("job %s failed", job_id)
         pump.stop()
@@ -186,7 +202,9 @@ def _store_boots(job: BenchmarkJob, result: dict[str, Any]) -> None:
     """A capture's catalogs become boots of its recipe, one per repeated boot."""
     if job.kind == "capture" and job.recipe_id and "catalog" in result:
         for boot in result.get("boots", [result]):
-            boot_create(recipe=job.recipe, catalog=boot["catalog"], provenance=boot.get("provenance", {}), job_id=job.pk)
+            boot_create(
+                recipe=job.recipe, catalog=boot["catalog"], provenance=boot.get("provenance", {}), job_id=job.pk
+            )
 
 
 def _finish(job: BenchmarkJob, status: str, *, event: dict[str, Any], result: Any = None, error: str = "") -> None:
@@ -205,7 +223,8 @@ def _finish(job: BenchmarkJob, status: str, *, event: dict[str, Any], result: An
 def job_fail(*, job_id: int, reason: str, from_status: tuple[str, ...] = (JobStatus.RUNNING,)) -> bool:
     """Mark a job failed with a reason (keeping the events and results stored so far)."""
     updated = BenchmarkJob.objects.filter(pk=job_id, status__in=from_status).update(
-        status=JobStatus.FAILED, error=reason, finished_at=timezone.now())
+        status=JobStatus.FAILED, error=reason, finished_at=timezone.now()
+    )
     if updated:
         _append_event(job_id, {"type": "failed", "reason": reason})
     return bool(updated)
@@ -217,11 +236,15 @@ def jobs_reap(*, stale_seconds: float | None = None) -> list[int]:
     host = socket.gethostname()
     cutoff = timezone.now() - timedelta(seconds=stale_seconds)
     reaped = []
-    for job in BenchmarkJob.objects.filter(status=JobStatus.RUNNING).only("id", "worker_host", "worker_pid", "heartbeat_at"):
+    for job in BenchmarkJob.objects.filter(status=JobStatus.RUNNING).only(
+        "id", "worker_host", "worker_pid", "heartbeat_at"
+    ):
         if job.worker_host == host and not pid_alive(job.worker_pid):
             reason = f"worker lost mid-job (process {job.worker_pid} on {host} is gone)"
         elif job.heartbeat_at is None or job.heartbeat_at < cutoff:
-            reason = f"worker lost mid-job (no heartbeat from {job.worker_host or 'its worker'} for {stale_seconds:.0f} s)"
+            reason = (
+                f"worker lost mid-job (no heartbeat from {job.worker_host or 'its worker'} for {stale_seconds:.0f} s)"
+            )
         else:
             continue
         if job_fail(job_id=job.pk, reason=reason):
@@ -230,6 +253,7 @@ def jobs_reap(*, stale_seconds: float | None = None) -> list[int]:
 
 
 # --- events -----------------------------------------------------------------------------------
+
 
 def _append_event(job_id: int, event: dict[str, Any]) -> JobEvent:
     """Store one event under the next number and send it; used outside a running pump. Sent only
@@ -336,12 +360,15 @@ class EventPump:
             with transaction.atomic():
                 if batch:
                     JobEvent.objects.bulk_create(
-                        JobEvent(job_id=self.job_id, seq=m["seq"], type=m["type"], data=_data(m)) for m in batch)
+                        JobEvent(job_id=self.job_id, seq=m["seq"], type=m["type"], data=_data(m)) for m in batch
+                    )
                     fields["last_seq"] = batch[-1]["seq"]
                 if progress:
-                    fields.update(progress_done=max(0, int(progress.get("done", 0))),
-                                  progress_total=max(0, int(progress.get("total", 0))),
-                                  progress_message=str(progress.get("message", ""))[:200])
+                    fields.update(
+                        progress_done=max(0, int(progress.get("done", 0))),
+                        progress_total=max(0, int(progress.get("total", 0))),
+                        progress_message=str(progress.get("message", ""))[:200],
+                    )
                 BenchmarkJob.objects.filter(pk=self.job_id).update(**fields)
             self._last_heartbeat = now
             if progress and now - self._last_announce >= ANNOUNCE_EVERY_S:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+
 from scheduler_core.policies import SELECTABLE_POLICIES
 
 
@@ -37,7 +38,9 @@ class PolicySetting(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(condition=models.Q(policy__in=list(SELECTABLE_POLICIES)), name="policy_is_selectable"),
+            models.CheckConstraint(
+                condition=models.Q(policy__in=list(SELECTABLE_POLICIES)), name="policy_is_selectable"
+            ),
         ]
 
     def __str__(self) -> str:

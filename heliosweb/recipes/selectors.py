@@ -17,16 +17,19 @@ def recipe_list() -> QuerySet[Recipe]:
     latest = Boot.objects.filter(recipe=OuterRef("pk")).order_by("-created_at", "-id")
     return (
         Recipe.objects.select_related("policy_setting")
-        .annotate(latest_boot_id=Subquery(latest.values("id")[:1]),
-                  latest_boot_at=Subquery(latest.values("created_at")[:1]))
+        .annotate(
+            latest_boot_id=Subquery(latest.values("id")[:1]), latest_boot_at=Subquery(latest.values("created_at")[:1])
+        )
         .order_by("name")
     )
 
 
 def recipe_policies() -> list[dict[str, Any]]:
     """Every recipe's active policy, as the API and the live stream show it."""
-    return [{"recipe": r.name, "policy": r.policy_setting.policy, "version": r.policy_setting.version}
-            for r in Recipe.objects.select_related("policy_setting").order_by("name")]
+    return [
+        {"recipe": r.name, "policy": r.policy_setting.policy, "version": r.policy_setting.version}
+        for r in Recipe.objects.select_related("policy_setting").order_by("name")
+    ]
 
 
 def recipe_get(*, name: str) -> Recipe:

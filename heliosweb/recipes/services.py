@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import SELECTABLE_POLICIES
 
@@ -38,4 +39,6 @@ def policy_set(*, recipe: Recipe, policy: str, user: AbstractBaseUser | None = N
 
 def _check_policy(policy: str) -> None:
     if policy not in SELECTABLE_POLICIES:
-        raise InvalidInput("policy", f"{policy!r} cannot be a recipe's active policy (expected one of {list(SELECTABLE_POLICIES)})")
+        raise InvalidInput(
+            "policy", f"{policy!r} cannot be a recipe's active policy (expected one of {list(SELECTABLE_POLICIES)})"
+        )

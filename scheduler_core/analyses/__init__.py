@@ -7,7 +7,9 @@ from ..errors import InvalidInput
 from . import boots, fuzz, pr22, simulate, sweep
 from .params import Analysis
 
-ANALYSES: dict[str, Analysis] = {a.name: a for a in (pr22.ANALYSIS, sweep.ANALYSIS, boots.ANALYSIS, fuzz.ANALYSIS, simulate.ANALYSIS)}
+ANALYSES: dict[str, Analysis] = {
+    a.name: a for a in (pr22.ANALYSIS, sweep.ANALYSIS, boots.ANALYSIS, fuzz.ANALYSIS, simulate.ANALYSIS)
+}
 
 
 def get_analysis(name: object) -> Analysis:

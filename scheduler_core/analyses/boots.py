@@ -69,15 +69,27 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
                 sequences[n][name][p.graphs] += 1
                 ttfts[n][name].append(p.ttft_ms or 0.0)
         ticker.tick(boot + 1, f"boot {boot + 1}")
-    per_prompt = [{"prompt_tokens": n, **{name: _describe(sequences[n][name], ttfts[n][name]) for name in policies}}
-                  for n in prompts]
-    overall = {name: {
-        "distinct_sequences": sum(row[name]["distinct_sequences"] for row in per_prompt),
-        "prompts_with_one_sequence": sum(row[name]["distinct_sequences"] == 1 for row in per_prompt),
-        "max_ttft_spread_ms": max(row[name]["ttft_ms"]["spread"] for row in per_prompt),
-    } for name in policies}
-    return {"execution": execution_dict(execution), "real_boots": bool(params["boot_catalogs"]), "boots": boots, "sigma": params["sigma"], "seed": params["seed"],
-            "prompts": per_prompt, "overall": overall}
+    per_prompt = [
+        {"prompt_tokens": n, **{name: _describe(sequences[n][name], ttfts[n][name]) for name in policies}}
+        for n in prompts
+    ]
+    overall = {
+        name: {
+            "distinct_sequences": sum(row[name]["distinct_sequences"] for row in per_prompt),
+            "prompts_with_one_sequence": sum(row[name]["distinct_sequences"] == 1 for row in per_prompt),
+            "max_ttft_spread_ms": max(row[name]["ttft_ms"]["spread"] for row in per_prompt),
+        }
+        for name in policies
+    }
+    return {
+        "execution": execution_dict(execution),
+        "real_boots": bool(params["boot_catalogs"]),
+        "boots": boots,
+        "sigma": params["sigma"],
+        "seed": params["seed"],
+        "prompts": per_prompt,
+        "overall": overall,
+    }
 
 
 def _describe(sequences: Counter[tuple[int, ...]], ttft: list[float]) -> dict[str, Any]:
@@ -86,8 +98,12 @@ def _describe(sequences: Counter[tuple[int, ...]], ttft: list[float]) -> dict[st
         "distinct_sequences": len(sequences),
         "most_common": {"graphs": list(graphs), "boots": boots},
         "launches": {"min": min(map(len, sequences)), "max": max(map(len, sequences))},
-        "ttft_ms": {"min": round(min(ttft), 6), "max": round(max(ttft), 6),
-                    "spread": round(max(ttft) - min(ttft), 6), "mean": round(sum(ttft) / len(ttft), 6)},
+        "ttft_ms": {
+            "min": round(min(ttft), 6),
+            "max": round(max(ttft), 6),
+            "spread": round(max(ttft) - min(ttft), 6),
+            "mean": round(sum(ttft) / len(ttft), 6),
+        },
     }
 
 
@@ -98,8 +114,10 @@ def format_text(result: dict[str, Any]) -> str:
     for row in result["prompts"]:
         for name in result["overall"]:
             d = row[name]
-            lines.append(f"{row['prompt_tokens']:>8} tokens {name:<5} distinct sequences {d['distinct_sequences']:>4}, "
-                         f"TTFT {d['ttft_ms']['min']:.2f} .. {d['ttft_ms']['max']:.2f} ms")
+            lines.append(
+                f"{row['prompt_tokens']:>8} tokens {name:<5} distinct sequences {d['distinct_sequences']:>4}, "
+                f"TTFT {d['ttft_ms']['min']:.2f} .. {d['ttft_ms']['max']:.2f} ms"
+            )
     return "\n".join(lines)
 
 
@@ -107,14 +125,29 @@ ANALYSIS = Analysis(
     name="boots",
     summary="Distinct launch sequences and TTFT spread per policy over N boots with measurement noise.",
     params=(
-        Param("boots", "int", 64, "boots to simulate (boot b draws its noise with seed + b)", minimum=1, maximum=10_000),
+        Param(
+            "boots", "int", 64, "boots to simulate (boot b draws its noise with seed + b)", minimum=1, maximum=10_000
+        ),
         Param("sigma", "float", 0.05, "log-normal measurement noise per graph", minimum=0.0, maximum=2.0),
         Param("seed", "int", 0, "seed of the first boot", minimum=0, maximum=2**31 - 1),
-        Param("prompts", "int_list", [3504, 14000, 131072], "prompt lengths (tokens)", minimum=1, maximum=1 << 20,
-              max_items=64),
+        Param(
+            "prompts",
+            "int_list",
+            [3504, 14000, 131072],
+            "prompt lengths (tokens)",
+            minimum=1,
+            maximum=1 << 20,
+            max_items=64,
+        ),
         Param("policies", "choice_list", ["cost", "rule"], "policies to plan with", choices=("cost", "rule")),
-        Param("boot_catalogs", "catalog_list", None, "real boots (e.g. stored captures of one recipe) instead of "
-              "simulated noise; judged against their per-shape median", max_items=256),
+        Param(
+            "boot_catalogs",
+            "catalog_list",
+            None,
+            "real boots (e.g. stored captures of one recipe) instead of "
+            "simulated noise; judged against their per-shape median",
+            max_items=256,
+        ),
         *EXECUTION_PARAMS,
     ),
     run=run,

@@ -15,8 +15,9 @@ EXECUTION_PARAMS: tuple[Param, ...] = (
     Param("ms_per_token", "float", 1 / 64, "true cost per token a graph carries (ms)", minimum=0.0, maximum=1e3),
     Param("first_token_ms", "float", 0.10, "sampling the first token (ms)", minimum=0.0, maximum=1e4),
 )
-DRIFT_PARAM = Param("drift_factor", "float", 1.6, "how much the slow capture over-measures the full graph",
-                    minimum=0.01, maximum=100.0)
+DRIFT_PARAM = Param(
+    "drift_factor", "float", 1.6, "how much the slow capture over-measures the full graph", minimum=0.01, maximum=100.0
+)
 CATALOG_NAMES: tuple[str, ...] = ("clean", "drift")
 
 

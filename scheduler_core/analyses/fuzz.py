@@ -61,11 +61,14 @@ def random_case(rng: random.Random, max_tokens: int) -> Case:
         spans.append([start, end])
         position = end
     inside = {x for s, e in spans for x in range(s + 1, e)}
-    boundaries = sorted({b for b in (rng.randint(1, n - 1) for _ in range(rng.randint(0, 3)) if n > 1)
-                         if b not in inside})
+    boundaries = sorted(
+        {b for b in (rng.randint(1, n - 1) for _ in range(rng.randint(0, 3)) if n > 1) if b not in inside}
+    )
     limit = rng.randint(0, n) if rng.random() < 0.3 else None
-    return Case(tuple(graphs), {"prompt_tokens": n, "message_boundaries": boundaries, "atomic_spans": spans,
-                                "prefill_limit": limit})
+    return Case(
+        tuple(graphs),
+        {"prompt_tokens": n, "message_boundaries": boundaries, "atomic_spans": spans, "prefill_limit": limit},
+    )
 
 
 def _random_ms(rng: random.Random, capacity: int) -> float | None:
@@ -141,22 +144,22 @@ def simpler(case: Case) -> Iterator[Case]:
     """Strictly smaller variants, boldest first: fewer graphs, fields, spans, boundaries, tokens; plainer ms."""
     graphs, r = case.catalog, case.request
     for i in range(len(graphs)):
-        yield Case(graphs[:i] + graphs[i + 1:], r)
+        yield Case(graphs[:i] + graphs[i + 1 :], r)
     if r["prefill_limit"] is not None:
         yield Case(graphs, {**r, "prefill_limit": None})
     for key in ("message_boundaries", "atomic_spans"):
         for i in range(len(r[key])):
-            yield Case(graphs, {**r, key: r[key][:i] + r[key][i + 1:]})
+            yield Case(graphs, {**r, key: r[key][:i] + r[key][i + 1 :]})
     for cut in _halvings(r["prompt_tokens"] - 1):
         yield Case(graphs, _truncated(r, r["prompt_tokens"] - cut))
         yield Case(graphs, _shifted(r, cut))
     for i, (start, end) in enumerate(r["atomic_spans"]):
         for d in _halvings(end - start - 1):
             for span in ([start + d, end], [start, end - d]):
-                yield Case(graphs, {**r, "atomic_spans": r["atomic_spans"][:i] + [span] + r["atomic_spans"][i + 1:]})
+                yield Case(graphs, {**r, "atomic_spans": r["atomic_spans"][:i] + [span] + r["atomic_spans"][i + 1 :]})
     for i, g in enumerate(graphs):
         if g["ms"] not in (None, 0, 1.0):
-            yield Case(graphs[:i] + ({**g, "ms": 1.0},) + graphs[i + 1:], r)
+            yield Case(graphs[:i] + ({**g, "ms": 1.0},) + graphs[i + 1 :], r)
 
 
 def _halvings(n: int) -> list[int]:
@@ -171,18 +174,23 @@ def _halvings(n: int) -> list[int]:
 def _truncated(r: Json, n: int) -> Json:
     """The first n tokens of the request."""
     limit = r["prefill_limit"]
-    return {"prompt_tokens": n, "message_boundaries": [b for b in r["message_boundaries"] if b < n],
-            "atomic_spans": [s for s in r["atomic_spans"] if s[1] <= n],
-            "prefill_limit": None if limit is None else min(limit, n)}
+    return {
+        "prompt_tokens": n,
+        "message_boundaries": [b for b in r["message_boundaries"] if b < n],
+        "atomic_spans": [s for s in r["atomic_spans"] if s[1] <= n],
+        "prefill_limit": None if limit is None else min(limit, n),
+    }
 
 
 def _shifted(r: Json, k: int) -> Json:
     """The request without its first k tokens."""
     limit = r["prefill_limit"]
-    return {"prompt_tokens": r["prompt_tokens"] - k,
-            "message_boundaries": [b - k for b in r["message_boundaries"] if b > k],
-            "atomic_spans": [[s - k, e - k] for s, e in r["atomic_spans"] if s >= k],
-            "prefill_limit": None if limit is None else max(0, limit - k)}
+    return {
+        "prompt_tokens": r["prompt_tokens"] - k,
+        "message_boundaries": [b - k for b in r["message_boundaries"] if b > k],
+        "atomic_spans": [[s - k, e - k] for s, e in r["atomic_spans"] if s >= k],
+        "prefill_limit": None if limit is None else max(0, limit - k),
+    }
 
 
 def work(params: dict[str, Any]) -> int:
@@ -193,8 +201,10 @@ def work(params: dict[str, Any]) -> int:
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     rng = random.Random(params["seed"])
     policies = params["policies"]
-    report = {name: {"plans": 0, "stalls": 0, "violations": 0, "first_failing_case": None, "counterexample": None}
-              for name in policies}
+    report = {
+        name: {"plans": 0, "stalls": 0, "violations": 0, "first_failing_case": None, "counterexample": None}
+        for name in policies
+    }
     ticker = Ticker(emit, params["cases"])
     for index in range(params["cases"]):
         case = random_case(rng, params["max_tokens"])
@@ -214,6 +224,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
 def _minimal(policy: str, case: Case, kind: str) -> Json:
     """The shrunk counterexample as a replayable `plan` input, with what it shows."""
+
     def still_fails(c: Case) -> bool:
         found = failure(policy, c)
         return found is not None and found["kind"] == kind
@@ -222,20 +233,28 @@ def _minimal(policy: str, case: Case, kind: str) -> Json:
     parsed = small.parse()
     assert parsed is not None, "shrink only accepts valid cases"
     catalog, request = parsed
-    return {"failure": failure(policy, small), "shrink_steps": steps,
-            "input": {"policy": policy, "catalog": catalog.to_dicts(), "request": request.to_dict()},
-            "original": {"catalog": list(case.catalog), "request": case.request}}
+    return {
+        "failure": failure(policy, small),
+        "shrink_steps": steps,
+        "input": {"policy": policy, "catalog": catalog.to_dicts(), "request": request.to_dict()},
+        "original": {"catalog": list(case.catalog), "request": case.request},
+    }
 
 
 def format_text(result: dict[str, Any]) -> str:
     """A line per policy, then each minimal counterexample as a `plan` input."""
     lines = [f"{result['cases']} random cases, seed {result['seed']}"]
     for name, entry in result["policies"].items():
-        lines.append(f"{name:<8} {entry['plans']} plans, {entry['stalls']} stalls, {entry['violations']} invariant violations")
+        lines.append(
+            f"{name:<8} {entry['plans']} plans, {entry['stalls']} stalls, {entry['violations']} invariant violations"
+        )
         if entry["counterexample"]:
             failure = entry["counterexample"]["failure"]
-            what = (f"stalled at position {failure['position']}" if failure["kind"] == "stalled"
-                    else f"broke an invariant: {failure['message']}")
+            what = (
+                f"stalled at position {failure['position']}"
+                if failure["kind"] == "stalled"
+                else f"broke an invariant: {failure['message']}"
+            )
             lines.append(f"  minimal counterexample (case {entry['first_failing_case']}): {what}")
             lines.append(f"  {json.dumps(entry['counterexample']['input'])}")
     return "\n".join(lines)

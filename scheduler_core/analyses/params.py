@@ -58,8 +58,16 @@ class Param:
                 raise InvalidInput(f, "must not be empty")
             if self.max_items is not None and len(items) > self.max_items:
                 raise InvalidInput(f, f"has {len(items)} items, at most {self.max_items} allowed")
-            item = Param(f"{f}[]", self.kind.removesuffix("_list"), None, self.help, self.minimum, self.maximum,
-                         self.choices, measured=self.measured)
+            item = Param(
+                f"{f}[]",
+                self.kind.removesuffix("_list"),
+                None,
+                self.help,
+                self.minimum,
+                self.maximum,
+                self.choices,
+                measured=self.measured,
+            )
             parsed = [item.parse(v) for v in items]
             if self.kind == "catalog_list":
                 return parsed
@@ -69,9 +77,16 @@ class Param:
         raise AssertionError(f"unknown parameter kind {self.kind}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "default": self.default, "help": self.help,
-                "minimum": self.minimum, "maximum": self.maximum, "choices": list(self.choices),
-                "max_items": self.max_items}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "default": self.default,
+            "help": self.help,
+            "minimum": self.minimum,
+            "maximum": self.maximum,
+            "choices": list(self.choices),
+            "max_items": self.max_items,
+        }
 
 
 def measured_catalog_dicts(value: Any, field: str) -> list[dict[str, Any]]:
@@ -79,7 +94,9 @@ def measured_catalog_dicts(value: Any, field: str) -> list[dict[str, Any]]:
     catalog = Catalog.from_dicts(value, field)
     missing = [c for c in catalog.capacities if catalog.prefill_ms[c] is None]
     if missing:
-        raise InvalidInput(field, f"prefill graphs {missing} are unmeasured; a catalog used as true costs must be fully measured")
+        raise InvalidInput(
+            field, f"prefill graphs {missing} are unmeasured; a catalog used as true costs must be fully measured"
+        )
     return catalog.to_dicts()
 
 
@@ -114,8 +131,10 @@ class Analysis:
         self.check(params)
         work = self.work(params)
         if work > self.max_work:
-            raise InvalidInput(_size_param(self.params),
-                               f"this {self.name} run is too large ({work:,} work units, limit {self.max_work:,}); reduce its size")
+            raise InvalidInput(
+                _size_param(self.params),
+                f"this {self.name} run is too large ({work:,} work units, limit {self.max_work:,}); reduce its size",
+            )
         return params
 
 

@@ -23,8 +23,12 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
             row: dict[str, Any] = {"arm": arm, "prompt_tokens": tokens, "catalog": catalog_name}
             for policy in ("cost", "rule"):
                 p = plan(policy, catalog, Request(tokens), execution)
-                row[policy] = {"launches": len(p.launches), "ttft_ms": round(p.ttft_ms or 0.0, 6),
-                               "graphs": list(p.graphs), "padded_tokens": p.padded_tokens}
+                row[policy] = {
+                    "launches": len(p.launches),
+                    "ttft_ms": round(p.ttft_ms or 0.0, 6),
+                    "graphs": list(p.graphs),
+                    "padded_tokens": p.padded_tokens,
+                }
             row["delta_ms"] = round(row["rule"]["ttft_ms"] - row["cost"]["ttft_ms"], 6)
             arms.append(row)
             emit({"type": "arm_result", **row})
@@ -34,12 +38,16 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
 def format_table(result: dict[str, Any]) -> str:
     """The pull request's text: 'arm catalog: before -> after' per line."""
+
     def side(x: dict[str, Any]) -> str:
         n = x["launches"]
         return f"{n} launch{'es' if n != 1 else ''} {x['ttft_ms']:.2f} ms"
+
     lines = ["arm   catalog  cost (before)            rule (after)             delta"]
     for row in result["arms"]:
-        lines.append(f"{row['arm']:<5} {row['catalog']:<8} {side(row['cost']):<24} {side(row['rule']):<24} {row['delta_ms']:+.2f} ms")
+        lines.append(
+            f"{row['arm']:<5} {row['catalog']:<8} {side(row['cost']):<24} {side(row['rule']):<24} {row['delta_ms']:+.2f} ms"
+        )
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ from ..errors import InvalidInput
 from ..execution import AffineExecution, TableExecution, measured_catalog
 from ..policies import POLICIES
 from ..request import Request
-from ..scheduler import Arrival, ScheduleResult, SchedulerConfig, schedule
+from ..scheduler import Arrival, SchedulerConfig, ScheduleResult, schedule
 from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, execution_dict, execution_of
 from .pacing import Ticker
 from .params import Analysis, Emit, Param
@@ -39,8 +39,10 @@ def check(params: dict[str, Any]) -> None:
         return
     rows = max((g["decode"] for g in params["boot_catalog"] if g["prefill"] == 0 and g["decode"] > 0), default=0)
     if rows == 0:
-        raise InvalidInput("boot_catalog", "has no decode graphs to carry the traffic's tokens; capture with "
-                                           "graphs 'prefill+decode' or 'all'")
+        raise InvalidInput(
+            "boot_catalog",
+            "has no decode graphs to carry the traffic's tokens; capture with graphs 'prefill+decode' or 'all'",
+        )
     if params["max_lanes"] > rows:
         raise InvalidInput("max_lanes", f"must be <= {rows}, the rows of the boot's largest decode graph")
 
@@ -106,6 +108,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     ticker = Ticker(emit, n * len(params["policies"]))
     policies = []
     for i, name in enumerate(params["policies"]):
+
         def on_progress(finished: int, launches: int, before: int = i * n, name: str = name) -> None:
             ticker.tick(before + finished, f"{name}: {finished}/{n} requests, {launches} launches")
 
@@ -117,8 +120,13 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         emit({"type": "arm_result", "arm": name, **{k: v for k, v in summary.items() if k != "per_request"}})
         ticker.tick((i + 1) * n, f"{name} done")
         policies.append(summary)
-    return {"execution": execution_description, "catalog": catalog_name, "requests": n,
-            "offered_ms": round(arrivals[-1].arrival_ms, 6) if arrivals else 0.0, "policies": policies}
+    return {
+        "execution": execution_description,
+        "catalog": catalog_name,
+        "requests": n,
+        "offered_ms": round(arrivals[-1].arrival_ms, 6) if arrivals else 0.0,
+        "policies": policies,
+    }
 
 
 def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, Any]:
@@ -136,11 +144,19 @@ def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, 
         "padded_prefill_tokens": result.padded_prefill_tokens,
         "padded_decode_rows": result.padded_decode_rows,
         "end_ms": _round(result.end_ms),
-        "per_request": [{"id": lane.id, "arrival_ms": _round(lane.arrival_ms),
-                         "prompt_tokens": prompts[lane.id].request.prompt_tokens,
-                         "output_tokens": lane.tokens, "ttft_ms": _round(lane.ttft_ms),
-                         "finish_ms": _round(lane.finish_ms), "prefill_launches": len(lane.chunks),
-                         "max_itl_ms": _round(lane.max_itl_ms)} for lane in result.lanes],
+        "per_request": [
+            {
+                "id": lane.id,
+                "arrival_ms": _round(lane.arrival_ms),
+                "prompt_tokens": prompts[lane.id].request.prompt_tokens,
+                "output_tokens": lane.tokens,
+                "ttft_ms": _round(lane.ttft_ms),
+                "finish_ms": _round(lane.finish_ms),
+                "prefill_launches": len(lane.chunks),
+                "max_itl_ms": _round(lane.max_itl_ms),
+            }
+            for lane in result.lanes
+        ],
     }
 
 
@@ -162,13 +178,17 @@ def format_text(result: dict[str, Any]) -> str:
     lines = [f"{result['requests']} requests, {result['catalog']} catalog"]
     for p in result["policies"]:
         if p["stalled"]:
-            lines.append(f"{p['policy']:<8} STALLED request {p['stalled']['request']} at position "
-                         f"{p['stalled']['position']} ({p['finished']} finished)")
+            lines.append(
+                f"{p['policy']:<8} STALLED request {p['stalled']['request']} at position "
+                f"{p['stalled']['position']} ({p['finished']} finished)"
+            )
             continue
         t, i = p["ttft_ms"], p["itl_ms"]
-        lines.append(f"{p['policy']:<8} ttft p50 {t['p50']:.2f} p99 {t['p99']:.2f} ms  itl p50 {i['p50'] or 0:.2f} "
-                     f"p99 {i['p99'] or 0:.2f} ms  launches {p['launches']['total']}  "
-                     f"padding {p['padded_prefill_tokens']} tokens, {p['padded_decode_rows']} rows")
+        lines.append(
+            f"{p['policy']:<8} ttft p50 {t['p50']:.2f} p99 {t['p99']:.2f} ms  itl p50 {i['p50'] or 0:.2f} "
+            f"p99 {i['p99'] or 0:.2f} ms  launches {p['launches']['total']}  "
+            f"padding {p['padded_prefill_tokens']} tokens, {p['padded_decode_rows']} rows"
+        )
     return "\n".join(lines)
 
 
@@ -178,25 +198,64 @@ ANALYSIS = Analysis(
     params=(
         Param("requests", "int", 200, "requests in the traffic", minimum=1, maximum=20_000),
         Param("rate_per_s", "float", 10.0, "mean arrivals per second (Poisson)", minimum=0.001, maximum=1e5),
-        Param("prompt_min", "int", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000),
+        Param(
+            "prompt_min", "int", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000
+        ),
         Param("prompt_max", "int", 16_000, "longest prompt (tokens)", minimum=1, maximum=1_000_000),
         Param("output_min", "int", 16, "fewest output tokens (lengths are uniform)", minimum=1, maximum=100_000),
         Param("output_max", "int", 256, "most output tokens", minimum=1, maximum=100_000),
         Param("span_share", "float", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
         Param("seed", "int", 0, "traffic seed", minimum=0, maximum=2**31 - 1),
-        Param("policies", "choice_list", ["cost", "rule"], "policies to compare on the same traffic",
-              choices=tuple(POLICIES), max_items=len(POLICIES)),
-        Param("catalog", "choice", "clean", "the measured catalog: clean, drift (full chunk over-measured), "
-              "or unmeasured-full", choices=CATALOGS),
+        Param(
+            "policies",
+            "choice_list",
+            ["cost", "rule"],
+            "policies to compare on the same traffic",
+            choices=tuple(POLICIES),
+            max_items=len(POLICIES),
+        ),
+        Param(
+            "catalog",
+            "choice",
+            "clean",
+            "the measured catalog: clean, drift (full chunk over-measured), or unmeasured-full",
+            choices=CATALOGS,
+        ),
         DRIFT_PARAM,
         *EXECUTION_PARAMS,
-        Param("mixed_rows", "int_list", [8, 32], "decode rows of the mixed graphs captured for each prefill capacity",
-              minimum=1, maximum=MAX_LANES, max_items=len(DECODE_ROWS)),
+        Param(
+            "mixed_rows",
+            "int_list",
+            [8, 32],
+            "decode rows of the mixed graphs captured for each prefill capacity",
+            minimum=1,
+            maximum=MAX_LANES,
+            max_items=len(DECODE_ROWS),
+        ),
         Param("max_lanes", "int", 32, "most requests admitted at once", minimum=1, maximum=MAX_LANES),
-        Param("max_decode_wait", "int", 2, "most launches a decoding lane may sit out between tokens", minimum=1, maximum=64),
-        Param("boot_catalog", "catalog", None, "a measured boot with decode graphs (a gpu_runner capture with graphs "
-              "'all') as the catalog and the true costs, instead of catalog/mixed_rows/execution"),
-        Param("launch_events", "int", 20, "launch events emitted at the start of each policy's run", minimum=0, maximum=1000),
+        Param(
+            "max_decode_wait",
+            "int",
+            2,
+            "most launches a decoding lane may sit out between tokens",
+            minimum=1,
+            maximum=64,
+        ),
+        Param(
+            "boot_catalog",
+            "catalog",
+            None,
+            "a measured boot with decode graphs (a gpu_runner capture with graphs "
+            "'all') as the catalog and the true costs, instead of catalog/mixed_rows/execution",
+        ),
+        Param(
+            "launch_events",
+            "int",
+            20,
+            "launch events emitted at the start of each policy's run",
+            minimum=0,
+            maximum=1000,
+        ),
     ),
     run=run,
     check=check,

@@ -11,7 +11,15 @@ from ..errors import InvalidInput
 from ..planner import plan
 from ..policies import make_policy
 from ..request import Request
-from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, boot_setting, execution_dict, execution_of, pr22_catalogs
+from .catalogs import (
+    CATALOG_NAMES,
+    DRIFT_PARAM,
+    EXECUTION_PARAMS,
+    boot_setting,
+    execution_dict,
+    execution_of,
+    pr22_catalogs,
+)
 from .pacing import Ticker
 from .params import Analysis, Emit, Param
 
@@ -48,8 +56,11 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         catalogs = {"boot": boot}
     else:
         execution = execution_of(params)
-        catalogs = {name: c for name, c in pr22_catalogs(execution, params["drift_factor"]).items()
-                    if name in params["catalogs"]}
+        catalogs = {
+            name: c
+            for name, c in pr22_catalogs(execution, params["drift_factor"]).items()
+            if name in params["catalogs"]
+        }
     policies = {name: make_policy(name) for name in params["policies"]}  # one each: their tables are reused
     lengths = prompt_lengths(params)
     ticker = Ticker(emit, len(lengths) * len(policies) * len(catalogs))
@@ -73,8 +84,14 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
             per_policy["delta_ms"] = [round(r - c, 6) for r, c in zip(rule["ttft_ms"], cost["ttft_ms"])]
             summary[catalog_name] = summarise(lengths, cost, rule, per_policy["delta_ms"])
         series[catalog_name] = per_policy
-    return {"execution": execution_dict(execution), "drift_factor": params["drift_factor"], "spacing": params["spacing"],
-            "prompt_tokens": lengths, "series": series, "summary": summary}
+    return {
+        "execution": execution_dict(execution),
+        "drift_factor": params["drift_factor"],
+        "spacing": params["spacing"],
+        "prompt_tokens": lengths,
+        "series": series,
+        "summary": summary,
+    }
 
 
 def summarise(lengths: list[int], cost: dict[str, list], rule: dict[str, list], delta: list[float]) -> dict[str, Any]:
@@ -92,20 +109,26 @@ def summarise(lengths: list[int], cost: dict[str, list], rule: dict[str, list], 
         "max_gain_ms": max(-delta[best], 0.0),
         "max_gain_at": lengths[best] if delta[best] < -TIE_MS else None,
         "mean_launches_saved": round(sum(c - r for c, r in zip(cost["launches"], rule["launches"])) / len(delta), 6),
-        "mean_extra_padding": round(sum(r - c for c, r in zip(cost["padded_tokens"], rule["padded_tokens"])) / len(delta), 6),
+        "mean_extra_padding": round(
+            sum(r - c for c, r in zip(cost["padded_tokens"], rule["padded_tokens"])) / len(delta), 6
+        ),
     }
 
 
 def format_text(result: dict[str, Any]) -> str:
     """One line per catalog: the rule's record against the cost model."""
-    lines = [f"{len(result['prompt_tokens'])} prompt lengths, {result['prompt_tokens'][0]} .. "
-             f"{result['prompt_tokens'][-1]} tokens ({result['spacing']}); delta = rule - cost TTFT"]
+    lines = [
+        f"{len(result['prompt_tokens'])} prompt lengths, {result['prompt_tokens'][0]} .. "
+        f"{result['prompt_tokens'][-1]} tokens ({result['spacing']}); delta = rule - cost TTFT"
+    ]
     for name, s in result["summary"].items():
         loss = f"max loss {s['max_loss_ms']:+.2f} ms at {s['max_loss_at']}" if s["max_loss_at"] else "never loses"
         gain = f"max gain {s['max_gain_ms']:.2f} ms at {s['max_gain_at']}" if s["max_gain_at"] else "never wins"
-        lines.append(f"{name:<6} rule wins {s['rule_wins']}, loses {s['rule_loses']}, ties {s['ties']}; "
-                     f"mean {s['mean_delta_ms']:+.2f} ms; {loss}; {gain}; "
-                     f"{s['mean_launches_saved']:.2f} launches saved on average")
+        lines.append(
+            f"{name:<6} rule wins {s['rule_wins']}, loses {s['rule_loses']}, ties {s['ties']}; "
+            f"mean {s['mean_delta_ms']:+.2f} ms; {loss}; {gain}; "
+            f"{s['mean_launches_saved']:.2f} launches saved on average"
+        )
     return "\n".join(lines)
 
 
@@ -115,15 +138,26 @@ ANALYSIS = Analysis(
     params=(
         Param("min_tokens", "int", 1, "shortest prompt", minimum=1, maximum=MAX_TOKENS),
         Param("max_tokens", "int", 131072, "longest prompt", minimum=1, maximum=MAX_TOKENS),
-        Param("count", "int", 256, "prompt lengths to sample (duplicates after rounding are dropped)",
-              minimum=1, maximum=100_000),
+        Param(
+            "count",
+            "int",
+            256,
+            "prompt lengths to sample (duplicates after rounding are dropped)",
+            minimum=1,
+            maximum=100_000,
+        ),
         Param("spacing", "choice", "log", "how the lengths are spaced", choices=("log", "linear")),
         Param("policies", "choice_list", ["cost", "rule"], "policies to plan with", choices=("cost", "rule")),
         Param("catalogs", "choice_list", list(CATALOG_NAMES), "catalogs to plan against", choices=CATALOG_NAMES),
         *EXECUTION_PARAMS,
         DRIFT_PARAM,
-        Param("boot_catalog", "catalog", None, "a measured boot (e.g. a gpu_runner capture) to sweep instead of "
-              "clean/drift; its own durations are the true costs (replaces catalogs and the execution model)"),
+        Param(
+            "boot_catalog",
+            "catalog",
+            None,
+            "a measured boot (e.g. a gpu_runner capture) to sweep instead of "
+            "clean/drift; its own durations are the true costs (replaces catalogs and the execution model)",
+        ),
     ),
     run=run,
     check=check,

@@ -71,7 +71,11 @@ def test_drift_times_the_chosen_shapes_under_competing_work_and_keeps_their_clea
     assert result["provenance"]["drift"] == {"capacities": [16, 64], "load": 2}  # stored with the boot
     assert "drifted: prefill 16, 64 (load 2)" in CAPTURE.format_text(result).splitlines()[0]
     assert len(result["boots"]) == 2
-    assert [(r["prefill"], r["max_over_min"] >= 1.0) for r in result["boot_spread"]] == [(16, True), (32, True), (64, True)]
+    assert [(r["prefill"], r["max_over_min"] >= 1.0) for r in result["boot_spread"]] == [
+        (16, True),
+        (32, True),
+        (64, True),
+    ]
 
 
 def test_the_text_report_lists_every_shape_with_its_spread(captured):

@@ -15,9 +15,16 @@ from gpu_runner.presets import PRESETS
 
 SHAPES = [(64, 0), (0, 2), (64, 2)]
 # Ops that synchronise with the host or size their output from data: illegal while capturing.
-HOST_SYNC = {"aten._local_scalar_dense.default", "aten.nonzero.default", "aten.masked_select.default",
-             "aten.repeat_interleave.Tensor", "aten.is_nonzero.default", "aten.equal.default",
-             "aten._unique2.default", "aten.item.default"}
+HOST_SYNC = {
+    "aten._local_scalar_dense.default",
+    "aten.nonzero.default",
+    "aten.masked_select.default",
+    "aten.repeat_interleave.Tensor",
+    "aten.is_nonzero.default",
+    "aten.equal.default",
+    "aten._unique2.default",
+    "aten.item.default",
+}
 
 
 class OpLog(TorchDispatchMode):

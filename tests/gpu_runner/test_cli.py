@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpu_runner", *args], input=stdin, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gpu_runner", *args], input=stdin, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_capture_prints_a_boot_whose_catalog_feeds_ttft(tmp_path):
@@ -25,8 +26,19 @@ def test_capture_prints_a_boot_whose_catalog_feeds_ttft(tmp_path):
     boot = json.loads(out.stdout)
     assert [g["prefill"] for g in boot["catalog"]] == [16, 32]
     (tmp_path / "boot.json").write_text(out.stdout)
-    ttft = cli("ttft", "--device", "cpu", "--catalog", str(tmp_path / "boot.json"), "--prompt-tokens", "50",
-               "--repeats", "2", "--runs", "1")
+    ttft = cli(
+        "ttft",
+        "--device",
+        "cpu",
+        "--catalog",
+        str(tmp_path / "boot.json"),
+        "--prompt-tokens",
+        "50",
+        "--repeats",
+        "2",
+        "--runs",
+        "1",
+    )
     assert ttft.returncode == 0, ttft.stderr
     arms = json.loads(ttft.stdout)["arms"]
     assert [a["policy"] for a in arms] == ["cost", "rule"] and all(a["ttft_ms"] > 0 for a in arms)
@@ -46,6 +58,11 @@ def test_a_catalog_on_stdin_without_prefill_shapes_is_refused():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_gpu_check_refuses_to_run_without_cuda_and_writes_no_report(tmp_path):
     report = tmp_path / "gpu-check.json"
-    out = subprocess.run([str(ROOT / "scripts" / "gpu-check"), str(report)], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHON": sys.executable})
+    out = subprocess.run(
+        [str(ROOT / "scripts" / "gpu-check"), str(report)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
     assert out.returncode == 2 and "no CUDA device" in out.stderr and not report.exists()

@@ -48,8 +48,12 @@ def test_chunked_graph_prefill_equals_one_shot_prefill_on_cuda(cuda_boot):
 
 def test_a_small_capture_is_a_cuda_graph_boot_with_cuda_provenance():
     capture = ANALYSES["capture"]
-    result = capture.run(capture.validate({"preset": "small", "device": "cuda", "capacities": [64, 512],
-                                           "decode_rows": [8], "repeats": 5}), lambda e: None)
+    result = capture.run(
+        capture.validate(
+            {"preset": "small", "device": "cuda", "capacities": [64, 512], "decode_rows": [8], "repeats": 5}
+        ),
+        lambda e: None,
+    )
     Catalog.from_dicts(result["catalog"])
     assert result["provenance"]["mode"] == "cuda-graph" and result["provenance"]["cuda"]
     assert all(m["mode"] == "cuda-graph" and m["samples"] == 5 for m in result["measurements"])
@@ -57,6 +61,10 @@ def test_a_small_capture_is_a_cuda_graph_boot_with_cuda_provenance():
 
 def test_small_numerics_repeat_bitwise_on_cuda_graphs():
     numerics = ANALYSES["numerics"]
-    result = numerics.run(numerics.validate({"preset": "small", "device": "cuda", "capacities": [64, 128, 256],
-                                             "repeats": 3, "prompt_tokens": 700}), lambda e: None)
+    result = numerics.run(
+        numerics.validate(
+            {"preset": "small", "device": "cuda", "capacities": [64, 128, 256], "repeats": 3, "prompt_tokens": 700}
+        ),
+        lambda e: None,
+    )
     assert result["reproducible"]

@@ -8,8 +8,11 @@ NUMERICS = ANALYSES["numerics"]
 
 
 def test_chunkings_agree_with_the_one_shot_prefill_and_repeat_bitwise():
-    catalog = [{"prefill": 16, "decode": 0, "ms": 1.0}, {"prefill": 32, "decode": 0, "ms": 1.5},
-               {"prefill": 64, "decode": 0, "ms": 5.0}]
+    catalog = [
+        {"prefill": 16, "decode": 0, "ms": 1.0},
+        {"prefill": 32, "decode": 0, "ms": 1.5},
+        {"prefill": 64, "decode": 0, "ms": 5.0},
+    ]
     params = NUMERICS.validate({"catalog": catalog, "repeats": 2, "prompt_tokens": 150, "device": "cpu"})
     result = NUMERICS.run(params, lambda e: None)
     assert result["chunkings"]["cost"]["graphs"] != result["chunkings"]["rule"]["graphs"]

@@ -12,14 +12,27 @@ TTFT = ANALYSES["ttft"]
 @pytest.fixture(scope="module")
 def ttft() -> tuple[dict, list[dict]]:
     events: list[dict] = []
-    params = TTFT.validate({"capacities": [16, 32, 64], "repeats": 2, "runs": 2, "prompt_tokens": [100, 150],
-                            "policies": ["cost", "rule"], "device": "cpu"})
+    params = TTFT.validate(
+        {
+            "capacities": [16, 32, 64],
+            "repeats": 2,
+            "runs": 2,
+            "prompt_tokens": [100, 150],
+            "policies": ["cost", "rule"],
+            "device": "cpu",
+        }
+    )
     return TTFT.run(params, events.append), events
 
 
 def test_each_arm_reports_ttft_and_a_time_per_launch(ttft):
     result, _ = ttft
-    assert [(a["prompt_tokens"], a["policy"]) for a in result["arms"]] == [(100, "cost"), (100, "rule"), (150, "cost"), (150, "rule")]
+    assert [(a["prompt_tokens"], a["policy"]) for a in result["arms"]] == [
+        (100, "cost"),
+        (100, "rule"),
+        (150, "cost"),
+        (150, "rule"),
+    ]
     for arm in result["arms"]:
         assert arm["ttft_ms"] > 0 and len(arm["ttft_runs_ms"]) == 2
         assert len(arm["launches"]) == arm["launch_count"] > 0
@@ -50,8 +63,9 @@ def test_the_same_prompt_samples_the_same_first_token_under_both_policies(ttft):
 
 def test_a_given_catalog_is_what_the_plans_are_made_from():
     catalog = [{"prefill": 16, "decode": 0, "ms": 1.0}, {"prefill": 64, "decode": 0, "ms": 50.0}]
-    params = TTFT.validate({"catalog": catalog, "repeats": 2, "runs": 1, "prompt_tokens": [100],
-                            "policies": ["cost"], "device": "cpu"})
+    params = TTFT.validate(
+        {"catalog": catalog, "repeats": 2, "runs": 1, "prompt_tokens": [100], "policies": ["cost"], "device": "cpu"}
+    )
     result = TTFT.run(params, lambda e: None)
     assert result["planning_catalog_source"] == "given"
     assert [g["prefill"] for g in result["catalog"]] == [16, 64]
@@ -59,8 +73,17 @@ def test_a_given_catalog_is_what_the_plans_are_made_from():
 
 
 def test_a_drifted_boot_plans_with_its_drifted_catalog_and_costs_the_launches_undisturbed_too():
-    params = TTFT.validate({"capacities": [16, 64], "drift_capacities": [64], "repeats": 2, "runs": 1,
-                            "prompt_tokens": [100], "policies": ["rule"], "device": "cpu"})
+    params = TTFT.validate(
+        {
+            "capacities": [16, 64],
+            "drift_capacities": [64],
+            "repeats": 2,
+            "runs": 1,
+            "prompt_tokens": [100],
+            "policies": ["rule"],
+            "device": "cpu",
+        }
+    )
     result = TTFT.run(params, lambda e: None)
     believed = {m["prefill"]: m["median_ms"] for m in result["measurements"]}
     undisturbed = {m["prefill"]: m.get("clean_median_ms", m["median_ms"]) for m in result["measurements"]}

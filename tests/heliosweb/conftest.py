@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = (b"origin", b"http://testserver")
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.05, what: str = "condition") -> Any:
+def wait_until(
+    predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.05, what: str = "condition"
+) -> Any:
     """Poll until `predicate()` is truthy. A deadline, not a timed assertion: only a hang fails."""
     deadline = time.monotonic() + timeout
     while True:
@@ -62,8 +64,9 @@ def queued(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> l
         return sent
     from heliosweb.jobs import tasks
 
-    monkeypatch.setattr(tasks.run_job, "apply_async",
-                        lambda args, queue, task_id=None, **kw: sent.append((args[0], queue)))
+    monkeypatch.setattr(
+        tasks.run_job, "apply_async", lambda args, queue, task_id=None, **kw: sent.append((args[0], queue))
+    )
     return sent
 
 
@@ -89,6 +92,7 @@ def recipe(db: None):
 
 
 # --- real processes -------------------------------------------------------------------------
+
 
 # Decision workflow users, one per role.
 # Users without passwords (tests log in with force_login): hashing a password costs ~0.3 s each.
@@ -120,10 +124,19 @@ def done_job(recipe: Any) -> Any:
 
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
-needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
-                                    reason="needs Debian's chromium (apt-get install -y chromium); never skipped in CI")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+needs_chromium = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM) and not os.environ.get("CI"),
+    reason="needs Debian's chromium (apt-get install -y chromium); never skipped in CI",
+)
 
 
 def log_in_and_open(page: Any, url: str, username: str, password: str) -> None:
@@ -179,10 +192,17 @@ class Stack:
         self.web: subprocess.Popen | None = None
         self._worker_log: Path | None = None
         self._starts = 0
-        self.env = dict(os.environ, REDIS_URL=redis_url, DATABASE_URL=database_url,
-                        DJANGO_SETTINGS_MODULE="heliosweb.settings", PYTHONUNBUFFERED="1",
-                        HELIOS_VAR_DIR=str(logdir / "var"), HELIOS_SECRET_KEY="test-only-secret-key-not-used-elsewhere",
-                        HELIOS_VISIBILITY_TIMEOUT="30", HELIOS_HEARTBEAT_SECONDS="1")
+        self.env = dict(
+            os.environ,
+            REDIS_URL=redis_url,
+            DATABASE_URL=database_url,
+            DJANGO_SETTINGS_MODULE="heliosweb.settings",
+            PYTHONUNBUFFERED="1",
+            HELIOS_VAR_DIR=str(logdir / "var"),
+            HELIOS_SECRET_KEY="test-only-secret-key-not-used-elsewhere",
+            HELIOS_VISIBILITY_TIMEOUT="30",
+            HELIOS_HEARTBEAT_SECONDS="1",
+        )
 
     @property
     def base_url(self) -> str:
@@ -193,11 +213,31 @@ class Stack:
         self._worker_log = self.logdir / f"worker-{self._starts}.log"
         log = self._worker_log.open("w")
         self.worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "heliosweb", "worker", "-Q", "sim,gpu", "--pool=solo",
-             "-n", f"test{self._starts}@%h", "--without-gossip", "--without-mingle", "--loglevel=INFO"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        wait_until(lambda: "ready." in self._worker_log.read_text() or self.worker.poll() is not None,
-                   what="the Celery worker to be ready")
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "heliosweb",
+                "worker",
+                "-Q",
+                "sim,gpu",
+                "--pool=solo",
+                "-n",
+                f"test{self._starts}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--loglevel=INFO",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_until(
+            lambda: "ready." in self._worker_log.read_text() or self.worker.poll() is not None,
+            what="the Celery worker to be ready",
+        )
         assert self.worker.poll() is None, self._worker_log.read_text()[-3000:]
         return self.worker
 
@@ -221,12 +261,17 @@ class Stack:
         log = (self.logdir / "web.log").open("w")
         self.web = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "heliosweb.asgi:application"],
-            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
         def listening() -> bool:
             assert self.web.poll() is None, (self.logdir / "web.log").read_text()[-3000:]
             with socket.socket() as s:
                 return s.connect_ex(("127.0.0.1", self.port)) == 0
+
         wait_until(listening, what="the ASGI server to listen")
 
     def worker_log(self) -> str:
@@ -247,8 +292,9 @@ def use_redis(redis_url: str, settings: Any) -> None:
     """Point this test process's Celery producer and channel layer at `redis_url`."""
     from heliosweb.celery import app
 
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                           "CONFIG": {"hosts": [redis_url]}}}
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}}
+    }
     channel_layers.backends.clear()
     if app.conf.broker_url != redis_url:
         app.conf.broker_url = redis_url
@@ -277,11 +323,11 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def _stack_session(django_db_setup: None, django_db_blocker: Any, redis_url: str,
-                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    from django.db import connection
-
+def _stack_session(
+    django_db_setup: None, django_db_blocker: Any, redis_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
     import redis as redis_client
+    from django.db import connection
 
     redis_client.Redis.from_url(redis_url).flushdb()  # a clean queue: nothing left from an earlier run
     stack = Stack(redis_url, _database_url(connection.settings_dict), tmp_path_factory.mktemp("stack"))

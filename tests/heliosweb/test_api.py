@@ -25,13 +25,16 @@ def test_it_creates_a_job_and_answers_201_with_id_and_status(api, recipe, queued
     assert queued == [(job.pk, "sim")]
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"kind": "nope"}, "kind"),
-    ({"kind": "pr22", "params": {"fixed_ms": -5}}, "params.fixed_ms"),
-    ({"kind": "pr22", "recipe": "ghost"}, "recipe"),
-    ({"kind": "pr22", "extra": 1}, "extra"),
-    ([1, 2], "body"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"kind": "nope"}, "kind"),
+        ({"kind": "pr22", "params": {"fixed_ms": -5}}, "params.fixed_ms"),
+        ({"kind": "pr22", "recipe": "ghost"}, "recipe"),
+        ({"kind": "pr22", "extra": 1}, "extra"),
+        ([1, 2], "body"),
+    ],
+)
 def test_it_answers_400_naming_the_field_and_queues_nothing(api, recipe, queued, body, field):
     response = api.post("/api/jobs/", body, format="json")
     assert response.status_code == 400
@@ -102,7 +105,12 @@ def test_it_serves_a_recipes_active_policy_and_version(api, recipe):
 
 def test_the_kinds_endpoint_lists_declared_parameters(api):
     kinds = {k["name"]: k for k in api.get("/api/kinds/").json()}
-    assert [p["name"] for p in kinds["pr22"]["params"]] == ["fixed_ms", "ms_per_token", "first_token_ms", "drift_factor"]
+    assert [p["name"] for p in kinds["pr22"]["params"]] == [
+        "fixed_ms",
+        "ms_per_token",
+        "first_token_ms",
+        "drift_factor",
+    ]
 
 
 def test_the_openapi_schema_documents_the_job_endpoints(api):
@@ -114,20 +122,25 @@ def test_the_openapi_schema_documents_the_job_endpoints(api):
 
 def test_a_maintainer_uploads_a_boot_and_lists_the_recipes_boots(api, recipe):
     catalog = [{"prefill": 64, "decode": 0, "ms": 3.0}, {"prefill": 4096, "decode": 0, "ms": 0}]
-    response = api.post("/api/recipes/tiny-cpu/boots/", {"catalog": catalog, "provenance": {"device": "engine log"}}, format="json")
+    response = api.post(
+        "/api/recipes/tiny-cpu/boots/", {"catalog": catalog, "provenance": {"device": "engine log"}}, format="json"
+    )
     assert response.status_code == 201
     boot = response.json()
     assert boot["recipe"] == "tiny-cpu" and boot["catalog"][1]["ms"] is None  # 0 means unmeasured, stored as null
     assert [b["id"] for b in api.get("/api/recipes/tiny-cpu/boots/").json()] == [boot["id"]]
 
 
-@pytest.mark.parametrize("body, field", [
-    ({}, "catalog"),
-    ({"catalog": []}, "catalog"),
-    ({"catalog": [{"prefill": 64, "decode": 0, "ms": -3}]}, "catalog[0].ms"),
-    ({"catalog": [{"prefill": 64, "decode": 0, "ms": 1}, {"prefill": 64, "decode": 0, "ms": 2}]}, "catalog[1]"),
-    ({"catalog": [{"prefill": 64, "decode": 0, "ms": 1}], "provenance": "lab"}, "provenance"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({}, "catalog"),
+        ({"catalog": []}, "catalog"),
+        ({"catalog": [{"prefill": 64, "decode": 0, "ms": -3}]}, "catalog[0].ms"),
+        ({"catalog": [{"prefill": 64, "decode": 0, "ms": 1}, {"prefill": 64, "decode": 0, "ms": 2}]}, "catalog[1]"),
+        ({"catalog": [{"prefill": 64, "decode": 0, "ms": 1}], "provenance": "lab"}, "provenance"),
+    ],
+)
 def test_an_invalid_upload_names_the_field_and_stores_nothing(api, recipe, body, field):
     from heliosweb.catalogs.models import Boot
 

@@ -34,9 +34,13 @@ def test_a_maintainer_starts_pr22_and_watches_it_finish_with_the_eight_figures(s
     page.wait_for_function("document.getElementById('job-progress').value === 100")
     page.wait_for_function("document.querySelectorAll('#pr22-table tbody tr').length === 4")
     page.wait_for_function("document.getElementById('job-status').textContent === 'done'")
-    cells = page.eval_on_selector_all("#pr22-table tbody tr td:nth-child(4), #pr22-table tbody tr td:nth-child(5)",
-                                      "tds => tds.map(td => td.textContent)")
-    rows = page.eval_on_selector_all("#pr22-table tbody tr", "trs => trs.map(tr => [tr.children[3].textContent, tr.children[4].textContent])")
+    cells = page.eval_on_selector_all(
+        "#pr22-table tbody tr td:nth-child(4), #pr22-table tbody tr td:nth-child(5)",
+        "tds => tds.map(td => td.textContent)",
+    )
+    rows = page.eval_on_selector_all(
+        "#pr22-table tbody tr", "trs => trs.map(tr => [tr.children[3].textContent, tr.children[4].textContent])"
+    )
     assert [x for row in rows for x in row] == EIGHT, cells
     assert page.eval_on_selector("#chart", "el => el.querySelectorAll('.bars .point').length") == 8
     assert page.text_content("#job-percent") == "100%"
@@ -44,9 +48,13 @@ def test_a_maintainer_starts_pr22_and_watches_it_finish_with_the_eight_figures(s
     # A reload gets every arm twice (stored result and replayed events): still one row per arm.
     stored_events = BenchmarkJob.objects.get().events.count()
     page.reload()
-    page.wait_for_function(f"document.getElementById('event-count').textContent === '{stored_events}'"
-                           " && !document.getElementById('result').hidden")
-    rows = page.eval_on_selector_all("#pr22-table tbody tr", "trs => trs.map(tr => [tr.children[3].textContent, tr.children[4].textContent])")
+    page.wait_for_function(
+        f"document.getElementById('event-count').textContent === '{stored_events}'"
+        " && !document.getElementById('result').hidden"
+    )
+    rows = page.eval_on_selector_all(
+        "#pr22-table tbody tr", "trs => trs.map(tr => [tr.children[3].textContent, tr.children[4].textContent])"
+    )
     assert [x for row in rows for x in row] == EIGHT
     assert page.eval_on_selector("#chart", "el => el.querySelectorAll('.bars .point').length") == 8
 
@@ -76,6 +84,8 @@ def test_a_drifted_capture_shows_a_bar_per_graph_with_the_drifted_one_marked(sta
     # A reload replays the stored measurements: still one bar per graph.
     stored_events = BenchmarkJob.objects.get().events.count()
     page.reload()
-    page.wait_for_function(f"document.getElementById('event-count').textContent === '{stored_events}'"
-                           " && !document.getElementById('result').hidden")
+    page.wait_for_function(
+        f"document.getElementById('event-count').textContent === '{stored_events}'"
+        " && !document.getElementById('result').hidden"
+    )
     assert bar_colors() == colors

@@ -41,6 +41,7 @@ async def _make_job(maintainer):
         for i in range(3):
             services._append_event(job.pk, {"type": "progress", "done": i, "total": 4, "message": f"step {i}"})
         return job
+
     return await database_sync_to_async(create)()
 
 
@@ -73,9 +74,16 @@ async def test_it_replays_stored_events_then_sends_live_ones_in_order(maintainer
     layer = get_channel_layer()
     # A live batch that repeats an already-replayed event and skips one (4): 4 is refilled from the database.
     await database_sync_to_async(services._append_event)(job.pk, {"type": "progress", "done": 3, "total": 4})
-    await layer.group_send(f"job.{job.pk}", {"type": "job.events", "events": [
-        {"type": "progress", "seq": 3, "done": 2, "total": 4},
-        {"type": "measurement", "seq": 5, "ms": 1.5}]})
+    await layer.group_send(
+        f"job.{job.pk}",
+        {
+            "type": "job.events",
+            "events": [
+                {"type": "progress", "seq": 3, "done": 2, "total": 4},
+                {"type": "measurement", "seq": 5, "ms": 1.5},
+            ],
+        },
+    )
     received = [await _receive(communicator) for _ in range(2)]
     assert [e["seq"] for e in received] == [4, 5]
     assert received[0]["type"] == "progress" and received[1]["type"] == "measurement"

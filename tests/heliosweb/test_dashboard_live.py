@@ -19,11 +19,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transa
 def off_the_browser_thread(step, **kwargs):
     """Playwright's sync API runs an event loop in the test thread, where the services' after-commit
     `async_to_sync(group_send)` cannot run; a maintainer's request would come from another thread anyway."""
+
     def run():
         try:
             return step(**kwargs)
         finally:
             connection.close()  # the thread's own connection: leave none open for the test database's teardown
+
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(run).result()
 
@@ -34,8 +36,9 @@ def test_the_dashboard_shows_each_decision_step_without_a_reload(stack, page, re
     log_in_and_open(page, f"{stack.base_url}/", "watcher", "pw-watcher-123")
     page.wait_for_function("document.getElementById('recipes-live').textContent === 'live'")
 
-    decision = off_the_browser_thread(decisions.decision_propose, actor=author, recipe="tiny-cpu", policy="rule",
-                                      rationale="PR #22 arms")
+    decision = off_the_browser_thread(
+        decisions.decision_propose, actor=author, recipe="tiny-cpu", policy="rule", rationale="PR #22 arms"
+    )
     row = f'#open-decisions tr[data-decision="{decision.pk}"]'
     page.wait_for_selector(row)
     assert page.text_content(f"{row} .status") == "pending"

@@ -13,7 +13,6 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from rest_framework.test import APIClient
-from scheduler_core.errors import InvalidInput
 
 from heliosweb.decisions import services
 from heliosweb.decisions.errors import Conflict, Forbidden
@@ -21,6 +20,7 @@ from heliosweb.decisions.models import AppendOnly, AuditEvent, PolicyDecision
 from heliosweb.decisions.selectors import audit_verify
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.recipes.models import PolicySetting
+from scheduler_core.errors import InvalidInput
 
 from .conftest import grant
 
@@ -28,8 +28,9 @@ RATIONALE = "PR #22: one launch instead of three, boot-invariant; jobs attached.
 
 
 def propose(author: User, policy: str = "rule", **kw) -> PolicyDecision:
-    return services.decision_propose(actor=author, recipe=kw.pop("recipe", "tiny-cpu"), policy=policy,
-                                     rationale=kw.pop("rationale", RATIONALE), **kw)
+    return services.decision_propose(
+        actor=author, recipe=kw.pop("recipe", "tiny-cpu"), policy=policy, rationale=kw.pop("rationale", RATIONALE), **kw
+    )
 
 
 def setting(recipe) -> PolicySetting:
@@ -38,9 +39,15 @@ def setting(recipe) -> PolicySetting:
 
 # --- proposing ------------------------------------------------------------------------------
 
+
 def test_a_proposal_records_the_current_policy_and_version_and_links_its_evidence(author, recipe, done_job):
     decision = propose(author, evidence=[done_job.pk])
-    assert (decision.status, decision.from_policy, decision.to_policy, decision.base_version) == ("pending", "cost", "rule", 1)
+    assert (decision.status, decision.from_policy, decision.to_policy, decision.base_version) == (
+        "pending",
+        "cost",
+        "rule",
+        1,
+    )
     assert list(decision.evidence.all()) == [done_job]
     assert (setting(recipe).policy, setting(recipe).version) == ("cost", 1)  # proposing changes nothing yet
 
@@ -53,8 +60,16 @@ def test_rule_v1_can_never_be_proposed(author, recipe):
 
 
 def test_rule_v1_can_never_be_applied_even_if_a_row_says_so(author, reviewer, recipe):
-    decision = PolicyDecision.objects.create(recipe=recipe, from_policy="cost", to_policy="rule-v1", base_version=1,
-                                             rationale="forged", created_by=author, status="approved", reviewed_by=reviewer)
+    decision = PolicyDecision.objects.create(
+        recipe=recipe,
+        from_policy="cost",
+        to_policy="rule-v1",
+        base_version=1,
+        rationale="forged",
+        created_by=author,
+        status="approved",
+        reviewed_by=reviewer,
+    )
     with pytest.raises(InvalidInput) as exc:
         services.decision_apply(actor=author, decision=decision)
     assert exc.value.field == "policy"
@@ -98,8 +113,19 @@ def test_evidence_must_be_a_finished_job(author, recipe, done_job, status):
     assert PolicyDecision.objects.count() == 0 and AuditEvent.objects.count() == 0
 
 
-@pytest.mark.parametrize("evidence, field", [([999], "evidence[0]"), (["abc"], "evidence[0]"), ([True], "evidence[0]"),
-                                             ("1,2", "evidence"), ([10**30], "evidence[0]"), ([0], "evidence[0]"), ({"id": 1}, "evidence"), (7, "evidence")])
+@pytest.mark.parametrize(
+    "evidence, field",
+    [
+        ([999], "evidence[0]"),
+        (["abc"], "evidence[0]"),
+        ([True], "evidence[0]"),
+        ("1,2", "evidence"),
+        ([10**30], "evidence[0]"),
+        ([0], "evidence[0]"),
+        ({"id": 1}, "evidence"),
+        (7, "evidence"),
+    ],
+)
 def test_evidence_must_be_a_list_of_existing_job_ids(author, recipe, evidence, field):
     with pytest.raises(InvalidInput) as exc:
         propose(author, evidence=evidence)
@@ -107,6 +133,7 @@ def test_evidence_must_be_a_list_of_existing_job_ids(author, recipe, evidence, f
 
 
 # --- who may do what ------------------------------------------------------------------------
+
 
 def test_proposing_needs_the_propose_permission(viewer, recipe):
     with pytest.raises(Forbidden):
@@ -173,6 +200,7 @@ def test_rejecting_needs_a_reason_and_ends_the_decision(author, reviewer, recipe
 
 # --- applying -------------------------------------------------------------------------------
 
+
 def test_apply_bumps_the_version_and_the_policy_endpoint_shows_it(author, reviewer, applier, recipe):
     decision = services.decision_approve(actor=reviewer, decision=propose(author), reason="trade accepted")
     decision = services.decision_apply(actor=applier, decision=decision)
@@ -197,7 +225,9 @@ def test_applying_a_stale_proposal_fails_and_changes_nothing(author, reviewer, r
 
 
 def test_a_decision_cannot_be_applied_twice(author, reviewer, recipe):
-    decision = services.decision_apply(actor=author, decision=services.decision_approve(actor=reviewer, decision=propose(author)))
+    decision = services.decision_apply(
+        actor=author, decision=services.decision_approve(actor=reviewer, decision=propose(author))
+    )
     with pytest.raises(Conflict):
         services.decision_apply(actor=author, decision=decision)
     assert setting(recipe).version == 2
@@ -205,20 +235,31 @@ def test_a_decision_cannot_be_applied_twice(author, reviewer, recipe):
 
 # --- the audit trail ------------------------------------------------------------------------
 
+
 def test_every_step_appends_one_audit_event_with_actor_and_before_and_after(author, reviewer, recipe):
     decision = propose(author)
     services.decision_approve(actor=reviewer, decision=decision, reason="ok")
     services.decision_apply(actor=author, decision=decision, reason="rolling out")
     events = list(AuditEvent.objects.order_by("seq"))
     assert [(e.seq, e.action, e.actor_name, e.recipe_name, e.decision_id) for e in events] == [
-        (1, "proposed", "alice", "tiny-cpu", decision.pk), (2, "approved", "bob", "tiny-cpu", decision.pk),
-        (3, "applied", "alice", "tiny-cpu", decision.pk)]
+        (1, "proposed", "alice", "tiny-cpu", decision.pk),
+        (2, "approved", "bob", "tiny-cpu", decision.pk),
+        (3, "applied", "alice", "tiny-cpu", decision.pk),
+    ]
     assert events[0].reason == RATIONALE and events[1].reason == "ok"
     assert (events[0].before["status"], events[0].after["status"]) == (None, "pending")
     assert (events[1].before["status"], events[1].after["status"]) == ("pending", "approved")
     applied = events[2]
-    assert {k: applied.before[k] for k in ("status", "policy", "version")} == {"status": "approved", "policy": "cost", "version": 1}
-    assert {k: applied.after[k] for k in ("status", "policy", "version")} == {"status": "applied", "policy": "rule", "version": 2}
+    assert {k: applied.before[k] for k in ("status", "policy", "version")} == {
+        "status": "approved",
+        "policy": "cost",
+        "version": 1,
+    }
+    assert {k: applied.after[k] for k in ("status", "policy", "version")} == {
+        "status": "applied",
+        "policy": "rule",
+        "version": 2,
+    }
     assert [e.prev_hash for e in events[1:]] == [e.hash for e in events[:-1]]
     assert audit_verify().ok and audit_verify().count == 3
 
@@ -248,8 +289,10 @@ def test_the_database_itself_refuses_to_update_an_audit_row(author, recipe):
 @contextmanager
 def update_guard_dropped() -> Iterator[None]:
     """What someone with database access could do; the test transaction restores the trigger."""
-    sql = {"sqlite": "DROP TRIGGER decisions_auditevent_no_update",
-           "postgresql": "DROP TRIGGER decisions_auditevent_no_update ON decisions_auditevent"}[connection.vendor]
+    sql = {
+        "sqlite": "DROP TRIGGER decisions_auditevent_no_update",
+        "postgresql": "DROP TRIGGER decisions_auditevent_no_update ON decisions_auditevent",
+    }[connection.vendor]
     with connection.cursor() as cursor:
         cursor.execute(sql)
     yield
@@ -303,7 +346,10 @@ def test_the_audit_verify_command_exits_non_zero_on_a_broken_chain(author, revie
 
 # --- realtime -------------------------------------------------------------------------------
 
-def test_each_step_is_pushed_to_the_recipes_group_after_commit(author, reviewer, recipe, django_capture_on_commit_callbacks):
+
+def test_each_step_is_pushed_to_the_recipes_group_after_commit(
+    author, reviewer, recipe, django_capture_on_commit_callbacks
+):
     layer = get_channel_layer()
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)("recipes", channel)
@@ -312,12 +358,23 @@ def test_each_step_is_pushed_to_the_recipes_group_after_commit(author, reviewer,
     assert len(callbacks) == 1  # scheduled, not sent: nothing leaves before the commit
     callbacks[0]()
     message = async_to_sync(layer.receive)(channel)
-    assert message == {"type": "recipes.decision", "action": "proposed", "seq": 1, "decision_id": decision.pk,
-                       "recipe": "tiny-cpu", "status": "pending", "actor": "alice", "policy": "cost", "version": 1,
-                       "proposed_policy": "rule"}
+    assert message == {
+        "type": "recipes.decision",
+        "action": "proposed",
+        "seq": 1,
+        "decision_id": decision.pk,
+        "recipe": "tiny-cpu",
+        "status": "pending",
+        "actor": "alice",
+        "policy": "cost",
+        "version": 1,
+        "proposed_policy": "rule",
+    }
 
 
-def test_an_unavailable_channel_layer_never_fails_the_decision(author, recipe, monkeypatch, django_capture_on_commit_callbacks, caplog):
+def test_an_unavailable_channel_layer_never_fails_the_decision(
+    author, recipe, monkeypatch, django_capture_on_commit_callbacks, caplog
+):
     class Down:
         async def group_send(self, group, message):
             await asyncio.sleep(0)
@@ -331,6 +388,7 @@ def test_an_unavailable_channel_layer_never_fails_the_decision(author, recipe, m
 
 
 # --- demo data ------------------------------------------------------------------------------
+
 
 def test_demo_setup_adds_a_second_maintainer_who_can_approve(db, monkeypatch, capsys, settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed only

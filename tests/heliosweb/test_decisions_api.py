@@ -39,14 +39,23 @@ def nothing_stored() -> bool:
 
 # --- API ------------------------------------------------------------------------------------
 
+
 def test_the_api_runs_the_whole_workflow_with_bearer_tokens(author, reviewer, recipe, done_job):
     alice, bob = bearer(author), bearer(reviewer)
-    created = alice.post("/api/decisions/", {"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE,
-                                             "evidence": [done_job.pk]}, format="json")
+    created = alice.post(
+        "/api/decisions/",
+        {"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "evidence": [done_job.pk]},
+        format="json",
+    )
     assert created.status_code == 201, created.content
     body = created.json()
     assert (body["status"], body["from_policy"], body["to_policy"], body["base_version"], body["evidence"]) == (
-        "pending", "cost", "rule", 1, [done_job.pk])
+        "pending",
+        "cost",
+        "rule",
+        1,
+        [done_job.pk],
+    )
     url = f"/api/decisions/{body['id']}/"
     assert bob.post(url + "approve/", {"reason": "trade accepted"}, format="json").json()["status"] == "approved"
     applied = alice.post(url + "apply/", {}, format="json").json()
@@ -60,17 +69,20 @@ def test_the_api_runs_the_whole_workflow_with_bearer_tokens(author, reviewer, re
     assert audit["head_hash"] == audit["events"][-1]["hash"]
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"policy": "rule", "rationale": RATIONALE}, "recipe"),
-    ({"recipe": "ghost", "policy": "rule", "rationale": RATIONALE}, "recipe"),
-    ({"recipe": "tiny-cpu", "policy": "rule-v1", "rationale": RATIONALE}, "policy"),
-    ({"recipe": "tiny-cpu", "policy": "cost", "rationale": RATIONALE}, "policy"),
-    ({"recipe": "tiny-cpu", "policy": "rule", "rationale": ""}, "rationale"),
-    ({"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "evidence": "7"}, "evidence"),
-    ({"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "evidence": [12345]}, "evidence[0]"),
-    ({"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "approver": "bob"}, "approver"),
-    ([1, 2], "body"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"policy": "rule", "rationale": RATIONALE}, "recipe"),
+        ({"recipe": "ghost", "policy": "rule", "rationale": RATIONALE}, "recipe"),
+        ({"recipe": "tiny-cpu", "policy": "rule-v1", "rationale": RATIONALE}, "policy"),
+        ({"recipe": "tiny-cpu", "policy": "cost", "rationale": RATIONALE}, "policy"),
+        ({"recipe": "tiny-cpu", "policy": "rule", "rationale": ""}, "rationale"),
+        ({"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "evidence": "7"}, "evidence"),
+        ({"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "evidence": [12345]}, "evidence[0]"),
+        ({"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "approver": "bob"}, "approver"),
+        ([1, 2], "body"),
+    ],
+)
 def test_api_bad_input_answers_400_naming_the_field_and_stores_nothing(author, recipe, body, field):
     response = bearer(author).post("/api/decisions/", body, format="json")
     assert response.status_code == 400, response.content
@@ -80,8 +92,11 @@ def test_api_bad_input_answers_400_naming_the_field_and_stores_nothing(author, r
 
 def test_api_evidence_that_has_not_finished_is_refused(author, recipe):
     running = BenchmarkJob.objects.create(kind="pr22", queue="sim", status="running")
-    response = bearer(author).post("/api/decisions/", {"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE,
-                                                       "evidence": [running.pk]}, format="json")
+    response = bearer(author).post(
+        "/api/decisions/",
+        {"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "evidence": [running.pk]},
+        format="json",
+    )
     assert (response.status_code, response.json()["field"]) == (400, "evidence[0]")
     assert nothing_stored()
 
@@ -94,8 +109,12 @@ def test_api_an_author_approving_their_own_proposal_gets_403(reviewer, recipe):
 
 
 def test_api_steps_need_their_permissions(author, applier, viewer, recipe):
-    assert bearer(viewer).post("/api/decisions/", {"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE},
-                               format="json").status_code == 403
+    assert (
+        bearer(viewer)
+        .post("/api/decisions/", {"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE}, format="json")
+        .status_code
+        == 403
+    )
     decision = propose(author)
     assert bearer(applier).post(f"/api/decisions/{decision.pk}/approve/", {}, format="json").status_code == 403
     assert bearer(viewer).post(f"/api/decisions/{decision.pk}/withdraw/", {}, format="json").status_code == 403
@@ -123,8 +142,9 @@ def test_api_reject_without_a_reason_answers_400(author, reviewer, recipe):
 def test_api_needs_authentication(db, recipe):
     client = APIClient()
     assert client.get("/api/decisions/").status_code in (401, 403)
-    assert client.post("/api/decisions/", {"recipe": "tiny-cpu", "policy": "rule", "rationale": "x"},
-                       format="json").status_code in (401, 403)
+    assert client.post(
+        "/api/decisions/", {"recipe": "tiny-cpu", "policy": "rule", "rationale": "x"}, format="json"
+    ).status_code in (401, 403)
     assert client.get("/api/decisions/audit/").status_code in (401, 403)
     assert nothing_stored()
 
@@ -151,6 +171,7 @@ def test_api_audit_reports_where_the_chain_breaks(author, reviewer, recipe):
 
 # --- pages ----------------------------------------------------------------------------------
 
+
 def test_decision_pages_need_a_login(db):
     for url in ("/decisions/", "/decisions/new", "/decisions/1"):
         response = Client().get(url)
@@ -166,18 +187,23 @@ def test_only_maintainers_who_may_propose_can_open_the_form(viewer, author, reci
 
 
 def test_the_form_refuses_a_post_without_a_csrf_token(author, recipe):
-    response = session(author, csrf=True).post("/decisions/new", {"recipe": "tiny-cpu", "policy": "rule", "rationale": "x"})
+    response = session(author, csrf=True).post(
+        "/decisions/new", {"recipe": "tiny-cpu", "policy": "rule", "rationale": "x"}
+    )
     assert response.status_code == 403
     assert nothing_stored()
 
 
-@pytest.mark.parametrize("form, field", [
-    ({"recipe": "", "policy": "rule", "rationale": RATIONALE}, "recipe"),
-    ({"recipe": "tiny-cpu", "policy": "rule-v1", "rationale": RATIONALE}, "policy"),
-    ({"recipe": "tiny-cpu", "policy": "cost", "rationale": RATIONALE}, "policy"),
-    ({"recipe": "tiny-cpu", "policy": "rule", "rationale": "  "}, "rationale"),
-    ({"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "evidence": ["999"]}, "evidence"),
-])
+@pytest.mark.parametrize(
+    "form, field",
+    [
+        ({"recipe": "", "policy": "rule", "rationale": RATIONALE}, "recipe"),
+        ({"recipe": "tiny-cpu", "policy": "rule-v1", "rationale": RATIONALE}, "policy"),
+        ({"recipe": "tiny-cpu", "policy": "cost", "rationale": RATIONALE}, "policy"),
+        ({"recipe": "tiny-cpu", "policy": "rule", "rationale": "  "}, "rationale"),
+        ({"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "evidence": ["999"]}, "evidence"),
+    ],
+)
 def test_a_bad_form_shows_the_field_error_and_stores_nothing(author, recipe, form, field):
     response = session(author).post("/decisions/new", form)
     assert response.status_code == 400
@@ -186,16 +212,19 @@ def test_a_bad_form_shows_the_field_error_and_stores_nothing(author, recipe, for
 
 
 def test_a_good_form_proposes_and_opens_the_decision_page(author, recipe, done_job):
-    response = session(author).post("/decisions/new", {"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE,
-                                                       "evidence": [str(done_job.pk)]})
+    response = session(author).post(
+        "/decisions/new",
+        {"recipe": "tiny-cpu", "policy": "rule", "rationale": RATIONALE, "evidence": [str(done_job.pk)]},
+    )
     decision = PolicyDecision.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/decisions/{decision.pk}"
     assert list(decision.evidence.all()) == [done_job]
 
 
 def test_the_detail_page_offers_each_viewer_only_their_steps(author, reviewer, applier, recipe, done_job):
-    decision = services.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE,
-                                         evidence=[done_job.pk])
+    decision = services.decision_propose(
+        actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[done_job.pk]
+    )
 
     def steps(user: User) -> set[str]:
         html = session(user).get(f"/decisions/{decision.pk}").content.decode()
@@ -257,8 +286,9 @@ def test_the_decision_page_shows_each_evidence_jobs_numbers(author, reviewer, re
 
     job = job_create(kind="pr22", recipe="tiny-cpu", user=author)
     job_run(job_id=job.pk)
-    decision = services.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE,
-                                         evidence=[job.pk])
+    decision = services.decision_propose(
+        actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[job.pk]
+    )
     html = session(reviewer).get(f"/decisions/{decision.pk}").content.decode()
     assert f'href="/jobs/{job.pk}"' in html
     assert "9 launches 238.10 ms" in html and "4 launches 232.10 ms" in html  # the reviewer reads the evidence here

@@ -25,17 +25,29 @@ pytestmark = [pytest.mark.e2e]
 class DevUp:
     def __init__(self, var: Path, port: int) -> None:
         self.var, self.port = var, port
-        self.env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE")}
+        self.env = {
+            k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE")
+        }
         self.env.update(HELIOS_VAR_DIR=str(var), HELIOS_DEMO_PASSWORD="pw-dev-up-123", PYTHONUNBUFFERED="1")
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> subprocess.Popen:
         before = self.children().get("web")  # an orphaned web server may still answer: wait for ours
         log = (self.var.parent / "dev-up.log").open("a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "heliosweb.devtool", "up", "--port", str(self.port)],
-                                     cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_until(lambda: self.children().get("web") not in (None, before) and self._serving(),
-                   timeout=180, interval=0.3, what="./dev up to serve the login page")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "heliosweb.devtool", "up", "--port", str(self.port)],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        wait_until(
+            lambda: self.children().get("web") not in (None, before) and self._serving(),
+            timeout=180,
+            interval=0.3,
+            what="./dev up to serve the login page",
+        )
         return self.proc
 
     def _serving(self) -> bool:
@@ -50,13 +62,17 @@ class DevUp:
         return {p.stem: int(p.read_text()) for p in (self.var / "run").glob("*.pid")}
 
     def manage(self, *args: str) -> str:
-        return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, check=True, capture_output=True, text=True
+        ).stdout
 
     def api(self, token: str, path: str, body: dict | None = None) -> dict:
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method="POST" if body else "GET",
-                                         data=json.dumps(body).encode() if body else None,
-                                         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            method="POST" if body else "GET",
+            data=json.dumps(body).encode() if body else None,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.loads(response.read())
 

@@ -66,19 +66,21 @@ def test_a_job_started_over_the_api_streams_to_a_websocket_and_is_stored(stack, 
     assert JobEvent.objects.filter(job=job).count() == len(events)
 
 
-
 def test_a_capture_job_runs_on_the_gpu_queue_streams_each_measurement_and_stores_a_boot(stack, maintainer, recipe):
     """gpu_runner's kind end to end on CPU: torch loads in the worker's task, each shape's
     measurement reaches the websocket as it lands, and the catalog becomes a boot of the recipe."""
     params = {"preset": "tiny", "device": "cpu", "capacities": [16, 32], "graphs": "prefill", "repeats": 2}
-    response = _api(maintainer).post("/api/jobs/", {"kind": "capture", "recipe": recipe.name, "params": params},
-                                     format="json")
+    response = _api(maintainer).post(
+        "/api/jobs/", {"kind": "capture", "recipe": recipe.name, "params": params}, format="json"
+    )
     assert response.status_code == 201, response.content
     events = _events_until_finished(response.json()["id"], maintainer)
     assert events[-1]["type"] == "done", stack.worker_log()[-3000:]
     measurements = [e for e in events if e["type"] == "measurement"]
-    assert [(m["prefill"], m["decode"], m["samples"], m["mode"]) for m in measurements] == \
-        [(16, 0, 2, "eager-cpu"), (32, 0, 2, "eager-cpu")]
+    assert [(m["prefill"], m["decode"], m["samples"], m["mode"]) for m in measurements] == [
+        (16, 0, 2, "eager-cpu"),
+        (32, 0, 2, "eager-cpu"),
+    ]
     job = BenchmarkJob.objects.get(pk=response.json()["id"])
     assert job.queue == "gpu" and job.worker_pid == stack.worker.pid
     boot = Boot.objects.get(job=job)
@@ -86,9 +88,12 @@ def test_a_capture_job_runs_on_the_gpu_queue_streams_each_measurement_and_stores
     assert boot.catalog == [{"prefill": m["prefill"], "decode": 0, "ms": m["median_ms"]} for m in measurements]
     assert boot.provenance["preset"] == "tiny" and boot.provenance["mode"] == "eager-cpu"
 
+
 def test_a_worker_killed_mid_job_leaves_it_failed_and_a_new_job_succeeds_after_a_restart(stack, maintainer):
     api = _api(maintainer)
-    slow = api.post("/api/jobs/", {"kind": "pulse", "params": {"count": 100000, "rate": 200}}, format="json").json()["id"]
+    slow = api.post("/api/jobs/", {"kind": "pulse", "params": {"count": 100000, "rate": 200}}, format="json").json()[
+        "id"
+    ]
     # Wait until it runs and has stored some events, then kill the worker process outright.
     wait_until(lambda: JobEvent.objects.filter(job_id=slow).count() >= 20, what="the slow job to stream events")
     assert BenchmarkJob.objects.get(pk=slow).status == "running"
@@ -102,6 +107,8 @@ def test_a_worker_killed_mid_job_leaves_it_failed_and_a_new_job_succeeds_after_a
     assert JobEvent.objects.filter(job_id=slow).order_by("-seq").first().type == "failed"
 
     fresh = api.post("/api/jobs/", {"kind": "pr22"}, format="json").json()["id"]
-    done = wait_until(lambda: BenchmarkJob.objects.filter(pk=fresh, status__in=["done", "failed"]).first(),
-                      what="the new job to finish")
+    done = wait_until(
+        lambda: BenchmarkJob.objects.filter(pk=fresh, status__in=["done", "failed"]).first(),
+        what="the new job to finish",
+    )
     assert done.status == "done", stack.worker_log()[-3000:]

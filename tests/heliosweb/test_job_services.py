@@ -6,18 +6,24 @@ import subprocess
 import sys
 
 import pytest
-from scheduler_core.errors import InvalidInput
 
 from heliosweb.catalogs.models import Boot
 from heliosweb.jobs import services
 from heliosweb.jobs.models import BenchmarkJob, JobEvent, JobStatus
 from heliosweb.jobs.registry import JobKind, job_kinds
+from scheduler_core.errors import InvalidInput
 
-EIGHT_FIGURES = [("3 / 62.10", "1 / 66.10"), ("3 / 62.10", "1 / 66.10"), ("6 / 232.10", "4 / 232.10"),
-                 ("9 / 238.10", "4 / 232.10")]
+EIGHT_FIGURES = [
+    ("3 / 62.10", "1 / 66.10"),
+    ("3 / 62.10", "1 / 66.10"),
+    ("6 / 232.10", "4 / 232.10"),
+    ("9 / 238.10", "4 / 232.10"),
+]
 
 
-def test_it_creates_a_queued_job_and_queues_it_on_the_sim_queue(maintainer, recipe, queued, django_capture_on_commit_callbacks):
+def test_it_creates_a_queued_job_and_queues_it_on_the_sim_queue(
+    maintainer, recipe, queued, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         job = services.job_create(kind="pr22", recipe="tiny-cpu", params={"drift_factor": 2}, user=maintainer)
     assert job.status == JobStatus.QUEUED
@@ -25,23 +31,29 @@ def test_it_creates_a_queued_job_and_queues_it_on_the_sim_queue(maintainer, reci
     assert queued == [(job.pk, "sim")]
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"kind": "nope"}, "kind"),
-    ({"kind": 3}, "kind"),
-    ({"kind": "pr22", "recipe": "missing"}, "recipe"),
-    ({"kind": "pr22", "params": [1, 2]}, "params"),
-    ({"kind": "pr22", "params": {"drift_factor": -1}}, "params.drift_factor"),
-    ({"kind": "pr22", "params": {"drift_factor": "x"}}, "params.drift_factor"),
-    ({"kind": "pr22", "params": {"bogus": 1}}, "params.bogus"),
-    ({"kind": "pulse", "params": {"count": 1_000_000, "rate": 1}}, "params.count"),  # would take hours
-    # gpu kinds: every rule that needs no device is checked before the job is stored or queued
-    ({"kind": "capture", "recipe": "tiny-cpu", "params": {"capacities": [64, 128], "drift_capacities": [100]}},
-     "params.drift_capacities[0]"),
-    ({"kind": "ttft", "params": {"prompt_tokens": [3504, 5000]}}, "params.prompt_tokens[1]"),  # tiny holds 4096
-    ({"kind": "numerics", "params": {"preset": "small", "device": "cpu"}}, "params.preset"),
-])
-def test_it_rejects_bad_input_naming_the_field_and_stores_nothing(maintainer, recipe, queued, kwargs, field,
-                                                                  django_capture_on_commit_callbacks):
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"kind": "nope"}, "kind"),
+        ({"kind": 3}, "kind"),
+        ({"kind": "pr22", "recipe": "missing"}, "recipe"),
+        ({"kind": "pr22", "params": [1, 2]}, "params"),
+        ({"kind": "pr22", "params": {"drift_factor": -1}}, "params.drift_factor"),
+        ({"kind": "pr22", "params": {"drift_factor": "x"}}, "params.drift_factor"),
+        ({"kind": "pr22", "params": {"bogus": 1}}, "params.bogus"),
+        ({"kind": "pulse", "params": {"count": 1_000_000, "rate": 1}}, "params.count"),  # would take hours
+        # gpu kinds: every rule that needs no device is checked before the job is stored or queued
+        (
+            {"kind": "capture", "recipe": "tiny-cpu", "params": {"capacities": [64, 128], "drift_capacities": [100]}},
+            "params.drift_capacities[0]",
+        ),
+        ({"kind": "ttft", "params": {"prompt_tokens": [3504, 5000]}}, "params.prompt_tokens[1]"),  # tiny holds 4096
+        ({"kind": "numerics", "params": {"preset": "small", "device": "cpu"}}, "params.preset"),
+    ],
+)
+def test_it_rejects_bad_input_naming_the_field_and_stores_nothing(
+    maintainer, recipe, queued, kwargs, field, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(InvalidInput) as err:
         services.job_create(user=maintainer, **kwargs)
     assert err.value.field == field
@@ -63,8 +75,13 @@ def test_running_pr22_stores_numbered_events_and_the_eight_figures(maintainer, t
     services.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.DONE and job.progress_percent == 100
-    pairs = [(f"{a['cost']['launches']} / {a['cost']['ttft_ms']:.2f}", f"{a['rule']['launches']} / {a['rule']['ttft_ms']:.2f}")
-             for a in job.result["arms"]]
+    pairs = [
+        (
+            f"{a['cost']['launches']} / {a['cost']['ttft_ms']:.2f}",
+            f"{a['rule']['launches']} / {a['rule']['ttft_ms']:.2f}",
+        )
+        for a in job.result["arms"]
+    ]
     assert pairs == EIGHT_FIGURES
     events = list(JobEvent.objects.filter(job=job).order_by("seq"))
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
@@ -87,7 +104,9 @@ def test_a_redelivered_job_whose_worker_died_is_failed_not_rerun(maintainer, tra
     dead.wait()
     import socket
 
-    BenchmarkJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, worker_host=socket.gethostname(), worker_pid=dead.pid)
+    BenchmarkJob.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, worker_host=socket.gethostname(), worker_pid=dead.pid
+    )
     services.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "worker lost" in job.error
@@ -106,9 +125,15 @@ def test_the_reaper_fails_jobs_of_dead_workers_and_stale_heartbeats(maintainer, 
     b = services.job_create(kind="pr22", user=maintainer)
     c = services.job_create(kind="pr22", user=maintainer)
     now = timezone.now()
-    BenchmarkJob.objects.filter(pk=a.pk).update(status="running", worker_host=socket.gethostname(), worker_pid=dead.pid, heartbeat_at=now)
-    BenchmarkJob.objects.filter(pk=b.pk).update(status="running", worker_host="elsewhere", worker_pid=1, heartbeat_at=now - timedelta(hours=1))
-    BenchmarkJob.objects.filter(pk=c.pk).update(status="running", worker_host="elsewhere", worker_pid=1, heartbeat_at=now)
+    BenchmarkJob.objects.filter(pk=a.pk).update(
+        status="running", worker_host=socket.gethostname(), worker_pid=dead.pid, heartbeat_at=now
+    )
+    BenchmarkJob.objects.filter(pk=b.pk).update(
+        status="running", worker_host="elsewhere", worker_pid=1, heartbeat_at=now - timedelta(hours=1)
+    )
+    BenchmarkJob.objects.filter(pk=c.pk).update(
+        status="running", worker_host="elsewhere", worker_pid=1, heartbeat_at=now
+    )
     assert sorted(services.jobs_reap(stale_seconds=60)) == [a.pk, b.pk]
     assert BenchmarkJob.objects.get(pk=c.pk).status == "running"
     assert JobEvent.objects.get(job=a, type="failed").data["reason"].startswith("worker lost")
@@ -143,9 +168,11 @@ def test_a_running_job_stops_at_its_next_event_once_cancelled(maintainer, transa
             if calls["n"] == 50:
                 BenchmarkJob.objects.filter(pk=job.pk).update(cancel_requested=True)
             emit(event)
+
         return original(params, emit_and_cancel)
 
     from dataclasses import replace
+
     kinds = dict(job_kinds())
     kinds["pulse"] = JobKind("pulse", "sim", replace(kinds["pulse"].analysis, run=run))
     monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
@@ -158,9 +185,15 @@ def test_a_running_job_stops_at_its_next_event_once_cancelled(maintainer, transa
 def test_a_capture_result_is_stored_as_a_boot_of_the_recipe(maintainer, recipe, monkeypatch, transactional_db):
     from scheduler_core.analyses.params import Analysis
 
-    capture = Analysis(name="capture", summary="fake capture", params=(),
-                       run=lambda params, emit: {"catalog": [{"prefill": 512, "decode": 0, "ms": 3.5}],
-                                                 "provenance": {"device": "cpu"}})
+    capture = Analysis(
+        name="capture",
+        summary="fake capture",
+        params=(),
+        run=lambda params, emit: {
+            "catalog": [{"prefill": 512, "decode": 0, "ms": 3.5}],
+            "provenance": {"device": "cpu"},
+        },
+    )
     kinds = {**job_kinds(), "capture": JobKind("capture", "gpu", capture)}
     monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
     with pytest.raises(InvalidInput) as err:
@@ -190,8 +223,19 @@ def test_a_failing_analysis_leaves_the_job_failed_with_its_reason(maintainer, mo
 
 
 def test_a_real_cpu_capture_stores_one_boot_per_repeated_boot(maintainer, recipe, transactional_db):
-    job = services.job_create(kind="capture", recipe="tiny-cpu", user=maintainer, params={
-        "preset": "tiny", "device": "cpu", "capacities": [16, 32], "graphs": "prefill", "repeats": 1, "boots": 2})
+    job = services.job_create(
+        kind="capture",
+        recipe="tiny-cpu",
+        user=maintainer,
+        params={
+            "preset": "tiny",
+            "device": "cpu",
+            "capacities": [16, 32],
+            "graphs": "prefill",
+            "repeats": 1,
+            "boots": 2,
+        },
+    )
     services.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.DONE, job.error
@@ -205,8 +249,12 @@ def test_a_real_cpu_capture_stores_one_boot_per_repeated_boot(maintainer, recipe
 def test_a_capture_whose_catalog_is_invalid_fails_and_stores_no_boot(maintainer, recipe, monkeypatch, transactional_db):
     from scheduler_core.analyses.params import Analysis
 
-    capture = Analysis(name="capture", summary="broken capture", params=(),
-                       run=lambda params, emit: {"catalog": [{"prefill": 512, "decode": 0, "ms": -1.0}]})
+    capture = Analysis(
+        name="capture",
+        summary="broken capture",
+        params=(),
+        run=lambda params, emit: {"catalog": [{"prefill": 512, "decode": 0, "ms": -1.0}]},
+    )
     kinds = {**job_kinds(), "capture": JobKind("capture", "gpu", capture)}
     monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
     job = services.job_create(kind="capture", recipe="tiny-cpu", user=maintainer)
@@ -221,19 +269,27 @@ def test_a_sweep_can_name_a_stored_boot_instead_of_spelling_out_its_catalog(main
     from scheduler_core.execution import AffineExecution, measured_catalog
 
     boot = boot_create(recipe=recipe, catalog=measured_catalog(AffineExecution()).to_dicts())
-    job = services.job_create(kind="sweep", user=maintainer,
-                              params={"boot_catalog": {"boot": boot.pk}, "min_tokens": 3504, "max_tokens": 3504, "count": 1})
+    job = services.job_create(
+        kind="sweep",
+        user=maintainer,
+        params={"boot_catalog": {"boot": boot.pk}, "min_tokens": 3504, "max_tokens": 3504, "count": 1},
+    )
     assert job.params["boot_catalog"] == boot.catalog  # the job keeps the catalog itself
     services.job_run(job_id=job.pk)
     job.refresh_from_db()
-    assert job.result["series"]["boot"]["rule"]["ttft_ms"] == [66.1]  # one 4096 launch at its 66 ms, plus 0.10 ms first token
+    assert job.result["series"]["boot"]["rule"]["ttft_ms"] == [
+        66.1
+    ]  # one 4096 launch at its 66 ms, plus 0.10 ms first token
 
 
-@pytest.mark.parametrize("value, field", [
-    ({"boots": [999]}, "params.boot_catalogs.boots"),
-    ({"boots": "1"}, "params.boot_catalogs.boots"),
-    ({"boots": [True]}, "params.boot_catalogs.boots"),
-])
+@pytest.mark.parametrize(
+    "value, field",
+    [
+        ({"boots": [999]}, "params.boot_catalogs.boots"),
+        ({"boots": "1"}, "params.boot_catalogs.boots"),
+        ({"boots": [True]}, "params.boot_catalogs.boots"),
+    ],
+)
 def test_naming_an_unknown_or_malformed_boot_is_refused_and_nothing_is_queued(maintainer, recipe, queued, value, field):
     with pytest.raises(InvalidInput) as err:
         services.job_create(kind="boots", user=maintainer, params={"boot_catalogs": value})

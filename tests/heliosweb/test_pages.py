@@ -44,7 +44,9 @@ def test_a_bad_form_shows_the_field_error_and_stores_nothing(browser_client, que
     assert BenchmarkJob.objects.count() == 0
 
 
-def test_a_good_form_queues_the_job_and_opens_its_page(browser_client, recipe, queued, django_capture_on_commit_callbacks):
+def test_a_good_form_queues_the_job_and_opens_its_page(
+    browser_client, recipe, queued, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         response = browser_client.post("/jobs/new", {"kind": "pr22", "recipe": "tiny-cpu", "pr22.drift_factor": "1.6"})
     job = BenchmarkJob.objects.get()
@@ -55,9 +57,12 @@ def test_a_good_form_queues_the_job_and_opens_its_page(browser_client, recipe, q
     assert browser_client.get("/jobs/4242").status_code == 404
 
 
-def test_the_dashboard_uses_a_bounded_number_of_queries(browser_client, maintainer, recipe, django_assert_max_num_queries):
-    BenchmarkJob.objects.bulk_create(BenchmarkJob(kind="pr22", queue="sim", recipe=recipe, created_by=maintainer)
-                                     for _ in range(120))
+def test_the_dashboard_uses_a_bounded_number_of_queries(
+    browser_client, maintainer, recipe, django_assert_max_num_queries
+):
+    BenchmarkJob.objects.bulk_create(
+        BenchmarkJob(kind="pr22", queue="sim", recipe=recipe, created_by=maintainer) for _ in range(120)
+    )
     with django_assert_max_num_queries(8):
         response = browser_client.get("/")
     assert response.status_code == 200 and "tiny-cpu" in response.content.decode()
@@ -94,7 +99,9 @@ def test_plotly_is_served_from_the_installed_package_not_a_cdn():
         assert "cdn" not in path.read_text().lower(), path
 
 
-def test_every_registered_kind_gets_a_form_that_posts_its_defaults(browser_client, recipe, queued, django_capture_on_commit_callbacks):
+def test_every_registered_kind_gets_a_form_that_posts_its_defaults(
+    browser_client, recipe, queued, django_capture_on_commit_callbacks
+):
     """Each kind's generated fields, posted untouched, make a valid job (defaults round-trip)."""
     import re
 
@@ -117,27 +124,45 @@ def test_every_registered_kind_gets_a_form_that_posts_its_defaults(browser_clien
 
 
 def test_the_form_offers_stored_boots_for_catalog_parameters_and_uses_the_picked_ones(
-        browser_client, recipe, queued, django_capture_on_commit_callbacks):
+    browser_client, recipe, queued, django_capture_on_commit_callbacks
+):
     from heliosweb.catalogs.services import boot_create
     from scheduler_core.catalog import noise
     from scheduler_core.execution import AffineExecution, measured_catalog
 
     clean = measured_catalog(AffineExecution())
-    boots = [boot_create(recipe=recipe, catalog=noise(clean, seed=s, sigma=0.1).to_dicts(),
-                         provenance={"device": "NVIDIA H200", "mode": "cuda-graph"}) for s in range(2)]
+    boots = [
+        boot_create(
+            recipe=recipe,
+            catalog=noise(clean, seed=s, sigma=0.1).to_dicts(),
+            provenance={"device": "NVIDIA H200", "mode": "cuda-graph"},
+        )
+        for s in range(2)
+    ]
     html = browser_client.get("/jobs/new?kind=boots").content.decode()
-    assert 'name="boots.boot_catalogs.boots"' in html and f"#{boots[0].pk} · tiny-cpu · NVIDIA H200 (cuda-graph)" in html
+    assert (
+        'name="boots.boot_catalogs.boots"' in html and f"#{boots[0].pk} · tiny-cpu · NVIDIA H200 (cuda-graph)" in html
+    )
     with django_capture_on_commit_callbacks(execute=True):
-        response = browser_client.post("/jobs/new", {"kind": "boots", "boots.boot_catalogs.boots": [b.pk for b in boots],
-                                                     "boots.policies": ["cost", "rule"]})
+        response = browser_client.post(
+            "/jobs/new",
+            {"kind": "boots", "boots.boot_catalogs.boots": [b.pk for b in boots], "boots.policies": ["cost", "rule"]},
+        )
     assert response.status_code == 302
     job = BenchmarkJob.objects.get()
     assert job.params["boot_catalogs"] == [boots[0].catalog, boots[1].catalog]
 
 
 def test_picking_a_boot_that_no_longer_exists_names_the_field(browser_client, recipe, queued):
-    response = browser_client.post("/jobs/new", {"kind": "sweep", "sweep.boot_catalog.boots": "4242",
-                                                 "sweep.policies": ["cost", "rule"], "sweep.catalogs": ["clean"]})
+    response = browser_client.post(
+        "/jobs/new",
+        {
+            "kind": "sweep",
+            "sweep.boot_catalog.boots": "4242",
+            "sweep.policies": ["cost", "rule"],
+            "sweep.catalogs": ["clean"],
+        },
+    )
     assert response.status_code == 400 and 'data-field="sweep.boot_catalog"' in response.content.decode()
     assert "no stored boot 4242" in response.content.decode() and not BenchmarkJob.objects.exists()
 
@@ -152,18 +177,23 @@ def test_the_dashboard_lists_open_decisions_and_not_settled_ones(browser_client,
     assert f'href="/decisions/{waiting.pk}"' in html and f'href="/decisions/{withdrawn.pk}"' not in html
 
 
-def test_a_recipe_page_lists_its_boots_decisions_and_jobs_and_links_each_boot_to_an_analysis(browser_client, recipe, author):
+def test_a_recipe_page_lists_its_boots_decisions_and_jobs_and_links_each_boot_to_an_analysis(
+    browser_client, recipe, author
+):
     from heliosweb.catalogs.services import boot_create
     from heliosweb.decisions import services as decisions
     from scheduler_core.execution import AffineExecution, measured_catalog
 
-    boot = boot_create(recipe=recipe, catalog=measured_catalog(AffineExecution()).to_dicts(),
-                       provenance={"device": "NVIDIA H200", "mode": "cuda-graph"})
+    boot = boot_create(
+        recipe=recipe,
+        catalog=measured_catalog(AffineExecution()).to_dicts(),
+        provenance={"device": "NVIDIA H200", "mode": "cuda-graph"},
+    )
     decision = decisions.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale="PR #22 arms")
     BenchmarkJob.objects.create(kind="pr22", queue="sim", recipe=recipe)
     html = browser_client.get("/recipes/tiny-cpu").content.decode()
     assert f'data-boot="{boot.pk}"' in html and "NVIDIA H200" in html and "66.000" in html
-    assert f'href="/decisions/{decision.pk}"' in html and 'data-job=' in html
+    assert f'href="/decisions/{decision.pk}"' in html and "data-job=" in html
     assert f"/jobs/new?kind=sweep&amp;boot={boot.pk}" in html
     form = browser_client.get(f"/jobs/new?kind=sweep&boot={boot.pk}").content.decode()
     assert f'<option value="{boot.pk}" selected>' in form
@@ -174,11 +204,16 @@ def test_a_deliberately_drifted_boot_is_marked_on_its_recipe_page_and_in_the_boo
     from heliosweb.catalogs.services import boot_create
 
     catalog = [{"prefill": 64, "decode": 0, "ms": 1.0}, {"prefill": 128, "decode": 0, "ms": 9.0}]
-    drifted = boot_create(recipe=recipe, catalog=catalog, provenance={"device": "cpu", "mode": "eager-cpu",
-                                                                      "drift": {"capacities": [128], "load": 2}})
-    clean = boot_create(recipe=recipe, catalog=catalog, provenance={"device": "cpu", "mode": "eager-cpu", "drift": None})
+    drifted = boot_create(
+        recipe=recipe,
+        catalog=catalog,
+        provenance={"device": "cpu", "mode": "eager-cpu", "drift": {"capacities": [128], "load": 2}},
+    )
+    clean = boot_create(
+        recipe=recipe, catalog=catalog, provenance={"device": "cpu", "mode": "eager-cpu", "drift": None}
+    )
     page = browser_client.get("/recipes/tiny-cpu").content.decode()
-    rows = {pk: page[page.index(f'data-boot="{pk}"'):].split("</tr>")[0] for pk in (drifted.pk, clean.pk)}
+    rows = {pk: page[page.index(f'data-boot="{pk}"') :].split("</tr>")[0] for pk in (drifted.pk, clean.pk)}
     assert "drifted 128" in rows[drifted.pk] and "drifted" not in rows[clean.pk]
     form = browser_client.get("/jobs/new?kind=sweep").content.decode()
     assert f"#{drifted.pk} · tiny-cpu · cpu (eager-cpu)" in form and "shapes · drifted 128</option>" in form

@@ -1,7 +1,7 @@
 import pytest
-from scheduler_core.errors import InvalidInput
 
 from heliosweb.recipes.services import policy_set, recipe_create
+from scheduler_core.errors import InvalidInput
 
 
 def test_rule_v1_can_never_be_a_recipes_active_policy(db):

@@ -22,12 +22,18 @@ async def test_it_sends_a_snapshot_then_each_decision_step_as_it_commits(recipe,
     cookie = await database_sync_to_async(_session_cookie)(author)
     communicator, connected, _ = await _connect("/ws/recipes/", [cookie, ORIGIN])
     assert connected
-    assert await _receive(communicator) == {"type": "snapshot", "recipes": [{"recipe": "tiny-cpu", "policy": "cost", "version": 1}]}
+    assert await _receive(communicator) == {
+        "type": "snapshot",
+        "recipes": [{"recipe": "tiny-cpu", "policy": "cost", "version": 1}],
+    }
 
     def decide():
-        decision = decisions.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale="PR #22 evidence")
+        decision = decisions.decision_propose(
+            actor=author, recipe="tiny-cpu", policy="rule", rationale="PR #22 evidence"
+        )
         decision = decisions.decision_approve(actor=reviewer, decision=decision)
         decisions.decision_apply(actor=applier, decision=decision)
+
     await database_sync_to_async(decide)()
 
     steps = [await _receive(communicator) for _ in range(3)]

@@ -48,14 +48,19 @@ def test_a_job_page_survives_a_redis_restart_and_shows_every_event(tmp_path: Pat
         time.sleep(2)  # an outage the worker, the web process and the page all notice
         redis, _ = start_redis(redis_dir, port)
 
-        wait_until(lambda: BenchmarkJob.objects.get(pk=job.pk).status != JobStatus.RUNNING, timeout=90,
-                   what="the job to finish after the restart")
+        wait_until(
+            lambda: BenchmarkJob.objects.get(pk=job.pk).status != JobStatus.RUNNING,
+            timeout=90,
+            what="the job to finish after the restart",
+        )
         job.refresh_from_db()
         assert job.status == JobStatus.DONE, (job.error, stack.worker_log()[-3000:])
         stored = job.events.count()
         assert list(job.events.order_by("seq").values_list("seq", flat=True)) == list(range(1, stored + 1))
-        page.wait_for_function(f"document.getElementById('event-count').textContent === '{stored}'"
-                               " && document.getElementById('job-status').textContent === 'done'")
+        page.wait_for_function(
+            f"document.getElementById('event-count').textContent === '{stored}'"
+            " && document.getElementById('job-status').textContent === 'done'"
+        )
         shown = page.eval_on_selector_all("#events li", "lis => lis.map(li => li.value)")
         assert shown == list(range(1, stored + 1))  # every event once, in order, none lost in the outage
     finally:

@@ -7,10 +7,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_production_settings_pass_the_deploy_checks_with_no_warnings(tmp_path):
-    env = dict(os.environ, HELIOS_ENV="production", HELIOS_SECRET_KEY="x" * 20 + "-prod-test-key-with-enough-entropy-AbC123!",
-               HELIOS_ALLOWED_HOSTS="helios.example.org", HELIOS_VAR_DIR=str(tmp_path))
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            cwd=ROOT, env=env, capture_output=True, text=True)
+    env = dict(
+        os.environ,
+        HELIOS_ENV="production",
+        HELIOS_SECRET_KEY="x" * 20 + "-prod-test-key-with-enough-entropy-AbC123!",
+        HELIOS_ALLOWED_HOSTS="helios.example.org",
+        HELIOS_VAR_DIR=str(tmp_path),
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 

@@ -24,7 +24,9 @@ def run(name, params):
 
 def test_a_sweep_over_a_boot_uses_the_boots_own_durations_as_true_costs():
     boot = [dict(g, ms=2 * g["ms"]) for g in CLEAN.to_dicts()]  # every graph twice as slow as the affine model
-    result = run("sweep", {"boot_catalog": boot, "min_tokens": 4096, "max_tokens": 4096, "count": 1, "first_token_ms": 0.0})
+    result = run(
+        "sweep", {"boot_catalog": boot, "min_tokens": 4096, "max_tokens": 4096, "count": 1, "first_token_ms": 0.0}
+    )
     assert list(result["series"]) == ["boot"]
     assert result["series"]["boot"]["rule"]["ttft_ms"] == [132.0]  # one 4096 launch, 2 x 66 ms
 
@@ -55,9 +57,25 @@ def test_the_cli_reads_boots_from_capture_files(tmp_path: Path):
         path = tmp_path / f"boot{i}.json"
         path.write_text(json.dumps({"catalog": boot, "provenance": {"device": "test"}}))
         paths.append(str(path))
-    out = subprocess.run([sys.executable, "-S", "-E", "-m", "scheduler_core", "boots", "--json", "--prompts", "14000",
-                          "--boot-catalogs", ",".join(paths)], cwd=Path(__file__).resolve().parents[2],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-E",
+            "-m",
+            "scheduler_core",
+            "boots",
+            "--json",
+            "--prompts",
+            "14000",
+            "--boot-catalogs",
+            ",".join(paths),
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["boots"] == 3
 
@@ -70,10 +88,13 @@ def test_simulate_runs_traffic_on_a_boot_with_its_own_durations_as_true_costs():
     assert all(p["stalled"] is None and p["finished"] == 30 for p in result["policies"])
 
 
-@pytest.mark.parametrize("boot, params, field", [
-    (CLEAN.to_dicts(), {}, "boot_catalog"),  # prefill graphs only: nothing carries decode tokens
-    (measured_catalog(AffineExecution(), decode_rows=(1, 8)).to_dicts(), {"max_lanes": 32}, "max_lanes"),
-])
+@pytest.mark.parametrize(
+    "boot, params, field",
+    [
+        (CLEAN.to_dicts(), {}, "boot_catalog"),  # prefill graphs only: nothing carries decode tokens
+        (measured_catalog(AffineExecution(), decode_rows=(1, 8)).to_dicts(), {"max_lanes": 32}, "max_lanes"),
+    ],
+)
 def test_simulate_refuses_a_boot_that_cannot_carry_the_traffic(boot, params, field):
     with pytest.raises(InvalidInput) as excinfo:
         ANALYSES["simulate"].validate({"boot_catalog": boot, **params})

@@ -8,12 +8,14 @@ from scheduler_core.execution import AffineExecution, measured_catalog
 
 
 def test_it_sorts_solo_prefill_capacities_and_ignores_decode_shapes():
-    catalog = Catalog.from_dicts([
-        {"prefill": 256, "decode": 0, "ms": 1.0},
-        {"prefill": 0, "decode": 8, "ms": 0.5},
-        {"prefill": 64, "decode": 0, "ms": 0.2},
-        {"prefill": 64, "decode": 4, "ms": 0.3},
-    ])
+    catalog = Catalog.from_dicts(
+        [
+            {"prefill": 256, "decode": 0, "ms": 1.0},
+            {"prefill": 0, "decode": 8, "ms": 0.5},
+            {"prefill": 64, "decode": 0, "ms": 0.2},
+            {"prefill": 64, "decode": 4, "ms": 0.3},
+        ]
+    )
     assert catalog.capacities == (64, 256)
     assert catalog.full_chunk == 256
 
@@ -24,20 +26,23 @@ def test_it_treats_null_and_zero_as_unmeasured_and_predicts_them_free():
     assert catalog.predicted_ms(64) == 0.0
 
 
-@pytest.mark.parametrize("items, field", [
-    ([], "catalog"),
-    ([{"prefill": 0, "decode": 4, "ms": 1.0}], "catalog"),
-    ([{"prefill": 64, "decode": 0, "ms": 1.0}, {"prefill": 64, "decode": 0, "ms": 2.0}], "catalog[1]"),
-    ([{"prefill": 64, "decode": 0, "ms": -1.0}], "catalog[0].ms"),
-    ([{"prefill": 64, "decode": 0, "ms": math.nan}], "catalog[0].ms"),
-    ([{"prefill": 64, "decode": 0, "ms": math.inf}], "catalog[0].ms"),
-    ([{"prefill": 64, "decode": 0, "ms": "fast"}], "catalog[0].ms"),
-    ([{"prefill": True, "decode": 0, "ms": 1.0}], "catalog[0].prefill"),
-    ([{"prefill": -64, "decode": 0, "ms": 1.0}], "catalog[0].prefill"),
-    ([{"prefill": 64, "ms": 1.0}], "catalog[0].decode"),
-    ([{"prefill": 64, "decode": 0, "ms": 1.0, "extra": 1}], "catalog[0].extra"),
-    ("not a list", "catalog"),
-])
+@pytest.mark.parametrize(
+    "items, field",
+    [
+        ([], "catalog"),
+        ([{"prefill": 0, "decode": 4, "ms": 1.0}], "catalog"),
+        ([{"prefill": 64, "decode": 0, "ms": 1.0}, {"prefill": 64, "decode": 0, "ms": 2.0}], "catalog[1]"),
+        ([{"prefill": 64, "decode": 0, "ms": -1.0}], "catalog[0].ms"),
+        ([{"prefill": 64, "decode": 0, "ms": math.nan}], "catalog[0].ms"),
+        ([{"prefill": 64, "decode": 0, "ms": math.inf}], "catalog[0].ms"),
+        ([{"prefill": 64, "decode": 0, "ms": "fast"}], "catalog[0].ms"),
+        ([{"prefill": True, "decode": 0, "ms": 1.0}], "catalog[0].prefill"),
+        ([{"prefill": -64, "decode": 0, "ms": 1.0}], "catalog[0].prefill"),
+        ([{"prefill": 64, "ms": 1.0}], "catalog[0].decode"),
+        ([{"prefill": 64, "decode": 0, "ms": 1.0, "extra": 1}], "catalog[0].extra"),
+        ("not a list", "catalog"),
+    ],
+)
 def test_it_rejects_invalid_catalogs_naming_the_field(items, field):
     with pytest.raises(InvalidInput) as excinfo:
         Catalog.from_dicts(items)

@@ -17,17 +17,27 @@ STALL_INPUT = {
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-S", "-E", "-m", "scheduler_core", *args], input=stdin, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-S", "-E", "-m", "scheduler_core", *args],
+        input=stdin,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_plan_answers_the_spec_example():
-    data = dict(STALL_INPUT, policy="cost", execution={"fixed_ms": 2.0, "ms_per_token": 0.015625, "first_token_ms": 0.1})
+    data = dict(
+        STALL_INPUT, policy="cost", execution={"fixed_ms": 2.0, "ms_per_token": 0.015625, "first_token_ms": 0.1}
+    )
     out = cli("plan", stdin=json.dumps(data))
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout)
     assert [(l["graph"], l["start"], l["end"], l["chooser"]) for l in answer["launches"]] == [
-        (2048, 0, 2000, "catalog"), (4096, 2000, 6000, "catalog")]
+        (2048, 0, 2000, "catalog"),
+        (4096, 2000, 6000, "catalog"),
+    ]
     assert [l["true_ms"] for l in answer["launches"]] == [34.0, 66.0]
     assert answer["padded_tokens"] == 144 and answer["launch_count"] == 2 and answer["end"] == 6000
     assert answer["ttft_ms"] == pytest.approx(100.1)
@@ -69,8 +79,15 @@ def test_pr22_json_has_the_eight_figures():
     out = cli("pr22", "--json")
     assert out.returncode == 0, out.stderr
     arms = {(a["arm"], a["catalog"]): a for a in json.loads(out.stdout)["arms"]}
-    figures = {key: (a["cost"]["launches"], round(a["cost"]["ttft_ms"], 2), a["rule"]["launches"], round(a["rule"]["ttft_ms"], 2))
-               for key, a in arms.items()}
+    figures = {
+        key: (
+            a["cost"]["launches"],
+            round(a["cost"]["ttft_ms"], 2),
+            a["rule"]["launches"],
+            round(a["rule"]["ttft_ms"], 2),
+        )
+        for key, a in arms.items()
+    }
     assert figures == {
         ("3.5k", "clean"): (3, 62.10, 1, 66.10),
         ("3.5k", "drift"): (3, 62.10, 1, 66.10),

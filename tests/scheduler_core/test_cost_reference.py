@@ -4,7 +4,8 @@ spec's comparison. Small inputs only; exponential on purpose."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler_core.catalog import Catalog
 from scheduler_core.planner import plan
@@ -29,14 +30,19 @@ def candidates(catalog: Catalog, request: Request, p: int) -> list[tuple[int, in
     """(capacity, work) surviving the spec's filter at p."""
     e = segment_end(request, p)
     work = {c: cut(request, min(p + c, e)) - p for c in catalog.capacities}
-    return [(c, w) for c, w in work.items()
-            if w > 0 and not (catalog.prefill_ms[c] is None and any(d < c and work[d] == w for d in work))]
+    return [
+        (c, w)
+        for c, w in work.items()
+        if w > 0 and not (catalog.prefill_ms[c] is None and any(d < c and work[d] == w for d in work))
+    ]
 
 
 def all_plans(catalog: Catalog, request: Request, p: int, target: int) -> list[list[int]]:
     if p == target:
         return [[]]
-    return [[c] + rest for c, w in candidates(catalog, request, p) for rest in all_plans(catalog, request, p + w, target)]
+    return [
+        [c] + rest for c, w in candidates(catalog, request, p) for rest in all_plans(catalog, request, p + w, target)
+    ]
 
 
 def better(a: list[int], b: list[int], catalog: Catalog) -> bool:
@@ -69,10 +75,13 @@ def small_cases(draw: st.DrawFn) -> tuple[Catalog, Request]:
         spans.append([start, end])
         position = end
     inside = {x for s, e in spans for x in range(s + 1, e)}
-    boundaries = sorted({b for b in draw(st.lists(st.integers(1, max(1, n - 1)), max_size=3)) if b < n and b not in inside})
+    boundaries = sorted(
+        {b for b in draw(st.lists(st.integers(1, max(1, n - 1)), max_size=3)) if b < n and b not in inside}
+    )
     limit = draw(st.none() | st.integers(0, n))
-    request = Request.parse({"prompt_tokens": n, "message_boundaries": boundaries, "atomic_spans": spans,
-                             "prefill_limit": limit}, catalog)
+    request = Request.parse(
+        {"prompt_tokens": n, "message_boundaries": boundaries, "atomic_spans": spans, "prefill_limit": limit}, catalog
+    )
     return catalog, request
 
 
@@ -102,11 +111,18 @@ def test_rule_launches_its_graph_when_it_survives_and_else_the_brute_force_choic
         covering = [c for c in catalog.capacities if c >= remaining]
         graph = catalog.full_chunk if remaining >= catalog.full_chunk else min(covering)
         survives = catalog.prefill_ms[graph] is not None and cut(request, min(p + graph, segment_end(request, p))) > p
-        assert (launch.graph, launch.chooser) == ((graph, "rule") if survives else (reference_first(catalog, request, p), "catalog"))
+        assert (launch.graph, launch.chooser) == (
+            (graph, "rule") if survives else (reference_first(catalog, request, p), "catalog")
+        )
 
 
 def test_the_reference_agrees_with_the_spec_example():
-    catalog = Catalog.from_dicts([{"prefill": 64, "decode": 0, "ms": 3.0}, {"prefill": 2048, "decode": 0, "ms": 1.0},
-                                  {"prefill": 4096, "decode": 0, "ms": None}])
+    catalog = Catalog.from_dicts(
+        [
+            {"prefill": 64, "decode": 0, "ms": 3.0},
+            {"prefill": 2048, "decode": 0, "ms": 1.0},
+            {"prefill": 4096, "decode": 0, "ms": None},
+        ]
+    )
     request = Request(6000, atomic_spans=((2000, 5000),))
     assert reference_first(catalog, request, 0) == 2048

@@ -23,16 +23,19 @@ def test_parse_execution_reads_either_model():
     assert table.launch_ms(64) == 4.5
 
 
-@pytest.mark.parametrize("data, field", [
-    ({"fixed_ms": 1, "ms_per_token": 0.5}, "execution.first_token_ms"),
-    ({"fixed_ms": -1, "ms_per_token": 0.5, "first_token_ms": 0}, "execution.fixed_ms"),
-    ({"fixed_ms": "2", "ms_per_token": 0.5, "first_token_ms": 0}, "execution.fixed_ms"),
-    ({"fixed_ms": 1, "ms_per_token": float("nan"), "first_token_ms": 0}, "execution.ms_per_token"),
-    ({"fixed_ms": 1, "ms_per_token": 0.5, "first_token_ms": 0, "warp": 9}, "execution.warp"),
-    ({"table": [{"prefill": 64, "decode": 0}]}, "execution.table[0].ms"),
-    ({"table": "fast"}, "execution.table"),
-    ([], "execution"),
-])
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"fixed_ms": 1, "ms_per_token": 0.5}, "execution.first_token_ms"),
+        ({"fixed_ms": -1, "ms_per_token": 0.5, "first_token_ms": 0}, "execution.fixed_ms"),
+        ({"fixed_ms": "2", "ms_per_token": 0.5, "first_token_ms": 0}, "execution.fixed_ms"),
+        ({"fixed_ms": 1, "ms_per_token": float("nan"), "first_token_ms": 0}, "execution.ms_per_token"),
+        ({"fixed_ms": 1, "ms_per_token": 0.5, "first_token_ms": 0, "warp": 9}, "execution.warp"),
+        ({"table": [{"prefill": 64, "decode": 0}]}, "execution.table[0].ms"),
+        ({"table": "fast"}, "execution.table"),
+        ([], "execution"),
+    ],
+)
 def test_bad_execution_models_name_the_field(data, field):
     with pytest.raises(InvalidInput) as excinfo:
         parse_execution(data)

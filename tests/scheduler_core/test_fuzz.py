@@ -2,7 +2,8 @@ import json
 import random
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler_core.analyses.fuzz import ANALYSIS, Case, broken_invariant, failure, random_case, shrink, simpler
 from scheduler_core.catalog import catalog_from_mapping
@@ -36,7 +37,10 @@ def test_it_finds_the_rule_v1_stall_and_shrinks_it_to_a_replayable_plan_input():
     assert len(catalog.capacities) <= 2 and len(request.atomic_spans) == 1
     assert request.message_boundaries == () and request.prefill_limit is None
     text = ANALYSIS.format_text(result).splitlines()
-    assert text[2] == f"  minimal counterexample (case {entry['first_failing_case']}): stalled at position {exc.value.position}"
+    assert (
+        text[2]
+        == f"  minimal counterexample (case {entry['first_failing_case']}): stalled at position {exc.value.position}"
+    )
     assert json.loads(text[3]) == found["input"]  # the printed line is a `plan` input as is
 
 
@@ -57,8 +61,15 @@ def test_rule_and_cost_survive_many_random_cases():
 
 
 def test_shrinking_the_spec_stall_keeps_a_stall_and_never_grows():
-    request = {"prompt_tokens": 9000, "message_boundaries": [6000], "atomic_spans": [[2000, 5000]], "prefill_limit": None}
-    catalog = tuple({"prefill": c, "decode": 0, "ms": 1.0 if c < 4096 else None} for c in (64, 128, 256, 512, 1024, 2048, 4096))
+    request = {
+        "prompt_tokens": 9000,
+        "message_boundaries": [6000],
+        "atomic_spans": [[2000, 5000]],
+        "prefill_limit": None,
+    }
+    catalog = tuple(
+        {"prefill": c, "decode": 0, "ms": 1.0 if c < 4096 else None} for c in (64, 128, 256, 512, 1024, 2048, 4096)
+    )
     small, steps = shrink(Case(catalog, request), lambda c: (failure("rule-v1", c) or {}).get("kind") == "stalled")
     assert steps > 0 and failure("rule-v1", small)["kind"] == "stalled"
     assert small.request["prompt_tokens"] < 9000 and len(small.catalog) <= 2

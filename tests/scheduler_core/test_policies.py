@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler_core.catalog import catalog_from_mapping, noise
 from scheduler_core.errors import InvalidInput, Stalled
@@ -33,17 +34,23 @@ def test_the_fixed_rule_finishes_where_the_pre_fix_rule_stalls(request_):
 def test_the_fixed_rule_bails_to_the_catalog_on_the_stall_request():
     launches = plan("rule", STALL_CATALOG, REQUEST_A).launches
     assert [(l.graph, l.start, l.end, l.chooser) for l in launches] == [
-        (2048, 0, 2000, "catalog"), (4096, 2000, 6000, "catalog")]
+        (2048, 0, 2000, "catalog"),
+        (4096, 2000, 6000, "catalog"),
+    ]
 
 
-@pytest.mark.parametrize("tokens, catalog_name, cost, rule", [
-    (3504, "clean", (3, 62.10), (1, 66.10)),
-    (3504, "drift", (3, 62.10), (1, 66.10)),
-    (14000, "clean", (6, 232.10), (4, 232.10)),
-    (14000, "drift", (9, 238.10), (4, 232.10)),
-])
+@pytest.mark.parametrize(
+    "tokens, catalog_name, cost, rule",
+    [
+        (3504, "clean", (3, 62.10), (1, 66.10)),
+        (3504, "drift", (3, 62.10), (1, 66.10)),
+        (14000, "clean", (6, 232.10), (4, 232.10)),
+        (14000, "drift", (9, 238.10), (4, 232.10)),
+    ],
+)
 def test_it_reproduces_the_pull_request_table(tokens, catalog_name, cost, rule):
     from scheduler_core.catalog import drift
+
     catalog = CLEAN if catalog_name == "clean" else drift(CLEAN, 4096, 1.6)
     for policy, (launches, ttft) in (("cost", cost), ("rule", rule)):
         result = plan(policy, catalog, Request(tokens), EXECUTION)
@@ -132,10 +139,13 @@ def test_every_plan_is_contiguous_and_reaches_the_end(request_, policy):
 
 
 @settings(max_examples=40, deadline=None)
-@given(costs=st.lists(st.one_of(st.none(), st.floats(0.1, 100.0), st.integers(1, 30).map(float)), min_size=7, max_size=7),
-       remaining=st.lists(st.integers(1, 200_000), min_size=1, max_size=8))
+@given(
+    costs=st.lists(st.one_of(st.none(), st.floats(0.1, 100.0), st.integers(1, 30).map(float)), min_size=7, max_size=7),
+    remaining=st.lists(st.integers(1, 200_000), min_size=1, max_size=8),
+)
 def test_the_cost_tables_periodic_tail_equals_a_fully_filled_table(costs, remaining):
     from scheduler_core.policies import _RemainderTable, totals_equal
+
     catalog = catalog_from_mapping(dict(zip((64, 128, 256, 512, 1024, 2048, 4096), costs)))
     derived, filled = _RemainderTable(catalog), _RemainderTable(catalog)
     filled.window = 10**9  # never declares a period: every row computed

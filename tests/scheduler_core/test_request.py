@@ -35,25 +35,31 @@ def test_plan_end_is_the_limit_cut_at_a_span():
     assert Request(6000, (), (), None).plan_end == 6000
 
 
-@pytest.mark.parametrize("data, field", [
-    ({}, "request.prompt_tokens"),
-    ({"prompt_tokens": 0}, "request.prompt_tokens"),
-    ({"prompt_tokens": True}, "request.prompt_tokens"),
-    ({"prompt_tokens": 10.0}, "request.prompt_tokens"),
-    ({"prompt_tokens": 100, "message_boundaries": [0]}, "request.message_boundaries[0]"),
-    ({"prompt_tokens": 100, "message_boundaries": [100]}, "request.message_boundaries[0]"),
-    ({"prompt_tokens": 100, "message_boundaries": [50, 50]}, "request.message_boundaries[1]"),
-    ({"prompt_tokens": 100, "atomic_spans": [[10, 10]]}, "request.atomic_spans[0]"),
-    ({"prompt_tokens": 100, "atomic_spans": [[10, 101]]}, "request.atomic_spans[0].end"),
-    ({"prompt_tokens": 100, "atomic_spans": [[10, 20, 30]]}, "request.atomic_spans[0]"),
-    ({"prompt_tokens": 100, "atomic_spans": [[10, 30], [20, 40]]}, "request.atomic_spans[1]"),
-    ({"prompt_tokens": 100, "atomic_spans": [[50, 60], [10, 20]]}, "request.atomic_spans[1]"),
-    ({"prompt_tokens": 100, "message_boundaries": [15], "atomic_spans": [[10, 20]]}, "request.message_boundaries[0]"),
-    ({"prompt_tokens": 100, "prefill_limit": 101}, "request.prefill_limit"),
-    ({"prompt_tokens": 100, "prefill_limit": -1}, "request.prefill_limit"),
-    ({"prompt_tokens": 100, "colour": "red"}, "request.colour"),
-    ({"prompt_tokens": 10_000, "atomic_spans": [[0, 4097]]}, "request.atomic_spans[0]"),
-])
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({}, "request.prompt_tokens"),
+        ({"prompt_tokens": 0}, "request.prompt_tokens"),
+        ({"prompt_tokens": True}, "request.prompt_tokens"),
+        ({"prompt_tokens": 10.0}, "request.prompt_tokens"),
+        ({"prompt_tokens": 100, "message_boundaries": [0]}, "request.message_boundaries[0]"),
+        ({"prompt_tokens": 100, "message_boundaries": [100]}, "request.message_boundaries[0]"),
+        ({"prompt_tokens": 100, "message_boundaries": [50, 50]}, "request.message_boundaries[1]"),
+        ({"prompt_tokens": 100, "atomic_spans": [[10, 10]]}, "request.atomic_spans[0]"),
+        ({"prompt_tokens": 100, "atomic_spans": [[10, 101]]}, "request.atomic_spans[0].end"),
+        ({"prompt_tokens": 100, "atomic_spans": [[10, 20, 30]]}, "request.atomic_spans[0]"),
+        ({"prompt_tokens": 100, "atomic_spans": [[10, 30], [20, 40]]}, "request.atomic_spans[1]"),
+        ({"prompt_tokens": 100, "atomic_spans": [[50, 60], [10, 20]]}, "request.atomic_spans[1]"),
+        (
+            {"prompt_tokens": 100, "message_boundaries": [15], "atomic_spans": [[10, 20]]},
+            "request.message_boundaries[0]",
+        ),
+        ({"prompt_tokens": 100, "prefill_limit": 101}, "request.prefill_limit"),
+        ({"prompt_tokens": 100, "prefill_limit": -1}, "request.prefill_limit"),
+        ({"prompt_tokens": 100, "colour": "red"}, "request.colour"),
+        ({"prompt_tokens": 10_000, "atomic_spans": [[0, 4097]]}, "request.atomic_spans[0]"),
+    ],
+)
 def test_it_rejects_invalid_requests_naming_the_field(data, field):
     with pytest.raises(InvalidInput) as excinfo:
         Request.parse(data, CATALOG)

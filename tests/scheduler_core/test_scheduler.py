@@ -19,8 +19,9 @@ def with_shapes(catalog: Catalog, *shapes: tuple[int, int, float | None]) -> Cat
 
 
 # The spec's stall catalog (64 ... 2048 at 1 ms, 4096 unmeasured) plus decode graphs.
-STALL_CATALOG = with_shapes(catalog_from_mapping({64: 1, 128: 1, 256: 1, 512: 1, 1024: 1, 2048: 1, 4096: None}),
-                            (0, 1, 1.0), (0, 8, 1.0))
+STALL_CATALOG = with_shapes(
+    catalog_from_mapping({64: 1, 128: 1, 256: 1, 512: 1, 1024: 1, 2048: 1, 4096: None}), (0, 1, 1.0), (0, 8, 1.0)
+)
 REQUEST_A = Request(6000, (), ((2000, 5000),))
 
 
@@ -31,7 +32,9 @@ def chunks(lane) -> list[tuple[int, int, int, str]]:
 def test_it_gives_a_lone_request_the_plans_ttft_plus_its_init_launch():
     result = schedule([Arrival(0, 0.0, Request(14000), 1)], CLEAN, EXECUTION)
     (lane,) = result.lanes
-    assert lane.ttft_ms == pytest.approx(EXECUTION.launch_ms(0, 0) + plan("rule", CLEAN, Request(14000), EXECUTION).ttft_ms)
+    assert lane.ttft_ms == pytest.approx(
+        EXECUTION.launch_ms(0, 0) + plan("rule", CLEAN, Request(14000), EXECUTION).ttft_ms
+    )
     assert result.launch_counts == {"init": 1, "prefill": 4, "decode": 0, "mixed": 0}
 
 
@@ -80,15 +83,29 @@ def test_a_mixed_shape_never_carries_a_chunk_the_rule_bailed_from():
     result = schedule(arrivals, catalog, EXECUTION, SchedulerConfig("rule", trace_limit=TRACE_ALL))
     target = [s for s in result.trace if s.lane == 1 and s.chunk is not None]
     assert [(s.kind, s.chunk.graph, s.chunk.chooser) for s in target[:2]] == [
-        ("prefill", 2048, "catalog"), ("mixed", 4096, "catalog")]
+        ("prefill", 2048, "catalog"),
+        ("mixed", 4096, "catalog"),
+    ]
 
 
 def test_it_interleaves_a_decode_launch_after_max_decode_wait_prefill_launches():
     arrivals = [Arrival(0, 0.0, Request(10), 100), Arrival(1, 20.0, Request(10 * 4096), 1)]
     result = schedule(arrivals, CLEAN, EXECUTION, SchedulerConfig(max_decode_wait=2, trace_limit=TRACE_ALL))
     during = [s.kind for s in result.trace if s.start_ms >= 20.0][:12]
-    assert during == ["init", "prefill", "decode", "prefill", "prefill", "decode",
-                      "prefill", "prefill", "decode", "prefill", "prefill", "decode"]
+    assert during == [
+        "init",
+        "prefill",
+        "decode",
+        "prefill",
+        "prefill",
+        "decode",
+        "prefill",
+        "prefill",
+        "decode",
+        "prefill",
+        "prefill",
+        "decode",
+    ]
 
 
 def test_it_waits_for_the_first_arrival_when_idle():
@@ -109,18 +126,31 @@ def test_it_never_admits_more_lanes_than_max_lanes():
     assert len(result.lanes) == 10
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"catalog": measured_catalog(EXECUTION)}, "catalog"),
-    ({"config": SchedulerConfig(max_decode_wait=0)}, "max_decode_wait"),
-    ({"config": SchedulerConfig(max_lanes=9)}, "max_lanes"),
-    ({"config": SchedulerConfig(policy="fastest")}, "policy"),
-    ({"arrivals": [Arrival(0, 0.0, Request(5), 1), Arrival(0, 1.0, Request(5), 1)]}, "arrivals[1].id"),
-    ({"arrivals": [Arrival(0, 0.0, Request(5), 0)]}, "arrivals[0].output_tokens"),
-    ({"arrivals": [Arrival(0, float("nan"), Request(5), 1)]}, "arrivals[0].arrival_ms"),
-    ({"arrivals": [Arrival(0, 0.0, Request(5, prefill_limit=0), 1)]}, "arrivals[0].request"),
-    ({"arrivals": [Arrival(0, 0.0, Request(5000, (), ((0, 4097),)), 1)]}, "arrivals[0].request.atomic_spans"),
-], ids=["no-decode-graph", "zero-wait", "too-many-lanes", "unknown-policy", "duplicate-id",
-        "no-output", "nan-arrival", "nothing-to-prefill", "span-longer-than-full-chunk"])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"catalog": measured_catalog(EXECUTION)}, "catalog"),
+        ({"config": SchedulerConfig(max_decode_wait=0)}, "max_decode_wait"),
+        ({"config": SchedulerConfig(max_lanes=9)}, "max_lanes"),
+        ({"config": SchedulerConfig(policy="fastest")}, "policy"),
+        ({"arrivals": [Arrival(0, 0.0, Request(5), 1), Arrival(0, 1.0, Request(5), 1)]}, "arrivals[1].id"),
+        ({"arrivals": [Arrival(0, 0.0, Request(5), 0)]}, "arrivals[0].output_tokens"),
+        ({"arrivals": [Arrival(0, float("nan"), Request(5), 1)]}, "arrivals[0].arrival_ms"),
+        ({"arrivals": [Arrival(0, 0.0, Request(5, prefill_limit=0), 1)]}, "arrivals[0].request"),
+        ({"arrivals": [Arrival(0, 0.0, Request(5000, (), ((0, 4097),)), 1)]}, "arrivals[0].request.atomic_spans"),
+    ],
+    ids=[
+        "no-decode-graph",
+        "zero-wait",
+        "too-many-lanes",
+        "unknown-policy",
+        "duplicate-id",
+        "no-output",
+        "nan-arrival",
+        "nothing-to-prefill",
+        "span-longer-than-full-chunk",
+    ],
+)
 def test_it_rejects_input_it_could_never_finish(kwargs, field):
     args = {"arrivals": [Arrival(0, 0.0, Request(5), 1)], "catalog": CLEAN, "config": SchedulerConfig(), **kwargs}
     with pytest.raises(InvalidInput) as excinfo:
@@ -130,6 +160,10 @@ def test_it_rejects_input_it_could_never_finish(kwargs, field):
 
 def test_it_reports_progress_every_few_hundred_launches():
     calls = []
-    result = schedule([Arrival(0, 0.0, Request(64), 2000)], CLEAN, EXECUTION,
-                      on_progress=lambda done, launches: calls.append((done, launches)))
+    result = schedule(
+        [Arrival(0, 0.0, Request(64), 2000)],
+        CLEAN,
+        EXECUTION,
+        on_progress=lambda done, launches: calls.append((done, launches)),
+    )
     assert [launches for _, launches in calls] == list(range(PROGRESS_EVERY, result.launches + 1, PROGRESS_EVERY))

@@ -1,14 +1,15 @@
 """The scheduler's invariants over random traffic, catalogs and execution models."""
 
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, Graph
 from scheduler_core.errors import Stalled
 from scheduler_core.execution import AffineExecution
 from scheduler_core.planner import plan
 from scheduler_core.request import Request
-from scheduler_core.scheduler import Arrival, ScheduleResult, SchedulerConfig, schedule
+from scheduler_core.scheduler import Arrival, SchedulerConfig, ScheduleResult, schedule
 
 FULL = DEFAULT_PREFILL_CAPACITIES[-1]
 DECODE_ROWS = (1, 2, 4, 8)
@@ -23,9 +24,13 @@ executions = st.builds(AffineExecution, st.floats(0.0, 5.0), st.floats(0.001, 0.
 def catalogs(draw, *, all_prefill_measured: bool, full_unmeasured: bool = False) -> Catalog:
     """Solo prefill graphs 64 ... 4096 (some unmeasured unless told otherwise), decode graphs, and any mixed graphs."""
     prefill_ms = measurements if all_prefill_measured else st.none() | measurements
-    graphs = [Graph(c, 0, None if full_unmeasured and c == FULL else draw(prefill_ms)) for c in DEFAULT_PREFILL_CAPACITIES]
+    graphs = [
+        Graph(c, 0, None if full_unmeasured and c == FULL else draw(prefill_ms)) for c in DEFAULT_PREFILL_CAPACITIES
+    ]
     graphs += [Graph(0, d, draw(measurements)) for d in DECODE_ROWS]
-    mixed = draw(st.sets(st.tuples(st.sampled_from(DEFAULT_PREFILL_CAPACITIES), st.sampled_from(DECODE_ROWS)), max_size=10))
+    mixed = draw(
+        st.sets(st.tuples(st.sampled_from(DEFAULT_PREFILL_CAPACITIES), st.sampled_from(DECODE_ROWS)), max_size=10)
+    )
     graphs += [Graph(c, d, draw(st.none() | measurements)) for c, d in sorted(mixed)]
     return Catalog(tuple(graphs))
 
@@ -73,8 +78,14 @@ def token_launches(result: ScheduleResult, arrivals: list[Arrival]) -> dict[int,
 
 
 @PROPERTY
-@given(traffic(), catalogs(all_prefill_measured=False), executions,
-       st.sampled_from(["cost", "rule"]), st.integers(1, 8), st.integers(1, 4))
+@given(
+    traffic(),
+    catalogs(all_prefill_measured=False),
+    executions,
+    st.sampled_from(["cost", "rule"]),
+    st.integers(1, 8),
+    st.integers(1, 4),
+)
 def test_every_admitted_request_finishes_with_all_its_tokens(arrivals, catalog, execution, policy, max_lanes, wait):
     result = schedule(arrivals, catalog, execution, SchedulerConfig(policy, max_lanes, wait))
     assert result.stall is None
@@ -129,8 +140,13 @@ def trapped_requests(draw) -> Request:
 
 
 @PROPERTY
-@given(traffic(), trapped_requests(), st.floats(0.0, 2000.0), catalogs(all_prefill_measured=False, full_unmeasured=True),
-       executions)
+@given(
+    traffic(),
+    trapped_requests(),
+    st.floats(0.0, 2000.0),
+    catalogs(all_prefill_measured=False, full_unmeasured=True),
+    executions,
+)
 def test_the_pre_fix_rule_stall_is_reported_where_the_planner_stalls(arrivals, trap, trap_at, catalog, execution):
     arrivals = arrivals + [Arrival(99, trap_at, trap, 1)]
     result = schedule(arrivals, catalog, execution, SchedulerConfig("rule-v1", max_lanes=1))

@@ -25,7 +25,12 @@ def test_it_compares_every_chosen_policy_on_the_same_traffic():
     for summary in result["policies"]:
         assert summary["stalled"] is None and summary["finished"] == 60
         assert [r["id"] for r in summary["per_request"]] == list(range(60))
-        assert summary["ttft_ms"]["p50"] <= summary["ttft_ms"]["p90"] <= summary["ttft_ms"]["p99"] <= summary["ttft_ms"]["max"]
+        assert (
+            summary["ttft_ms"]["p50"]
+            <= summary["ttft_ms"]["p90"]
+            <= summary["ttft_ms"]["p99"]
+            <= summary["ttft_ms"]["max"]
+        )
         assert summary["launches"]["init"] == 60
         assert summary["launches"]["total"] == sum(v for k, v in summary["launches"].items() if k != "total")
     assert json.loads(json.dumps(result)) == result
@@ -46,8 +51,9 @@ def test_it_reports_progress_up_to_the_total_and_a_few_launch_events():
 
 
 def test_it_reports_the_pre_fix_rule_stall_with_its_request_and_position():
-    params = ANALYSIS.validate({"requests": 60, "policies": ["rule", "rule-v1"], "catalog": "unmeasured-full",
-                                "span_share": 0.5})
+    params = ANALYSIS.validate(
+        {"requests": 60, "policies": ["rule", "rule-v1"], "catalog": "unmeasured-full", "span_share": 0.5}
+    )
     result = ANALYSIS.run(params, lambda event: None)
     rule, rule_v1 = result["policies"]
     assert rule["stalled"] is None and rule["finished"] == 60
@@ -66,8 +72,9 @@ def test_the_rule_pads_more_prefill_tokens_than_the_measured_catalog():
 
 
 def test_traffic_draws_lengths_inside_the_declared_ranges_and_spans_no_longer_than_the_full_chunk():
-    params = ANALYSIS.validate({"requests": 300, "prompt_min": 100, "prompt_max": 9000, "output_min": 3,
-                                "output_max": 7, "span_share": 0.5})
+    params = ANALYSIS.validate(
+        {"requests": 300, "prompt_min": 100, "prompt_max": 9000, "output_min": 3, "output_max": 7, "span_share": 0.5}
+    )
     arrivals = traffic(params, 4096)
     assert all(100 <= a.request.prompt_tokens <= 9000 and 3 <= a.output_tokens <= 7 for a in arrivals)
     assert all(a.arrival_ms < b.arrival_ms for a, b in zip(arrivals, arrivals[1:]))
@@ -84,13 +91,16 @@ def test_the_catalog_holds_decode_and_mixed_graphs_and_perturbs_only_the_full_pr
     assert catalog.graph(4096, 8).ms == execution.launch_ms(4096, 8)
 
 
-@pytest.mark.parametrize("overrides, field", [
-    ({"prompt_min": 500, "prompt_max": 100}, "prompt_min"),
-    ({"output_min": 9, "output_max": 8}, "output_min"),
-    ({"requests": 20_000, "output_max": 100_000}, "requests"),
-    ({"policies": ["fastest"]}, "policies[]"),
-    ({"max_lanes": 65}, "max_lanes"),
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"prompt_min": 500, "prompt_max": 100}, "prompt_min"),
+        ({"output_min": 9, "output_max": 8}, "output_min"),
+        ({"requests": 20_000, "output_max": 100_000}, "requests"),
+        ({"policies": ["fastest"]}, "policies[]"),
+        ({"max_lanes": 65}, "max_lanes"),
+    ],
+)
 def test_it_rejects_bad_or_hours_long_runs_before_running(overrides, field):
     with pytest.raises(InvalidInput) as excinfo:
         ANALYSIS.validate(overrides)

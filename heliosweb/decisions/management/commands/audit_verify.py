@@ -9,6 +9,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         report = audit_verify()
         if not report.ok:
-            raise CommandError(f"audit chain broken at #{report.broken_at}: {report.reason} "
-                               f"({report.count} events verified before it)")
+            raise CommandError(
+                f"audit chain broken at #{report.broken_at}: {report.reason} ({report.count} events verified before it)"
+            )
         self.stdout.write(f"audit chain verified: {report.count} events, head {report.head_hash}")
