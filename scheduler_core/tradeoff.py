@@ -1,0 +1,257 @@
+"""The pull request's trade-off, assembled from evidence: one summary in its own layout.
+
+A decision carries evidence jobs (pr22, sweep, boots, fuzz, simulate, and the GPU kinds ttft and
+numerics). Each part of the trade-off summarises the newest job of its kind; a part is None
+when no evidence covers it, so a reader sees what was not measured as plainly as what was.
+Beside the pull request's "cost" and "rule", every arm shows the cost model on the *repaired*
+catalog: the narrower alternative the pull request names (fix the drift, keep measured costs).
+
+The checklist is the pull request's own list of what it did not do, ticked by evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .analyses.catalogs import execution_of, pr22_catalogs
+from .catalog import Catalog
+from .errors import InvalidInput
+from .health import boot_health, repaired
+from .planner import plan
+from .request import Request
+
+Json = dict[str, Any]
+
+CHECKLIST: tuple[tuple[str, str], ...] = (
+    ("recipe_run", "per-recipe run on this recipe's boots"),
+    ("real_ttft", "real TTFT measured"),
+    ("numerics", "numerics measured"),
+    ("boots_compared", "boots compared"),
+    ("liveness_fuzzed", "liveness fuzzed"),
+)
+CHECKLIST_ITEMS: tuple[str, ...] = tuple(key for key, _ in CHECKLIST)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One done job as the trade-off reads it."""
+
+    id: int
+    kind: str
+    recipe: str | None
+    params: Json
+    result: Json
+
+
+@dataclass(frozen=True)
+class StoredBoot:
+    """One stored boot of the decision's recipe."""
+
+    id: int
+    catalog: Catalog
+
+
+def parse_required(items: Any, field: str = "required_evidence") -> list[str]:
+    """A recipe's required checklist items: known keys, no repeats."""
+    if not isinstance(items, list) or any(not isinstance(i, str) for i in items):
+        raise InvalidInput(field, f"must be a list of checklist items {list(CHECKLIST_ITEMS)}")
+    unknown = [i for i in items if i not in CHECKLIST_ITEMS]
+    if unknown:
+        raise InvalidInput(field, f"unknown checklist item {unknown[0]!r}; choose from {list(CHECKLIST_ITEMS)}")
+    return list(dict.fromkeys(items))
+
+
+def tradeoff(evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots: Sequence[StoredBoot] = ()) -> Json:
+    """The whole summary: each part from the newest job of its kind, then the checklist."""
+    newest: dict[str, Evidence] = {}
+    for job in sorted(evidence, key=lambda e: e.id):
+        newest[job.kind] = job
+    involved = _boots_involved(evidence, boots)
+    parts: dict[str, Callable[[Evidence], Json]] = {
+        "sweep": _sweep,
+        "boots": _boots,
+        "fuzz": _fuzz,
+        "simulate": _simulate,
+        "ttft": _ttft,
+        "numerics": _numerics,
+    }
+    out: Json = {"arms": _arms(newest["pr22"]) if "pr22" in newest else None}
+    out.update({name: summarise(newest[name]) if name in newest else None for name, summarise in parts.items()})
+    out["health"] = _health(involved, boots) if involved else None
+    out["checklist"] = checklist(evidence, recipe=recipe, to_policy=to_policy, boots=boots)
+    return out
+
+
+def _side(p: Any) -> Json:
+    return {"launches": len(p.launches), "ttft_ms": round(p.ttft_ms or 0.0, 6), "padded_tokens": p.padded_tokens}
+
+
+def _arms(job: Evidence) -> list[Json]:
+    """pr22's arms as published, plus the cost model planning on each catalog repaired."""
+    execution = execution_of(job.result["execution"])
+    catalogs = pr22_catalogs(execution, job.result["drift_factor"])
+    rows = []
+    for arm in job.result["arms"]:
+        catalog = catalogs[arm["catalog"]]
+        fixed = repaired(catalog, [catalog])
+        on_repaired = plan("cost", fixed.catalog, Request(arm["prompt_tokens"]), execution)
+        rows.append(
+            {
+                "arm": arm["arm"],
+                "prompt_tokens": arm["prompt_tokens"],
+                "catalog": arm["catalog"],
+                "cost": {k: arm["cost"][k] for k in ("launches", "ttft_ms", "padded_tokens")},
+                "rule": {k: arm["rule"][k] for k in ("launches", "ttft_ms", "padded_tokens")},
+                "delta_ms": arm["delta_ms"],
+                "repaired": {**_side(on_repaired), "replaced": list(fixed.replaced)},
+                "repaired_delta_ms": round(arm["rule"]["ttft_ms"] - (on_repaired.ttft_ms or 0.0), 6),
+                "job": job.id,
+            }
+        )
+    return rows
+
+
+def _sweep(job: Evidence) -> Json:
+    keys = ("prompts", "rule_wins", "rule_loses", "ties", "mean_delta_ms", "max_loss_ms", "max_loss_at")
+    keys += ("max_gain_ms", "max_gain_at", "mean_launches_saved", "mean_extra_padding")
+    return {
+        "job": job.id,
+        "catalogs": {name: {k: s[k] for k in keys} for name, s in job.result["summary"].items()},
+    }
+
+
+def _boots(job: Evidence) -> Json:
+    return {
+        "job": job.id,
+        "boots": job.result["boots"],
+        "real_boots": job.result["real_boots"],
+        "policies": {
+            name: {"distinct_sequences": o["distinct_sequences"], "max_ttft_spread_ms": o["max_ttft_spread_ms"]}
+            for name, o in job.result["overall"].items()
+        },
+    }
+
+
+def _fuzz(job: Evidence) -> Json:
+    return {
+        "job": job.id,
+        "cases": job.result["cases"],
+        "policies": {
+            name: {"stalls": p["stalls"], "violations": p["violations"]} for name, p in job.result["policies"].items()
+        },
+    }
+
+
+def _simulate(job: Evidence) -> Json:
+    return {
+        "job": job.id,
+        "catalog": job.result["catalog"],
+        "requests": job.result["requests"],
+        "policies": {
+            p["policy"]: {
+                "ttft_p50_ms": p["ttft_ms"]["p50"] if p["ttft_ms"] else None,
+                "ttft_p99_ms": p["ttft_ms"]["p99"] if p["ttft_ms"] else None,
+                "padded_prefill_tokens": p["padded_prefill_tokens"],
+                "stalled": p["stalled"],
+            }
+            for p in job.result["policies"]
+        },
+    }
+
+
+def _device(result: Json) -> str:
+    p = result.get("provenance") or {}
+    return f"{p.get('device', 'unknown device')} ({p.get('mode', '?')})"
+
+
+def _ttft(job: Evidence) -> Json:
+    return {
+        "job": job.id,
+        "device": _device(job.result),
+        "arms": [
+            {
+                "prompt_tokens": a["prompt_tokens"],
+                "policy": a["policy"],
+                "launches": a["launch_count"],
+                "measured_ms": round(a["ttft_ms"], 6),
+                "predicted_ms": round(a["predicted_ms"], 6),
+            }
+            for a in job.result["arms"]
+        ],
+    }
+
+
+def _numerics(job: Evidence) -> Json:
+    def compared(c: Json) -> Json:
+        return {"bitwise_identical": c["bitwise_identical"], "max_abs_diff": c["max_abs_diff"]}
+
+    return {
+        "job": job.id,
+        "device": _device(job.result),
+        "prompt_tokens": job.result["prompt_tokens"],
+        "cost_vs_rule": compared(job.result["cost_vs_rule"]),
+        "vs_one_shot": {p: compared(c) for p, c in job.result["vs_one_shot"].items()},
+        "reproducible": job.result["reproducible"],
+    }
+
+
+def _catalogs_in(params: Json) -> list[Catalog]:
+    """The catalogs a job planned with, whichever parameter held them."""
+    found = []
+    for value in params.values():
+        lists = value if isinstance(value, list) and value and isinstance(value[0], list) else [value]
+        for item in lists:
+            if isinstance(item, list) and item and isinstance(item[0], dict) and "prefill" in item[0]:
+                try:
+                    found.append(Catalog.from_dicts(item))
+                except InvalidInput:
+                    continue
+    return found
+
+
+def _boots_involved(evidence: Sequence[Evidence], boots: Sequence[StoredBoot]) -> list[StoredBoot]:
+    used = [c for job in evidence for c in _catalogs_in(job.params)]
+    return [b for b in boots if b.catalog in used]
+
+
+def _health(involved: list[StoredBoot], boots: Sequence[StoredBoot]) -> Json:
+    everyone = [b.catalog for b in boots]
+    rows = [{"id": b.id, **boot_health(b.catalog, everyone).to_dict()} for b in involved]
+    return {"boots": rows, "flagged": sum(row["status"] == "flagged" for row in rows)}
+
+
+def checklist(
+    evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots: Sequence[StoredBoot] = ()
+) -> list[Json]:
+    """Each of the pull request's limits, ticked by the jobs that lift it (or left open)."""
+    involved = {b.catalog for b in _boots_involved(evidence, boots)}
+
+    def on_recipe(job: Evidence) -> bool:
+        measured_here = "provenance" in job.result  # a GPU kind booted this recipe's model itself
+        planned_on_boots = any(c in involved for c in _catalogs_in(job.params))
+        return job.recipe == recipe and (measured_here or planned_on_boots)
+
+    def fuzzed(job: Evidence) -> bool:
+        found = job.result["policies"].get(to_policy)
+        return found is not None and found["stalls"] == 0 and found["violations"] == 0
+
+    tests: dict[str, Callable[[Evidence], bool]] = {
+        "recipe_run": on_recipe,
+        "real_ttft": lambda job: job.kind == "ttft",
+        "numerics": lambda job: job.kind == "numerics",
+        "boots_compared": lambda job: job.kind == "boots",
+        "liveness_fuzzed": lambda job: job.kind == "fuzz" and fuzzed(job),
+    }
+    return [
+        {"item": key, "label": label, "done": bool(jobs), "jobs": jobs}
+        for key, label in CHECKLIST
+        for jobs in [sorted(job.id for job in evidence if tests[key](job))]
+    ]
+
+
+def missing(checklist_rows: Sequence[Json], required: Sequence[str]) -> list[str]:
+    """The required items still open, in checklist order."""
+    open_items = {row["item"] for row in checklist_rows if not row["done"]}
+    return [key for key in CHECKLIST_ITEMS if key in required and key in open_items]

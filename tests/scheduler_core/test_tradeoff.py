@@ -1,0 +1,130 @@
+import pytest
+
+from scheduler_core.analyses import ANALYSES
+from scheduler_core.catalog import Catalog, drift
+from scheduler_core.errors import InvalidInput
+from scheduler_core.execution import AffineExecution, measured_catalog
+from scheduler_core.tradeoff import CHECKLIST_ITEMS, Evidence, StoredBoot, missing, parse_required, tradeoff
+
+CLEAN = measured_catalog(AffineExecution())
+
+
+def job(job_id, kind, recipe="tiny-cpu", **params):
+    analysis = ANALYSES[kind]
+    clean = analysis.validate(params)
+    return Evidence(job_id, kind, recipe, clean, analysis.run(clean, lambda e: None))
+
+
+def by_arm(summary):
+    return {(row["arm"], row["catalog"]): row for row in summary["arms"]}
+
+
+def test_the_pull_requests_numbers_are_reproduced_with_the_repaired_catalog_beside_them():
+    arms = by_arm(tradeoff([job(1, "pr22")], recipe="tiny-cpu", to_policy="rule"))
+    expected = {  # the pull request: launches and TTFT before (cost) -> after (rule)
+        ("3.5k", "clean"): ((3, 62.10), (1, 66.10)),
+        ("3.5k", "drift"): ((3, 62.10), (1, 66.10)),
+        ("14k", "clean"): ((6, 232.10), (4, 232.10)),
+        ("14k", "drift"): ((9, 238.10), (4, 232.10)),
+    }
+    for key, ((cost_n, cost_ms), (rule_n, rule_ms)) in expected.items():
+        row = arms[key]
+        assert (row["cost"]["launches"], row["cost"]["ttft_ms"]) == (cost_n, pytest.approx(cost_ms))
+        assert (row["rule"]["launches"], row["rule"]["ttft_ms"]) == (rule_n, pytest.approx(rule_ms))
+        assert row["delta_ms"] == pytest.approx(rule_ms - cost_ms) and row["job"] == 1
+    assert arms[("3.5k", "clean")]["rule"]["padded_tokens"] > arms[("3.5k", "clean")]["cost"]["padded_tokens"]
+    # Fixing the drift would have been enough on 14k: the repaired catalog plans like the clean one.
+    repaired = arms[("14k", "drift")]["repaired"]
+    assert (repaired["launches"], repaired["ttft_ms"]) == (6, pytest.approx(232.10))
+    assert [(r["prefill"], r["source"]) for r in repaired["replaced"]] == [(4096, "affine fit of this boot")]
+    assert arms[("14k", "clean")]["repaired"]["replaced"] == []
+
+
+def test_each_part_is_null_until_evidence_covers_it():
+    summary = tradeoff([], recipe="tiny-cpu", to_policy="rule")
+    parts = ("arms", "sweep", "boots", "fuzz", "simulate", "ttft", "numerics", "health")
+    assert all(summary[part] is None for part in parts)
+    assert [row["item"] for row in summary["checklist"]] == list(CHECKLIST_ITEMS)
+    assert not any(row["done"] for row in summary["checklist"])
+
+
+def test_sweep_boots_fuzz_and_simulate_are_summarised_from_the_newest_job_of_each_kind():
+    evidence = [
+        job(3, "sweep", count=16),
+        job(7, "sweep", count=8),
+        job(4, "boots", boots=3),
+        job(5, "fuzz", cases=20),
+        job(6, "simulate", requests=20),
+    ]
+    summary = tradeoff(evidence, recipe="tiny-cpu", to_policy="rule")
+    assert summary["sweep"]["job"] == 7 and summary["sweep"]["catalogs"]["drift"]["prompts"] == 8
+    assert summary["boots"]["policies"]["rule"]["distinct_sequences"] == 3
+    assert summary["fuzz"]["policies"]["rule"] == {"stalls": 0, "violations": 0}
+    assert set(summary["simulate"]["policies"]) == {"cost", "rule"}
+    done = {row["item"]: row["jobs"] for row in summary["checklist"] if row["done"]}
+    assert done == {"boots_compared": [4], "liveness_fuzzed": [5]}
+
+
+def test_a_fuzz_run_that_stalls_the_proposed_policy_does_not_tick_liveness():
+    evidence = [job(5, "fuzz", cases=40, policies=["rule-v1"])]
+    rows = {r["item"]: r for r in tradeoff(evidence, recipe="r", to_policy="rule-v1")["checklist"]}
+    assert rows["liveness_fuzzed"]["done"] is False
+
+
+def test_a_run_on_the_recipes_stored_boots_ticks_the_per_recipe_item_and_shows_their_health():
+    boots = [StoredBoot(i, c) for i, c in enumerate([CLEAN, CLEAN, drift(CLEAN, 4096, 1.6)], start=10)]
+    evidence = [job(8, "boots", boot_catalogs=[b.catalog.to_dicts() for b in boots])]
+    summary = tradeoff(evidence, recipe="tiny-cpu", to_policy="rule", boots=boots)
+    rows = {r["item"]: r for r in summary["checklist"]}
+    assert rows["recipe_run"] == {"item": "recipe_run", "label": rows["recipe_run"]["label"], "done": True, "jobs": [8]}
+    assert [b["status"] for b in summary["health"]["boots"]] == ["ok", "ok", "flagged"]
+    assert summary["health"]["flagged"] == 1
+    other_recipe = tradeoff(
+        [Evidence(8, "boots", "other", evidence[0].params, evidence[0].result)],
+        recipe="tiny-cpu",
+        to_policy="rule",
+        boots=boots,
+    )
+    assert {r["item"]: r["done"] for r in other_recipe["checklist"]}["recipe_run"] is False
+
+
+def test_gpu_evidence_reports_measured_against_predicted_and_the_device():
+    ttft = {
+        "provenance": {"device": "cpu", "mode": "eager"},
+        "arms": [{"prompt_tokens": 256, "policy": "rule", "launch_count": 1, "ttft_ms": 5.5, "predicted_ms": 5.0}],
+    }
+    compared = {"bitwise_identical": False, "max_abs_diff": 0.001}
+    numerics = {
+        "provenance": {"device": "cpu", "mode": "eager"},
+        "prompt_tokens": 256,
+        "cost_vs_rule": compared,
+        "vs_one_shot": {"cost": compared, "rule": compared},
+        "reproducible": True,
+    }
+    evidence = [Evidence(1, "ttft", "r", {}, ttft), Evidence(2, "numerics", "r", {}, numerics)]
+    summary = tradeoff(evidence, recipe="r", to_policy="rule")
+    assert summary["ttft"]["arms"][0]["measured_ms"] == 5.5 and summary["ttft"]["device"] == "cpu (eager)"
+    assert summary["numerics"]["cost_vs_rule"] == compared
+    done = {row["item"] for row in summary["checklist"] if row["done"]}
+    assert done == {"recipe_run", "real_ttft", "numerics"}
+
+
+def test_missing_names_required_items_still_open_in_checklist_order():
+    rows = tradeoff([job(5, "fuzz", cases=10)], recipe="r", to_policy="rule")["checklist"]
+    assert missing(rows, ["numerics", "liveness_fuzzed", "real_ttft"]) == ["real_ttft", "numerics"]
+    assert missing(rows, ["liveness_fuzzed"]) == []
+
+
+def test_required_items_must_be_known():
+    assert parse_required(["numerics", "numerics"]) == ["numerics"]
+    with pytest.raises(InvalidInput, match="unknown checklist item 'vibes'"):
+        parse_required(["vibes"])
+    with pytest.raises(InvalidInput):
+        parse_required("numerics")
+
+
+def test_unused_catalog_shapes_do_not_count_as_stored_boots():
+    other = Catalog.from_dicts([{"prefill": 64, "decode": 0, "ms": 1.0}])
+    evidence = [job(8, "boots", boot_catalogs=[other.to_dicts()] * 2)]
+    summary = tradeoff(evidence, recipe="r", to_policy="rule", boots=[StoredBoot(1, CLEAN)])
+    assert summary["health"] is None
