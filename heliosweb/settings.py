@@ -166,15 +166,29 @@ CELERY_BEAT_SCHEDULE = {
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
-if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 60},
-        }
+# channels_redis waits for a consumer's next message in a blocking pop of up to 5 s
+# (`RedisChannelLayer.brpop_timeout`); redis-py 8's default socket timeout is also 5 s, so an idle
+# websocket's read timed out first and the server closed it with 1011. The socket timeout must stay
+# well above the blocking pop.
+CHANNEL_LAYER_SOCKET_TIMEOUT = 15.0
+
+
+def redis_channel_layer(url: str) -> dict[str, object]:
+    """The channel layer on Redis at `url` (web, workers and tests must all use this one)."""
+    host = {"address": url, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT, "socket_keepalive": True}
+    return {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [host], "capacity": 1000, "expiry": 60},
     }
+
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# Every websocket sends {"type": "ping"} this often; pages answer {"type": "pong"} and reconnect
+# when the server has been silent for more than two intervals (a connection a proxy dropped).
+HELIOS_WS_PING_SECONDS = float(os.environ.get("HELIOS_WS_PING_SECONDS", "20"))
 
 # --- Jobs --------------------------------------------------------------------------------
 HELIOS_EVENT_FLUSH_SECONDS = float(os.environ.get("HELIOS_EVENT_FLUSH_SECONDS", "0.05"))

@@ -1,38 +1,121 @@
-"""Read-only live streams for logged-in users: a snapshot from the database on every connect (the
-database is the source of truth, so a reconnect after a Redis restart catches up), then each
-message of one channel-layer group as it arrives."""
+"""What every websocket of the project shares: refusals a page can read, a keep-alive ping, and
+bounded JSON messages.
+
+A refusal accepts the handshake and then closes with a code (4401 not logged in, 4404 no such
+stream): a browser never sees the HTTP status of a refused handshake, only 1006, and would retry
+forever. Every `HELIOS_WS_PING_SECONDS` the server sends `{"type": "ping", "interval": s}`; pages
+answer `{"type": "pong"}` and reconnect when the server stays silent (a dropped connection that
+neither end was told about). Client messages are JSON objects of at most `MAX_MESSAGE_BYTES`,
+nested at most `bounds.MAX_JSON_DEPTH` deep; anything else gets `{"type": "error", "field",
+"error"}` and the socket stays open.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from heliosweb.bounds import BadJSON, parse_json
 
 CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+MAX_MESSAGE_BYTES = 4096
 
 
-class SnapshotStream(AsyncWebsocketConsumer):
-    group: ClassVar[str]
+class Stream(AsyncWebsocketConsumer):
+    """A logged-in user's websocket. Subclasses implement `start` (join groups, send the first
+    messages, or `refuse(CLOSE_NOT_FOUND)`) and `on_message` for the message types they take."""
+
+    group: str | None = None  # the channel-layer group the stream follows, if any
+    _pinger: asyncio.Task[None] | None = None
+    _joined: bool = False
+    _refused: bool = False
+
+    async def connect(self) -> None:
+        await self.accept()
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        if self.group:
+            # Join before the first message: nothing falls between the snapshot and live messages.
+            await self.channel_layer.group_add(self.group, self.channel_name)
+            self._joined = True
+        await self.start()
+        if not self._refused:
+            self._pinger = asyncio.get_running_loop().create_task(self._ping_forever())
+
+    async def start(self) -> None:
+        """Send what a new client needs first."""
+
+    async def refuse(self, code: int) -> None:
+        self._refused = True
+        await self.close(code=code)
+
+    async def disconnect(self, code: int) -> None:
+        if self._pinger is not None:
+            self._pinger.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pinger
+        if self._joined and self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def _ping_forever(self) -> None:
+        interval = settings.HELIOS_WS_PING_SECONDS
+        while True:
+            await asyncio.sleep(interval)
+            await self.send_json({"type": "ping", "interval": interval})
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data is None or len(text_data.encode()) > MAX_MESSAGE_BYTES:
+            await self.error("message", f"must be a JSON text message of at most {MAX_MESSAGE_BYTES} bytes")
+            return
+        try:
+            message = parse_json(text_data, root="message")
+        except BadJSON as exc:
+            await self.error(exc.field, exc.message)
+            return
+        if not isinstance(message, dict):
+            await self.error("message", "must be a JSON object")
+            return
+        kind = message.get("type")
+        if kind == "ping":
+            await self.send_json({"type": "pong"})
+        elif kind != "pong":  # a page's answer to our ping: the connection is alive, nothing to do
+            await self.on_message(kind, message)
+
+    async def on_message(self, kind: Any, message: dict[str, Any]) -> None:
+        await self.error("type", f"unknown message type {kind!r} (this stream takes only 'ping' and 'pong')")
+
+    async def send_json(self, content: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(content))
+
+    async def error(self, field: str, error: str) -> None:
+        await self.send_json({"type": "error", "field": field, "error": error})
+
+
+class SnapshotStream(Stream):
+    """Read-only live streams: a snapshot from the database on every connect (the database is the
+    source of truth, so a reconnect after a Redis restart catches up), then each message of
+    `group` as it arrives."""
 
     def snapshot(self) -> dict[str, Any]:
         """The current state as the first message (runs in a database thread)."""
         raise NotImplementedError
 
+    async def start(self) -> None:
+        await self.send_json(await database_sync_to_async(self.snapshot)())
+
+
+class UnknownStream(Stream):
+    """Any websocket path no route names: closed with 4404 (it answered HTTP 500)."""
+
     async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
-        await self.channel_layer.group_add(self.group, self.channel_name)  # before the snapshot: nothing falls between
         await self.accept()
-        await self.send(text_data=json.dumps(await database_sync_to_async(self.snapshot)()))
-
-    async def disconnect(self, code: int) -> None:
-        await self.channel_layer.group_discard(self.group, self.channel_name)
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        await self.send(
-            text_data=json.dumps({"type": "error", "field": "message", "error": "this stream takes no messages"})
-        )
+        await self.close(code=CLOSE_NOT_FOUND)

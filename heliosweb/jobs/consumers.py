@@ -1,73 +1,52 @@
 """The live stream of one job: stored events first (replay), then live ones, in number order.
 
-Client messages (JSON): {"type": "resume", "after": n} replays from n; {"type": "ping"} -> pong.
-Anything else gets {"type": "error", "field": ..., "error": ...} and the socket stays open.
+Client messages (JSON): {"type": "resume", "after": n} replays from n; `ping` and `pong` as every
+stream takes them (heliosweb.streams). Anything else gets {"type": "error", "field", "error"}.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 
+from heliosweb.bounds import DB_INT_MAX
 from heliosweb.query import int_or_none
-from heliosweb.streams import CLOSE_UNAUTHENTICATED, SnapshotStream
+from heliosweb.streams import CLOSE_NOT_FOUND, SnapshotStream, Stream
 
 from . import selectors
 from .services import LIST_GROUP, group_name
 
-CLOSE_NOT_FOUND = 4404
 
-
-class JobConsumer(AsyncWebsocketConsumer):
+class JobConsumer(Stream):
     job_id: int
     last_seq: int
 
-    async def connect(self) -> None:
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
+    async def start(self) -> None:
         self.job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
-        if not await database_sync_to_async(selectors.job_exists)(job_id=self.job_id):
-            await self.close(code=CLOSE_NOT_FOUND)
+        if self.job_id > DB_INT_MAX or not await database_sync_to_async(selectors.job_exists)(job_id=self.job_id):
+            await self.refuse(CLOSE_NOT_FOUND)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
         after = int_or_none((query.get("after") or ["0"])[0])
         self.last_seq = after if after is not None and after >= 0 else 0
         # Join the group before reading the database, so nothing falls between replay and live.
-        await self.channel_layer.group_add(group_name(self.job_id), self.channel_name)
-        await self.accept()
+        self.group = group_name(self.job_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        self._joined = True
         await self._replay(before=None)
 
-    async def disconnect(self, code: int) -> None:
-        if hasattr(self, "job_id"):
-            await self.channel_layer.group_discard(group_name(self.job_id), self.channel_name)
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            message = json.loads(text_data or "")
-        except ValueError:
-            await self._error("message", "not JSON")
+    async def on_message(self, kind: Any, message: dict[str, Any]) -> None:
+        if kind != "resume":
+            await self.error("type", f"unknown message type {kind!r} (expected 'resume', 'ping' or 'pong')")
             return
-        if not isinstance(message, dict):
-            await self._error("message", "must be a JSON object")
+        after = message.get("after")
+        if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+            await self.error("after", "must be a non-negative integer")
             return
-        kind = message.get("type")
-        if kind == "ping":
-            await self.send(text_data=json.dumps({"type": "pong"}))
-        elif kind == "resume":
-            after = message.get("after")
-            if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-                await self._error("after", "must be a non-negative integer")
-                return
-            self.last_seq = after
-            await self._replay(before=None)
-        else:
-            await self._error("type", f"unknown message type {kind!r} (expected 'resume' or 'ping')")
+        self.last_seq = after
+        await self._replay(before=None)
 
     async def job_events(self, message: dict[str, Any]) -> None:
         for event in message["events"]:
@@ -86,11 +65,8 @@ class JobConsumer(AsyncWebsocketConsumer):
             await self._send_event(event)
 
     async def _send_event(self, event: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps(event))
+        await self.send_json(event)
         self.last_seq = max(self.last_seq, event["seq"])
-
-    async def _error(self, field: str, error: str) -> None:
-        await self.send(text_data=json.dumps({"type": "error", "field": field, "error": error}))
 
 
 class JobListConsumer(SnapshotStream):
@@ -102,4 +78,4 @@ class JobListConsumer(SnapshotStream):
         return {"type": "snapshot", "jobs": [selectors.job_as_api(j, full=False) for j in selectors.job_list(limit=50)]}
 
     async def jobs_status(self, message: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps({"type": "job", "job": message["job"]}))
+        await self.send_json({"type": "job", "job": message["job"]})

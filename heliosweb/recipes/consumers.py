@@ -3,7 +3,6 @@ so the dashboard's recipe table stays true without a reload."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from heliosweb.streams import SnapshotStream
@@ -20,4 +19,4 @@ class RecipesConsumer(SnapshotStream):
         return {"type": "snapshot", "recipes": recipe_policies()}
 
     async def recipes_decision(self, message: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps({**message, "type": "decision"}))
+        await self.send_json({**message, "type": "decision"})

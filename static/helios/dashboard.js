@@ -8,7 +8,6 @@
   const onlyRecipe = table.dataset.recipe || "";
   const compare = table.dataset.compare === "true";
   const FINISHED = ["done", "failed", "cancelled"];
-  let retry = 500;
 
   function cell(tr, content) {
     const td = document.createElement("td");
@@ -56,22 +55,14 @@
     }
   }
 
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + "/ws/jobs/");
-    ws.onopen = () => { retry = 500; table.dataset.live = "true"; };
-    ws.onmessage = (event) => {
-      const msg = JSON.parse(event.data);
+  window.heliosLive(() => "/ws/jobs/", {
+    open: () => { table.dataset.live = "true"; },
+    message: (msg) => {
       if (msg.type === "snapshot") msg.jobs.slice().reverse().forEach(update);  // oldest first: newest ends on top
       else if (msg.type === "job") update(msg.job);
-    };
-    ws.onclose = () => {
-      table.dataset.live = "false";
-      setTimeout(connect, retry);
-      retry = Math.min(retry * 2, 10000);
-    };
-  }
-  connect();
+    },
+    close: () => { table.dataset.live = "false"; },
+  });
 })();
 
 // Active policies, live: a snapshot on every (re)connect, then each decision step as it commits.
@@ -80,7 +71,6 @@
   const table = document.getElementById("recipes");
   if (!table) return;
   const state = document.getElementById("recipes-live");
-  let retry = 500;
 
   function show(recipe, policy, version) {
     const tr = table.querySelector('tr[data-recipe="' + CSS.escape(recipe) + '"]');
@@ -132,16 +122,9 @@
     }
   }
 
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + "/ws/recipes/");
-    ws.onopen = () => { state.textContent = "live"; retry = 500; };
-    ws.onmessage = (event) => { try { handle(JSON.parse(event.data)); } catch (e) { console.error(e); } };
-    ws.onclose = () => {
-      state.textContent = "reconnecting…";
-      setTimeout(connect, retry);
-      retry = Math.min(retry * 2, 10000);
-    };
-  }
-  connect();
+  window.heliosLive(() => "/ws/recipes/", {
+    open: () => { state.textContent = "live"; },
+    message: handle,
+    close: (why) => { state.textContent = why; },
+  });
 })();

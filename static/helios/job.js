@@ -9,7 +9,6 @@
   const $ = (id) => document.getElementById(id);
   let lastSeq = 0;
   let finished = false;
-  let retry = 500;
   const arms = [];          // pr22 rows as they arrive
   const measurements = { x: [], y: [] };
   let chartReady = false;
@@ -217,17 +216,11 @@
     if (ev.type !== "measurement" || eventCount < MAX_LOG) logEvent(ev);
   }
 
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + location.host + root.dataset.wsPath + "?after=" + lastSeq);
-    ws.onopen = () => { $("connection").textContent = "live"; retry = 500; };
-    ws.onmessage = (msg) => { try { handle(JSON.parse(msg.data)); } catch (e) { console.error(e); } };
-    ws.onclose = () => {
-      $("connection").textContent = finished ? "finished" : "reconnecting…";
-      if (!finished) { setTimeout(connect, retry); retry = Math.min(retry * 2, 10000); }
-    };
-  }
-
   if (root.dataset.status === "done") { loadResult(); }
-  connect();
+  window.heliosLive(() => root.dataset.wsPath + "?after=" + lastSeq, {
+    open: () => { $("connection").textContent = "live"; },
+    message: handle,
+    close: (why) => { $("connection").textContent = why; },
+    finished: () => finished,
+  });
 })();

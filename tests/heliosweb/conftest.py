@@ -57,6 +57,12 @@ def _in_memory_channel_layer(settings: Any, request: pytest.FixtureRequest) -> I
 
 
 @pytest.fixture(autouse=True)
+def _test_client_origin(settings: Any) -> None:
+    """In-process websocket clients send no Host header: their pages come from http://testserver."""
+    settings.CSRF_TRUSTED_ORIGINS = [*settings.CSRF_TRUSTED_ORIGINS, ORIGIN[1].decode()]
+
+
+@pytest.fixture(autouse=True)
 def queued(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> list[tuple[int, str]]:
     """What was sent to Celery, as (job id, queue); nothing reaches a broker in unit tests."""
     sent: list[tuple[int, str]] = []
@@ -291,10 +297,9 @@ class Stack:
 def use_redis(redis_url: str, settings: Any) -> None:
     """Point this test process's Celery producer and channel layer at `redis_url`."""
     from heliosweb.celery import app
+    from heliosweb.settings import redis_channel_layer
 
-    settings.CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}}
-    }
+    settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
     channel_layers.backends.clear()
     if app.conf.broker_url != redis_url:
         app.conf.broker_url = redis_url

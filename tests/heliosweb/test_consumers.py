@@ -35,6 +35,17 @@ async def _receive(communicator: WebsocketCommunicator) -> dict:
     return json.loads(await communicator.receive_from(timeout=5))
 
 
+async def _close_code(path: str, headers: list[tuple[bytes, bytes]]) -> int | str:
+    """How a refused client learns why: the close code after an accepted handshake, or
+    "handshake" when the handshake itself was refused (HTTP 403)."""
+    communicator, connected, _ = await _connect(path, headers)
+    if not connected:
+        return "handshake"
+    output = await communicator.receive_output(timeout=5)
+    assert output["type"] == "websocket.close", output
+    return output["code"]
+
+
 async def _make_job(maintainer):
     def create():
         job = services.job_create(kind="pr22", user=maintainer)
@@ -45,24 +56,50 @@ async def _make_job(maintainer):
     return await database_sync_to_async(create)()
 
 
-async def test_it_refuses_anonymous_clients(maintainer):
+async def test_an_anonymous_client_is_accepted_then_closed_with_4401(maintainer):
     job = await _make_job(maintainer)
-    communicator, connected, _ = await _connect(f"/ws/jobs/{job.pk}/", [ORIGIN])
-    assert not connected
+    for path in (f"/ws/jobs/{job.pk}/", "/ws/jobs/", "/ws/recipes/"):
+        assert await _close_code(path, [ORIGIN]) == 4401, path
 
 
-async def test_it_refuses_a_foreign_or_missing_origin(maintainer):
+async def test_a_foreign_or_missing_origin_is_refused_at_the_handshake(maintainer, settings):
     job = await _make_job(maintainer)
     cookie = await database_sync_to_async(_session_cookie)(maintainer)
-    for headers in ([cookie], [cookie, (b"origin", b"http://evil.example")]):
-        communicator, connected, _ = await _connect(f"/ws/jobs/{job.pk}/", headers)
-        assert not connected
+    host = (b"host", b"127.0.0.1:8000")
+    foreign = [
+        [cookie],
+        [cookie, (b"origin", b"http://evil.example")],
+        # Same host name, another port or scheme: another program's page on the machine.
+        [cookie, host, (b"origin", b"http://127.0.0.1:9999")],
+        [cookie, host, (b"origin", b"http://localhost:8000")],
+        [cookie, host, (b"origin", b"https://127.0.0.1:8000")],
+        [cookie, (b"host", b"evil.example:8000"), (b"origin", b"http://evil.example:8000")],  # not an allowed host
+    ]
+    for headers in foreign:
+        assert await _close_code(f"/ws/jobs/{job.pk}/", headers) == "handshake", headers
+    settings.CSRF_TRUSTED_ORIGINS = ["https://helios.example.org"]
+    for origin in (b"http://127.0.0.1:8000", b"https://helios.example.org"):  # the page's own, a trusted one
+        communicator, connected, _ = await _connect(f"/ws/jobs/{job.pk}/", [cookie, host, (b"origin", origin)])
+        assert connected, origin
+        assert (await _receive(communicator))["seq"] == 1
+        await communicator.disconnect()
 
 
-async def test_an_unknown_job_is_closed_with_4404(maintainer):
+async def test_an_unknown_job_or_path_is_closed_with_4404(maintainer):
     cookie = await database_sync_to_async(_session_cookie)(maintainer)
-    communicator, connected, code = await _connect("/ws/jobs/987654/", [cookie, ORIGIN])
-    assert not connected and code == 4404
+    for path in ("/ws/jobs/987654/", "/ws/jobs/99999999999999999999/", "/ws/nothing/", "/ws/jobs/x/"):
+        assert await _close_code(path, [cookie, ORIGIN]) == 4404, path
+
+
+async def test_the_server_pings_and_takes_the_pages_pong(maintainer, settings):
+    settings.HELIOS_WS_PING_SECONDS = 0.2
+    cookie = await database_sync_to_async(_session_cookie)(maintainer)
+    communicator, connected, _ = await _connect("/ws/jobs/", [cookie, ORIGIN])
+    assert (await _receive(communicator))["type"] == "snapshot"
+    assert await _receive(communicator) == {"type": "ping", "interval": 0.2}
+    await communicator.send_to(text_data=json.dumps({"type": "pong"}))
+    assert await _receive(communicator) == {"type": "ping", "interval": 0.2}  # no error in between
+    await communicator.disconnect()
 
 
 async def test_it_replays_stored_events_then_sends_live_ones_in_order(maintainer):

@@ -44,7 +44,9 @@ def _events_until_finished(job_id: int, user) -> list[dict]:
         assert connected
         events = []
         while not events or events[-1]["type"] not in ("done", "failed"):
-            events.append(json.loads(await communicator.receive_from(timeout=60)))
+            message = json.loads(await communicator.receive_from(timeout=60))
+            if message["type"] != "ping":  # the keep-alive, every HELIOS_WS_PING_SECONDS
+                events.append(message)
         await communicator.disconnect()
         return events
 

@@ -13,11 +13,6 @@ from .test_consumers import _connect, _receive, _session_cookie
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 
-async def test_anonymous_clients_are_refused(db):
-    communicator, connected, _ = await _connect("/ws/jobs/", [ORIGIN])
-    assert not connected
-
-
 async def test_it_sends_recent_jobs_then_each_jobs_status_as_it_changes(maintainer):
     first = await database_sync_to_async(services.job_create)(kind="pr22", user=maintainer)
     cookie = await database_sync_to_async(_session_cookie)(maintainer)

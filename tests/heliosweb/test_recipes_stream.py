@@ -13,11 +13,6 @@ from .test_consumers import _connect, _receive, _session_cookie
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 
-async def test_anonymous_clients_are_refused(recipe):
-    communicator, connected, _ = await _connect("/ws/recipes/", [ORIGIN])
-    assert not connected
-
-
 async def test_it_sends_a_snapshot_then_each_decision_step_as_it_commits(recipe, author, reviewer, applier):
     cookie = await database_sync_to_async(_session_cookie)(author)
     communicator, connected, _ = await _connect("/ws/recipes/", [cookie, ORIGIN])

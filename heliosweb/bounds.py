@@ -1,0 +1,95 @@
+"""JSON read with bounds, for every body and websocket message the project takes.
+
+Python's `json` module recurses once per nesting level (100,000 `[` raise RecursionError), turns
+`1e400` into `inf`, and reads a 401-digit integer that no float or database column holds. Each of
+those became an HTTP 500 or a websocket closed with 1011. `parse_json` refuses them as input
+errors that name where they are: nesting deeper than `MAX_JSON_DEPTH`, non-finite numbers
+(`1e400`, `NaN`, `Infinity`), integers outside the database's 64-bit range.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+MAX_JSON_DEPTH = 32
+DB_INT_MAX = 2**63 - 1  # the largest id or count a database integer column holds
+
+# A JSON string (skipped whole, brackets inside it do not count) or one bracket.
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+class BadJSON(ValueError):
+    """`field` names where in the document the problem is ("body" for the whole of it)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class _Unrepresentable:
+    """A number no float or database integer holds; named with its place once parsing is done."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _parse_int(text: str) -> int | _Unrepresentable:
+    # Checked on the text: Python refuses to read integers of more than 4,300 digits at all.
+    if len(text.lstrip("-")) > 19:
+        return _Unrepresentable(text)
+    value = int(text)
+    return value if abs(value) <= DB_INT_MAX else _Unrepresentable(text)
+
+
+def _parse_constant(name: str) -> _Unrepresentable:
+    return _Unrepresentable(name)  # NaN, Infinity, -Infinity: not JSON, and not finite
+
+
+def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `text` nests arrays and objects more than `limit` deep (read without recursion)."""
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in "]}":
+            depth -= 1
+    return False
+
+
+def check_numbers(value: Any, root: str) -> None:
+    """Refuse a non-finite or unrepresentable number anywhere inside `value`, naming its place."""
+    stack = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, _Unrepresentable):
+            raise BadJSON(where or root, f"{item.text[:24]} is not a finite number within ±{DB_INT_MAX}")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise BadJSON(where or root, "must be a finite number (got one too large for a float)")
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}" if where else str(k)) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+
+
+def parse_json(text: str | bytes, root: str = "body") -> Any:
+    """`text` as JSON, or BadJSON naming the place (`params.fixed_ms`, or `root` for the whole)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode()
+        except UnicodeDecodeError:
+            raise BadJSON(root, "must be UTF-8") from None
+    if too_deep(text):
+        raise BadJSON(root, f"nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        value = json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
+    except ValueError as exc:
+        raise BadJSON(root, f"not JSON ({exc})") from None
+    check_numbers(value, root)
+    return value
