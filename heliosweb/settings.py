@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "heliosweb.catalogs",
     "heliosweb.jobs",
     "heliosweb.dashboard",
+    "heliosweb.telemetry",
     "heliosweb.decisions",
 ]
 
@@ -86,6 +87,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "heliosweb.telemetry.middleware.engine_token_scope",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -163,6 +165,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_TASK_DEFAULT_QUEUE = "sim"
 CELERY_BEAT_SCHEDULE = {
     "reap-vanished-jobs": {"task": "heliosweb.jobs.tasks.reap_jobs", "schedule": 15.0, "options": {"queue": "sim"}},
+    "prune-telemetry": {
+        "task": "heliosweb.telemetry.tasks.prune_telemetry",
+        "schedule": 600.0,
+        "options": {"queue": "sim"},
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -196,6 +203,12 @@ HELIOS_HEARTBEAT_SECONDS = float(os.environ.get("HELIOS_HEARTBEAT_SECONDS", "5")
 # A running job whose heartbeat is older than this is failed by the reaper (other hosts' workers).
 HELIOS_JOB_STALE_SECONDS = float(os.environ.get("HELIOS_JOB_STALE_SECONDS", "120"))
 
+# --- Telemetry (sizes in docs/telemetry.md) --------------------------------------------------
+HELIOS_TELEMETRY_RAW_HOURS = float(os.environ.get("HELIOS_TELEMETRY_RAW_HOURS", "24"))
+HELIOS_TELEMETRY_MAX_RECORDS = env_int("HELIOS_TELEMETRY_MAX_RECORDS", 2_000_000)  # raw records per recipe
+HELIOS_TELEMETRY_ROLLUP_DAYS = float(os.environ.get("HELIOS_TELEMETRY_ROLLUP_DAYS", "90"))
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry batch (5 MB) and its headers
+
 # --- API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -212,6 +225,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Start benchmark jobs, read their results, read each recipe's active policy.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "heliosweb.recipes.policy_poll.add_to_openapi",
+    ],
 }
 
 LOGGING = {

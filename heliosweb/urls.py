@@ -6,6 +6,8 @@ from drf_spectacular.views import SpectacularAPIView
 from heliosweb.catalogs import api as catalogs_api
 from heliosweb.dashboard import views
 from heliosweb.jobs import api
+from heliosweb.recipes import policy_poll
+from heliosweb.telemetry import api as telemetry_api
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -24,7 +26,10 @@ urlpatterns = [
     path("api/jobs/<int:job_id>/events/", api.JobEventsView.as_view(), name="api_job_events"),
     path("api/kinds/", api.KindListView.as_view(), name="api_kinds"),
     path("api/recipes/", api.RecipeListView.as_view(), name="api_recipes"),
-    path("api/recipes/<slug:name>/policy", api.RecipePolicyView.as_view(), name="api_recipe_policy"),
+    path("api/recipes/<slug:name>/policy", policy_poll.recipe_policy, name="api_recipe_policy"),
+    path(
+        "api/recipes/<slug:name>/telemetry/", telemetry_api.RecipeTelemetryView.as_view(), name="api_recipe_telemetry"
+    ),
     path("api/recipes/<slug:name>/boots/", catalogs_api.RecipeBootsView.as_view(), name="api_recipe_boots"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("", include("heliosweb.decisions.urls")),

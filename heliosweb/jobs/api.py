@@ -62,7 +62,6 @@ POLICY_FIELDS = {
     "policy": serializers.CharField(),
     "version": serializers.IntegerField(),
 }
-POLICY = inline_serializer("RecipePolicy", POLICY_FIELDS)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -180,9 +179,3 @@ class RecipeListView(APIView):
     @extend_schema(responses={200: inline_serializer("RecipePolicy", POLICY_FIELDS, many=True)})
     def get(self, request: Request) -> Response:
         return Response(recipe_selectors.recipe_policies())
-
-
-class RecipePolicyView(APIView):
-    @extend_schema(responses={200: POLICY, 404: ERROR})
-    def get(self, request: Request, name: str) -> Response:
-        return Response(recipe_selectors.recipe_policy_get(name=name))

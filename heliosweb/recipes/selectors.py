@@ -40,5 +40,17 @@ def recipe_get(*, name: str) -> Recipe:
 
 
 def recipe_policy_get(*, name: str) -> dict[str, Any]:
-    setting = recipe_get(name=name).policy_setting
-    return {"recipe": name, "policy": setting.policy, "version": setting.version}
+    """What an engine reads: the active policy, its version, when it took effect and the decision
+    that applied it (None for a recipe's first version, or a change made outside the workflow).
+    The decision is found through the reverse relation the decisions app declares, so this layer
+    imports nothing above it."""
+    recipe = recipe_get(name=name)
+    setting = recipe.policy_setting
+    decision = recipe.decisions.filter(applied_version=setting.version).values_list("id", flat=True).first()
+    return {
+        "recipe": name,
+        "policy": setting.policy,
+        "version": setting.version,
+        "decided_at": setting.updated_at.isoformat(),
+        "decision": decision,
+    }

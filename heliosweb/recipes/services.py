@@ -1,11 +1,13 @@
 """Writes for recipes. `policy_set` is the single write path for a recipe's active policy: the
-decision workflow (propose -> approve -> apply, hash-chained audit) will call it from `policy_apply`."""
+decision workflow (propose -> approve -> apply, hash-chained audit) calls it, and it alone
+announces the new version (after commit) to engines long-polling the policy and to live pages."""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from heliosweb.broadcast import publish
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import SELECTABLE_POLICIES
 
@@ -34,7 +36,14 @@ def policy_set(*, recipe: Recipe, policy: str, user: AbstractBaseUser | None = N
         setting.version += 1
         setting.updated_by = user
         setting.save()
+        message = {"type": "policy", "recipe": recipe.name, "policy": policy, "version": setting.version}
+        transaction.on_commit(lambda: publish(policy_topic(recipe.name), message))
     return setting
+
+
+def policy_topic(recipe_name: str) -> str:
+    """The broadcast topic every change of a recipe's policy is published on (engines long-poll it)."""
+    return f"policy.{recipe_name}"
 
 
 def _check_policy(policy: str) -> None:

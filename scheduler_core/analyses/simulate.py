@@ -8,16 +8,16 @@ its request and position."""
 
 from __future__ import annotations
 
+import itertools
 import math
-import random
 from collections.abc import Sequence
 from typing import Any
 
 from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
+from ..engine import TrafficShape, poisson_arrivals
 from ..errors import InvalidInput
 from ..execution import AffineExecution, TableExecution, measured_catalog
 from ..policies import POLICIES
-from ..request import Request
 from ..scheduler import Arrival, SchedulerConfig, ScheduleResult, schedule
 from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, execution_dict, execution_of
 from .pacing import Ticker
@@ -27,6 +27,7 @@ DECODE_ROWS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 MAX_LANES = DECODE_ROWS[-1]
 CATALOGS: tuple[str, ...] = CATALOG_NAMES + ("unmeasured-full",)
 PERCENTILES: tuple[int, ...] = (50, 90, 99)
+TRAFFIC_FIELDS: tuple[str, ...] = tuple(TrafficShape.__dataclass_fields__)
 
 
 def check(params: dict[str, Any]) -> None:
@@ -56,21 +57,9 @@ def work(params: dict[str, Any]) -> int:
 
 def traffic(params: dict[str, Any], full_chunk: int) -> list[Arrival]:
     """Seeded arrivals; with probability `span_share` a request holds one atomic span (a tool
-    result or an image) no longer than the full chunk."""
-    rng = random.Random(params["seed"])
-    log_low, log_high = math.log(params["prompt_min"]), math.log(params["prompt_max"])
-    clock, arrivals = 0.0, []
-    for i in range(params["requests"]):
-        clock += rng.expovariate(params["rate_per_s"]) * 1000.0
-        n = max(1, min(params["prompt_max"], round(math.exp(rng.uniform(log_low, log_high)))))
-        spans: tuple[tuple[int, int], ...] = ()
-        if rng.random() < params["span_share"]:
-            length = rng.randint(1, min(n, full_chunk))
-            start = rng.randint(0, n - length)
-            spans = ((start, start + length),)
-        output = rng.randint(params["output_min"], params["output_max"])
-        arrivals.append(Arrival(i, clock, Request(n, (), spans), output))
-    return arrivals
+    result or an image) no longer than the full chunk. The engine job runs the same stream, endless."""
+    shape = TrafficShape(**{f: params[f] for f in TRAFFIC_FIELDS})
+    return list(itertools.islice(poisson_arrivals(shape, full_chunk), params["requests"]))
 
 
 def build_catalog(params: dict[str, Any], execution: AffineExecution) -> Catalog:

@@ -1,0 +1,169 @@
+"""`GET /api/recipes/<name>/policy`: what engines read before their prefill decisions, cheaply.
+
+Every answer carries `ETag: "v<version>"` and `Cache-Control: no-cache`; `If-None-Match` with the
+current tag answers 304 with no body. `?wait=N` (N <= 30 s) long-polls: the view subscribes to the
+recipe's policy topic (`heliosweb.broadcast`, published by `services.policy_set` after commit),
+reads the version, and if it still matches sleeps on the subscription, not on a thread or a
+database connection, until a change arrives or the deadline answers 304. It is an async Django
+view, not a DRF one (DRF has no async views); its errors keep the API's `{"error", "field"}` shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.http import require_GET
+from rest_framework.authtoken.models import Token
+
+from heliosweb.broadcast import subscribe
+from heliosweb.errors import NotFound
+
+from .selectors import recipe_policy_get
+from .services import policy_topic
+
+MAX_WAIT_S = 30
+
+
+@require_GET
+async def recipe_policy(request: HttpRequest, name: str) -> HttpResponse:
+    if not await _authenticated(request):
+        return _error(401, "authorization", "log in, or send Authorization: Bearer <token>")
+    try:
+        wait = _wait_seconds(request.GET.get("wait"))
+    except ValueError as exc:
+        return _error(400, "wait", str(exc))
+    known = _versions(request.headers.get("If-None-Match", ""))
+    try:
+        if wait and known:
+            async with subscribe(policy_topic(name)) as changes:  # before the read: nothing falls between
+                policy = await _read(name)
+                if _tag(policy) in known:
+                    policy = await _until_changed(name, changes, known, wait)
+        else:
+            policy = await _read(name)
+    except NotFound as exc:
+        return JsonResponse(exc.as_dict(), status=404)
+    if _tag(policy) in known:
+        response = HttpResponse(status=304)
+    else:
+        response = HttpResponse(json.dumps(policy), content_type="application/json")
+    response["ETag"] = _tag(policy)
+    response["Cache-Control"] = "no-cache"
+    return response
+
+
+async def _until_changed(
+    name: str, changes: asyncio.Queue[dict[str, Any]], known: set[str], wait: float
+) -> dict[str, Any]:
+    """The policy once its tag is none of `known`, or as it stands at the deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    policy: dict[str, Any] | None = None
+    while (left := deadline - loop.time()) > 0:
+        try:
+            message = await asyncio.wait_for(changes.get(), left)
+        except TimeoutError:
+            break
+        if message.get("type") == "policy" and _tag(message) in known:
+            continue  # an announcement of the version the engine already has
+        policy = await _read(name)  # the database is the source of truth (and answers a resync)
+        if _tag(policy) not in known:
+            return policy
+    return policy or await _read(name)
+
+
+async def _read(name: str) -> dict[str, Any]:
+    return await sync_to_async(recipe_policy_get)(name=name)
+
+
+def _tag(policy: dict[str, Any]) -> str:
+    return f'"v{policy["version"]}"'
+
+
+def _versions(header: str) -> set[str]:
+    """The entity tags an If-None-Match header lists (weak ones compare equal, as RFC 9110 says for GET)."""
+    return {t.strip().removeprefix("W/") for t in header.split(",") if t.strip()}
+
+
+def _wait_seconds(text: str | None) -> float:
+    if text is None or text == "":
+        return 0.0
+    try:
+        wait = float(text)
+    except ValueError:
+        raise ValueError(f"must be a number of seconds, got {text!r}") from None
+    if not 0 <= wait <= MAX_WAIT_S:
+        raise ValueError(f"must be between 0 and {MAX_WAIT_S} seconds, got {text}")
+    return wait
+
+
+async def _authenticated(request: HttpRequest) -> bool:
+    """An engine token (admitted for this recipe by the scope middleware), a session, or a user's API token."""
+    if getattr(request, "engine", None) is not None:
+        return True
+    if (await request.auser()).is_authenticated:
+        return True
+    keyword, _, key = request.headers.get("Authorization", "").partition(" ")
+    if keyword != "Bearer" or not key:
+        return False
+    return await Token.objects.filter(key=key.strip(), user__is_active=True).aexists()
+
+
+def _error(status: int, field: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": message, "field": field}, status=status)
+
+
+def add_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: this async view is not a DRF view, so describe it here."""
+    ok = {
+        "description": "the active policy; ETag is its version",
+        "headers": {"ETag": {"schema": {"type": "string"}, "description": '"v<version>"'}},
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "recipe": {"type": "string"},
+                        "policy": {"type": "string"},
+                        "version": {"type": "integer"},
+                        "decided_at": {"type": "string", "format": "date-time"},
+                        "decision": {"type": "integer", "nullable": True},
+                    },
+                }
+            }
+        },
+    }
+    error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    result.setdefault("paths", {})["/api/recipes/{name}/policy"] = {
+        "get": {
+            "operationId": "recipes_policy_retrieve",
+            "summary": "Read a recipe's active policy (ETag, If-None-Match, long-poll with ?wait=)",
+            "parameters": [
+                {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
+                {
+                    "name": "wait",
+                    "in": "query",
+                    "schema": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_S},
+                    "description": "seconds to wait for a version other than If-None-Match's",
+                },
+                {"name": "If-None-Match", "in": "header", "schema": {"type": "string"}},
+            ],
+            "responses": {
+                "200": ok,
+                "304": {"description": "the version in If-None-Match is still current"},
+                "400": {"description": "bad wait", **error},
+                "401": {"description": "not authenticated", **error},
+                "403": {"description": "an engine token for another recipe", **error},
+                "404": {"description": "unknown recipe", **error},
+            },
+            "tags": ["api"],
+        }
+    }
+    result.setdefault("components", {}).setdefault("schemas", {}).setdefault(
+        "Error", {"type": "object", "properties": {"error": {"type": "string"}, "field": {"type": "string"}}}
+    )
+    return result

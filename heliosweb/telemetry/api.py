@@ -1,0 +1,80 @@
+"""`POST /api/recipes/<name>/telemetry/`: one batch from one engine (thin: the service validates and stores)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from heliosweb.jobs.auth import BearerTokenAuthentication
+from heliosweb.recipes.selectors import recipe_get
+from scheduler_core.errors import InvalidInput
+
+from . import services
+from .middleware import Engine
+from .validation import MAX_BYTES, MAX_RECORDS
+
+
+class EngineAuthentication(BaseAuthentication):
+    """The engine the scope middleware admitted for this route and recipe, if any."""
+
+    def authenticate(self, request: Request) -> tuple[Engine, None] | None:
+        engine = getattr(request._request, "engine", None)
+        return None if engine is None else (engine, None)
+
+
+class MayPostTelemetry(BasePermission):
+    message = "posting telemetry needs an engine token for this recipe or the maintainer permission (jobs.run_jobs)"
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return isinstance(request.user, Engine) or bool(request.user and request.user.has_perm("jobs.run_jobs"))
+
+
+STORED = inline_serializer(
+    "TelemetryStored",
+    {
+        "engine": serializers.CharField(),
+        "batch": serializers.IntegerField(),
+        "stored": serializers.BooleanField(help_text="false: this engine's batch number was already stored"),
+        "launches": serializers.IntegerField(),
+        "requests": serializers.IntegerField(),
+    },
+)
+
+
+class RecipeTelemetryView(APIView):
+    authentication_classes = [EngineAuthentication, BearerTokenAuthentication, SessionAuthentication]
+    permission_classes = [MayPostTelemetry]
+
+    @extend_schema(
+        request=inline_serializer(
+            "TelemetryBatch",
+            {
+                "engine": serializers.CharField(),
+                "batch": serializers.IntegerField(help_text="the engine's number for this batch; a retry repeats it"),
+                "boot": serializers.IntegerField(required=False),
+                "records": serializers.ListField(
+                    child=serializers.DictField(), help_text=f"at most {MAX_RECORDS}; see docs/telemetry.md"
+                ),
+            },
+        ),
+        responses={201: STORED, 200: STORED},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        size = int(request.META.get("CONTENT_LENGTH") or 0)
+        if size > MAX_BYTES:
+            raise InvalidInput("body", f"is {size} bytes, at most {MAX_BYTES} per batch")
+        engine = request.user.name if isinstance(request.user, Engine) else None
+        batch, created = services.telemetry_ingest(recipe=recipe_get(name=name), data=request.data, engine=engine)
+        body = {
+            "engine": batch.engine,
+            "batch": batch.batch,
+            "stored": created,
+            "launches": batch.launches,
+            "requests": batch.requests,
+        }
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

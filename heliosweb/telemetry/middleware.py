@@ -1,0 +1,79 @@
+"""Engine tokens are scoped in one place, before any view runs: a request carrying one reaches only
+the engine routes (policy read, telemetry post) of the recipes the token names; everything else
+answers 403, whatever the view's own authentication would have said."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from asgiref.sync import iscoroutinefunction, sync_to_async
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import Resolver404, resolve
+from django.utils.decorators import sync_and_async_middleware
+
+from .models import TOKEN_PREFIX
+from .selectors import engine_token_get
+
+ENGINE_ROUTES = frozenset({"api_recipe_policy", "api_recipe_telemetry"})
+_BEARER = "Bearer " + TOKEN_PREFIX
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The principal behind an engine token: DRF and the views treat it as an authenticated caller."""
+
+    name: str
+    recipes: frozenset[str]
+    is_authenticated = True
+    is_active = True
+    is_staff = False
+
+    def has_perm(self, perm: str, obj: object = None) -> bool:
+        return False
+
+
+@sync_and_async_middleware
+def engine_token_scope(get_response: Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]):  # type: ignore[no-untyped-def]
+    if iscoroutinefunction(get_response):
+
+        async def async_middleware(request: HttpRequest) -> HttpResponse:
+            if request.headers.get("Authorization", "").startswith(_BEARER):
+                refusal = await sync_to_async(_admit)(request)
+                if refusal is not None:
+                    return refusal
+            return await get_response(request)  # type: ignore[misc]
+
+        return async_middleware
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        if request.headers.get("Authorization", "").startswith(_BEARER):
+            refusal = _admit(request)
+            if refusal is not None:
+                return refusal
+        return get_response(request)  # type: ignore[return-value]
+
+    return middleware
+
+
+def _admit(request: HttpRequest) -> JsonResponse | None:
+    """Set `request.engine`, or the refusal: 401 for an unknown or revoked token, 403 off its routes."""
+    row = engine_token_get(token=request.headers["Authorization"][len("Bearer ") :].strip())
+    if row is None:
+        return JsonResponse({"error": "unknown or revoked engine token", "field": "authorization"}, status=401)
+    engine = Engine(row.engine, frozenset(r.name for r in row.recipes.all()))
+    try:
+        match = resolve(request.path_info)
+    except Resolver404:
+        match = None
+    if match is None or match.url_name not in ENGINE_ROUTES or match.kwargs.get("name") not in engine.recipes:
+        return JsonResponse(
+            {
+                "error": f"engine {engine.name!r}'s token may only read the policy and post telemetry of "
+                f"{sorted(engine.recipes)}",
+                "field": "authorization",
+            },
+            status=403,
+        )
+    request.engine = engine  # type: ignore[attr-defined]
+    return None

@@ -1,0 +1,101 @@
+"""What engines report, kept bounded.
+
+`TelemetryBatch` is one POST as received (its validated records, for the raw window and the live
+page's refill); `Rollup` sums a recipe's telemetry per minute, engine and policy version; `Totals`
+sums it per engine and version since the first batch (what `/metrics` exports as counters, so they
+never go down when old minutes are pruned). `EngineToken` lets one engine read the policies and
+post the telemetry of the recipes it names, and nothing else. Sizes are in `docs/telemetry.md`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.db import models
+
+TOKEN_PREFIX = "heng_"  # tells an engine token from a user's at a glance (and to the scope middleware)
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class EngineToken(models.Model):
+    """A bearer token for one engine; only its SHA-256 is stored (the token is 32 random bytes,
+    so an unsalted hash is as strong as the token itself)."""
+
+    engine = models.SlugField(max_length=64)
+    key_hash = models.CharField(max_length=64, unique=True)
+    recipes = models.ManyToManyField("recipes.Recipe", related_name="engine_tokens")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"engine token {self.pk} of {self.engine}" + (" (revoked)" if self.revoked_at else "")
+
+
+class TelemetryBatch(models.Model):
+    recipe = models.ForeignKey("recipes.Recipe", on_delete=models.CASCADE, related_name="telemetry_batches")
+    engine = models.SlugField(max_length=64)
+    batch = models.PositiveBigIntegerField(help_text="the engine's own number: a retried POST repeats it")
+    boot = models.ForeignKey("catalogs.Boot", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    received_at = models.DateTimeField(db_index=True)
+    launches = models.PositiveIntegerField()
+    requests = models.PositiveIntegerField()
+    records = models.JSONField(help_text="the validated records as posted")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["engine", "batch"], name="one_batch_per_engine_number")]
+        indexes = [models.Index(fields=["recipe", "id"])]
+
+    def __str__(self) -> str:
+        return f"batch {self.batch} of {self.engine} ({self.launches} launches, {self.requests} requests)"
+
+
+class Aggregate(models.Model):
+    """Sums that merge by addition: latency histograms on `buckets.EDGES_MS`, launch and token counts."""
+
+    recipe = models.ForeignKey("recipes.Recipe", on_delete=models.CASCADE, related_name="+")
+    engine = models.SlugField(max_length=64)
+    version = models.PositiveIntegerField()
+    policy = models.CharField(max_length=32)
+    requests = models.PositiveBigIntegerField(default=0)
+    ttft_buckets = models.JSONField(help_text="request counts per TTFT bucket")
+    ttft_sum_ms = models.FloatField(default=0.0)
+    itl_buckets = models.JSONField(help_text="token gap counts per ITL bucket")
+    itl_sum_ms = models.FloatField(default=0.0)
+    request_launches = models.PositiveBigIntegerField(default=0, help_text="prefill launches of finished requests")
+    prefill_launches = models.PositiveBigIntegerField(default=0, help_text="launch records")
+    launched_tokens = models.PositiveBigIntegerField(default=0, help_text="graph capacity of the launches")
+    padded_tokens = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class Rollup(Aggregate):
+    """One minute of one engine under one policy version; kept after the raw batches are pruned."""
+
+    minute = models.DateTimeField()
+    sequences = models.JSONField(
+        default=dict, help_text="{prompt_tokens: [distinct prefill graph sequences]} (the determinism claim)"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["recipe", "engine", "version", "minute"], name="one_rollup_per_minute")
+        ]
+        indexes = [models.Index(fields=["recipe", "minute"])]
+
+    def __str__(self) -> str:
+        return f"{self.engine} v{self.version} at {self.minute:%Y-%m-%d %H:%M}: {self.requests} requests"
+
+
+class Totals(Aggregate):
+    """Everything one engine reported under one policy version: Prometheus counters, never decreasing."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["recipe", "engine", "version"], name="one_total_per_version")]
+
+    def __str__(self) -> str:
+        return f"{self.engine} v{self.version}: {self.requests} requests"

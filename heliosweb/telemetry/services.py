@@ -1,0 +1,209 @@
+"""Writes for telemetry: ingest a batch (idempotent by engine and batch number), fold it into
+minute rollups and per-version totals in the same transaction, prune what the window no longer
+holds, and issue or revoke engine tokens."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from heliosweb.catalogs.models import Boot
+from heliosweb.recipes.models import Recipe
+from scheduler_core.errors import InvalidInput
+
+from . import buckets
+from .models import TOKEN_PREFIX, EngineToken, Rollup, TelemetryBatch, Totals, token_hash
+from .validation import ENGINE_NAME, Batch, parse_batch
+
+MAX_PROMPT_LENGTHS_PER_MINUTE = 2_000  # bounds a rollup's `sequences`
+MAX_SEQUENCES_PER_PROMPT = 16
+
+
+def engine_token_create(*, engine: str, recipes: Iterable[Recipe]) -> str:
+    """A new token for `engine`, limited to `recipes`; returned once, stored only as its hash."""
+    if not ENGINE_NAME.match(engine):
+        raise InvalidInput("engine", "must be 1-64 letters, digits, '-' or '_'")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        row = EngineToken.objects.create(engine=engine, key_hash=token_hash(token))
+        row.recipes.set(list(recipes))
+    return token
+
+
+def engine_tokens_revoke(*, engine: str) -> int:
+    """Revoke every live token of `engine`; how many were revoked."""
+    return EngineToken.objects.filter(engine=engine, revoked_at=None).update(revoked_at=timezone.now())
+
+
+@dataclass
+class _Partial:
+    """One (version, minute)'s share of a batch, before it is added to the stored rows."""
+
+    policy: str
+    requests: int = 0
+    ttft: list[int] = field(default_factory=buckets.empty)
+    ttft_sum: float = 0.0
+    itl: list[int] = field(default_factory=buckets.empty)
+    itl_sum: float = 0.0
+    request_launches: int = 0
+    prefill_launches: int = 0
+    launched_tokens: int = 0
+    padded_tokens: int = 0
+    sequences: dict[str, set[str]] = field(default_factory=dict)
+
+
+def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) -> tuple[TelemetryBatch, bool]:
+    """Store one batch; (batch, False) when this engine's batch number is already stored (a retry).
+
+    `engine`, for an engine token, is the only engine name the batch may carry. Raises
+    InvalidInput naming the first bad field; then nothing is stored.
+    """
+    setting = recipe.policy_setting
+    batch = parse_batch(data, current_version=setting.version, current_policy=setting.policy, now_ms=time.time() * 1000)
+    if engine is not None and batch.engine != engine:
+        raise InvalidInput("engine", f"this token is engine {engine!r}'s, not {batch.engine!r}'s")
+    if batch.boot is not None and not Boot.objects.filter(pk=batch.boot, recipe=recipe).exists():
+        raise InvalidInput("boot", f"recipe {recipe.name!r} has no boot {batch.boot}")
+    stored = TelemetryBatch.objects.filter(engine=batch.engine, batch=batch.batch).first()
+    if stored is not None:
+        return stored, False
+    try:
+        with transaction.atomic():
+            row = TelemetryBatch.objects.create(
+                recipe=recipe,
+                engine=batch.engine,
+                batch=batch.batch,
+                boot_id=batch.boot,
+                received_at=timezone.now(),
+                launches=batch.launches,
+                requests=batch.requests,
+                records=batch.records,
+            )
+            _fold(recipe, batch)
+    except IntegrityError:  # the same batch number committed by a concurrent retry
+        return TelemetryBatch.objects.get(engine=batch.engine, batch=batch.batch), False
+    return row, True
+
+
+def _fold(recipe: Recipe, batch: Batch) -> None:
+    """Add the batch to its minute rollups and its per-version totals."""
+    parts: dict[tuple[int, int], _Partial] = {}
+    for r in batch.records:
+        key = (r["version"], int(r["t_ms"] // 60_000))
+        part = parts.get(key)
+        if part is None:
+            part = parts[key] = _Partial(r["policy"])
+        if r["type"] == "launch":
+            part.prefill_launches += 1
+            part.launched_tokens += r["graph"]
+            part.padded_tokens += r["padded"]
+        else:
+            part.requests += 1
+            part.ttft[buckets.bucket_of(r["ttft_ms"])] += 1
+            part.ttft_sum += r["ttft_ms"]
+            for gap in r["itl_ms"]:
+                part.itl[buckets.bucket_of(gap)] += 1
+            part.itl_sum += sum(r["itl_ms"])
+            part.request_launches += len(r["launches"])
+            part.sequences.setdefault(str(r["prompt_tokens"]), set()).add(",".join(map(str, r["launches"])))
+    per_version: dict[int, _Partial] = {}
+    for (version, minute), part in parts.items():
+        when = datetime.fromtimestamp(minute * 60, tz=UTC)
+        rollup = Rollup.objects.select_for_update().filter(
+            recipe=recipe, engine=batch.engine, version=version, minute=when
+        ).first() or Rollup(recipe=recipe, engine=batch.engine, version=version, minute=when, **_zero(part.policy))
+        _add(rollup, part)
+        rollup.sequences = _union(rollup.sequences, part.sequences)
+        rollup.save()
+        total = per_version.setdefault(version, _Partial(part.policy))
+        _merge(total, part)
+    for version, part in per_version.items():
+        totals = Totals.objects.select_for_update().filter(recipe=recipe, engine=batch.engine, version=version).first()
+        totals = totals or Totals(recipe=recipe, engine=batch.engine, version=version, **_zero(part.policy))
+        _add(totals, part)
+        totals.save()
+
+
+def _union(stored: dict[str, list[str]], new: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Distinct prefill sequences per prompt length, capped (MAX_PROMPT_LENGTHS_PER_MINUTE lengths,
+    MAX_SEQUENCES_PER_PROMPT sequences each: more than a few already says "not deterministic")."""
+    merged = {length: set(seqs) for length, seqs in stored.items()}
+    for length, seqs in new.items():
+        have = merged.get(length)
+        if have is None:
+            if len(merged) >= MAX_PROMPT_LENGTHS_PER_MINUTE:
+                continue
+            have = merged[length] = set()
+        for seq in sorted(seqs):
+            if len(have) >= MAX_SEQUENCES_PER_PROMPT:
+                break
+            have.add(seq)
+    return {length: sorted(seqs) for length, seqs in merged.items()}
+
+
+def _zero(policy: str) -> dict[str, Any]:
+    return {"policy": policy, "ttft_buckets": buckets.empty(), "itl_buckets": buckets.empty()}
+
+
+def _merge(into: _Partial, part: _Partial) -> None:
+    into.requests += part.requests
+    buckets.add(into.ttft, part.ttft)
+    into.ttft_sum += part.ttft_sum
+    buckets.add(into.itl, part.itl)
+    into.itl_sum += part.itl_sum
+    into.request_launches += part.request_launches
+    into.prefill_launches += part.prefill_launches
+    into.launched_tokens += part.launched_tokens
+    into.padded_tokens += part.padded_tokens
+
+
+def _add(row: Rollup | Totals, part: _Partial) -> None:
+    row.requests += part.requests
+    buckets.add(row.ttft_buckets, part.ttft)
+    row.ttft_sum_ms += part.ttft_sum
+    buckets.add(row.itl_buckets, part.itl)
+    row.itl_sum_ms += part.itl_sum
+    row.request_launches += part.request_launches
+    row.prefill_launches += part.prefill_launches
+    row.launched_tokens += part.launched_tokens
+    row.padded_tokens += part.padded_tokens
+
+
+def telemetry_prune(*, now: datetime | None = None) -> dict[str, int]:
+    """Drop raw batches older than the window or beyond each recipe's record cap, and minute
+    rollups older than their own (longer) window; per-version totals stay."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(hours=settings.HELIOS_TELEMETRY_RAW_HOURS)
+    dropped = TelemetryBatch.objects.filter(received_at__lt=cutoff).delete()[0]
+    for recipe_id in TelemetryBatch.objects.values_list("recipe", flat=True).distinct():
+        dropped += _cap(recipe_id)
+    old = Rollup.objects.filter(minute__lt=now - timedelta(days=settings.HELIOS_TELEMETRY_ROLLUP_DAYS))
+    return {"batches": dropped, "rollups": old.delete()[0]}
+
+
+def _cap(recipe_id: int) -> int:
+    """Delete a recipe's oldest batches until its records fit HELIOS_TELEMETRY_MAX_RECORDS."""
+    cap, kept, cut = settings.HELIOS_TELEMETRY_MAX_RECORDS, 0, None
+    for pk, size in (
+        TelemetryBatch.objects.filter(recipe_id=recipe_id)
+        .order_by("-id")
+        .annotate(size=F("launches") + F("requests"))
+        .values_list("id", "size")
+        .iterator()
+    ):
+        kept += size
+        if kept > cap:
+            cut = pk
+            break
+    if cut is None:
+        return 0
+    return TelemetryBatch.objects.filter(recipe_id=recipe_id, id__lte=cut).delete()[0]

@@ -1,0 +1,183 @@
+"""The multi-lane loop run as a serving engine: traffic that never ends, a policy that can change
+between two launches, and what a real engine would report about each launch and each request.
+
+`scheduler.schedule` runs a finite list of arrivals to the end; an engine instead advances its
+clock a little at a time (`advance(until_ms)`), takes arrivals as they come, and swaps its solo
+policy when told (`set_policy`), in force from its next prefill decision. The records it returns
+are the telemetry a web service stores: one per prefill launch, one per finished request, each
+tagged with the policy and version that chose it. Times are on the engine's own clock (ms from
+its start); the caller maps them to the wall clock.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import Catalog
+from .errors import InvalidInput
+from .execution import ExecutionModel
+from .policies import Launch, RulePolicy, RuleV1Policy, make_policy
+from .request import Request
+from .scheduler import Arrival, SchedulerConfig, _Lane, _Run
+
+_TRIM_EVERY = 1024  # admitted arrivals between trims of the pending list (keeps memory flat)
+
+
+@dataclass(frozen=True)
+class TrafficShape:
+    """Continuous synthetic traffic as `simulate` takes it: Poisson arrivals at `rate_per_s`,
+    log-uniform prompt lengths, uniform output lengths, and a share of requests holding one
+    atomic span no longer than the full chunk."""
+
+    rate_per_s: float
+    prompt_min: int
+    prompt_max: int
+    output_min: int
+    output_max: int
+    span_share: float = 0.0
+    seed: int = 0
+
+
+def poisson_arrivals(shape: TrafficShape, full_chunk: int) -> Iterator[Arrival]:
+    """An endless, seeded stream of arrivals in time order (the same draws, in the same order, as
+    `simulate`'s finite traffic, which takes its first N)."""
+    rng = random.Random(shape.seed)
+    log_low, log_high = math.log(shape.prompt_min), math.log(shape.prompt_max)
+    clock, i = 0.0, 0
+    while True:
+        clock += rng.expovariate(shape.rate_per_s) * 1000.0
+        n = max(1, min(shape.prompt_max, round(math.exp(rng.uniform(log_low, log_high)))))
+        spans: tuple[tuple[int, int], ...] = ()
+        if rng.random() < shape.span_share:
+            length = rng.randint(1, min(n, full_chunk))
+            start = rng.randint(0, n - length)
+            spans = ((start, start + length),)
+        output = rng.randint(shape.output_min, shape.output_max)
+        yield Arrival(i, clock, Request(n, (), spans), output)
+        i += 1
+
+
+class EngineLoop(_Run):
+    """The step loop of `scheduler.py`, advanced in slices, its solo policy swappable between launches.
+
+    `advance(until_ms)` runs launches until the clock passes `until_ms` (a launch in flight at
+    that moment finishes: launches are not preemptible) and returns the records produced.
+    """
+
+    def __init__(
+        self, catalog: Catalog, execution: ExecutionModel, config: SchedulerConfig, traffic: TrafficShape
+    ) -> None:
+        super().__init__([], catalog, execution, config, None)
+        self.version = 0
+        self._arrivals = poisson_arrivals(traffic, catalog.full_chunk)
+        self._next: Arrival = next(self._arrivals)
+        self._records: list[dict[str, Any]] = []
+        self._itl: dict[int, list[float]] = {}
+        self._prefills: dict[int, list[int]] = {}  # per request: its prefill graphs, in order
+        self._prompts: dict[int, int] = {}
+
+    def set_policy(self, name: str, version: int) -> None:
+        """Use `name` for solo prefill decisions from the next one on (the busy path stays cost)."""
+        self.solo_policy = make_policy(name)
+        self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
+        self.version = version
+
+    @property
+    def policy(self) -> str:
+        return self.solo_policy.name
+
+    def advance(self, until_ms: float) -> list[dict[str, Any]]:
+        """Run up to `until_ms` on the engine clock; the launch and request records since the last call."""
+        self._take_arrivals(until_ms)
+        while True:
+            self._admit()
+            if not self.prefilling and not self.decoding:
+                if self.next_arrival == len(self.pending):
+                    self.clock = max(self.clock, until_ms)  # idle: nothing has arrived yet
+                    break
+                self.clock = max(self.clock, self.pending[self.next_arrival].arrival_ms)
+                continue
+            if self.clock >= until_ms:
+                break
+            stall = self._step()
+            if stall is not None:
+                raise InvalidInput(
+                    "policy", f"{stall.policy} stalled request {stall.lane} at position {stall.position}"
+                )
+        self._trim()
+        records, self._records = self._records, []
+        return records
+
+    def _take_arrivals(self, until_ms: float) -> None:
+        while self._next.arrival_ms <= until_ms:
+            self.pending.append(self._next)
+            self._next = next(self._arrivals)
+
+    def _trim(self) -> None:
+        """Forget admitted arrivals, finished outcomes and the run-wide gap list: an engine runs for days."""
+        if self.next_arrival >= _TRIM_EVERY:
+            del self.pending[: self.next_arrival]
+            self.next_arrival = 0
+        self.finished.clear()
+        del self.gaps[:]
+
+    def _launch(
+        self,
+        kind: str,
+        prefill: int,
+        decode: int,
+        predicted_ms: float,
+        lane: _Lane | None = None,
+        chunk: Launch | None = None,
+        solo: bool = False,
+    ) -> None:
+        start = self.clock
+        before = len(self.finished)
+        super()._launch(kind, prefill, decode, predicted_ms, lane, chunk, solo)
+        if chunk is not None and lane is not None:
+            request = lane.arrival.id
+            self._prefills.setdefault(request, []).append(chunk.graph)
+            self._records.append(
+                {
+                    "type": "launch",
+                    "t_ms": start,
+                    "request": request,
+                    "graph": chunk.graph,
+                    "start": chunk.start,
+                    "end": chunk.end,
+                    "padded": chunk.padding,
+                    "chooser": chunk.chooser,
+                    "ms": self.clock - start,
+                    "policy": self.policy,
+                    "version": self.version,
+                }
+            )
+        for outcome in self.finished[before:]:
+            self._records.append(
+                {
+                    "type": "request",
+                    "t_ms": outcome.finish_ms,
+                    "request": outcome.id,
+                    "prompt_tokens": self._prompts.pop(outcome.id),
+                    "ttft_ms": outcome.ttft_ms,
+                    "itl_ms": self._itl.pop(outcome.id, []),
+                    "launches": self._prefills.pop(outcome.id, []),
+                    "policy": self.policy,
+                    "version": self.version,
+                }
+            )
+
+    def _admit(self) -> None:
+        before = self.next_arrival
+        super()._admit()
+        for arrival in self.pending[before : self.next_arrival]:
+            self._prompts[arrival.id] = arrival.request.prompt_tokens
+
+    def _decode_tokens(self, index: int, end: float) -> tuple[int, ...]:
+        for lane in self.decoding:
+            self._itl.setdefault(lane.arrival.id, []).append(end - lane.last_ms)
+        return super()._decode_tokens(index, end)

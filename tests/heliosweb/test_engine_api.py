@@ -1,0 +1,120 @@
+"""The engine API: the policy read with ETag, If-None-Match and long-poll; engine tokens scoped to
+their recipes' policy and telemetry."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.test import AsyncClient, Client
+
+from heliosweb.recipes.services import policy_set, recipe_create
+
+
+def engine_token(engine: str = "eng-1", recipes: str = "tiny-cpu") -> str:
+    out = StringIO()
+    call_command("create_api_token", engine=engine, recipes=recipes, stdout=out)
+    return out.getvalue().strip()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+
+def test_the_policy_carries_an_etag_and_answers_304_to_the_current_one(recipe, maintainer):
+    client = Client()
+    client.force_login(maintainer)
+    first = client.get("/api/recipes/tiny-cpu/policy")
+    assert first.status_code == 200 and first["ETag"] == '"v1"' and first["Cache-Control"] == "no-cache"
+    assert first.json() == {
+        "recipe": "tiny-cpu",
+        "policy": "cost",
+        "version": 1,
+        "decided_at": first.json()["decided_at"],
+        "decision": None,
+    }
+    same = client.get("/api/recipes/tiny-cpu/policy", HTTP_IF_NONE_MATCH='"v1"')
+    assert same.status_code == 304 and same.content == b"" and same["ETag"] == '"v1"'
+    policy_set(recipe=recipe, policy="rule")
+    changed = client.get("/api/recipes/tiny-cpu/policy", HTTP_IF_NONE_MATCH='"v1"')
+    assert changed.status_code == 200 and changed["ETag"] == '"v2"' and changed.json()["policy"] == "rule"
+
+
+def test_a_long_poll_at_its_deadline_answers_304_and_bad_waits_400(recipe, maintainer):
+    client = Client()
+    client.force_login(maintainer)
+    assert client.get("/api/recipes/tiny-cpu/policy?wait=0.2", HTTP_IF_NONE_MATCH='"v1"').status_code == 304
+    for wait in ("31", "-1", "soon"):
+        response = client.get(f"/api/recipes/tiny-cpu/policy?wait={wait}")
+        assert response.status_code == 400 and response.json()["field"] == "wait"
+    assert client.get("/api/recipes/nope/policy?wait=1", HTTP_IF_NONE_MATCH='"v1"').status_code == 404
+    assert Client().get("/api/recipes/tiny-cpu/policy").status_code == 401
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_waiting_engine_is_answered_within_a_second_of_an_apply():
+    from asgiref.sync import sync_to_async
+
+    recipe = await sync_to_async(recipe_create)(name="tiny-cpu", policy="cost")
+    token = await sync_to_async(engine_token)()
+    client = AsyncClient()
+    poll = asyncio.ensure_future(
+        client.get(
+            "/api/recipes/tiny-cpu/policy?wait=25",
+            headers={"Authorization": f"Bearer {token}", "If-None-Match": '"v1"'},
+        )
+    )
+    await asyncio.sleep(0.5)  # the engine is waiting
+    assert not poll.done()
+    applied = threading.Event()
+
+    def apply() -> None:
+        policy_set(recipe=recipe, policy="rule")
+        applied.set()
+
+    await sync_to_async(apply, thread_sensitive=False)()
+    response = await asyncio.wait_for(poll, timeout=1.0)  # the deadline the issue sets, not a measurement
+    assert response.status_code == 200 and response["ETag"] == '"v2"' and response.json()["policy"] == "rule"
+
+
+def test_an_engine_token_reads_and_posts_only_for_its_recipes(recipe, maintainer):
+    recipe_create(name="other", policy="cost")
+    token = engine_token()
+    client = Client(**bearer(token))
+    assert client.get("/api/recipes/tiny-cpu/policy").status_code == 200
+    for path in ("/api/recipes/other/policy", "/api/jobs/", "/api/recipes/", "/", "/api/schema/", "/admin/"):
+        response = client.get(path)
+        assert response.status_code == 403, path
+        assert response.json()["field"] == "authorization"
+    refused = client.post("/api/jobs/", {"kind": "pr22"}, content_type="application/json")
+    assert refused.status_code == 403
+    posted = client.post(
+        "/api/recipes/other/telemetry/", {"engine": "eng-1", "batch": 1, "records": []}, content_type="application/json"
+    )
+    assert posted.status_code == 403
+
+
+def test_an_engine_token_is_stored_hashed_and_can_be_revoked(recipe):
+    from heliosweb.telemetry.models import EngineToken
+
+    token = engine_token()
+    row = EngineToken.objects.get()
+    assert token not in row.key_hash and len(row.key_hash) == 64
+    out = StringIO()
+    call_command("create_api_token", engine="eng-1", revoke=True, stdout=out)
+    assert "revoked 1" in out.getvalue()
+    response = Client(**bearer(token)).get("/api/recipes/tiny-cpu/policy")
+    assert response.status_code == 401 and response.json()["field"] == "authorization"
+
+
+def test_creating_an_engine_token_names_a_bad_recipe_or_engine(recipe):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="unknown recipe 'nope'"):
+        engine_token(recipes="tiny-cpu,nope")
+    with pytest.raises(CommandError, match="--engine"):
+        engine_token(engine="no spaces please")
