@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
@@ -25,6 +28,18 @@ class EngineAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[Engine, None] | None:
         engine = getattr(request._request, "engine", None)
         return None if engine is None else (engine, None)
+
+
+class EngineAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = EngineAuthentication
+    name = "engineToken"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "manage.py create_api_token --engine NAME --recipes a,b",
+        }
 
 
 class MayPostTelemetry(BasePermission):
