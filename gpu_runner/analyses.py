@@ -14,8 +14,10 @@ from typing import Any
 from scheduler_core.analyses.params import Analysis, Emit, Param
 from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES, Catalog
 from scheduler_core.errors import InvalidInput
+from scheduler_core.events import ProgressEvent
 from scheduler_core.policies import POLICIES
 
+from .events import MeasurementEvent, TtftLaunchEvent
 from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
 from .report import capture_text, numerics_text, ttft_text
 
@@ -318,7 +320,7 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
 
     from .events import Progress
     from .execute import execute, prompt_tokens
-    from .numerics import compare, one_shot
+    from .numerics import TOLERANCE, compare, one_shot
 
     n = params["prompt_tokens"]
     shapes, field = _prefill_shapes(params)
@@ -352,6 +354,7 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "cost_vs_rule": compare(logits["cost"], logits["rule"]),
         "same_chunking_twice": repeat,
         "reproducible": all(r["bitwise_identical"] for r in repeat.values()),
+        "tolerance": {"max_rel_diff": TOLERANCE[config.dtype], "dtype": config.dtype},
     }
 
 
@@ -367,6 +370,7 @@ ANALYSES: dict[str, Analysis] = {
             max_work=50_000,
             format_text=capture_text,
             check=check_capture,
+            events=(ProgressEvent, MeasurementEvent),
         ),
         Analysis(
             "ttft",
@@ -379,6 +383,7 @@ ANALYSES: dict[str, Analysis] = {
             max_work=50_000,
             format_text=ttft_text,
             check=check_ttft,
+            events=(ProgressEvent, MeasurementEvent, TtftLaunchEvent),
         ),
         Analysis(
             "numerics",
@@ -389,6 +394,7 @@ ANALYSES: dict[str, Analysis] = {
             max_work=50_000,
             format_text=numerics_text,
             check=check_numerics,
+            events=(ProgressEvent, MeasurementEvent),
         ),
     )
 }

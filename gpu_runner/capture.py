@@ -13,7 +13,7 @@ from scheduler_core.catalog import Catalog
 
 from .device import mode_of, provenance
 from .drift import Disturbance
-from .events import Progress
+from .events import Progress, shape_label
 from .graphs import Boot, Launcher
 from .presets import ModelConfig
 from .timing import Stopwatch, summary
@@ -72,7 +72,7 @@ def capture_boot(
         disturbed = shape[1] == 0 and shape[0] in drift_capacities
         row = measure(boot, shape, repeats, drift_load if disturbed else None)
         measurements.append(row)
-        steps.emit({"type": "measurement", "boot": boot_index, **row})
+        steps.emit({"type": "measurement", "boot": boot_index, "shape": shape_label(*shape), **row})
         steps.advance(f"boot {boot_index}: prefill={shape[0]} decode={shape[1]}")
     return boot, {"provenance": meta, "catalog": catalog_dicts(measurements), "measurements": measurements}
 

@@ -4,6 +4,7 @@ that follow it, so the dashboard and the terminal show one bar from 0 to done.""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, NotRequired, TypedDict
 
 from scheduler_core.analyses.params import Emit, progress
 
@@ -20,3 +21,46 @@ class Progress:
     def advance(self, message: str) -> None:
         self.done += 1
         progress(self.emit, self.done, self.total, message)
+
+
+class MeasurementEvent(TypedDict):
+    """capture (and the boot inside ttft and numerics): one shape timed, as the catalog will hold it.
+    `shape` labels it for figures; `clean_median_ms` comes only with a drifted shape."""
+
+    type: Literal["measurement"]
+    boot: int
+    shape: str
+    prefill: int
+    decode: int
+    median_ms: float
+    p10_ms: float
+    p90_ms: float
+    samples: int
+    capture_ms: float
+    mode: str
+    drifted: bool
+    clean_median_ms: NotRequired[float]
+
+
+class TtftLaunchEvent(TypedDict):
+    """ttft: one launch of an executed plan, measured (`ms`, median over runs) next to its prediction."""
+
+    type: Literal["launch"]
+    prompt_tokens: int
+    policy: str
+    index: int
+    graph: int
+    start: int
+    end: int
+    padding: int
+    chooser: str
+    predicted_ms: float
+    table_ms: float
+    ms: float
+
+
+def shape_label(prefill: int, decode: int) -> str:
+    """How figures and reports name a graph shape."""
+    if decode == 0:
+        return f"prefill {prefill}"
+    return f"decode {decode}" if prefill == 0 else f"mixed {prefill}+{decode}"

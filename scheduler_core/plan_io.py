@@ -7,24 +7,51 @@ from typing import Any
 
 from .catalog import Catalog
 from .errors import InvalidInput, Stalled
-from .execution import parse_execution
+from .execution import ExecutionModel, parse_execution
 from .planner import Plan, plan
-from .policies import make_policy
+from .policies import Policy, make_policy
 from .request import Request
-from .validation import reject_unknown_keys, require_mapping
+from .validation import reject_unknown_keys, require_list, require_mapping
 
 
 def answer(data: Any) -> dict[str, Any]:
-    """One input object -> one output object. Raises InvalidInput; a stall is an answer, not an error."""
+    """One input object -> one output object. Raises InvalidInput; a stall is an answer, not an error.
+
+    With `"policies": [...]` instead of `"policy"`, the same request is planned by each policy
+    and the answer is `{"plans": [one answer per policy, in order]}`."""
     data = require_mapping(data, "input")
-    reject_unknown_keys(data, {"policy", "catalog", "request", "execution"}, "")
-    for key in ("policy", "catalog", "request"):
+    reject_unknown_keys(data, {"policy", "policies", "catalog", "request", "execution"}, "")
+    if "policy" in data and "policies" in data:
+        raise InvalidInput("policies", "give either policy or policies, not both")
+    names = _policy_names(data)
+    for key in ("catalog", "request"):
         if key not in data:
             raise InvalidInput(key, "is required")
-    policy = make_policy(data["policy"])
+    many = "policies" in data
+    policies = [make_policy(name, f"policies[{i}]" if many else "policy") for i, name in enumerate(names)]
     catalog = Catalog.from_dicts(data["catalog"])
     request = Request.parse(data["request"], catalog)
     execution = parse_execution(data["execution"]) if data.get("execution") is not None else None
+    plans = [_plan_or_stall(policy, catalog, request, execution) for policy in policies]
+    return {"plans": plans} if many else plans[0]
+
+
+def _policy_names(data: dict[str, Any]) -> list[Any]:
+    if "policies" not in data:
+        if "policy" not in data:
+            raise InvalidInput("policy", "is required")
+        return [data["policy"]]
+    names = require_list(data["policies"], "policies")
+    if not names:
+        raise InvalidInput("policies", "must not be empty")
+    if len(set(map(str, names))) != len(names):
+        raise InvalidInput("policies", "has duplicate items")
+    return names
+
+
+def _plan_or_stall(
+    policy: Policy, catalog: Catalog, request: Request, execution: ExecutionModel | None
+) -> dict[str, Any]:
     try:
         result: Plan = plan(policy, catalog, request, execution)
     except Stalled as stall:

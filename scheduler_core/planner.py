@@ -40,17 +40,7 @@ class Plan:
         true = self.true_ms or (None,) * len(self.launches)
         return {
             "policy": self.policy,
-            "launches": [
-                {
-                    "graph": l.graph,
-                    "start": l.start,
-                    "end": l.end,
-                    "chooser": l.chooser,
-                    "predicted_ms": l.predicted_ms,
-                    "true_ms": t,
-                }
-                for l, t in zip(self.launches, true)
-            ],
+            "launches": [launch_record(l, t) for l, t in zip(self.launches, true)],
             "launch_count": len(self.launches),
             "end": self.end,
             "padded_tokens": self.padded_tokens,
@@ -58,17 +48,37 @@ class Plan:
         }
 
 
-def plan_launches(policy: Policy, catalog: Catalog, request: Request) -> tuple[Launch, ...]:
-    """Every launch `policy` makes for `request`; raises Stalled if it ever offers none."""
+def launch_record(launch: Launch, true_ms: float | None) -> dict[str, Any]:
+    """One launch as plans, results and events spell it (`scheduler_core.events.LaunchRecord`)."""
+    return {
+        "graph": launch.graph,
+        "start": launch.start,
+        "end": launch.end,
+        "chooser": launch.chooser,
+        "predicted_ms": launch.predicted_ms,
+        "true_ms": true_ms,
+    }
+
+
+def plan_prefix(policy: Policy, catalog: Catalog, request: Request) -> tuple[tuple[Launch, ...], int | None]:
+    """Every launch `policy` makes for `request` until the end or a stall: (launches, stall position or None)."""
     launches: list[Launch] = []
     position, end = 0, request.plan_end
     while position < end:
         launch = policy.choose(PrefillState(catalog, request, position))
         if launch is None or launch.end <= position:
-            raise Stalled(position, policy.name)
+            return tuple(launches), position
         launches.append(launch)
         position = launch.end
-    return tuple(launches)
+    return tuple(launches), None
+
+
+def plan_launches(policy: Policy, catalog: Catalog, request: Request) -> tuple[Launch, ...]:
+    """Every launch `policy` makes for `request`; raises Stalled if it ever offers none."""
+    launches, stall = plan_prefix(policy, catalog, request)
+    if stall is not None:
+        raise Stalled(stall, policy.name)
+    return launches
 
 
 def plan(policy: Policy | str, catalog: Catalog, request: Request, execution: ExecutionModel | None = None) -> Plan:

@@ -9,11 +9,12 @@ import logging
 import time
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from scheduler_core.analyses import ANALYSES as SIM_ANALYSES
 from scheduler_core.analyses.params import Analysis, Emit, Param, progress
 from scheduler_core.errors import InvalidInput
+from scheduler_core.events import ProgressEvent
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,16 @@ class JobKind:
         return [p.to_dict() for p in self.analysis.params]
 
 
+class PulseEvent(TypedDict):
+    """pulse: event `i`, emitted at wall-clock `ts` (s), `elapsed_s` after the run started."""
+
+    type: Literal["measurement"]
+    name: str
+    i: int
+    ts: float
+    elapsed_s: float
+
+
 def _pulse(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     count, rate = params["count"], params["rate"]
     start = time.monotonic()
@@ -41,7 +52,7 @@ def _pulse(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         delay = start + i / rate - time.monotonic()
         if delay > 0:
             time.sleep(delay)
-        emit({"type": "measurement", "name": "pulse", "i": i, "ts": time.time()})
+        emit({"type": "measurement", "name": "pulse", "i": i, "ts": time.time(), "elapsed_s": time.monotonic() - start})
         if (i + 1) % step == 0 or i + 1 == count:
             progress(emit, i + 1, count, f"{i + 1} of {count} events")
     return {"events": count, "rate": rate, "seconds": round(time.monotonic() - start, 3)}
@@ -57,6 +68,7 @@ PULSE = Analysis(
     run=_pulse,
     work=lambda p: int(p["count"] / p["rate"]),
     max_work=3600,  # seconds
+    events=(ProgressEvent, PulseEvent),
 )
 
 

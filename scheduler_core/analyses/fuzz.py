@@ -12,7 +12,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..errors import InvalidInput, Stalled
-from ..planner import plan
+from ..planner import launch_record, plan, plan_prefix
 from ..policies import POLICIES, Launch, make_policy
 from ..request import Request
 from .pacing import Ticker
@@ -233,8 +233,10 @@ def _minimal(policy: str, case: Case, kind: str) -> Json:
     parsed = small.parse()
     assert parsed is not None, "shrink only accepts valid cases"
     catalog, request = parsed
+    launches, _ = plan_prefix(make_policy(policy), catalog, request)
     return {
         "failure": failure(policy, small),
+        "launches": [launch_record(l, None) for l in launches],  # up to the stall, or every one
         "shrink_steps": steps,
         "input": {"policy": policy, "catalog": catalog.to_dicts(), "request": request.to_dict()},
         "original": {"catalog": list(case.catalog), "request": case.request},

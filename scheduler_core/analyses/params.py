@@ -8,6 +8,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..errors import InvalidInput
+from ..events import ProgressEvent
 from ..validation import require_int, require_list, require_number
 
 Emit = Callable[[dict[str, Any]], None]
@@ -118,6 +119,8 @@ class Analysis:
     # Rules across parameters (raising InvalidInput), run by validate so a job breaking them is
     # refused before it is stored or queued, not when a worker picks it up.
     check: Callable[[dict[str, Any]], None] = field(default=lambda params: None)
+    # The event records `run` may emit (scheduler_core.events): what listeners may rely on.
+    events: tuple[type, ...] = (ProgressEvent,)
 
     def validate(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
         """Fill defaults, parse every value, reject unknown names, broken cross-parameter rules and

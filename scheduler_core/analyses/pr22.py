@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..events import ArmResultEvent, ProgressEvent
 from ..planner import plan
 from ..request import Request
 from .catalogs import DRIFT_PARAM, EXECUTION_PARAMS, execution_of, pr22_catalogs
@@ -28,6 +29,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
                     "ttft_ms": round(p.ttft_ms or 0.0, 6),
                     "graphs": list(p.graphs),
                     "padded_tokens": p.padded_tokens,
+                    "chunks": p.to_dict()["launches"],
                 }
             row["delta_ms"] = round(row["rule"]["ttft_ms"] - row["cost"]["ttft_ms"], 6)
             arms.append(row)
@@ -57,4 +59,5 @@ ANALYSIS = Analysis(
     params=(*EXECUTION_PARAMS, DRIFT_PARAM),
     run=run,
     format_text=format_table,
+    events=(ProgressEvent, ArmResultEvent),
 )

@@ -16,6 +16,7 @@ from typing import Any
 from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
 from ..engine import TrafficShape, poisson_arrivals
 from ..errors import InvalidInput
+from ..events import PolicyResultEvent, ProgressEvent, StepLaunchEvent
 from ..execution import AffineExecution, TableExecution, measured_catalog
 from ..policies import POLICIES
 from ..scheduler import Arrival, SchedulerConfig, ScheduleResult, schedule
@@ -106,7 +107,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         for step in result.trace:
             emit({"type": "launch", "policy": name, **step.to_dict()})
         summary = summarise(result, arrivals)
-        emit({"type": "arm_result", "arm": name, **{k: v for k, v in summary.items() if k != "per_request"}})
+        emit({"type": "policy_result", **{k: v for k, v in summary.items() if k != "per_request"}})
         ticker.tick((i + 1) * n, f"{name} done")
         policies.append(summary)
     return {
@@ -129,6 +130,7 @@ def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, 
         "finished": len(result.lanes),
         "ttft_ms": {"mean": _round(sum(ttft) / len(ttft)) if ttft else None, **_percentiles(ttft)},
         "itl_ms": _percentiles(result.itl_ms),
+        "itl_quantiles_ms": _quantiles(result.itl_ms),
         "launches": {**result.launch_counts, "total": result.launches},
         "padded_prefill_tokens": result.padded_prefill_tokens,
         "padded_decode_rows": result.padded_decode_rows,
@@ -156,6 +158,18 @@ def _percentiles(values: Sequence[float]) -> dict[str, float | None]:
         return {**{f"p{q}": None for q in PERCENTILES}, "max": None}
     rank = {f"p{q}": _round(ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]) for q in PERCENTILES}
     return {**rank, "max": _round(ordered[-1])}
+
+
+def _quantiles(values: Sequence[float], steps: int = 100) -> list[float]:
+    """The distribution in `steps + 1` nearest-rank quantiles (0 %, 1 %, ... 100 %): a CDF of any
+    sample size in a fixed number of points; empty for an empty sample."""
+    ordered = sorted(values)
+    if not ordered:
+        return []
+    return [
+        _round(ordered[min(len(ordered) - 1, max(0, math.ceil(q / steps * len(ordered)) - 1))])
+        for q in range(steps + 1)
+    ]
 
 
 def _round(x: float) -> float:
@@ -251,4 +265,5 @@ ANALYSIS = Analysis(
     work=work,
     max_work=10_000_000,
     format_text=format_text,
+    events=(ProgressEvent, StepLaunchEvent, PolicyResultEvent),
 )

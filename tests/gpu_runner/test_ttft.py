@@ -101,3 +101,12 @@ def test_the_text_report_has_a_row_per_arm_with_its_measured_ttft(ttft):
     for arm in result["arms"]:
         assert f"{arm['ttft_ms']:.2f}" in text and ",".join(map(str, arm["graphs"])) in text
         assert f"{arm['predicted_ms']:>10.2f} {arm['table_ms']:>11.2f}" in text
+
+
+def test_every_event_is_a_record_ttft_declares(ttft):
+    from scheduler_core.events import conforms
+
+    _, events = ttft
+    for event in events:
+        conforms(event, TTFT.events)
+    assert {e["shape"] for e in events if e["type"] == "measurement"} == {"prefill 16", "prefill 32", "prefill 64"}

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from scheduler_core.errors import InvalidInput
+
 ROOT = Path(__file__).resolve().parents[2]
 STALL_INPUT = {
     "policy": "rule-v1",
@@ -105,3 +107,31 @@ def test_an_analysis_rejects_a_bad_flag_with_status_2():
     out = cli("pr22", "--drift-factor", "-3")
     assert out.returncode == 2 and out.stdout == ""
     assert "drift_factor" in out.stderr
+
+
+def test_plan_takes_a_list_of_policies_and_answers_each_in_order():
+    from scheduler_core.plan_io import answer
+
+    base = {
+        "catalog": [{"prefill": 64, "decode": 0, "ms": 3.0}, {"prefill": 256, "decode": 0, "ms": 5.0}],
+        "request": {"prompt_tokens": 300},
+    }
+    both = answer({**base, "policies": ["rule", "cost"]})
+    assert [p["policy"] for p in both["plans"]] == ["rule", "cost"]
+    assert both["plans"][1] == answer({**base, "policy": "cost"})
+
+
+def test_plan_names_the_bad_item_of_a_policies_list():
+    from scheduler_core.plan_io import answer
+
+    base = {"catalog": [{"prefill": 64, "decode": 0, "ms": 3.0}], "request": {"prompt_tokens": 30}}
+    for data, field in (
+        ({**base, "policies": ["cost", "bogus"]}, "policies[1]"),
+        ({**base, "policies": []}, "policies"),
+        ({**base, "policies": ["cost", "cost"]}, "policies"),
+        ({**base, "policy": "cost", "policies": ["rule"]}, "policies"),
+        (base, "policy"),
+    ):
+        with pytest.raises(InvalidInput) as exc:
+            answer(data)
+        assert exc.value.field == field

@@ -1,0 +1,74 @@
+"""boots: does a policy's plan follow measurement noise? Distinct launch sequences per prompt, and
+the TTFT each policy's plans span across the boots (min .. max, mean marked)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from .contract import Figure, JobData, KindViews, Table, base_layout, empty
+from .palette import policy_colour
+
+
+def figures(job: JobData) -> list[Figure]:
+    result = job.result
+    if not result:
+        return [empty("distinct", "Distinct launch sequences", "the boots are compared when the job finishes")]
+    prompts = result["prompts"]
+    x = [f"{row['prompt_tokens']} tokens" for row in prompts]
+    boots = result["boots"]
+    distinct = go.Figure(
+        layout=base_layout(f"Distinct launch sequences over {boots} boots (1 = deterministic)", barmode="group")
+    )
+    spread = go.Figure(layout=base_layout("TTFT across boots: min .. max, mean marked"))
+    for policy in result["overall"]:
+        colour = policy_colour(policy)
+        distinct.add_bar(
+            name=policy, x=x, y=[row[policy]["distinct_sequences"] for row in prompts], marker_color=colour
+        )
+        ttft = [row[policy]["ttft_ms"] for row in prompts]
+        spread.add_scatter(
+            name=policy,
+            x=x,
+            y=[t["mean"] for t in ttft],
+            mode="markers",
+            marker={"color": colour, "size": 10, "symbol": "line-ew-open", "line": {"width": 3}},
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [t["max"] - t["mean"] for t in ttft],
+                "arrayminus": [t["mean"] - t["min"] for t in ttft],
+                "width": 12,
+                "thickness": 3,
+            },
+            customdata=[[t["min"], t["max"], t["spread"]] for t in ttft],
+            hovertemplate="%{x} "
+            + policy
+            + ": mean %{y:.3f} ms, %{customdata[0]:.3f} .. %{customdata[1]:.3f} (spread %{customdata[2]:.3f})<extra></extra>",
+        )
+    distinct.update_yaxes(title_text="distinct sequences", rangemode="tozero")
+    spread.update_yaxes(title_text="TTFT (ms)")
+    spread.update_layout(scattermode="group")
+    return [
+        Figure("distinct", "Distinct launch sequences", distinct),
+        Figure("spread", "TTFT spread across boots", spread),
+    ]
+
+
+def tables(job: JobData) -> dict[str, Table]:
+    result = job.result or {}
+    rows = [
+        {
+            "prompt_tokens": row["prompt_tokens"],
+            "policy": policy,
+            "distinct_sequences": row[policy]["distinct_sequences"],
+            "launches_min": row[policy]["launches"]["min"],
+            "launches_max": row[policy]["launches"]["max"],
+            **{f"ttft_{k}_ms": v for k, v in row[policy]["ttft_ms"].items()},
+        }
+        for row in result.get("prompts", [])
+        for policy in result["overall"]
+    ]
+    return {"prompts": rows}
+
+
+VIEWS = KindViews(figures, tables=tables)

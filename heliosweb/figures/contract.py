@@ -1,0 +1,134 @@
+"""The figure contract between a job kind and the browser.
+
+A kind's `KindViews` says which of its stored events the figures read, builds its figures from a
+`JobData` (the stored result and those events), may declare how live events grow a figure
+(`Growth`, applied in the browser with `Plotly.extendTraces`), and may offer tables (CSV) and
+launches (a Chrome trace). The browser knows none of the kinds: it draws what it is given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.utils import PlotlyJSONEncoder
+
+Json = dict[str, Any]
+Table = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class JobData:
+    """What figures are built from: a job's identity, parameters, result and stored events."""
+
+    id: int
+    kind: str
+    status: str
+    params: Json
+    result: Json | None
+    events: Sequence[Json] = ()
+
+    def events_of(self, event_type: str) -> list[Json]:
+        return [e for e in self.events if e.get("type") == event_type]
+
+
+@dataclass(frozen=True)
+class Figure:
+    id: str
+    title: str
+    figure: go.Figure
+
+    def as_dict(self) -> Json:
+        return {"id": self.id, "title": self.title, "figure": self.figure.to_plotly_json()}
+
+
+@dataclass(frozen=True)
+class Growth:
+    """Live events of type `event` append point (event[x], event[y]) to trace `trace` of figure
+    `figure` (or to the trace numbered by the event's `trace_field`), keeping `max_points`."""
+
+    event: str
+    figure: str
+    x: str
+    y: str
+    trace: int = 0
+    trace_field: str | None = None
+    max_points: int = 5000
+
+    def as_dict(self) -> Json:
+        return {
+            "event": self.event,
+            "figure": self.figure,
+            "x": self.x,
+            "y": self.y,
+            "trace": self.trace,
+            "trace_field": self.trace_field,
+            "max_points": self.max_points,
+        }
+
+
+@dataclass(frozen=True)
+class Span:
+    """One launch on a timeline, for the Chrome trace: a process (policy, catalog), a thread
+    (lane), when and how long (ms), and what it carried (`args`). `flow` links one request's chunks."""
+
+    process: str
+    thread: str
+    name: str
+    start_ms: float
+    duration_ms: float
+    args: Json
+    flow: int | None = None
+
+
+def _no_tables(job: JobData) -> dict[str, Table]:
+    return {}
+
+
+@dataclass(frozen=True)
+class KindViews:
+    figures: Callable[[JobData], list[Figure]]
+    event_types: tuple[str, ...] = ()
+    growth: tuple[Growth, ...] = ()
+    tables: Callable[[JobData], dict[str, Table]] = field(default=_no_tables)
+    spans: Callable[[JobData], list[Span]] | None = None
+
+
+def to_json(figures: Sequence[Figure], views: KindViews | None = None) -> str:
+    """The `/figures/` answer, `[{id, title, figure, growth, refresh_on}]`: each figure with the
+    growth rules that target it and the live event types after which the page asks again (the
+    kind's other events its figures read), serialised by Plotly's own encoder."""
+    growth = views.growth if views else ()
+    grown = {g.event for g in growth}
+    refresh = [t for t in (views.event_types if views else ()) if t not in grown]
+    return json.dumps(
+        [
+            {**f.as_dict(), "growth": [g.as_dict() for g in growth if g.figure == f.id], "refresh_on": refresh}
+            for f in figures
+        ],
+        cls=PlotlyJSONEncoder,
+    )
+
+
+def empty(figure_id: str, title: str, message: str) -> Figure:
+    """A figure that says why it has nothing to draw and what to do about it."""
+    fig = go.Figure(layout=base_layout(title, height=220))
+    fig.add_annotation(text=message, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font={"size": 14})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return Figure(figure_id, title, fig)
+
+
+def base_layout(title: str, *, height: int = 380, **extra: Any) -> go.Layout:
+    """The house layout: title, compact margins, legend on top, no Plotly logo in the modebar."""
+    return go.Layout(
+        title={"text": title},
+        height=height,
+        margin={"l": 70, "r": 20, "t": 70, "b": 50},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        template="plotly_white",
+        **extra,
+    )

@@ -1,0 +1,102 @@
+"""pr22: the pull request's four arms, before (cost) and after (rule)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from .contract import Figure, JobData, KindViews, Span, Table, base_layout, empty
+from .palette import policy_colour
+from .timeline import TimelineRow, chunk_timeline
+
+POLICIES = ("cost", "rule")  # the pull request's two sides, as its result stores them
+
+
+def arms(job: JobData) -> list[dict[str, Any]]:
+    """The finished result's arms, or those announced so far by `arm_result` events."""
+    if job.result is not None:
+        return list(job.result.get("arms", []))
+    return job.events_of("arm_result")
+
+
+def figures(job: JobData) -> list[Figure]:
+    rows = arms(job)
+    if not rows:
+        return [empty("ttft", "TTFT per arm", "no arm planned yet: the figures appear as the arms finish")]
+    labels = [f"{a['arm']} {a['catalog']}" for a in rows]
+    bars = go.Figure(layout=base_layout("TTFT per arm: cost (before) vs rule (after)", barmode="group"))
+    for policy in POLICIES:
+        bars.add_trace(
+            go.Bar(
+                name=f"{policy} ({'before' if policy == 'cost' else 'after'})",
+                x=labels,
+                y=[a[policy]["ttft_ms"] for a in rows],
+                text=[f"{a[policy]['launches']} / {a[policy]['ttft_ms']:.2f}" for a in rows],
+                marker_color=policy_colour(policy),
+                hovertemplate="%{x}: %{y:.3f} ms (launches / ms: %{text})<extra></extra>",
+            )
+        )
+    bars.update_yaxes(title_text="TTFT (ms)")
+    out = [Figure("ttft", "TTFT per arm", bars)]
+    for arm in dict.fromkeys(a["arm"] for a in rows):
+        timeline_rows = [
+            TimelineRow(f"{a['catalog']} · {policy}", a[policy].get("chunks", []))
+            for a in rows
+            if a["arm"] == arm
+            for policy in POLICIES
+        ]
+        tokens = next(a["prompt_tokens"] for a in rows if a["arm"] == arm)
+        title = f"Chunk timeline, {arm} arm ({tokens} tokens)"
+        out.append(Figure(f"timeline-{arm}", title, chunk_timeline(timeline_rows, title=title)))
+    return out
+
+
+def tables(job: JobData) -> dict[str, Table]:
+    return {
+        "arms": [
+            {
+                "arm": a["arm"],
+                "prompt_tokens": a["prompt_tokens"],
+                "catalog": a["catalog"],
+                **{f"{p}_{k}": a[p][k] for p in POLICIES for k in ("launches", "ttft_ms", "padded_tokens")},
+                "delta_ms": a["delta_ms"],
+            }
+            for a in arms(job)
+        ]
+    }
+
+
+def spans(job: JobData) -> list[Span]:
+    out = []
+    for a in arms(job):
+        for policy in POLICIES:
+            clock = 0.0
+            for chunk in a[policy].get("chunks", []):
+                ms = chunk["true_ms"] if chunk["true_ms"] is not None else chunk["predicted_ms"]
+                out.append(
+                    Span(
+                        f"{policy} · {a['catalog']}",
+                        f"{a['arm']} ({a['prompt_tokens']} tokens)",
+                        f"graph {chunk['graph']}",
+                        clock,
+                        ms,
+                        _args(chunk),
+                    )
+                )
+                clock += ms
+    return out
+
+
+def _args(chunk: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "graph": chunk["graph"],
+        "tokens": [chunk["start"], chunk["end"]],
+        "padding": chunk["graph"] - (chunk["end"] - chunk["start"]),
+        "chooser": chunk["chooser"],
+        "predicted_ms": chunk["predicted_ms"],
+        "true_ms": chunk["true_ms"],
+    }
+
+
+VIEWS = KindViews(figures, event_types=("arm_result",), tables=tables, spans=spans)

@@ -1,0 +1,31 @@
+"""pulse: the diagnostic stream; each event at the second it was emitted, growing live."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from .contract import Figure, Growth, JobData, KindViews, base_layout
+
+MAX_POINTS = 5000
+
+
+def figures(job: JobData) -> list[Figure]:
+    events = job.events_of("measurement")[-MAX_POINTS:]
+    fig = go.Figure(layout=base_layout("Events as emitted (event number vs seconds since the start)"))
+    fig.add_scattergl(
+        name="pulse",
+        x=[e["i"] for e in events],
+        y=[e["elapsed_s"] for e in events],
+        mode="lines+markers",
+        marker_size=3,
+    )
+    fig.update_xaxes(title_text="event")
+    fig.update_yaxes(title_text="s since the start")
+    return [Figure("events", "Events", fig)]
+
+
+VIEWS = KindViews(
+    figures,
+    event_types=("measurement",),
+    growth=(Growth("measurement", "events", x="i", y="elapsed_s", max_points=MAX_POINTS),),
+)

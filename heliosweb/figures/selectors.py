@@ -1,0 +1,33 @@
+"""Reads for figures and exports: a job's stored result and the events its kind's figures need."""
+
+from __future__ import annotations
+
+from heliosweb.jobs import selectors as job_selectors
+from heliosweb.jobs.models import BenchmarkJob, JobEvent
+
+from .contract import Figure, JobData, KindViews, to_json
+from .registry import views_for
+
+MAX_EVENTS = 20_000  # the figures window: a live pulse of a million events draws its last ones
+
+
+def job_data(job: BenchmarkJob, views: KindViews) -> JobData:
+    """The job as figures see it, with only the event types its kind's figures read."""
+    events: list[dict] = []
+    if views.event_types:
+        rows = JobEvent.objects.filter(job_id=job.pk, type__in=views.event_types).order_by("-seq")[:MAX_EVENTS]
+        events = [e.as_message() for e in reversed(rows)]
+    return JobData(job.pk, job.kind, job.status, job.params, job.result, events)
+
+
+def job_figures(*, job_id: object) -> list[Figure]:
+    job = job_selectors.job_get(job_id=job_id)
+    views = views_for(job.kind)
+    return views.figures(job_data(job, views))
+
+
+def job_figures_json(*, job_id: object) -> str:
+    """`GET /api/jobs/<id>/figures/`: the job's figures and their live growth, as JSON text."""
+    job = job_selectors.job_get(job_id=job_id)
+    views = views_for(job.kind)
+    return to_json(views.figures(job_data(job, views)), views)

@@ -1,0 +1,41 @@
+"""Real analysis runs on small parameters, shared by the figure, export and browser tests: what a
+worker would store for a finished job of each kind (its params, result and events), without a worker."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from heliosweb.jobs.registry import get_kind
+
+SMALL: dict[str, dict[str, Any]] = {
+    "pr22": {},
+    "sweep": {"count": 10, "max_tokens": 9000},
+    "boots": {"boots": 6, "prompts": [3504, 14000], "sigma": 0.2},
+    "fuzz": {"cases": 60, "seed": 1, "max_tokens": 512},
+    "simulate": {"requests": 12, "prompt_max": 6000, "output_min": 4, "output_max": 12, "launch_events": 30},
+    "pulse": {"count": 20, "rate": 2000},
+    "capture": {
+        "capacities": [16, 32],
+        "decode_rows": [2],
+        "graphs": "prefill+decode",
+        "repeats": 2,
+        "boots": 2,
+        "device": "cpu",
+        "drift_capacities": [32],
+        "drift_load": 1,
+    },
+    "ttft": {"capacities": [16, 32, 64], "repeats": 2, "runs": 2, "prompt_tokens": [100], "device": "cpu"},
+    "numerics": {"capacities": [16, 32, 64], "repeats": 2, "prompt_tokens": 150, "device": "cpu"},
+}
+
+
+@cache
+def finished(kind: str) -> tuple[dict[str, Any], dict[str, Any], tuple[dict[str, Any], ...]]:
+    """(params, result, events) of a real run of `kind` on small parameters; events numbered from 1."""
+    analysis = get_kind(kind).analysis
+    params = analysis.validate(SMALL[kind])
+    events: list[dict[str, Any]] = []
+    result = analysis.run(params, events.append)
+    numbered = tuple({**e, "seq": i + 1} for i, e in enumerate(events))
+    return params, result, numbered
