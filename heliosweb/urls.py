@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from heliosweb.catalogs import api as catalogs_api
 from heliosweb.dashboard import views
+from heliosweb.figures import api as figures_api
 from heliosweb.jobs import api
 from heliosweb.recipes import policy_poll
 from heliosweb.telemetry import api as telemetry_api
@@ -17,6 +18,7 @@ urlpatterns = [
     path("jobs/<int:job_id>", views.job_detail, name="job_detail"),
     path("jobs/<int:job_id>/cancel", views.job_cancel, name="job_cancel"),
     path("compare", views.compare, name="compare"),
+    path("explain", views.explain, name="explain"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
@@ -24,6 +26,10 @@ urlpatterns = [
     path("api/jobs/<int:job_id>/", api.JobDetailView.as_view(), name="api_job"),
     path("api/jobs/<int:job_id>/cancel/", api.JobCancelView.as_view(), name="api_job_cancel"),
     path("api/jobs/<int:job_id>/events/", api.JobEventsView.as_view(), name="api_job_events"),
+    path("api/jobs/<int:job_id>/figures/", figures_api.JobFiguresView.as_view(), name="api_job_figures"),
+    path("api/jobs/<int:job_id>/table.csv", figures_api.JobTableView.as_view(), name="api_job_table"),
+    path("api/jobs/<int:job_id>/trace.json", figures_api.JobTraceView.as_view(), name="api_job_trace"),
+    path("api/plan/", figures_api.PlanView.as_view(), name="api_plan"),
     path("api/kinds/", api.KindListView.as_view(), name="api_kinds"),
     path("api/recipes/", api.RecipeListView.as_view(), name="api_recipes"),
     path("api/recipes/<slug:name>/policy", policy_poll.recipe_policy, name="api_recipe_policy"),

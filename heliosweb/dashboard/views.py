@@ -15,13 +15,19 @@ from django.views.decorators.http import require_POST
 from heliosweb.catalogs.selectors import boot_choices, boot_list
 from heliosweb.decisions.selectors import decision_list, decisions_open
 from heliosweb.errors import NotFound
+from heliosweb.figures.compare import compare_figures
+from heliosweb.figures.contract import to_json
+from heliosweb.figures.explain import explain as explain_prompt
+from heliosweb.figures.explain import plans_figure
+from heliosweb.figures.exports import table_names
+from heliosweb.figures.registry import views_for
+from heliosweb.figures.selectors import job_data
 from heliosweb.jobs import selectors, services
 from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.query import int_or_none
 from heliosweb.recipes.selectors import recipe_get, recipe_list
 from scheduler_core.errors import InvalidInput
 
-from .figures import pr22_compare_figure, pr22_rows
 from .forms import field_name, form_kinds, params_from_post
 
 
@@ -110,6 +116,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         job = selectors.job_get(job_id=job_id)
     except NotFound:
         raise Http404(f"no job {job_id}") from None
+    views = views_for(job.kind)
     return render(
         request,
         "dashboard/job_detail.html",
@@ -117,8 +124,47 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
             "job": job,
             "params_json": json.dumps(job.params, indent=2),
             "can_run": request.user.has_perm("jobs.run_jobs"),
+            "tables": table_names(job_data(job, views), views) if job.result is not None else [],
+            "has_trace": views.spans is not None,
         },
     )
+
+
+CATALOG_OPTIONS = (
+    ("clean", "the pull request's clean catalog"),
+    ("drift", "the pull request's drift catalog (full chunk over-measured)"),
+    ("boot", "a stored boot (choose below)"),
+    ("job", "the job's own boot catalog"),
+    ("json", "a pasted catalog (below)"),
+)
+
+
+@login_required
+def explain(request: HttpRequest) -> HttpResponse:
+    """Explain a prompt: each policy's plan for it, drawn one above the other (nothing stored)."""
+    query = request.GET
+    context: dict[str, Any] = {
+        "query": query,
+        "boots": boot_choices(),
+        "errors": {},
+        "catalog_options": CATALOG_OPTIONS,
+    }
+    if "prompt_tokens" in query:
+        try:
+            data, answer, description = explain_prompt(query)
+        except InvalidInput as exc:
+            context["errors"] = {exc.field: exc.message}
+        else:
+            plans = answer["plans"]
+            context.update(
+                description=description,
+                plans=plans,
+                plan_json=json.dumps(data),
+                figures_json=to_json(
+                    [plans_figure(plans, f"Chunk timelines, {data['request']['prompt_tokens']} tokens")]
+                ),
+            )
+    return render(request, "dashboard/explain.html", context, status=400 if context["errors"] else 200)
 
 
 @require_POST
@@ -151,12 +197,9 @@ def compare(request: HttpRequest) -> HttpResponse:
             jobs = selectors.jobs_for_compare(ids=ids)
         except InvalidInput as exc:
             error = str(exc)
-    pr22 = [j for j in jobs if j.kind == "pr22" and j.result]
-    figure = pr22_compare_figure([(f"#{j.pk}", j.result) for j in pr22]) if len(pr22) >= 2 else None
     columns = [
         {
             "job": j,
-            "rows": pr22_rows(j.result) if j.kind == "pr22" and j.result else None,
             "summary": selectors.job_summary(j),
             "params_json": json.dumps(j.params, indent=2),
             "result_json": json.dumps(j.result, indent=2)[:20000] if j.result is not None else "",
@@ -169,7 +212,7 @@ def compare(request: HttpRequest) -> HttpResponse:
         {
             "columns": columns,
             "error": error,
-            "figure_json": json.dumps(figure) if figure else "",
+            "figures_json": to_json(compare_figures(jobs)) if jobs else "",
             "finished": selectors.job_list(limit=100),
         },
         status=400 if error else 200,

@@ -30,6 +30,7 @@ class JobData:
     params: Json
     result: Json | None
     events: Sequence[Json] = ()
+    seq: int = 0  # the events above were read up to this number
 
     def events_of(self, event_type: str) -> list[Json]:
         return [e for e in self.events if e.get("type") == event_type]
@@ -97,16 +98,22 @@ class KindViews:
     spans: Callable[[JobData], list[Span]] | None = None
 
 
-def to_json(figures: Sequence[Figure], views: KindViews | None = None) -> str:
-    """The `/figures/` answer, `[{id, title, figure, growth, refresh_on}]`: each figure with the
-    growth rules that target it and the live event types after which the page asks again (the
-    kind's other events its figures read), serialised by Plotly's own encoder."""
+def to_json(figures: Sequence[Figure], views: KindViews | None = None, *, seq: int = 0) -> str:
+    """The `/figures/` answer, `[{id, title, figure, seq, growth, refresh_on}]`: each figure with
+    the event number it was built up to, the growth rules that target it and the live event types
+    after which the page asks again (the kind's other events its figures read), serialised by
+    Plotly's own encoder."""
     growth = views.growth if views else ()
     grown = {g.event for g in growth}
     refresh = [t for t in (views.event_types if views else ()) if t not in grown]
     return json.dumps(
         [
-            {**f.as_dict(), "growth": [g.as_dict() for g in growth if g.figure == f.id], "refresh_on": refresh}
+            {
+                **f.as_dict(),
+                "seq": seq,
+                "growth": [g.as_dict() for g in growth if g.figure == f.id],
+                "refresh_on": refresh,
+            }
             for f in figures
         ],
         cls=PlotlyJSONEncoder,

@@ -12,12 +12,13 @@ MAX_EVENTS = 20_000  # the figures window: a live pulse of a million events draw
 
 
 def job_data(job: BenchmarkJob, views: KindViews) -> JobData:
-    """The job as figures see it, with only the event types its kind's figures read."""
+    """The job as figures see it, with only the event types its kind's figures read, up to the
+    job's `last_seq` as read (the page grows the figures with the events numbered above it)."""
     events: list[dict] = []
     if views.event_types:
-        rows = JobEvent.objects.filter(job_id=job.pk, type__in=views.event_types).order_by("-seq")[:MAX_EVENTS]
-        events = [e.as_message() for e in reversed(rows)]
-    return JobData(job.pk, job.kind, job.status, job.params, job.result, events)
+        rows = JobEvent.objects.filter(job_id=job.pk, seq__lte=job.last_seq, type__in=views.event_types)
+        events = [e.as_message() for e in reversed(rows.order_by("-seq")[:MAX_EVENTS])]
+    return JobData(job.pk, job.kind, job.status, job.params, job.result, events, job.last_seq)
 
 
 def job_figures(*, job_id: object) -> list[Figure]:
@@ -30,4 +31,5 @@ def job_figures_json(*, job_id: object) -> str:
     """`GET /api/jobs/<id>/figures/`: the job's figures and their live growth, as JSON text."""
     job = job_selectors.job_get(job_id=job_id)
     views = views_for(job.kind)
-    return to_json(views.figures(job_data(job, views)), views)
+    data = job_data(job, views)
+    return to_json(views.figures(data), views, seq=data.seq)

@@ -1,22 +1,20 @@
 // The job page: one websocket, numbered events (replayed, then live), reconnects by itself and
 // resumes after the last event it saw, so nothing is lost across a reload or a Redis restart.
+// Figures come from GET /api/jobs/<id>/figures/ and grow as they declare: no kind is named here.
 (function () {
   "use strict";
   const root = document.getElementById("job");
   if (!root) return;
   const jobId = root.dataset.jobId;
-  const kind = root.dataset.kind;
   const $ = (id) => document.getElementById(id);
   let lastSeq = 0;
   let finished = false;
-  const arms = [];          // pr22 rows as they arrive
-  const measurements = { x: [], y: [] };
-  let chartReady = false;
-  let resultCharted = false;
   let eventCount = 0;
   const MAX_LOG = 300;
-
-  function fmt(side) { return side.launches + " / " + Number(side.ttft_ms).toFixed(2); }
+  const grower = new HeliosFigures.Grower();
+  let refreshOn = new Set();
+  let refreshTimer = null;
+  let loading = null;
 
   function setStatus(status) {
     const el = $("job-status");
@@ -50,77 +48,22 @@
     while (list.children.length > MAX_LOG) list.removeChild(list.firstChild);
   }
 
-  function addArm(ev) {
-    // Idempotent by (arm, catalog): a finished job's page gets each arm from the stored result
-    // and from the replayed events, in whichever order they land.
-    const key = ev.arm + "|" + ev.catalog;
-    const index = arms.findIndex((a) => a.arm + "|" + a.catalog === key);
-    const tr = document.createElement("tr");
-    for (const v of [ev.arm, ev.prompt_tokens, ev.catalog, fmt(ev.cost), fmt(ev.rule),
-                     (ev.delta_ms >= 0 ? "+" : "") + Number(ev.delta_ms).toFixed(2)]) {
-      const td = document.createElement("td");
-      td.textContent = v;
-      tr.appendChild(td);
-    }
-    const tbody = document.querySelector("#pr22-table tbody");
-    if (index >= 0) {
-      arms[index] = ev;
-      tbody.replaceChild(tr, tbody.children[index]);
-    } else {
-      arms.push(ev);
-      tbody.appendChild(tr);
-    }
-    drawPr22();
+  async function loadFigures() {
+    if (loading) return loading;
+    loading = (async () => {
+      const response = await fetch("/api/jobs/" + jobId + "/figures/", { credentials: "same-origin" });
+      if (!response.ok) { console.warn("figures:", response.status); return; }
+      const entries = await response.json();
+      const drawn = HeliosFigures.draw($("figures"), entries, "job-" + jobId);
+      grower.reset(drawn, entries);
+      refreshOn = new Set(entries.flatMap((e) => e.refresh_on || []));
+      $("figures").dataset.loaded = String(Number($("figures").dataset.loaded || 0) + 1);
+    })();
+    try { await loading; } finally { loading = null; }
   }
 
-  function drawPr22() {
-    if (!window.Plotly) return;
-    const x = arms.map((a) => a.arm + " " + a.catalog);
-    const trace = (policy, label, color) => ({
-      type: "bar", name: policy + " (" + label + ")", x: x, y: arms.map((a) => a[policy].ttft_ms),
-      text: arms.map((a) => fmt(a[policy])), marker: { color: color } });
-    Plotly.react("chart", [trace("cost", "before", "#636efa"), trace("rule", "after", "#ef553b")],
-      { title: { text: "TTFT per arm: cost (before) vs rule (after)" }, barmode: "group",
-        yaxis: { title: { text: "TTFT (ms)" } }, height: 360 }, { displaylogo: false });
-  }
-
-  function addMeasurement(ev) {
-    if (!window.Plotly || resultCharted) return;  // a finished result's chart wins over replayed measurements
-    if (typeof ev.median_ms === "number") return addShape(ev);
-    // Any other numeric series (`ms`, `value` or `ttft_ms`): a line that grows as events land.
-    const y = [ev.ms, ev.value, ev.ttft_ms].find((v) => typeof v === "number");
-    if (y === undefined) return;
-    const x = measurements.x.length;
-    if (!chartReady) {
-      Plotly.newPlot("chart", [{ type: "scattergl", mode: "lines+markers", x: [x], y: [y], name: ev.name || "measurement" }],
-        { title: { text: "Measurements" }, height: 320 }, { displaylogo: false });
-      chartReady = true;
-    } else {
-      Plotly.extendTraces("chart", { x: [[x]], y: [[y]] }, [0], 5000);
-    }
-    measurements.x.push(x);
-  }
-
-  // A capture: one bar per graph shape (median, p10..p90 as error bars), a trace per boot.
-  const shapes = new Map();
-  function shapeLabel(ev) {
-    if (ev.decode === 0) return "prefill " + ev.prefill;
-    return ev.prefill === 0 ? "decode " + ev.decode : "mixed " + ev.prefill + "+" + ev.decode;
-  }
-  function addShape(ev) {
-    const boot = "boot " + (ev.boot || 0);
-    if (!shapes.has(boot)) shapes.set(boot, new Map());
-    shapes.get(boot).set(shapeLabel(ev), ev);  // keyed: a replayed event replaces, never duplicates
-    const traces = Array.from(shapes.entries()).map(([name, byShape]) => {
-      const rows = Array.from(byShape.entries());
-      return { type: "bar", name: name, x: rows.map(([label]) => label), y: rows.map(([, m]) => m.median_ms),
-               error_y: { type: "data", symmetric: false, array: rows.map(([, m]) => m.p90_ms - m.median_ms),
-                          arrayminus: rows.map(([, m]) => m.median_ms - m.p10_ms) },
-               marker: { color: rows.map(([, m]) => (m.drifted ? "#ef553b" : "#636efa")) } };
-    });
-    Plotly.react("chart", traces, { title: { text: "Graph durations as measured (median, p10-p90; red: drifted)" },
-      barmode: "group", yaxis: { title: { text: "ms" } }, height: 360 }, { displaylogo: false });
-    chartReady = true;
+  function refreshSoon() {
+    if (!refreshTimer) refreshTimer = setTimeout(() => { refreshTimer = null; loadFigures(); }, 1000);
   }
 
   function showResult(result, summaryText) {
@@ -140,48 +83,6 @@
       }
       summary.appendChild(dl);
     }
-    if (kind === "pr22" && result && result.arms) result.arms.forEach(addArm);
-    if (result && result.series && Array.isArray(result.prompt_tokens) && window.Plotly && !chartReady) drawSweep(result);
-    if (kind === "ttft" && result && Array.isArray(result.arms) && window.Plotly) drawTtft(result.arms);
-  }
-
-  function drawTtft(arms) {
-    // Real TTFT next to what the catalog predicted for the same launches, per prompt and policy.
-    const x = arms.map((a) => a.prompt_tokens + " " + a.policy + " (" + a.launch_count + (a.launch_count === 1 ? " launch)" : " launches)"));
-    const bar = (name, key, color) => ({ type: "bar", name: name, x: x, y: arms.map((a) => a[key]),
-      text: arms.map((a) => Number(a[key]).toFixed(1)), marker: { color: color } });
-    const traces = [bar("measured TTFT", "ttft_ms", "#00a676"), bar("predicted from the catalog", "predicted_ms", "#9aa5b1")];
-    // Drift (or a given catalog) makes the belief differ from this boot's undisturbed medians: show both.
-    if (arms.some((a) => Math.abs(a.table_ms - a.predicted_ms) > 1e-9)) {
-      traces.push(bar("the same launches at undisturbed medians", "table_ms", "#636efa"));
-    }
-    Plotly.newPlot("chart", traces,
-      { title: { text: "TTFT: measured on the model vs the harness's prediction" }, barmode: "group",
-        yaxis: { title: { text: "ms" } }, height: 360 }, { displaylogo: false });
-    chartReady = resultCharted = true;
-  }
-
-  function drawSweep(result) {
-    // A sweep: TTFT per (catalog, policy) on top; below, what maintainers decide on: rule - cost.
-    const traces = [];
-    const colors = { clean: "#636efa", drift: "#ef553b", boot: "#00a676" };
-    for (const [catalog, byPolicy] of Object.entries(result.series)) {
-      for (const [policy, values] of Object.entries(byPolicy)) {
-        if (Array.isArray(values)) {  // delta_ms
-          traces.push({ type: "scattergl", mode: "lines", name: catalog + ": rule - cost", x: result.prompt_tokens, y: values,
-                        xaxis: "x", yaxis: "y2", line: { color: colors[catalog] } });
-        } else if (values && Array.isArray(values.ttft_ms)) {
-          traces.push({ type: "scattergl", mode: "lines", name: catalog + " " + policy, x: result.prompt_tokens, y: values.ttft_ms,
-                        line: { color: colors[catalog], dash: policy === "rule" ? "dot" : "solid" } });
-        }
-      }
-    }
-    if (!traces.length) return;
-    Plotly.newPlot("chart", traces, { title: { text: "TTFT vs prompt length, and the rule's delta" }, height: 560,
-      xaxis: { type: "log", title: { text: "prompt tokens" }, anchor: "y2" },
-      yaxis: { type: "log", title: { text: "TTFT (ms)" }, domain: [0.52, 1] },
-      yaxis2: { title: { text: "rule - cost (ms)" }, domain: [0, 0.42], zeroline: true } }, { displaylogo: false });
-    chartReady = resultCharted = true;
   }
 
   async function loadResult() {
@@ -204,23 +105,29 @@
         setProgress(ev.done, ev.total, ev.message);
         if (root.dataset.status === "queued") setStatus("running");
         break;
-      case "arm_result": addArm(ev); break;
-      case "measurement": addMeasurement(ev); break;
-      case "done": setStatus("done"); setProgress(1, 1); loadResult(); break;
+      case "done": setStatus("done"); setProgress(1, 1); loadResult(); loadFigures(); break;
       case "failed": case "cancelled":
         setStatus(ev.type === "failed" ? "failed" : "cancelled");
-        $("job-error").hidden = false; $("job-error").textContent = ev.reason || ev.type; break;
+        $("job-error").hidden = false; $("job-error").textContent = ev.reason || ev.type;
+        loadFigures();
+        break;
       case "error": console.warn("server:", ev); return;
       case "pong": return;
     }
-    if (ev.type !== "measurement" || eventCount < MAX_LOG) logEvent(ev);
+    if (grower.wants(ev)) grower.add(ev);
+    else if (refreshOn.has(ev.type) && ev.seq > grower.seq) refreshSoon();
+    if (eventCount < MAX_LOG || !grower.wants(ev)) logEvent(ev);
   }
 
-  if (root.dataset.status === "done") { loadResult(); }
-  window.heliosLive(() => root.dataset.wsPath + "?after=" + lastSeq, {
-    open: () => { $("connection").textContent = "live"; },
-    message: handle,
-    close: (why) => { $("connection").textContent = why; },
-    finished: () => finished,
-  });
+  function connect() {
+    window.heliosLive(() => root.dataset.wsPath + "?after=" + lastSeq, {
+      open: () => { $("connection").textContent = "live"; },
+      message: handle,
+      close: (why) => { $("connection").textContent = why; },
+      finished: () => finished,
+    });
+  }
+
+  if (root.dataset.status === "done") loadResult();
+  loadFigures().then(connect);
 })();

@@ -76,7 +76,7 @@ def test_compare_shows_finished_jobs_side_by_side(browser_client, maintainer, tr
     job_run(job_id=a.pk)
     job_run(job_id=b.pk)
     html = browser_client.get(f"/compare?ids={a.pk},{b.pk}").content.decode()
-    assert "9 / 238.10" in html and "compare-chart" in html
+    assert "9 launches 238.10 ms" in html and 'id="figures"' in html
     bad = browser_client.get(f"/compare?ids={a.pk}")
     assert bad.status_code == 400 and 'data-field="ids"' in bad.content.decode()
 

@@ -1,0 +1,85 @@
+"""The figures API: a job's figures, its tables as CSV, its launches as a Chrome trace, and the
+synchronous `plan` (what `/explain` draws). Thin views over selectors and exports."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from heliosweb.jobs import selectors as job_selectors
+from heliosweb.jobs.api import ERROR
+
+from . import exports
+from .explain import plan_answer
+from .registry import views_for
+from .selectors import job_data, job_figures_json
+
+FIGURE = inline_serializer(
+    "Figure",
+    {
+        "id": serializers.CharField(),
+        "title": serializers.CharField(),
+        "figure": serializers.DictField(help_text="a Plotly figure: {data, layout}"),
+        "seq": serializers.IntegerField(help_text="built from the events numbered up to this"),
+        "growth": serializers.ListField(child=serializers.DictField(), help_text="live events that extend it"),
+        "refresh_on": serializers.ListField(child=serializers.CharField(), help_text="live event types that redraw it"),
+    },
+    many=True,
+)
+
+
+class JobFiguresView(APIView):
+    @extend_schema(responses={200: FIGURE, 404: ERROR})
+    def get(self, request: Request, job_id: int) -> HttpResponse:
+        return HttpResponse(job_figures_json(job_id=job_id), content_type="application/json")
+
+
+class JobTableView(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("table", str, description="which table (default: the kind's first)")],
+        responses={(200, "text/csv"): str, 404: ERROR},
+    )
+    def get(self, request: Request, job_id: int) -> HttpResponse:
+        job = job_selectors.job_get(job_id=job_id)
+        views = views_for(job.kind)
+        name, text = exports.table_csv(job_data(job, views), views, request.query_params.get("table"))
+        response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-{name}.csv"'
+        return response
+
+
+class JobTraceView(APIView):
+    @extend_schema(
+        responses={200: inline_serializer("ChromeTrace", {"traceEvents": serializers.ListField()}), 404: ERROR}
+    )
+    def get(self, request: Request, job_id: int) -> HttpResponse:
+        job = job_selectors.job_get(job_id=job_id)
+        views = views_for(job.kind)
+        trace = exports.chrome_trace(job_data(job, views), views)
+        response = HttpResponse(json.dumps(trace), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-trace.json"'
+        return response
+
+
+class PlanView(APIView):
+    @extend_schema(
+        request=inline_serializer(
+            "PlanInput",
+            {
+                "policy": serializers.CharField(required=False),
+                "policies": serializers.ListField(child=serializers.CharField(), required=False),
+                "catalog": serializers.ListField(child=serializers.DictField()),
+                "request": serializers.DictField(),
+                "execution": serializers.DictField(required=False),
+            },
+        ),
+        responses={200: serializers.DictField(), 400: ERROR},
+    )
+    def post(self, request: Request) -> Response:
+        return Response(plan_answer(request.data))

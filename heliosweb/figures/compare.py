@@ -1,0 +1,65 @@
+"""Compare jobs: figures of the same kind overlaid (a trace group per job, legend `#id`), jobs of
+different kinds side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from heliosweb.jobs.models import BenchmarkJob
+
+from .contract import Figure
+from .registry import views_for
+from .selectors import job_data
+
+
+def _figures(job: BenchmarkJob) -> list[Figure]:
+    views = views_for(job.kind)
+    return views.figures(job_data(job, views))
+
+
+def _relabelled(trace: go.BaseTraceType, job_id: int) -> dict[str, Any]:
+    """A job's trace in an overlay: named and grouped by job; a timeline's rows prefixed, so the
+    jobs' plans stack instead of hiding each other."""
+    data = trace.to_plotly_json()
+    data["name"] = f"#{job_id} {data.get('name') or ''}".strip()
+    data["legendgroup"] = f"#{job_id}"
+    if data.get("orientation") == "h" or (data.get("type") == "scatter" and data.get("mode") == "markers+text"):
+        data["y"] = [f"#{job_id} · {y}" for y in data.get("y", [])]
+    return data
+
+
+def overlay(figure_id: str, members: Sequence[tuple[int, Figure]]) -> Figure:
+    first = members[0][1]
+    fig = go.Figure(layout=first.figure.layout)
+    for job_id, member in members:
+        for trace in member.figure.data:
+            fig.add_trace(_relabelled(trace, job_id))
+    if any(t.get("orientation") == "h" for t in fig.to_plotly_json()["data"]):
+        rows = [y for t in fig.data if getattr(t, "orientation", None) == "h" for y in t.y]
+        fig.update_yaxes(categoryarray=list(dict.fromkeys(rows))[::-1])
+        fig.update_layout(height=140 + 46 * len(set(rows)))
+    ids = ", ".join(f"#{job_id}" for job_id, _ in members)
+    title = f"{first.title} ({ids})"
+    fig.update_layout(title_text=f"{first.figure.layout.title.text or first.title} ({ids})")
+    return Figure(figure_id, title, fig)
+
+
+def compare_figures(jobs: Sequence[BenchmarkJob]) -> list[Figure]:
+    """One overlay per figure id for each kind with several jobs; a lone job's figures as they are."""
+    by_kind: dict[str, list[tuple[int, list[Figure]]]] = {}
+    for job in jobs:
+        by_kind.setdefault(job.kind, []).append((job.pk, _figures(job)))
+    out: list[Figure] = []
+    for kind, members in by_kind.items():
+        if len(members) == 1:
+            job_id, figures = members[0]
+            out += [Figure(f"{kind}-{job_id}-{f.id}", f"#{job_id} {f.title}", f.figure) for f in figures]
+            continue
+        ids = list(dict.fromkeys(f.id for _, figures in members for f in figures))
+        for figure_id in ids:
+            same = [(job_id, f) for job_id, figures in members for f in figures if f.id == figure_id]
+            out.append(overlay(f"{kind}-{figure_id}", same))
+    return out

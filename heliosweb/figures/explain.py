@@ -1,0 +1,113 @@
+"""Explain a prompt: the `plan` command's answer for one request, drawn as chunk timelines.
+
+The page's form names a catalog (the pull request's clean or drift catalog, a stored boot, a
+job's catalog, or pasted JSON) and a request; this turns it into the exact JSON `python -m
+scheduler_core plan` reads, answers it with the same code, and draws each policy's plan."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from heliosweb.catalogs.selectors import boot_catalogs
+from heliosweb.jobs import selectors as job_selectors
+from scheduler_core.analyses.catalogs import DRIFT_PARAM, EXECUTION_PARAMS, pr22_catalogs
+from scheduler_core.errors import InvalidInput
+from scheduler_core.execution import AffineExecution
+from scheduler_core.plan_io import answer, parse_json
+from scheduler_core.policies import SELECTABLE_POLICIES
+
+from .contract import Figure
+from .timeline import TimelineRow, chunk_timeline
+
+DEFAULT_EXECUTION = {p.name: p.default for p in EXECUTION_PARAMS}
+PR22_CATALOGS = ("clean", "drift")
+
+
+def plan_answer(data: Any) -> dict[str, Any]:
+    """`POST /api/plan/`: the CLI's answer for the same JSON (InvalidInput names the field)."""
+    return answer(data)
+
+
+def _ints(text: str, field: str) -> list[int]:
+    try:
+        return [int(x) for x in text.replace(",", " ").split()]
+    except ValueError:
+        raise InvalidInput(field, f"must be whole numbers separated by commas, got {text!r}") from None
+
+
+def _spans(text: str) -> list[list[int]]:
+    spans = []
+    for i, item in enumerate(x.strip() for x in text.split(",") if x.strip()):
+        parts = item.split("-")
+        if len(parts) != 2:
+            raise InvalidInput(f"atomic_spans[{i}]", f"must be start-end, got {item!r}")
+        spans.append(_ints(" ".join(parts), f"atomic_spans[{i}]"))
+    return spans
+
+
+def request_of(query: Mapping[str, str]) -> dict[str, Any]:
+    """The `request` object from the form's text fields."""
+    tokens = _ints(query.get("prompt_tokens", "") or "", "prompt_tokens")
+    if len(tokens) != 1:
+        raise InvalidInput("prompt_tokens", "is required: one whole number")
+    limit = (query.get("prefill_limit") or "").strip()
+    return {
+        "prompt_tokens": tokens[0],
+        "message_boundaries": _ints(query.get("message_boundaries", "") or "", "message_boundaries"),
+        "atomic_spans": _spans(query.get("atomic_spans", "") or ""),
+        "prefill_limit": _ints(limit, "prefill_limit")[0] if limit else None,
+    }
+
+
+def _table(catalog: list[dict[str, Any]], first_token_ms: float) -> dict[str, Any]:
+    """A measured catalog as the true costs (a boot's own durations)."""
+    return {"table": [g for g in catalog if g["ms"]], "first_token_ms": first_token_ms}
+
+
+def catalog_of(query: Mapping[str, str]) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
+    """(catalog, execution, description) named by the form: `clean`/`drift` (with `job`, that
+    job's execution model and drift factor), `boot` (a stored boot, `boot_id`), `job` (a job's
+    own boot catalog) or `json` (pasted in `catalog_json`)."""
+    choice = query.get("catalog") or "clean"
+    job = job_selectors.job_get(job_id=query["job"]) if query.get("job") else None
+    params = job.params if job is not None else {}
+    if choice in PR22_CATALOGS:
+        execution = {k: params.get(k, v) for k, v in DEFAULT_EXECUTION.items()}
+        factor = params.get("drift_factor", DRIFT_PARAM.default)
+        catalogs = pr22_catalogs(AffineExecution(**execution), factor)
+        source = f"job #{job.pk}'s" if job is not None else "the pull request's"
+        return catalogs[choice].to_dicts(), execution, f"{source} {choice} catalog (drift factor {factor})"
+    first = params.get("first_token_ms", DEFAULT_EXECUTION["first_token_ms"])
+    if choice == "boot":
+        boot_id = _ints(query.get("boot_id") or "", "boot_id")
+        [catalog] = boot_catalogs(ids=boot_id[:1], field="boot_id")
+        return catalog, _table(catalog, first), f"stored boot #{boot_id[0]}"
+    if choice in ("job", "boot_catalog"):
+        catalog = params.get("boot_catalog") or params.get("catalog")
+        if job is None or not catalog:
+            raise InvalidInput("job", "names no job with a boot catalog")
+        return catalog, _table(catalog, first), f"job #{job.pk}'s boot catalog"
+    if choice == "json":
+        pasted = parse_json(query.get("catalog_json") or "", "catalog_json")
+        catalog = pasted["catalog"] if isinstance(pasted, dict) and "catalog" in pasted else pasted
+        return catalog, _table(catalog, first) if isinstance(catalog, list) else {}, "a pasted catalog"
+    raise InvalidInput("catalog", f"unknown choice {choice!r} (clean, drift, boot, job or json)")
+
+
+def explain(query: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """(plan input, its answer, the catalog's description) for the form's query."""
+    catalog, execution, description = catalog_of(query)
+    data: dict[str, Any] = {
+        "policies": list(SELECTABLE_POLICIES),
+        "catalog": catalog,
+        "request": request_of(query),
+        "execution": execution or None,
+    }
+    return data, plan_answer(data), description
+
+
+def plans_figure(plans: list[dict[str, Any]], title: str) -> Figure:
+    """Each policy's plan as a row of one chunk timeline (a stalled plan draws empty)."""
+    rows = [TimelineRow(p["policy"], p.get("launches", [])) for p in plans]
+    return Figure("plans", title, chunk_timeline(rows, title=title))

@@ -1,0 +1,186 @@
+"""Each kind's figures, built from a real stored result: the traces, their names and values."""
+
+from __future__ import annotations
+
+import pytest
+
+from heliosweb.figures.contract import JobData
+from heliosweb.figures.palette import capacity_colour, policy_colour
+from heliosweb.figures.registry import VIEWS, views_for
+from heliosweb.jobs.registry import job_kinds
+
+from .runs import finished
+
+
+def built(kind: str) -> dict:
+    params, result, events = finished(kind)
+    job = JobData(7, kind, "done", params, result, events, seq=len(events))
+    return {f.id: f.figure for f in views_for(kind).figures(job)}
+
+
+def test_every_job_kind_declares_its_figures():
+    assert set(job_kinds()) <= set(VIEWS)
+
+
+def test_colours_are_one_per_capacity_and_per_policy_and_stable():
+    ladder = [capacity_colour(c) for c in (64, 128, 256, 512, 1024, 2048, 4096)]
+    assert len(set(ladder)) == 7 and capacity_colour(512) == capacity_colour(512)
+    assert capacity_colour(96) not in ladder and capacity_colour(96) == capacity_colour(96)
+    assert policy_colour("cost") != policy_colour("rule") != policy_colour("rule-v1")
+
+
+def test_pr22_timeline_has_a_row_per_catalog_and_policy_and_a_bar_per_launch():
+    params, result, _ = finished("pr22")
+    figures = built("pr22")
+    assert list(figures) == ["ttft", "timeline-3.5k", "timeline-14k"]
+    ttft = figures["ttft"]
+    assert [t.name for t in ttft.data] == ["cost (before)", "rule (after)"]
+    assert list(ttft.data[1].y) == [a["rule"]["ttft_ms"] for a in result["arms"]]
+    timeline = figures["timeline-3.5k"]
+    arms = [a for a in result["arms"] if a["arm"] == "3.5k"]
+    launches = {
+        (f"{a['catalog']} · {p}", c["graph"], c["start"])
+        for a in arms
+        for p in ("cost", "rule")
+        for c in a[p]["chunks"]
+    }
+    graph_traces = [t for t in timeline.data if t.name.startswith("graph ")]
+    drawn = {(y, int(t.name.split()[1]), cd[1]) for t in graph_traces for y, cd in zip(t.y, t.customdata)}
+    assert drawn == launches
+    for trace in graph_traces:
+        assert trace.marker.color == capacity_colour(int(trace.name.split()[1]))
+    # bars sit back to back: each row's bars (useful + padding) add up to its plan's launch times
+    cost_clean = next(a for a in arms if a["catalog"] == "clean")["cost"]
+    row = "clean · cost"
+    total = sum(x for t in timeline.data if t.type == "bar" for y, x in zip(t.y, t.x) if y == row)
+    assert total == pytest.approx(sum(c["true_ms"] for c in cost_clean["chunks"]))
+    padding = next(t for t in timeline.data if t.name == "padding")
+    padded = sum(
+        c["graph"] - (c["end"] - c["start"]) > 0 for a in arms for p in ("cost", "rule") for c in a[p]["chunks"]
+    )
+    assert len(padding.x) == padded > 0
+
+
+def test_sweep_draws_ttft_delta_launches_and_padding_and_links_points_to_explain():
+    _, result, _ = finished("sweep")
+    figures = built("sweep")
+    names = [t.name for t in figures["ttft"].data]
+    assert names == ["clean cost", "clean rule", "clean: rule - cost", "drift cost", "drift rule", "drift: rule - cost"]
+    delta = figures["ttft"].data[2]
+    assert list(delta.y) == result["series"]["clean"]["delta_ms"] and list(delta.x) == result["prompt_tokens"]
+    counts = {t.name: list(t.y) for t in figures["launches-padding"].data}
+    assert counts["drift rule launches"] == result["series"]["drift"]["rule"]["launches"]
+    assert counts["clean cost padded tokens"] == result["series"]["clean"]["cost"]["padded_tokens"]
+    assert figures["ttft"].data[0].meta["link"] == "/explain?job=7&catalog=clean&prompt_tokens={x}"
+
+
+def test_simulate_draws_lanes_the_latency_cdfs_and_launches_per_policy():
+    params, result, events = finished("simulate")
+    figures = built("simulate")
+    assert list(figures) == ["lanes-cost", "lanes-rule", "ttft-cdf", "itl-cdf", "launches-padding"]
+    lanes = figures["lanes-cost"]
+    cost_launches = [e for e in events if e["type"] == "launch" and e["policy"] == "cost"]
+    assert len(cost_launches) == params["launch_events"]
+    decode = next(t for t in lanes.data if t.name == "decode")
+    assert len(decode.x) == sum(len(e["decode_lanes"]) for e in cost_launches)
+    ttft = figures["ttft-cdf"]
+    assert [t.name for t in ttft.data] == ["cost", "rule"]
+    assert list(ttft.data[0].x) == sorted(r["ttft_ms"] for r in result["policies"][0]["per_request"])
+    assert ttft.data[0].y[-1] == 1.0 and ttft.data[0].line.color == policy_colour("cost")
+    itl = figures["itl-cdf"].data[1]
+    assert list(itl.x) == result["policies"][1]["itl_quantiles_ms"] and len(itl.y) == 101
+    launches = {t.name: list(t.y) for t in figures["launches-padding"].data}
+    assert launches["prefill"] == [p["launches"]["prefill"] for p in result["policies"]]
+    assert launches["padded prefill tokens"] == [p["padded_prefill_tokens"] for p in result["policies"]]
+
+
+def test_boots_draws_distinct_sequences_and_the_ttft_range_per_policy():
+    _, result, _ = finished("boots")
+    figures = built("boots")
+    distinct = figures["distinct"]
+    assert [t.name for t in distinct.data] == ["cost", "rule"]
+    assert list(distinct.data[0].y) == [row["cost"]["distinct_sequences"] for row in result["prompts"]]
+    spread = figures["spread"].data[1]
+    row = result["prompts"][0]["rule"]["ttft_ms"]
+    assert spread.y[0] == row["mean"]
+    assert spread.error_y.array[0] + spread.y[0] == pytest.approx(row["max"])
+    assert spread.y[0] - spread.error_y.arrayminus[0] == pytest.approx(row["min"])
+
+
+def test_fuzz_draws_each_counterexample_up_to_its_stall_with_a_marker_at_the_position():
+    _, result, _ = finished("fuzz")
+    figures = built("fuzz")
+    failures = figures["failures"]
+    assert list(failures.data[0].y) == [result["policies"][p]["stalls"] for p in result["policies"]]
+    example = result["policies"]["rule-v1"]["counterexample"]
+    assert example is not None, "the small fuzz run must find rule-v1's stall"
+    drawn = figures["counterexample-rule-v1"]
+    marker = drawn.data[-1]
+    assert marker.type == "scatter" and list(marker.x) == [example["failure"]["position"]]
+    bars = [t for t in drawn.data if t.type == "bar" and t.name.startswith("graph ")]
+    assert sum(len(t.x) for t in bars) == len(example["launches"])
+
+
+def test_capture_draws_a_trace_per_boot_with_its_drifted_shape_hatched():
+    _, result, _ = finished("capture")
+    shapes = built("capture")["shapes"]
+    assert [t.name for t in shapes.data] == ["boot 0", "boot 1"]
+    boot = result["boots"][1]["measurements"]
+    assert list(shapes.data[1].y) == [m["median_ms"] for m in boot]
+    assert list(shapes.data[1].x) == ["prefill 16", "prefill 32", "decode 2"]
+    assert list(shapes.data[0].marker.pattern.shape) == ["", "x", ""]
+
+
+def test_a_running_capture_draws_what_it_streamed_and_declares_how_measurements_grow_it():
+    params, _, events = finished("capture")
+    streamed = [e for e in events if e["type"] == "measurement"][:2]
+    job = JobData(8, "capture", "running", params, None, streamed, seq=2)
+    [figure] = views_for("capture").figures(job)
+    assert [len(t.y) for t in figure.figure.data] == [2, 0]
+    [growth] = views_for("capture").growth
+    assert (growth.event, growth.figure, growth.x, growth.y, growth.trace_field) == (
+        "measurement",
+        "shapes",
+        "shape",
+        "median_ms",
+        "boot",
+    )
+
+
+def test_ttft_labels_the_prediction_error_and_draws_measured_launches_above_predicted():
+    _, result, _ = finished("ttft")
+    figures = built("ttft")
+    measured = figures["ttft"].data[0]
+    arm = result["arms"][0]
+    assert measured.y[0] == arm["ttft_ms"]
+    assert measured.text[0] == f"{100 * (arm['ttft_ms'] - arm['predicted_ms']) / arm['predicted_ms']:+.1f}%"
+    timeline = figures["timeline-100"]
+    rows = [y for t in timeline.data for y in t.y]
+    assert set(rows) == {"cost measured", "cost predicted", "rule measured", "rule predicted"}
+
+
+def test_numerics_draws_both_differences_on_a_log_axis_with_the_tolerance():
+    _, result, _ = finished("numerics")
+    figures = built("numerics")
+    diff = figures["differences"]
+    assert [t.name for t in diff.data] == ["max absolute", "max relative", "tolerance (relative, float32)"]
+    assert diff.layout.yaxis.type == "log"
+    assert list(diff.data[2].y) == [result["tolerance"]["max_rel_diff"]] * 5
+    assert diff.data[1].y[2] == (result["cost_vs_rule"]["max_rel_diff"] or None)
+    chunkings = figures["chunkings"]
+    assert chunkings.layout.xaxis.title.text == "prompt position (tokens)"
+
+
+def test_pulse_draws_its_events_and_grows_from_each_new_one():
+    _, _, events = finished("pulse")
+    [figure] = views_for("pulse").figures(JobData(9, "pulse", "done", {}, {}, events))
+    trace = figure.figure.data[0]
+    assert list(trace.x) == list(range(20))
+    [growth] = views_for("pulse").growth
+    assert (growth.x, growth.y) == ("i", "elapsed_s")
+
+
+def test_a_job_without_a_result_says_what_to_wait_for():
+    for kind in ("sweep", "boots", "fuzz", "ttft", "numerics"):
+        [figure] = views_for(kind).figures(JobData(1, kind, "queued", {}, None))
+        assert not figure.figure.data and figure.figure.layout.annotations[0].text
