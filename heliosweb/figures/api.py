@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -79,7 +79,12 @@ class PlanView(APIView):
                 "execution": serializers.DictField(required=False),
             },
         ),
-        responses={200: serializers.DictField(), 400: ERROR},
+        responses={
+            200: OpenApiResponse(
+                description="the plan (one policy) or {plans: [...]} (policies), as the CLI prints it"
+            ),
+            400: ERROR,
+        },
     )
     def post(self, request: Request) -> Response:
         return Response(plan_answer(request.data))
