@@ -207,6 +207,9 @@ HELIOS_JOB_STALE_SECONDS = float(os.environ.get("HELIOS_JOB_STALE_SECONDS", "120
 HELIOS_TELEMETRY_RAW_HOURS = float(os.environ.get("HELIOS_TELEMETRY_RAW_HOURS", "24"))
 HELIOS_TELEMETRY_MAX_RECORDS = env_int("HELIOS_TELEMETRY_MAX_RECORDS", 2_000_000)  # raw records per recipe
 HELIOS_TELEMETRY_ROLLUP_DAYS = float(os.environ.get("HELIOS_TELEMETRY_ROLLUP_DAYS", "90"))
+# /metrics: a bearer token when set, else only these client addresses (docs/telemetry.md).
+HELIOS_METRICS_TOKEN = os.environ.get("HELIOS_METRICS_TOKEN", "")
+HELIOS_METRICS_ALLOW = env_list("HELIOS_METRICS_ALLOW", ["127.0.0.1", "::1"])
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry batch (5 MB) and its headers
 
 # --- API -----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from heliosweb.figures import api as figures_api
 from heliosweb.jobs import api
 from heliosweb.recipes import policy_poll
 from heliosweb.telemetry import api as telemetry_api
+from heliosweb.telemetry.metrics import metrics_view
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -37,6 +38,7 @@ urlpatterns = [
         "api/recipes/<slug:name>/telemetry/", telemetry_api.RecipeTelemetryView.as_view(), name="api_recipe_telemetry"
     ),
     path("api/recipes/<slug:name>/boots/", catalogs_api.RecipeBootsView.as_view(), name="api_recipe_boots"),
+    path("metrics", metrics_view, name="metrics"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("", include("heliosweb.decisions.urls")),
 ]

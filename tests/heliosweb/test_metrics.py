@@ -1,0 +1,69 @@
+"""`/metrics`: parsed with prometheus_client's own parser, its counts equal the stored telemetry."""
+
+from __future__ import annotations
+
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from heliosweb.recipes.services import policy_set
+from heliosweb.telemetry.models import TelemetryBatch
+from tests.heliosweb.test_telemetry import finished, launch
+
+
+def scrape(client: Client, **headers) -> dict[str, list]:
+    response = client.get("/metrics", **headers)
+    assert response.status_code == 200, response.content
+    return {f.name: f.samples for f in text_string_to_metric_families(response.content.decode())}
+
+
+def test_the_metrics_equal_the_stored_telemetry(recipe, maintainer):
+    client = Client()
+    client.force_login(maintainer)
+    policy_set(recipe=recipe, policy="rule")
+    batches = [
+        [launch(0), launch(1, graph=1024, end=1000, padded=24), finished(0, ttft_ms=3.0), finished(1, ttft_ms=700.0)],
+        [launch(2, policy="rule", version=2), finished(2, policy="rule", version=2, itl_ms=[1.0, 1.0, 90.0])],
+    ]
+    for n, records in enumerate(batches):
+        body = {"engine": "eng-1", "batch": n, "records": records}
+        assert client.post("/api/recipes/tiny-cpu/telemetry/", body, content_type="application/json").status_code == 201
+    families = scrape(client)
+    stored = [r for b in TelemetryBatch.objects.all() for r in b.records]
+    for version in (1, 2):
+        mine = [r for r in stored if r["version"] == version]
+        labels = {"recipe": "tiny-cpu", "engine": "eng-1", "version": str(version)}
+
+        def value(family: str, sample: str, le: str | None = None, labels: dict = labels) -> float:
+            return next(
+                s.value
+                for s in families[family]
+                if s.name == sample and s.labels.items() >= labels.items() and (le is None or s.labels["le"] == le)
+            )
+
+        launches = [r for r in mine if r["type"] == "launch"]
+        requests = [r for r in mine if r["type"] == "request"]
+        gaps = [g for r in requests for g in r["itl_ms"]]
+        assert value("helios_prefill_launches", "helios_prefill_launches_total") == len(launches)
+        assert value("helios_padded_tokens", "helios_padded_tokens_total") == sum(r["padded"] for r in launches)
+        assert value("helios_ttft_seconds", "helios_ttft_seconds_count") == len(requests)
+        assert (
+            abs(value("helios_ttft_seconds", "helios_ttft_seconds_sum") - sum(r["ttft_ms"] for r in requests) / 1000)
+            < 1e-9
+        )
+        assert value("helios_ttft_seconds", "helios_ttft_seconds_bucket", "0.005") == sum(
+            r["ttft_ms"] <= 5 for r in requests
+        )
+        assert value("helios_itl_seconds", "helios_itl_seconds_count") == len(gaps)
+        assert value("helios_itl_seconds", "helios_itl_seconds_bucket", "0.05") == sum(g <= 50 for g in gaps)
+    assert [(s.labels, s.value) for s in families["helios_policy_version"]] == [
+        ({"recipe": "tiny-cpu", "policy": "rule"}, 2.0)
+    ]
+    assert {s.labels["state"]: s.value for s in families["helios_jobs"]}["queued"] == 0
+
+
+def test_metrics_need_the_token_when_one_is_set_and_a_local_client_otherwise(recipe, settings):
+    assert Client().get("/metrics").status_code == 200  # the test client is 127.0.0.1
+    assert Client(REMOTE_ADDR="10.0.0.7").get("/metrics").status_code == 403
+    settings.HELIOS_METRICS_TOKEN = "s3cret"
+    assert Client().get("/metrics").status_code == 403
+    assert "helios_policy_version" in scrape(Client(), HTTP_AUTHORIZATION="Bearer s3cret")
