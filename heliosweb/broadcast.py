@@ -49,16 +49,17 @@ def publish(topic: str, message: dict[str, Any]) -> None:
         log.warning("publish to %s failed (%s); subscribers will catch up from the database", topic, exc)
 
 
-_client: redis.Redis | None = None
-_client_lock = threading.Lock()
+_clients: dict[str, redis.Redis] = {}
+_clients_lock = threading.Lock()
 
 
 def _sync_client() -> redis.Redis:
-    global _client
-    with _client_lock:
-        if _client is None:
-            _client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
-        return _client
+    """One connection pool per Redis URL for this process (thread-safe, like redis-py's pools)."""
+    url = settings.REDIS_URL
+    with _clients_lock:
+        if url not in _clients:
+            _clients[url] = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        return _clients[url]
 
 
 @contextlib.asynccontextmanager

@@ -138,11 +138,16 @@ def wait_for_redis(url: str, proc: subprocess.Popen | None = None, timeout: floa
             time.sleep(0.05)
 
 
+ENGINE_THREADS = 4  # simulated engines at once (one per recipe)
+
+
 def celery_worker_cmd(queues: str, *, beat: bool = False, name: str | None = None) -> list[str]:
     """A gpu worker runs solo (CUDA cannot start in a forked child), one per device: started under
     CUDA_VISIBLE_DEVICES, it is named after its devices so workers on one host stay apart."""
     gpu = "gpu" in queues.split(",")
     pool = ["--pool=solo"] if gpu else ["--pool=prefork", "--concurrency=1"]
+    if queues == "engine":  # simulated engines run for hours, one thread each (mostly asleep between ticks)
+        pool = ["--pool=threads", f"--concurrency={ENGINE_THREADS}"]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
     devices = f"-cuda{visible.replace(',', '-')}" if gpu and visible else ""
     cmd = [
@@ -205,6 +210,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"dev: port {args.port} is in use by another program; choose another with --port", file=sys.stderr)
         return 2
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="heliosweb.settings", PYTHONUNBUFFERED="1")
+    env.setdefault("HELIOS_ENGINE_API_URL", f"http://{args.host}:{args.port}")
     sup = Supervisor()
     stopping = False
 
@@ -225,6 +231,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         manage("demo_setup")
         sup.start("worker-sim", celery_worker_cmd("sim", beat=True), env)
         sup.start("worker-gpu", celery_worker_cmd("gpu"), env)
+        sup.start("worker-engine", celery_worker_cmd("engine"), env)  # starts no engine by itself
         sup.start("web", [PY, "-m", "daphne", "-b", args.host, "-p", str(args.port), "heliosweb.asgi:application"], env)
         print(f"dev: Helios Observatory on http://{args.host}:{args.port}/  (Ctrl-C stops everything)")
         while not stopping:
@@ -282,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--port", type=int, default=int(os.environ.get("HELIOS_PORT", "8000")))
     up.add_argument("--host", default="127.0.0.1")
     worker = sub.add_parser("worker", help="run a Celery worker (other hosts)")
-    worker.add_argument("--queues", default="gpu", help="comma-separated: sim, gpu")
+    worker.add_argument("--queues", default="gpu", help="comma-separated: sim, gpu, engine")
     worker.add_argument("--beat", action="store_true", help="also run the periodic reaper (one host only)")
     sub.add_parser("test", help="the code-health checks, then every test (pytest arguments follow)")
     sub.add_parser("check", help="the code-health checks alone (ruff, import layers, types)")

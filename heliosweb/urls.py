@@ -14,6 +14,7 @@ from heliosweb.telemetry.metrics import metrics_view
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("recipes/<slug:name>", views.recipe_detail, name="recipe_detail"),
+    path("recipes/<slug:name>/engine", views.recipe_engine, name="recipe_engine"),
     path("jobs/", views.job_list, name="job_list"),
     path("jobs/new", views.job_new, name="job_new"),
     path("jobs/<int:job_id>", views.job_detail, name="job_detail"),

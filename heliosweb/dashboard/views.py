@@ -26,6 +26,7 @@ from heliosweb.jobs import selectors, services
 from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.query import int_or_none
 from heliosweb.recipes.selectors import recipe_get, recipe_list
+from heliosweb.telemetry.services import engine_job_active, engine_start, engine_stop
 from scheduler_core.errors import InvalidInput
 
 from .forms import field_name, form_kinds, params_from_post
@@ -46,6 +47,38 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@permission_required("jobs.run_jobs", raise_exception=True)
+@require_POST
+def recipe_engine(request: HttpRequest, name: str) -> HttpResponse:
+    """Start (with the form's catalog and rate) or stop the recipe's simulated engine."""
+    try:
+        recipe = recipe_get(name=name)
+    except NotFound:
+        raise Http404(f"no recipe {name!r}") from None
+    try:
+        if request.POST.get("action") == "stop":
+            engine_stop(recipe=recipe)
+            messages.info(request, "The simulated engine stops within a second.")
+        else:
+            params: dict[str, Any] = {"catalog": request.POST.get("catalog", "clean")}
+            if request.POST.get("rate_per_s"):
+                params["rate_per_s"] = _number(request.POST["rate_per_s"])
+            job = engine_start(recipe=recipe, user=request.user, params=params)
+            messages.info(request, f"Simulated engine started (job {job.pk}).")
+    except InvalidInput as exc:
+        messages.error(request, f"{exc.field}: {exc.message}")
+    return redirect("recipe_detail", name=name)
+
+
+def _number(text: str) -> float | str:
+    """The form's number, or the text itself for the service to refuse by name."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+@login_required
 def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
     """One recipe: its active policy, its stored boots (each a catalog to run analyses on), its
     decisions and its jobs."""
@@ -62,6 +95,7 @@ def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
             "decisions": decision_list(recipe=name, limit=20),
             "jobs": selectors.job_list(recipe=name, limit=20),
             "can_run": request.user.has_perm("jobs.run_jobs"),
+            "engine_job": engine_job_active(recipe=recipe),
         },
     )
 

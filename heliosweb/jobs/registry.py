@@ -1,6 +1,7 @@
 """The job kinds this service can run: scheduler_core's analyses (queue `sim`), gpu_runner's
 (queue `gpu`, when that package is importable; importing it must not import torch), and `pulse`,
-a diagnostic that streams events at a set rate to check and benchmark the live path."""
+a diagnostic that streams events at a set rate to check and benchmark the live path; apps above
+this one add theirs with `register_kind` (telemetry's `engine`, queue `engine`)."""
 
 from __future__ import annotations
 
@@ -81,9 +82,18 @@ def _gpu_analyses() -> dict[str, Analysis]:
     return dict(getattr(module, "ANALYSES", {}))
 
 
+_REGISTERED: dict[str, JobKind] = {}
+
+
+def register_kind(kind: JobKind) -> None:
+    """A kind declared by an app above this one (the simulated engine, telemetry's), at app ready."""
+    _REGISTERED[kind.name] = kind
+    job_kinds.cache_clear()
+
+
 @lru_cache(maxsize=1)
 def job_kinds() -> dict[str, JobKind]:
-    kinds: dict[str, JobKind] = {}
+    kinds: dict[str, JobKind] = dict(_REGISTERED)
     for name, analysis in SIM_ANALYSES.items():
         kinds[name] = JobKind(name, "sim", analysis)
     for name, analysis in _gpu_analyses().items():

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any
 
@@ -35,6 +36,9 @@ from .registry import JobKind, get_kind
 from .selectors import job_as_api
 
 log = logging.getLogger(__name__)
+# The job whose analysis runs in this thread: an analysis that serves a recipe (the simulated
+# engine) reads the job's recipe and id here, its params stay the kind's declared ones.
+running_job: ContextVar[BenchmarkJob | None] = ContextVar("running_job", default=None)
 
 TERMINAL_EVENTS = ("done", "failed", "cancelled")
 
@@ -172,6 +176,7 @@ def job_run(*, job_id: int) -> None:
     kind = get_kind(job.kind)
     pump = EventPump(job)
     pump.start()
+    running = running_job.set(job)
     try:
         result = kind.analysis.run(dict(job.params), pump.emit)
     except JobCancelled:
@@ -196,6 +201,8 @@ def job_run(*, job_id: int) -> None:
         except InvalidInput as exc:
             reason = f"the capture's catalog could not be stored: {exc}"
             _finish(job, JobStatus.FAILED, error=reason, event={"type": "failed", "reason": reason})
+    finally:
+        running_job.reset(running)
 
 
 def _store_boots(job: BenchmarkJob, result: dict[str, Any]) -> None:

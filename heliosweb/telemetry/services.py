@@ -1,6 +1,6 @@
 """Writes for telemetry: ingest a batch (idempotent by engine and batch number), fold it into
 minute rollups and per-version totals in the same transaction, prune what the window no longer
-holds, and issue or revoke engine tokens."""
+holds, issue or revoke engine tokens, and start or stop a recipe's simulated engine."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from heliosweb.catalogs.models import Boot
+from heliosweb.jobs.models import BenchmarkJob, JobStatus
+from heliosweb.jobs.services import job_cancel, job_create
 from heliosweb.recipes.models import Recipe
 from scheduler_core.errors import InvalidInput
 
@@ -24,6 +27,7 @@ from . import buckets
 from .models import TOKEN_PREFIX, EngineToken, Rollup, TelemetryBatch, Totals, token_hash
 from .validation import ENGINE_NAME, Batch, parse_batch
 
+ENGINE_KIND = "engine"  # the simulated engine's job kind (declared in engine.py)
 MAX_PROMPT_LENGTHS_PER_MINUTE = 2_000  # bounds a rollup's `sequences`
 MAX_SEQUENCES_PER_PROMPT = 16
 
@@ -207,3 +211,27 @@ def _cap(recipe_id: int) -> int:
     if cut is None:
         return 0
     return TelemetryBatch.objects.filter(recipe_id=recipe_id, id__lte=cut).delete()[0]
+
+
+def engine_start(*, recipe: Recipe, user: AbstractBaseUser, params: dict[str, Any] | None = None) -> BenchmarkJob:
+    """Queue a simulated engine for `recipe` (queue `engine`); at most one runs per recipe."""
+    active = engine_job_active(recipe=recipe)
+    if active is not None:
+        raise InvalidInput("recipe", f"a simulated engine already runs for {recipe.name} (job {active.pk})")
+    return job_create(kind=ENGINE_KIND, recipe=recipe.name, params=params or {}, user=user)
+
+
+def engine_stop(*, recipe: Recipe) -> BenchmarkJob:
+    """Stop the recipe's simulated engine (it stops within about a second)."""
+    active = engine_job_active(recipe=recipe)
+    if active is None:
+        raise InvalidInput("recipe", f"no simulated engine runs for {recipe.name}")
+    return job_cancel(job=active)
+
+
+def engine_job_active(*, recipe: Recipe) -> BenchmarkJob | None:
+    return (
+        BenchmarkJob.objects.filter(kind=ENGINE_KIND, recipe=recipe, status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
+        .order_by("-id")
+        .first()
+    )

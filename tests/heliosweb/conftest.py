@@ -208,7 +208,9 @@ class Stack:
             HELIOS_SECRET_KEY="test-only-secret-key-not-used-elsewhere",
             HELIOS_VISIBILITY_TIMEOUT="30",
             HELIOS_HEARTBEAT_SECONDS="1",
+            HELIOS_ENGINE_API_URL=f"http://127.0.0.1:{self.port}",
         )
+        self.engine_worker: subprocess.Popen | None = None
 
     @property
     def base_url(self) -> str:
@@ -246,6 +248,22 @@ class Stack:
         )
         assert self.worker.poll() is None, self._worker_log.read_text()[-3000:]
         return self.worker
+
+    def start_engine_worker(self) -> None:
+        """The `engine` queue's worker, as `./dev up` runs it (threads: each engine is long-running)."""
+        if self.engine_worker is not None and self.engine_worker.poll() is None:
+            return
+        from heliosweb.devtool import celery_worker_cmd
+
+        path = self.logdir / "engine-worker.log"
+        cmd = [sys.executable, *celery_worker_cmd("engine", name="engine-test@%h")[1:]]
+        self.engine_worker = subprocess.Popen(
+            cmd, cwd=ROOT, env=self.env, stdout=path.open("w"), stderr=subprocess.STDOUT
+        )
+        wait_until(
+            lambda: "ready." in path.read_text() or self.engine_worker.poll() is not None, what="the engine worker"
+        )
+        assert self.engine_worker.poll() is None, path.read_text()[-3000:]
 
     def kill_worker(self) -> None:
         assert self.worker is not None
@@ -285,6 +303,13 @@ class Stack:
 
     def close(self) -> None:
         self.stop_worker()
+        if self.engine_worker is not None and self.engine_worker.poll() is None:
+            self.engine_worker.terminate()
+            try:
+                self.engine_worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.engine_worker.kill()
+                self.engine_worker.wait()
         if self.web is not None and self.web.poll() is None:
             self.web.terminate()
             try:
@@ -300,6 +325,7 @@ def use_redis(redis_url: str, settings: Any) -> None:
     from heliosweb.settings import redis_channel_layer
 
     settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
+    settings.REDIS_URL = redis_url  # heliosweb.broadcast publishes there (policy changes, live frames)
     channel_layers.backends.clear()
     if app.conf.broker_url != redis_url:
         app.conf.broker_url = redis_url

@@ -99,7 +99,7 @@ def test_dev_up_runs_a_job_stops_cleanly_and_restarts_after_a_crash(tmp_path: Pa
     try:
         supervisor = dev.start()
         children = dev.children()
-        assert set(children) == {"redis", "worker-sim", "worker-gpu", "web"}
+        assert set(children) == {"redis", "worker-sim", "worker-gpu", "worker-engine", "web"}
 
         token = dev.manage("create_api_token", "maintainer").strip().splitlines()[-1]
         job = dev.api(token, "/api/jobs/", {"kind": "pr22", "recipe": "tiny-cpu"})

@@ -1,0 +1,46 @@
+"""The simulated engine on a real `engine` worker, talking HTTP to a real ASGI server: it follows
+an applied decision from its next prefill decision and its telemetry shows the new version."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from heliosweb.decisions import services as decisions
+from heliosweb.jobs.models import BenchmarkJob
+from heliosweb.telemetry.models import EngineToken, TelemetryBatch
+from heliosweb.telemetry.services import engine_start, engine_stop
+
+from .conftest import wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+BATCH_MS = 200
+
+
+def launches(engine: str) -> list[dict]:
+    return [r for b in TelemetryBatch.objects.filter(engine=engine) for r in b.records if r["type"] == "launch"]
+
+
+def test_the_simulated_engine_switches_policy_within_a_second_of_an_apply(stack, recipe, maintainer, author, reviewer):
+    stack.start_web()
+    stack.start_engine_worker()
+    job = engine_start(recipe=recipe, user=maintainer, params={"rate_per_s": 40.0, "batch_ms": BATCH_MS})
+    engine = f"sim-job-{job.pk}"
+    wait_until(lambda: len(launches(engine)) >= 5, timeout=90, what="the engine's first telemetry")
+    assert {(r["policy"], r["version"]) for r in launches(engine)} == {("cost", 1)}
+
+    decision = decisions.decision_propose(actor=author, recipe=recipe, policy="rule", rationale="watch it switch")
+    decisions.decision_approve(actor=reviewer, decision=decision)
+    decisions.decision_apply(actor=author, decision=decision)
+    applied_ms = time.time() * 1000
+    # Deadline for the wait only: what is checked is where the engine's own records switch.
+    wait_until(
+        lambda: any(r["t_ms"] > applied_ms + 1000 for r in launches(engine)), timeout=60, what="a second of telemetry"
+    )
+    later = [r for r in launches(engine) if r["t_ms"] > applied_ms + 1000]
+    assert later and {(r["policy"], r["version"]) for r in later} == {("rule", 2)}
+
+    engine_stop(recipe=recipe)
+    wait_until(lambda: BenchmarkJob.objects.get(pk=job.pk).status == "cancelled", timeout=30, what="the engine to stop")
+    assert not EngineToken.objects.filter(engine=engine, revoked_at=None).exists()
