@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import boots, capture, fuzz, numerics, pr22, pulse, simulate, sweep, ttft
+from . import boots, capture, engine, fuzz, numerics, pr22, pulse, simulate, sweep, ttft
 from .contract import JobData, KindViews, empty
 
 VIEWS: dict[str, KindViews] = {
@@ -15,6 +15,7 @@ VIEWS: dict[str, KindViews] = {
     "ttft": ttft.VIEWS,
     "numerics": numerics.VIEWS,
     "pulse": pulse.VIEWS,
+    "engine": engine.VIEWS,
 }
 
 

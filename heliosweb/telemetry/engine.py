@@ -231,6 +231,14 @@ def _serve(
     }
 
 
+def format_text(result: dict[str, Any]) -> str:
+    versions = " -> ".join(f"v{v}" for v in result["versions"])
+    return (
+        f"{result['engine']} on the {result['catalog']} catalog: {result['launches']} prefill launches, "
+        f"{result['requests']} requests in {result['batches']} batches; policy versions followed: {versions}"
+    )
+
+
 def work(params: dict[str, Any]) -> int:
     return params["duration_s"]
 
@@ -270,5 +278,6 @@ ANALYSIS = Analysis(
     check=lambda p: simulate_check({**p, "boot_catalog": None}),
     work=work,
     max_work=7 * 86_400,
+    format_text=format_text,
 )
 KIND = JobKind(ANALYSIS.name, QUEUE, ANALYSIS)
