@@ -101,7 +101,7 @@ def latency(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen], 
         return
     from playwright.sync_api import sync_playwright
 
-    from heliosweb.jobs.services import job_create
+    from heliosweb.jobs.services.submission import job_create
 
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

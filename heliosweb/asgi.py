@@ -19,7 +19,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from heliosweb.origins import SameOriginValidator  # noqa: E402
+from heliosweb.common.origins import SameOriginValidator  # noqa: E402
 from heliosweb.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(

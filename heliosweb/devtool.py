@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from heliosweb.processes import pid_alive
+from heliosweb.common.processes import pid_alive
 
 ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("HELIOS_VAR_DIR", ROOT / "var"))
@@ -261,6 +261,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 CHECKS: list[tuple[str, list[str]]] = [
     ("ruff check", [PY, "-m", "ruff", "check", "--quiet", "."]),
     ("ruff format", [PY, "-m", "ruff", "format", "--check", "--quiet", "."]),
+    ("import layers", [str(Path(PY).parent / "lint-imports"), "--no-cache", "--no-logo"]),
 ]
 
 

@@ -2,9 +2,9 @@
 
 from django.urls import path, re_path
 
+from heliosweb.common.streams import UnknownStream
 from heliosweb.jobs.consumers import JobConsumer, JobListConsumer
 from heliosweb.recipes.consumers import RecipesConsumer
-from heliosweb.streams import UnknownStream
 
 websocket_urlpatterns = [
     path("ws/jobs/", JobListConsumer.as_asgi()),

@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "channels",
+    "heliosweb.common",
     "heliosweb.recipes",
     "heliosweb.catalogs",
     "heliosweb.jobs",
@@ -158,7 +159,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A task whose whole worker vanished comes back after this; the job is then marked failed
-    # (never run twice: see jobs.services.job_run).
+    # (never run twice: see jobs.services.runner.job_run).
     "visibility_timeout": env_int("HELIOS_VISIBILITY_TIMEOUT", 3600),
     "polling_interval": 0.01 if CELERY_BROKER_URL == "memory://" else 1,
 }
@@ -217,13 +218,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry ba
 # --- API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "heliosweb.jobs.auth.BearerTokenAuthentication",
+        "heliosweb.common.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "heliosweb.jobs.api.exception_handler",
+    "EXCEPTION_HANDLER": "heliosweb.common.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Helios Scheduler Observatory API",

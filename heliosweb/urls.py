@@ -7,6 +7,7 @@ from heliosweb.catalogs import api as catalogs_api
 from heliosweb.dashboard import views
 from heliosweb.figures import api as figures_api
 from heliosweb.jobs import api
+from heliosweb.recipes import api as recipes_api
 from heliosweb.recipes import policy_poll
 from heliosweb.telemetry import api as telemetry_api
 from heliosweb.telemetry.metrics import metrics_view
@@ -33,7 +34,7 @@ urlpatterns = [
     path("api/jobs/<int:job_id>/trace.json", figures_api.JobTraceView.as_view(), name="api_job_trace"),
     path("api/plan/", figures_api.PlanView.as_view(), name="api_plan"),
     path("api/kinds/", api.KindListView.as_view(), name="api_kinds"),
-    path("api/recipes/", api.RecipeListView.as_view(), name="api_recipes"),
+    path("api/recipes/", recipes_api.RecipeListView.as_view(), name="api_recipes"),
     path("api/recipes/<slug:name>/policy", policy_poll.recipe_policy, name="api_recipe_policy"),
     path(
         "api/recipes/<slug:name>/telemetry/", telemetry_api.RecipeTelemetryView.as_view(), name="api_recipe_telemetry"

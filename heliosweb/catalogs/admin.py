@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from heliosweb.jobs.admin import ReadOnlyAdmin
+from heliosweb.common.admin import ReadOnlyAdmin
 
 from .models import Boot
 

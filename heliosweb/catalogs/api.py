@@ -9,7 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.jobs.api import ERROR, CanRunJobs
+from heliosweb.common.api import ERROR
+from heliosweb.common.permissions import CanRunJobs
 from heliosweb.recipes.selectors import recipe_get
 
 from . import selectors, services

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
+from heliosweb.common.bounds import DB_INT_MAX
+from heliosweb.recipes.models import Recipe
+from heliosweb.recipes.selectors import recipe_list
 from scheduler_core.errors import InvalidInput
 
 from .models import Boot
+
+
+def recipe_list_with_latest_boot() -> QuerySet[Recipe]:
+    """Recipes with their policy and the id/time of their latest boot (`latest_boot_id`, `latest_boot_at`), in one query."""
+    latest = Boot.objects.filter(recipe=OuterRef("pk")).order_by("-created_at", "-id")
+    return recipe_list().annotate(
+        latest_boot_id=Subquery(latest.values("id")[:1]), latest_boot_at=Subquery(latest.values("created_at")[:1])
+    )
 
 
 def boot_list(*, recipe_name: str | None = None, limit: int = 50) -> QuerySet[Boot]:
@@ -39,7 +50,8 @@ def boot_catalogs(*, ids: list[Any], field: str) -> list[list[dict[str, Any]]]:
     """The catalogs of stored boots, in the order asked; an unknown id is an error naming `field`."""
     if not ids or any(isinstance(i, bool) or not isinstance(i, int) for i in ids):
         raise InvalidInput(field, f"must name stored boots by integer id, got {ids!r}")
-    found = dict(Boot.objects.filter(pk__in=ids).values_list("pk", "catalog"))
+    in_range = [i for i in ids if 1 <= i <= DB_INT_MAX]  # an id no key can hold is simply not found
+    found = dict(Boot.objects.filter(pk__in=in_range).values_list("pk", "catalog"))
     missing = [i for i in ids if i not in found]
     if missing:
         raise InvalidInput(field, f"no stored boot {missing[0]}")

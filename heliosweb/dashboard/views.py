@@ -12,9 +12,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from heliosweb.catalogs.selectors import boot_choices, boot_list
+from heliosweb.catalogs.selectors import boot_choices, boot_list, recipe_list_with_latest_boot
+from heliosweb.common.errors import NotFound
+from heliosweb.common.inputs import int_or_none, parse_id
 from heliosweb.decisions.selectors import decision_list, decisions_open
-from heliosweb.errors import NotFound
 from heliosweb.figures.compare import compare_figures
 from heliosweb.figures.contract import to_json
 from heliosweb.figures.explain import explain as explain_prompt
@@ -22,9 +23,9 @@ from heliosweb.figures.explain import plans_figure
 from heliosweb.figures.exports import table_names
 from heliosweb.figures.registry import views_for
 from heliosweb.figures.selectors import job_data
-from heliosweb.jobs import selectors, services
+from heliosweb.jobs import selectors
 from heliosweb.jobs.registry import get_kind, job_kinds
-from heliosweb.query import int_or_none
+from heliosweb.jobs.services import submission
 from heliosweb.recipes.selectors import recipe_get, recipe_list
 from heliosweb.telemetry.services import engine_job_active, engine_start, engine_stop
 from scheduler_core.errors import InvalidInput
@@ -39,7 +40,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "dashboard/index.html",
         {
             "jobs": selectors.job_list(limit=50),
-            "recipes": recipe_list(),
+            "recipes": recipe_list_with_latest_boot(),
             "open_decisions": decisions_open(),
             "can_run": request.user.has_perm("jobs.run_jobs"),
         },
@@ -119,7 +120,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
         values = request.POST.dict()
         try:
             kind = get_kind(selected)
-            job = services.job_create(
+            job = submission.job_create(
                 kind=kind.name, recipe=recipe or None, params=params_from_post(kind, request.POST), user=request.user
             )
         except InvalidInput as exc:
@@ -206,7 +207,7 @@ def explain(request: HttpRequest) -> HttpResponse:
 @permission_required("jobs.run_jobs", raise_exception=True)
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
     try:
-        services.job_cancel(job=selectors.job_get(job_id=job_id))
+        submission.job_cancel(job=selectors.job_get(job_id=job_id))
     except NotFound:
         raise Http404(f"no job {job_id}") from None
     except InvalidInput as exc:
@@ -217,20 +218,14 @@ def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
     raw = request.GET.getlist("ids") or [x for x in request.GET.get("id", "").split(",") if x]
-    ids: list[int] = []
     error = ""
-    for value in ",".join(raw).split(","):
-        if value.strip():
-            try:
-                ids.append(int(value))
-            except ValueError:
-                error = f"ids: not a job id: {value!r}"
     jobs = []
-    if not error and ids:
-        try:
+    try:
+        ids = [parse_id(v, field="ids", what="job") for v in ",".join(raw).split(",") if v.strip()]
+        if ids:
             jobs = selectors.jobs_for_compare(ids=ids)
-        except InvalidInput as exc:
-            error = str(exc)
+    except InvalidInput as exc:
+        error = str(exc)
     columns = [
         {
             "job": j,

@@ -3,7 +3,7 @@ services, which write the audit trail)."""
 
 from django.contrib import admin
 
-from heliosweb.jobs.admin import ReadOnlyAdmin
+from heliosweb.common.admin import ReadOnlyAdmin
 
 from .models import AuditEvent, PolicyDecision
 

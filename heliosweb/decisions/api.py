@@ -1,8 +1,8 @@
 """JSON API for decisions: thin views over services and selectors.
 
 Authentication and error shape are the project's (`REST_FRAMEWORK` settings: Bearer token or
-session; `heliosweb.jobs.api.exception_handler`: `{error, field}`); only the two decision
-flavours of error get their own status here: 403 Forbidden, 409 Conflict.
+session; `heliosweb.common.api.exception_handler`: `{error, field}`, 403 for `Forbidden`, 409 for
+`Conflict`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.jobs.api import ERROR
-from heliosweb.jobs.api import exception_handler as project_exception_handler
-from scheduler_core.errors import InvalidInput
+from heliosweb.common.api import ERROR, json_object
+from heliosweb.common.inputs import query_int, query_limit
 
 from . import selectors, services
-from .errors import Conflict, Forbidden
 
 DECISION_FIELDS = {
     "id": serializers.IntegerField(),
@@ -69,42 +67,12 @@ AUDIT = inline_serializer(
 )
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, Forbidden):
-        return Response(exc.as_dict(), status=status.HTTP_403_FORBIDDEN)
-    if isinstance(exc, Conflict):
-        return Response(exc.as_dict(), status=status.HTTP_409_CONFLICT)
-    return project_exception_handler(exc, context)
-
-
-class DecisionAPIView(APIView):
-    def get_exception_handler(self):  # type: ignore[override]
-        return exception_handler
-
-
-def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
-    data = request.data
-    if not isinstance(data, dict):
-        raise InvalidInput("body", f"must be a JSON object with {sorted(allowed)}")
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        raise InvalidInput(unknown[0], f"unknown field (expected {', '.join(sorted(allowed))})")
-    return data
-
-
-def _limit(request: Request, default: int, most: int) -> int:
-    try:
-        return max(1, min(most, int(request.query_params.get("limit", default))))
-    except ValueError:
-        raise InvalidInput("limit", "must be an integer") from None
-
-
 def _detail(decision_id: Any) -> dict[str, Any]:
     decision = selectors.decision_get(decision_id=decision_id)
     return selectors.decision_as_api(decision, evidence=selectors.decision_evidence(decision=decision))
 
 
-class DecisionListView(DecisionAPIView):
+class DecisionListView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("status", str),
@@ -117,13 +85,13 @@ class DecisionListView(DecisionAPIView):
         decisions = selectors.decision_list(
             status=request.query_params.get("status") or None,
             recipe=request.query_params.get("recipe") or None,
-            limit=_limit(request, 100, 500),
+            limit=query_limit(request.query_params, default=100, most=500),
         )
         return Response([selectors.decision_as_api(d) for d in decisions])
 
     @extend_schema(request=PROPOSE, responses={201: DECISION, 400: ERROR, 403: ERROR})
     def post(self, request: Request) -> Response:
-        data = _body(request, {"recipe", "policy", "rationale", "evidence"})
+        data = json_object(request, {"recipe", "policy", "rationale", "evidence"})
         decision = services.decision_propose(
             actor=request.user,
             recipe=data.get("recipe"),
@@ -134,13 +102,13 @@ class DecisionListView(DecisionAPIView):
         return Response(_detail(decision.pk), status=status.HTTP_201_CREATED)
 
 
-class DecisionDetailView(DecisionAPIView):
+class DecisionDetailView(APIView):
     @extend_schema(responses={200: DECISION, 404: ERROR})
     def get(self, request: Request, decision_id: int) -> Response:
         return Response(_detail(decision_id))
 
 
-class DecisionStepView(DecisionAPIView):
+class DecisionStepView(APIView):
     """POST /api/decisions/<id>/<step>/ with an optional {reason} (required to reject)."""
 
     step = ""
@@ -153,13 +121,13 @@ class DecisionStepView(DecisionAPIView):
 
     @extend_schema(request=STEP, responses={200: DECISION, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR})
     def post(self, request: Request, decision_id: int) -> Response:
-        data = _body(request, {"reason"})
+        data = json_object(request, {"reason"})
         decision = selectors.decision_get(decision_id=decision_id)
         self.STEPS[self.step](actor=request.user, decision=decision, reason=data.get("reason", ""))
         return Response(_detail(decision.pk))
 
 
-class AuditView(DecisionAPIView):
+class AuditView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("limit", int, description="latest events, at most 1000"),
@@ -168,15 +136,11 @@ class AuditView(DecisionAPIView):
         responses={200: AUDIT, 400: ERROR},
     )
     def get(self, request: Request) -> Response:
-        raw = request.query_params.get("decision")
-        decision_id = None
-        if raw:
-            try:
-                decision_id = int(raw)
-            except ValueError:
-                raise InvalidInput("decision", "must be an integer") from None
+        decision_id = query_int(request.query_params, "decision", default=0) or None
         report = selectors.audit_verify()
-        events = selectors.audit_list(decision_id=decision_id, limit=_limit(request, 200, 1000))
+        events = selectors.audit_list(
+            decision_id=decision_id, limit=query_limit(request.query_params, default=200, most=1000)
+        )
         return Response(
             {
                 "verified": report.ok,

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
-from heliosweb.errors import NotFound
+from heliosweb.common.inputs import get_by_id
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.selectors import job_summary
 from scheduler_core.errors import InvalidInput
@@ -41,18 +41,9 @@ def decisions_open(*, limit: int = 20) -> QuerySet[PolicyDecision]:
 
 
 def decision_get(*, decision_id: Any) -> PolicyDecision:
-    try:
-        pk = int(decision_id)
-    except (TypeError, ValueError):
-        raise InvalidInput("id", f"not a decision id: {decision_id!r}") from None
-    if not 1 <= pk <= 2**63 - 1:
-        raise NotFound("id", f"no decision {pk}")
-    decision = (
-        PolicyDecision.objects.select_related("recipe", "created_by", "reviewed_by", "applied_by").filter(pk=pk).first()
-    )
-    if decision is None:
-        raise NotFound("id", f"no decision {pk}")
-    return decision
+    """One decision by an id from outside: InvalidInput if not an integer, NotFound if no such decision."""
+    related = PolicyDecision.objects.select_related("recipe", "created_by", "reviewed_by", "applied_by")
+    return get_by_id(related, decision_id, what="decision")
 
 
 def decision_evidence(*, decision: PolicyDecision) -> list[BenchmarkJob]:

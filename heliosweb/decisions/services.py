@@ -7,16 +7,16 @@ Each is one atomic action in Zulip's shape: check, change the state, append the 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from heliosweb.common.errors import Conflict, Forbidden
+from heliosweb.common.inputs import parse_id
+from heliosweb.common.realtime import send_event_on_commit
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.consumers import GROUP as REALTIME_GROUP
 from heliosweb.recipes.models import PolicySetting, Recipe
@@ -24,16 +24,12 @@ from heliosweb.recipes.services import policy_set
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import POLICIES, SELECTABLE_POLICIES
 
-from .errors import Conflict, Forbidden
 from .hashing import GENESIS, event_hash, event_payload
 from .models import AuditChainLock, AuditEvent, DecisionStatus, PolicyDecision
-
-log = logging.getLogger(__name__)
 
 MAX_RATIONALE = 10_000
 MAX_REASON = 2_000
 MAX_EVIDENCE = 50
-MAX_ID = 2**63 - 1  # beyond a 64-bit key the database itself would fail (500), not the input
 
 PROPOSE_PERM = "decisions.propose_decision"
 APPROVE_PERM = "decisions.approve_decision"
@@ -247,7 +243,7 @@ def _audit(
     event.hash = event_hash(event_payload(event), event.prev_hash)
     event.save()
     message = _realtime_message(event, decision)
-    transaction.on_commit(lambda: push_realtime(message))
+    send_event_on_commit(REALTIME_GROUP, message)
     return event
 
 
@@ -264,16 +260,6 @@ def _realtime_message(event: AuditEvent, decision: PolicyDecision) -> dict[str, 
         "version": event.after["version"],
         "proposed_policy": decision.to_policy,
     }
-
-
-def push_realtime(message: dict[str, Any]) -> None:
-    """Best effort, after commit: the database already holds the decision; Redis is transport."""
-    try:
-        layer = get_channel_layer()
-        if layer is not None:
-            async_to_sync(layer.group_send)(REALTIME_GROUP, message)
-    except Exception:
-        log.warning("could not push decision event %s to the channel layer", message.get("seq"), exc_info=True)
 
 
 def _require(actor: AbstractBaseUser, perm: str, what: str) -> None:
@@ -329,14 +315,7 @@ def _evidence_ids(evidence: Any) -> list[int]:
         raise InvalidInput("evidence", "must be a list of job ids")
     ids: list[int] = []
     for i, value in enumerate(evidence):
-        if isinstance(value, bool):
-            raise InvalidInput(f"evidence[{i}]", f"not a job id: {value!r}")
-        try:
-            job_id = int(value)
-        except (TypeError, ValueError):
-            raise InvalidInput(f"evidence[{i}]", f"not a job id: {value!r}") from None
-        if (isinstance(value, float) and value != job_id) or not 1 <= job_id <= MAX_ID:
-            raise InvalidInput(f"evidence[{i}]", f"not a job id: {value!r}")
+        job_id = parse_id(value, field=f"evidence[{i}]", what="job")
         if job_id not in ids:
             ids.append(job_id)
     if len(ids) > MAX_EVIDENCE:

@@ -8,13 +8,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from heliosweb.errors import NotFound
+from heliosweb.common.errors import NotFound, http_status
 from heliosweb.recipes.selectors import recipe_list
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import SELECTABLE_POLICIES
 
 from . import selectors, services
-from .errors import Conflict, Forbidden
 from .models import DecisionStatus
 
 
@@ -113,11 +112,10 @@ def decision_step(request: HttpRequest, decision_id: int, step: str) -> HttpResp
         raise Http404(f"no decision {decision_id}") from None
     try:
         STEPS[step](actor=request.user, decision=decision, reason=request.POST.get("reason", ""))
-    except (Forbidden, Conflict, InvalidInput) as exc:
+    except InvalidInput as exc:
         messages.error(request, str(exc))
-        code = 403 if isinstance(exc, Forbidden) else 409 if isinstance(exc, Conflict) else 400
         response = decision_detail(request, decision_id)
-        response.status_code = code
+        response.status_code = http_status(exc)
         return response
     messages.success(request, f"Decision #{decision.pk}: {step} done.")
     return redirect("decision_detail", decision_id=decision.pk)

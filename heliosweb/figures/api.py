@@ -12,8 +12,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from heliosweb.common.api import ERROR
 from heliosweb.jobs import selectors as job_selectors
-from heliosweb.jobs.api import ERROR
 
 from . import exports
 from .explain import plan_answer

@@ -7,7 +7,7 @@ import csv
 import io
 from typing import Any
 
-from heliosweb.errors import NotFound
+from heliosweb.common.errors import NotFound
 
 from .contract import JobData, KindViews
 

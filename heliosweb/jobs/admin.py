@@ -1,19 +1,10 @@
-"""Admin: jobs, their events and catalogs are history, so they are read-only here."""
+"""Admin: jobs and their events are history, so they are read-only here."""
 
 from django.contrib import admin
 
+from heliosweb.common.admin import ReadOnlyAdmin
+
 from .models import BenchmarkJob, JobEvent
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(BenchmarkJob)

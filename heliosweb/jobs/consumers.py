@@ -1,7 +1,7 @@
 """The live stream of one job: stored events first (replay), then live ones, in number order.
 
 Client messages (JSON): {"type": "resume", "after": n} replays from n; `ping` and `pong` as every
-stream takes them (heliosweb.streams). Anything else gets {"type": "error", "field", "error"}.
+stream takes them (heliosweb.common.streams). Anything else gets {"type": "error", "field", "error"}.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
-from heliosweb.bounds import DB_INT_MAX
-from heliosweb.query import int_or_none
-from heliosweb.streams import CLOSE_NOT_FOUND, SnapshotStream, Stream
+from heliosweb.common.bounds import DB_INT_MAX
+from heliosweb.common.inputs import int_or_none
+from heliosweb.common.streams import CLOSE_NOT_FOUND, SnapshotStream, Stream
 
 from . import selectors
-from .services import LIST_GROUP, group_name
+from .services.events import LIST_GROUP, group_name
 
 
 class JobConsumer(Stream):
@@ -29,8 +29,7 @@ class JobConsumer(Stream):
             await self.refuse(CLOSE_NOT_FOUND)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
-        after = int_or_none((query.get("after") or ["0"])[0])
-        self.last_seq = after if after is not None and after >= 0 else 0
+        self.last_seq = int_or_none((query.get("after") or ["0"])[0], minimum=0) or 0
         # Join the group before reading the database, so nothing falls between replay and live.
         self.group = group_name(self.job_id)
         await self.channel_layer.group_add(self.group, self.channel_name)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from heliosweb.errors import NotFound
+from heliosweb.common.inputs import get_by_id
 from scheduler_core.errors import InvalidInput
 
 from .models import FINISHED, BenchmarkJob, JobEvent
@@ -27,14 +27,8 @@ def job_list(*, limit: int = 50, kind: str | None = None, recipe: str | None = N
 
 
 def job_get(*, job_id: Any) -> BenchmarkJob:
-    try:
-        pk = int(job_id)
-    except (TypeError, ValueError):
-        raise InvalidInput("id", f"not a job id: {job_id!r}") from None
-    job = BenchmarkJob.objects.select_related("recipe", "created_by").filter(pk=pk).first()
-    if job is None:
-        raise NotFound("id", f"no job {pk}")
-    return job
+    """One job by an id from outside: InvalidInput if not an integer, NotFound if no such job."""
+    return get_by_id(BenchmarkJob.objects.select_related("recipe", "created_by"), job_id, what="job")
 
 
 def job_exists(*, job_id: int) -> bool:

@@ -1,21 +1,23 @@
-"""Thin Celery adapters around the job services."""
+"""Thin Celery adapters around the job services (`services.submission` queues `run_job` by name)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 from celery.signals import worker_ready
 
-from . import services
+from .services.reaper import jobs_reap
+from .services.runner import job_run
+from .services.submission import RUN_JOB_TASK
 
 
-@shared_task(name="heliosweb.jobs.tasks.run_job", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(name=RUN_JOB_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_job(job_id: int) -> None:
-    services.job_run(job_id=job_id)
+    job_run(job_id=job_id)
 
 
 @shared_task(name="heliosweb.jobs.tasks.reap_jobs", ignore_result=True)
 def reap_jobs() -> list[int]:
-    return services.jobs_reap()
+    return jobs_reap()
 
 
 @worker_ready.connect
@@ -24,4 +26,4 @@ def _reap_on_start(**_: object) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
-    services.jobs_reap()
+    jobs_reap()

@@ -4,24 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import QuerySet
 
-from heliosweb.catalogs.models import Boot
-from heliosweb.errors import NotFound
+from heliosweb.common.errors import NotFound
 
 from .models import Recipe
 
 
 def recipe_list() -> QuerySet[Recipe]:
-    """Recipes with their policy and the id/time of the latest boot, in one query."""
-    latest = Boot.objects.filter(recipe=OuterRef("pk")).order_by("-created_at", "-id")
-    return (
-        Recipe.objects.select_related("policy_setting")
-        .annotate(
-            latest_boot_id=Subquery(latest.values("id")[:1]), latest_boot_at=Subquery(latest.values("created_at")[:1])
-        )
-        .order_by("name")
-    )
+    """Recipes with their policy, by name (with their latest boot: `catalogs.selectors.recipe_list_with_latest_boot`)."""
+    return Recipe.objects.select_related("policy_setting").order_by("name")
 
 
 def recipe_policies() -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from heliosweb.broadcast import publish
+from heliosweb.common.broadcast import publish
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import SELECTABLE_POLICIES
 

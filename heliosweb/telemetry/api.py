@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.jobs.auth import BearerTokenAuthentication
+from heliosweb.common.auth import BearerTokenAuthentication
 from heliosweb.recipes.selectors import recipe_get
 from scheduler_core.errors import InvalidInput
 

@@ -26,7 +26,7 @@ from django.db import close_old_connections
 from heliosweb.catalogs.models import Boot
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.registry import JobKind
-from heliosweb.jobs.services import running_job
+from heliosweb.jobs.services.runner import running_job
 from heliosweb.recipes.models import Recipe
 from scheduler_core.analyses.catalogs import DRIFT_PARAM, EXECUTION_PARAMS, execution_of
 from scheduler_core.analyses.params import Analysis, Emit, Param, progress

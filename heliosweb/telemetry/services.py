@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from heliosweb.catalogs.models import Boot
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
-from heliosweb.jobs.services import job_cancel, job_create
+from heliosweb.jobs.services.submission import job_cancel, job_create
 from heliosweb.recipes.models import Recipe
 from scheduler_core.errors import InvalidInput
 

@@ -68,11 +68,9 @@ def queued(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> l
     sent: list[tuple[int, str]] = []
     if _real_services(request):
         return sent
-    from heliosweb.jobs import tasks
+    from heliosweb.celery import app
 
-    monkeypatch.setattr(
-        tasks.run_job, "apply_async", lambda args, queue, task_id=None, **kw: sent.append((args[0], queue))
-    )
+    monkeypatch.setattr(app, "send_task", lambda name, args, queue, task_id=None, **kw: sent.append((args[0], queue)))
     return sent
 
 
@@ -325,7 +323,7 @@ def use_redis(redis_url: str, settings: Any) -> None:
     from heliosweb.settings import redis_channel_layer
 
     settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
-    settings.REDIS_URL = redis_url  # heliosweb.broadcast publishes there (policy changes, live frames)
+    settings.REDIS_URL = redis_url  # heliosweb.common.broadcast publishes there (policy changes, live frames)
     channel_layers.backends.clear()
     if app.conf.broker_url != redis_url:
         app.conf.broker_url = redis_url

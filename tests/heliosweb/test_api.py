@@ -63,7 +63,8 @@ def test_a_bearer_token_from_the_management_command_authenticates(maintainer, ca
 
 
 def test_it_shows_a_job_with_progress_result_and_error(api, maintainer, transactional_db):
-    from heliosweb.jobs.services import job_create, job_run
+    from heliosweb.jobs.services.runner import job_run
+    from heliosweb.jobs.services.submission import job_create
 
     job = job_create(kind="pr22", user=maintainer)
     job_run(job_id=job.pk)
@@ -84,7 +85,7 @@ def test_unknown_ids_answer_404_naming_the_field(api, db):
 
 
 def test_it_cancels_a_queued_job(api, maintainer, db):
-    from heliosweb.jobs.services import job_create
+    from heliosweb.jobs.services.submission import job_create
 
     job = job_create(kind="pr22", user=maintainer)
     response = api.post(f"/api/jobs/{job.pk}/cancel/")

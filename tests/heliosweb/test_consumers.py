@@ -11,8 +11,8 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from heliosweb.asgi import application
-from heliosweb.jobs import services
 from heliosweb.jobs.models import JobEvent
+from heliosweb.jobs.services import events, submission
 
 from .conftest import ORIGIN
 
@@ -48,9 +48,9 @@ async def _close_code(path: str, headers: list[tuple[bytes, bytes]]) -> int | st
 
 async def _make_job(maintainer):
     def create():
-        job = services.job_create(kind="pr22", user=maintainer)
+        job = submission.job_create(kind="pr22", user=maintainer)
         for i in range(3):
-            services._append_event(job.pk, {"type": "progress", "done": i, "total": 4, "message": f"step {i}"})
+            events.event_append(job.pk, {"type": "progress", "done": i, "total": 4, "message": f"step {i}"})
         return job
 
     return await database_sync_to_async(create)()
@@ -110,7 +110,7 @@ async def test_it_replays_stored_events_then_sends_live_ones_in_order(maintainer
     assert [(await _receive(communicator))["seq"] for _ in range(2)] == [2, 3]
     layer = get_channel_layer()
     # A live batch that repeats an already-replayed event and skips one (4): 4 is refilled from the database.
-    await database_sync_to_async(services._append_event)(job.pk, {"type": "progress", "done": 3, "total": 4})
+    await database_sync_to_async(events.event_append)(job.pk, {"type": "progress", "done": 3, "total": 4})
     await layer.group_send(
         f"job.{job.pk}",
         {

@@ -56,14 +56,16 @@ def test_the_dashboard_shows_each_decision_step_without_a_reload(stack, page, re
 
 
 def test_a_new_job_appears_on_the_dashboard_and_runs_to_done_without_a_reload(stack, page, maintainer):
-    from heliosweb.jobs import services
+    from heliosweb.jobs.services import submission
 
     User.objects.create_user("watcher", password="pw-watcher-123")
     stack.start_web()
     log_in_and_open(page, f"{stack.base_url}/", "watcher", "pw-watcher-123")
     page.wait_for_function("document.getElementById('jobs').dataset.live === 'true'")
 
-    job = off_the_browser_thread(services.job_create, kind="pulse", params={"count": 40, "rate": 20.0}, user=maintainer)
+    job = off_the_browser_thread(
+        submission.job_create, kind="pulse", params={"count": 40, "rate": 20.0}, user=maintainer
+    )
     row = f'#jobs tr[data-job="{job.pk}"]'
     page.wait_for_selector(row)  # queued, then picked up by the real worker
     page.wait_for_function(f"document.querySelector('{row}').dataset.status === 'running'")

@@ -14,8 +14,8 @@ from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from rest_framework.test import APIClient
 
+from heliosweb.common.errors import Conflict, Forbidden
 from heliosweb.decisions import services
-from heliosweb.decisions.errors import Conflict, Forbidden
 from heliosweb.decisions.models import AppendOnly, AuditEvent, PolicyDecision
 from heliosweb.decisions.selectors import audit_verify
 from heliosweb.jobs.models import BenchmarkJob
@@ -381,11 +381,11 @@ def test_an_unavailable_channel_layer_never_fails_the_decision(
             await asyncio.sleep(0)
             raise ConnectionError("redis is down")
 
-    monkeypatch.setattr(services, "get_channel_layer", lambda: Down())
+    monkeypatch.setattr("heliosweb.common.realtime.get_channel_layer", lambda: Down())
     with django_capture_on_commit_callbacks(execute=True):
         decision = propose(author)
     assert PolicyDecision.objects.get().pk == decision.pk and audit_verify().ok
-    assert "could not push decision event" in caplog.text
+    assert "could not send a recipes.decision message" in caplog.text
 
 
 # --- demo data ------------------------------------------------------------------------------

@@ -285,7 +285,8 @@ def test_the_list_filters_by_status_and_shows_the_chain_badge(author, reviewer, 
 
 
 def test_the_decision_page_shows_each_evidence_jobs_numbers(author, reviewer, recipe, transactional_db):
-    from heliosweb.jobs.services import job_create, job_run
+    from heliosweb.jobs.services.runner import job_run
+    from heliosweb.jobs.services.submission import job_create
 
     job = job_create(kind="pr22", recipe="tiny-cpu", user=author)
     job_run(job_id=job.pk)

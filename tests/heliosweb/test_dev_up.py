@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from heliosweb.common.processes import pid_alive
 from heliosweb.devtool import free_port, signal_group
-from heliosweb.processes import pid_alive
 
 from .conftest import ROOT, wait_until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
-from heliosweb.jobs import services
+from heliosweb.jobs.services import runner, submission
 
 from .conftest import ORIGIN
 from .test_consumers import _connect, _receive, _session_cookie
@@ -14,19 +14,19 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 
 async def test_it_sends_recent_jobs_then_each_jobs_status_as_it_changes(maintainer):
-    first = await database_sync_to_async(services.job_create)(kind="pr22", user=maintainer)
+    first = await database_sync_to_async(submission.job_create)(kind="pr22", user=maintainer)
     cookie = await database_sync_to_async(_session_cookie)(maintainer)
     communicator, connected, _ = await _connect("/ws/jobs/", [cookie, ORIGIN])
     assert connected
     snapshot = await _receive(communicator)
     assert snapshot["type"] == "snapshot" and [j["id"] for j in snapshot["jobs"]] == [first.pk]
 
-    second = await database_sync_to_async(services.job_create)(kind="pr22", user=maintainer)
+    second = await database_sync_to_async(submission.job_create)(kind="pr22", user=maintainer)
     queued = await _receive(communicator)
     assert queued["type"] == "job" and queued["job"]["id"] == second.pk and queued["job"]["status"] == "queued"
     assert queued["job"]["created_by"] == maintainer.username and queued["job"]["result"] is None
 
-    await database_sync_to_async(services.job_run)(job_id=second.pk)
+    await database_sync_to_async(runner.job_run)(job_id=second.pk)
     statuses = []
     while not statuses or statuses[-1] != "done":
         message = await _receive(communicator)

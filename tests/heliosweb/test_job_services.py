@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from heliosweb.catalogs.models import Boot
-from heliosweb.jobs import services
 from heliosweb.jobs.models import BenchmarkJob, JobEvent, JobStatus
 from heliosweb.jobs.registry import JobKind, job_kinds
+from heliosweb.jobs.services import events, reaper, runner, submission
 from scheduler_core.errors import InvalidInput
 
 EIGHT_FIGURES = [
@@ -25,7 +25,7 @@ def test_it_creates_a_queued_job_and_queues_it_on_the_sim_queue(
     maintainer, recipe, queued, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        job = services.job_create(kind="pr22", recipe="tiny-cpu", params={"drift_factor": 2}, user=maintainer)
+        job = submission.job_create(kind="pr22", recipe="tiny-cpu", params={"drift_factor": 2}, user=maintainer)
     assert job.status == JobStatus.QUEUED
     assert job.params["drift_factor"] == 2 and job.params["fixed_ms"] == 2.0  # defaults filled
     assert queued == [(job.pk, "sim")]
@@ -55,7 +55,7 @@ def test_it_rejects_bad_input_naming_the_field_and_stores_nothing(
     maintainer, recipe, queued, kwargs, field, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(InvalidInput) as err:
-        services.job_create(user=maintainer, **kwargs)
+        submission.job_create(user=maintainer, **kwargs)
     assert err.value.field == field
     assert BenchmarkJob.objects.count() == 0
     assert queued == []
@@ -71,8 +71,8 @@ def test_every_scheduler_core_analysis_is_a_sim_kind():
 
 
 def test_running_pr22_stores_numbered_events_and_the_eight_figures(maintainer, transactional_db):
-    job = services.job_create(kind="pr22", user=maintainer)
-    services.job_run(job_id=job.pk)
+    job = submission.job_create(kind="pr22", user=maintainer)
+    runner.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.DONE and job.progress_percent == 100
     pairs = [
@@ -91,15 +91,15 @@ def test_running_pr22_stores_numbered_events_and_the_eight_figures(maintainer, t
 
 
 def test_a_second_delivery_of_a_finished_job_does_nothing(maintainer, transactional_db):
-    job = services.job_create(kind="pr22", user=maintainer)
-    services.job_run(job_id=job.pk)
+    job = submission.job_create(kind="pr22", user=maintainer)
+    runner.job_run(job_id=job.pk)
     count = JobEvent.objects.filter(job=job).count()
-    services.job_run(job_id=job.pk)
+    runner.job_run(job_id=job.pk)
     assert JobEvent.objects.filter(job=job).count() == count
 
 
 def test_a_redelivered_job_whose_worker_died_is_failed_not_rerun(maintainer, transactional_db):
-    job = services.job_create(kind="pr22", user=maintainer)
+    job = submission.job_create(kind="pr22", user=maintainer)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     import socket
@@ -107,7 +107,7 @@ def test_a_redelivered_job_whose_worker_died_is_failed_not_rerun(maintainer, tra
     BenchmarkJob.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING, worker_host=socket.gethostname(), worker_pid=dead.pid
     )
-    services.job_run(job_id=job.pk)
+    runner.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "worker lost" in job.error
     assert job.result is None
@@ -121,9 +121,9 @@ def test_the_reaper_fails_jobs_of_dead_workers_and_stale_heartbeats(maintainer, 
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    a = services.job_create(kind="pr22", user=maintainer)
-    b = services.job_create(kind="pr22", user=maintainer)
-    c = services.job_create(kind="pr22", user=maintainer)
+    a = submission.job_create(kind="pr22", user=maintainer)
+    b = submission.job_create(kind="pr22", user=maintainer)
+    c = submission.job_create(kind="pr22", user=maintainer)
     now = timezone.now()
     BenchmarkJob.objects.filter(pk=a.pk).update(
         status="running", worker_host=socket.gethostname(), worker_pid=dead.pid, heartbeat_at=now
@@ -134,31 +134,31 @@ def test_the_reaper_fails_jobs_of_dead_workers_and_stale_heartbeats(maintainer, 
     BenchmarkJob.objects.filter(pk=c.pk).update(
         status="running", worker_host="elsewhere", worker_pid=1, heartbeat_at=now
     )
-    assert sorted(services.jobs_reap(stale_seconds=60)) == [a.pk, b.pk]
+    assert sorted(reaper.jobs_reap(stale_seconds=60)) == [a.pk, b.pk]
     assert BenchmarkJob.objects.get(pk=c.pk).status == "running"
     assert JobEvent.objects.get(job=a, type="failed").data["reason"].startswith("worker lost")
-    assert services.jobs_reap(stale_seconds=60) == []  # idempotent
+    assert reaper.jobs_reap(stale_seconds=60) == []  # idempotent
 
 
 def test_cancelling_a_queued_job_stops_it_before_it_runs(maintainer, transactional_db):
-    job = services.job_create(kind="pr22", user=maintainer)
-    services.job_cancel(job=job)
-    services.job_run(job_id=job.pk)
+    job = submission.job_create(kind="pr22", user=maintainer)
+    submission.job_cancel(job=job)
+    runner.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED and job.result is None
 
 
 def test_cancelling_a_finished_job_is_refused(maintainer, transactional_db):
-    job = services.job_create(kind="pr22", user=maintainer)
-    services.job_run(job_id=job.pk)
+    job = submission.job_create(kind="pr22", user=maintainer)
+    runner.job_run(job_id=job.pk)
     with pytest.raises(InvalidInput) as err:
-        services.job_cancel(job=job)
+        submission.job_cancel(job=job)
     assert err.value.field == "status"
 
 
 def test_a_running_job_stops_at_its_next_event_once_cancelled(maintainer, transactional_db, monkeypatch, settings):
     settings.HELIOS_EVENT_FLUSH_SECONDS = 0.01
-    job = services.job_create(kind="pulse", params={"count": 100000, "rate": 5000}, user=maintainer)
+    job = submission.job_create(kind="pulse", params={"count": 100000, "rate": 5000}, user=maintainer)
     original = job_kinds()["pulse"].analysis.run
     calls = {"n": 0}
 
@@ -175,8 +175,8 @@ def test_a_running_job_stops_at_its_next_event_once_cancelled(maintainer, transa
 
     kinds = dict(job_kinds())
     kinds["pulse"] = JobKind("pulse", "sim", replace(kinds["pulse"].analysis, run=run))
-    monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
-    services.job_run(job_id=job.pk)
+    monkeypatch.setattr("heliosweb.jobs.registry.job_kinds", lambda: kinds)
+    runner.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED
     assert calls["n"] < 100000
@@ -195,13 +195,13 @@ def test_a_capture_result_is_stored_as_a_boot_of_the_recipe(maintainer, recipe, 
         },
     )
     kinds = {**job_kinds(), "capture": JobKind("capture", "gpu", capture)}
-    monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
+    monkeypatch.setattr("heliosweb.jobs.registry.job_kinds", lambda: kinds)
     with pytest.raises(InvalidInput) as err:
-        services.job_create(kind="capture", user=maintainer)
+        submission.job_create(kind="capture", user=maintainer)
     assert err.value.field == "recipe"
-    job = services.job_create(kind="capture", recipe="tiny-cpu", user=maintainer)
+    job = submission.job_create(kind="capture", recipe="tiny-cpu", user=maintainer)
     assert job.queue == "gpu"
-    services.job_run(job_id=job.pk)
+    runner.job_run(job_id=job.pk)
     boot = Boot.objects.get(job=job)
     assert boot.recipe == recipe and boot.catalog[0]["ms"] == 3.5 and boot.provenance == {"device": "cpu"}
 
@@ -214,16 +214,16 @@ def test_a_failing_analysis_leaves_the_job_failed_with_its_reason(maintainer, mo
         raise RuntimeError("the model fell over")
 
     kinds = {**job_kinds(), "pr22": JobKind("pr22", "sim", Analysis(name="pr22", summary="", params=(), run=boom))}
-    monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
-    job = services.job_create(kind="pr22", user=maintainer)
-    services.job_run(job_id=job.pk)
+    monkeypatch.setattr("heliosweb.jobs.registry.job_kinds", lambda: kinds)
+    job = submission.job_create(kind="pr22", user=maintainer)
+    runner.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "the model fell over" in job.error
     assert list(JobEvent.objects.filter(job=job).values_list("type", flat=True)) == ["progress", "failed"]
 
 
 def test_a_real_cpu_capture_stores_one_boot_per_repeated_boot(maintainer, recipe, transactional_db):
-    job = services.job_create(
+    job = submission.job_create(
         kind="capture",
         recipe="tiny-cpu",
         user=maintainer,
@@ -236,7 +236,7 @@ def test_a_real_cpu_capture_stores_one_boot_per_repeated_boot(maintainer, recipe
             "boots": 2,
         },
     )
-    services.job_run(job_id=job.pk)
+    runner.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.DONE, job.error
     boots = list(Boot.objects.filter(job=job).order_by("pk"))
@@ -256,9 +256,9 @@ def test_a_capture_whose_catalog_is_invalid_fails_and_stores_no_boot(maintainer,
         run=lambda params, emit: {"catalog": [{"prefill": 512, "decode": 0, "ms": -1.0}]},
     )
     kinds = {**job_kinds(), "capture": JobKind("capture", "gpu", capture)}
-    monkeypatch.setattr("heliosweb.jobs.services.get_kind", lambda name: kinds[name])
-    job = services.job_create(kind="capture", recipe="tiny-cpu", user=maintainer)
-    services.job_run(job_id=job.pk)
+    monkeypatch.setattr("heliosweb.jobs.registry.job_kinds", lambda: kinds)
+    job = submission.job_create(kind="capture", recipe="tiny-cpu", user=maintainer)
+    runner.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "catalog[0].ms" in job.error
     assert not Boot.objects.exists() and job.result is None
@@ -269,13 +269,13 @@ def test_a_sweep_can_name_a_stored_boot_instead_of_spelling_out_its_catalog(main
     from scheduler_core.execution import AffineExecution, measured_catalog
 
     boot = boot_create(recipe=recipe, catalog=measured_catalog(AffineExecution()).to_dicts())
-    job = services.job_create(
+    job = submission.job_create(
         kind="sweep",
         user=maintainer,
         params={"boot_catalog": {"boot": boot.pk}, "min_tokens": 3504, "max_tokens": 3504, "count": 1},
     )
     assert job.params["boot_catalog"] == boot.catalog  # the job keeps the catalog itself
-    services.job_run(job_id=job.pk)
+    runner.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.result["series"]["boot"]["rule"]["ttft_ms"] == [
         66.1
@@ -292,7 +292,7 @@ def test_a_sweep_can_name_a_stored_boot_instead_of_spelling_out_its_catalog(main
 )
 def test_naming_an_unknown_or_malformed_boot_is_refused_and_nothing_is_queued(maintainer, recipe, queued, value, field):
     with pytest.raises(InvalidInput) as err:
-        services.job_create(kind="boots", user=maintainer, params={"boot_catalogs": value})
+        submission.job_create(kind="boots", user=maintainer, params={"boot_catalogs": value})
     assert err.value.field == field
     assert not BenchmarkJob.objects.exists() and queued == []
 
@@ -302,14 +302,14 @@ def test_done_is_sent_only_after_the_result_is_committed(maintainer, monkeypatch
     from django.db import connection
 
     sent_inside_a_transaction = []
-    real_send = services._send
+    real_send = events.events_send
 
     def send(job_id, messages):
         sent_inside_a_transaction.extend((m["type"], connection.in_atomic_block) for m in messages)
         real_send(job_id, messages)
 
-    monkeypatch.setattr(services, "_send", send)
-    job = services.job_create(kind="pr22", user=maintainer)
-    services.job_run(job_id=job.pk)
+    monkeypatch.setattr(events, "events_send", send)
+    job = submission.job_create(kind="pr22", user=maintainer)
+    runner.job_run(job_id=job.pk)
     assert ("done", False) in sent_inside_a_transaction
     assert ("done", True) not in sent_inside_a_transaction

@@ -69,7 +69,8 @@ def test_the_dashboard_uses_a_bounded_number_of_queries(
 
 
 def test_compare_shows_finished_jobs_side_by_side(browser_client, maintainer, transactional_db):
-    from heliosweb.jobs.services import job_create, job_run
+    from heliosweb.jobs.services.runner import job_run
+    from heliosweb.jobs.services.submission import job_create
 
     a = job_create(kind="pr22", user=maintainer)
     b = job_create(kind="pr22", params={"drift_factor": 2.0}, user=maintainer)
@@ -82,7 +83,8 @@ def test_compare_shows_finished_jobs_side_by_side(browser_client, maintainer, tr
 
 
 def test_compare_shows_other_kinds_as_their_text_tables(browser_client, maintainer, transactional_db):
-    from heliosweb.jobs.services import job_create, job_run
+    from heliosweb.jobs.services.runner import job_run
+    from heliosweb.jobs.services.submission import job_create
 
     jobs = [job_create(kind="fuzz", params={"cases": 50, "seed": seed}, user=maintainer) for seed in (1, 2)]
     for job in jobs:

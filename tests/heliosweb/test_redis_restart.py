@@ -14,8 +14,8 @@ import pytest
 from django.contrib.auth.models import Group, Permission, User
 
 from heliosweb.devtool import start_redis
-from heliosweb.jobs import services
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
+from heliosweb.jobs.services import submission
 
 from .conftest import Stack, _database_url, log_in_and_open, needs_chromium, use_redis, wait_until
 
@@ -38,7 +38,7 @@ def test_a_job_page_survives_a_redis_restart_and_shows_every_event(tmp_path: Pat
         user.groups.add(group)
 
         # ~10 s of events, about 200 in all: the page lists up to 300, so every one must show.
-        job = services.job_create(kind="pulse", params={"count": 100, "rate": 10.0}, user=user)
+        job = submission.job_create(kind="pulse", params={"count": 100, "rate": 10.0}, user=user)
         log_in_and_open(page, f"{stack.base_url}/jobs/{job.pk}", "restart-maint", "pw-restart-123")
         page.wait_for_function("Number(document.getElementById('event-count').textContent) >= 20")
 

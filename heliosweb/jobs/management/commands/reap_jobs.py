@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from heliosweb.jobs.services import jobs_reap
+from heliosweb.jobs.services.reaper import jobs_reap
 
 
 class Command(BaseCommand):

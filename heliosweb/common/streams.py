@@ -6,7 +6,7 @@ stream): a browser never sees the HTTP status of a refused handshake, only 1006,
 forever. Every `HELIOS_WS_PING_SECONDS` the server sends `{"type": "ping", "interval": s}`; pages
 answer `{"type": "pong"}` and reconnect when the server stays silent (a dropped connection that
 neither end was told about). Client messages are JSON objects of at most `MAX_MESSAGE_BYTES`,
-nested at most `bounds.MAX_JSON_DEPTH` deep; anything else gets `{"type": "error", "field",
+nested at most `common.bounds.MAX_JSON_DEPTH` deep; anything else gets `{"type": "error", "field",
 "error"}` and the socket stays open.
 """
 
@@ -21,7 +21,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from heliosweb.bounds import BadJSON, parse_json
+from heliosweb.common.bounds import BadJSON, parse_json
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404

@@ -1,3 +1,5 @@
+"""API authentication (`REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]`, next to the session)."""
+
 from rest_framework.authentication import TokenAuthentication
 
 

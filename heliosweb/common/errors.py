@@ -1,0 +1,26 @@
+"""Web-side errors. All are scheduler_core's `InvalidInput` (they name a field), so every front end
+reports them the same way; the flavour picks the HTTP status, in one place (`http_status`)."""
+
+from __future__ import annotations
+
+from scheduler_core.errors import InvalidInput
+
+
+class NotFound(InvalidInput):
+    """An unknown id or name (404)."""
+
+
+class Forbidden(InvalidInput):
+    """The actor may not take this step: a missing permission, or approving their own proposal (403)."""
+
+
+class Conflict(InvalidInput):
+    """Valid input, but not now: a wrong status, or the state changed since (409)."""
+
+
+def http_status(exc: InvalidInput) -> int:
+    """The status a page or the API answers for `exc`; plain bad input is 400."""
+    for flavour, status in ((NotFound, 404), (Forbidden, 403), (Conflict, 409)):
+        if isinstance(exc, flavour):
+            return status
+    return 400

@@ -1,0 +1,92 @@
+"""Integers and ids from outside (query strings, URL parts, JSON bodies, form fields): one parser.
+
+Bounded to what the database stores, so `?decision=99999999999999999999` or `{"boot": 10**30}` is
+refused naming its field (or is simply not found) instead of overflowing the database driver (500).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeVar
+
+from django.db.models import Model, QuerySet
+
+from scheduler_core.errors import InvalidInput
+
+from .bounds import DB_INT_MAX
+from .errors import NotFound
+
+DB_INT_MIN = -DB_INT_MAX - 1  # a 64-bit integer column (BigAutoField keys, SQLite's integers)
+
+M = TypeVar("M", bound=Model)
+
+
+def as_int(value: object) -> int | None:
+    """`value` as an int: an int (not a bool), an integral float, or the decimal text of one; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def parse_int(value: object, *, field: str, minimum: int = DB_INT_MIN, maximum: int = DB_INT_MAX) -> int:
+    """`value` as an int within [minimum, maximum], or InvalidInput naming `field`."""
+    number = as_int(value)
+    if number is None:
+        raise InvalidInput(field, f"must be an integer, got {value!r}")
+    if not minimum <= number <= maximum:
+        raise InvalidInput(field, f"must be from {minimum} to {maximum}, got {number}")
+    return number
+
+
+def int_or_none(value: object, *, minimum: int = DB_INT_MIN, maximum: int = DB_INT_MAX) -> int | None:
+    """Lenient `parse_int` for a page or a stream that falls back to its default: None when absent or bad."""
+    number = as_int(value)
+    return number if number is not None and minimum <= number <= maximum else None
+
+
+def query_int(
+    params: Mapping[str, str], name: str, *, default: int, minimum: int = DB_INT_MIN, maximum: int = DB_INT_MAX
+) -> int:
+    """A query-string integer: `default` when absent or empty, else `parse_int` naming `name`."""
+    raw = params.get(name)
+    return default if raw in (None, "") else parse_int(raw, field=name, minimum=minimum, maximum=maximum)
+
+
+def query_limit(params: Mapping[str, str], *, default: int, most: int) -> int:
+    """`?limit=`: an integer (or InvalidInput), clamped to 1..most."""
+    raw = params.get("limit")
+    if raw in (None, ""):
+        return default
+    number = as_int(raw)
+    if number is None:
+        raise InvalidInput("limit", f"must be an integer, got {raw!r}")
+    return max(1, min(most, number))
+
+
+def parse_id(value: object, *, field: str, what: str) -> int:
+    """A row's id: a positive integer a key can hold, or InvalidInput "not a <what> id" naming `field`."""
+    number = as_int(value)
+    if number is None or not 1 <= number <= DB_INT_MAX:
+        raise InvalidInput(field, f"not a {what} id: {value!r}")
+    return number
+
+
+def get_by_id(queryset: QuerySet[M], value: object, *, what: str, field: str = "id") -> M:
+    """One row by an id from outside: not an integer is bad input (400); an id no row has, including
+    one no key can hold, is NotFound (404)."""
+    number = as_int(value)
+    if number is None:
+        raise InvalidInput(field, f"not a {what} id: {value!r}")
+    found = queryset.filter(pk=number).first() if 1 <= number <= DB_INT_MAX else None
+    if found is None:
+        raise NotFound(field, f"no {what} {number}")
+    return found

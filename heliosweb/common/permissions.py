@@ -1,0 +1,20 @@
+"""API permissions shared by several apps."""
+
+from __future__ import annotations
+
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+RUN_JOBS = "jobs.run_jobs"  # the maintainer permission (declared on jobs.BenchmarkJob)
+
+
+class CanRunJobs(BasePermission):
+    """Anyone authenticated reads; starting or cancelling jobs and uploading boots needs `jobs.run_jobs`."""
+
+    message = "starting or cancelling jobs needs the maintainer permission (jobs.run_jobs)"
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return True
+        return bool(request.user and request.user.has_perm(RUN_JOBS))

@@ -1,0 +1,36 @@
+"""The one way any app pushes to websockets (Zulip's `send_event` is the model).
+
+Best effort by design: the database is the source of truth and Redis only transport, so a failed
+send is logged, never raised; every stream refills what it missed from the database (numbered job
+events, a snapshot on every connect). Send only what is committed: `send_event_on_commit` inside a
+transaction, so a listener told "done" finds it done.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+
+def send_event(group: str, message: dict[str, Any]) -> bool:
+    """Send `message` (its `type` names the consumer method) to every socket in `group`; False if not sent."""
+    layer = get_channel_layer()
+    if layer is None:
+        return False
+    try:
+        async_to_sync(layer.group_send)(group, message)
+    except Exception:
+        log.warning("could not send a %s message to channel group %s", message.get("type"), group, exc_info=True)
+        return False
+    return True
+
+
+def send_event_on_commit(group: str, message: dict[str, Any]) -> None:
+    """`send_event` once the current transaction commits (at once outside one)."""
+    transaction.on_commit(lambda: send_event(group, message))

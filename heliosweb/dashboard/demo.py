@@ -1,0 +1,68 @@
+"""Demo data for `./dev up` (`manage.py demo_setup`), in the top app because it touches every app.
+
+Idempotent: the `maintainers` group (run jobs, propose and apply decisions), the `approvers` group
+(approve), a demo maintainer (HELIOS_DEMO_USER, default `maintainer`), a second account that may
+also approve (HELIOS_DEMO_REVIEWER, default `reviewer`) so the four-eyes rule can be tried on one
+machine, and the demo recipes.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import TextIO
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, Group, Permission
+
+from heliosweb.recipes.services import recipe_ensure
+
+DEMO_RECIPES = [
+    ("llama-8b-h100", "8B decoder, one H100, CUDA graphs captured per shape", "cost"),
+    ("mistral-7b-a100", "7B decoder, one A100", "rule"),
+    ("tiny-cpu", "the seeded tiny model gpu_runner builds (CPU or any GPU)", "cost"),
+]
+HISTORY_APPS = ["decisions", "jobs", "recipes", "catalogs"]  # staff read them in the (read-only) admin
+
+
+def demo_setup(*, username: str, stdout: TextIO) -> None:
+    maintainers, _ = Group.objects.get_or_create(name="maintainers")
+    maintainers.permissions.add(Permission.objects.get(codename="run_jobs", content_type__app_label="jobs"))
+    maintainers.permissions.add(*_decision_perms("propose_decision", "apply_decision"))
+    approvers, _ = Group.objects.get_or_create(name="approvers")
+    approvers.permissions.add(*_decision_perms("approve_decision"))
+    view = Permission.objects.filter(content_type__app_label__in=HISTORY_APPS, codename__startswith="view_")
+
+    maintainer = _demo_user(username, "HELIOS_DEMO_PASSWORD", "demo maintainer", stdout)
+    maintainer.groups.add(maintainers)
+    maintainer.user_permissions.add(*view)
+    reviewer_name = os.environ.get("HELIOS_DEMO_REVIEWER", "reviewer")
+    reviewer = _demo_user(
+        reviewer_name, "HELIOS_DEMO_REVIEWER_PASSWORD", "demo reviewer (can approve decisions)", stdout
+    )
+    reviewer.groups.add(maintainers, approvers)
+    reviewer.user_permissions.add(*view)
+    for name, description, policy in DEMO_RECIPES:
+        recipe_ensure(name=name, description=description, policy=policy)
+
+
+def _decision_perms(*codenames: str) -> list[Permission]:
+    return list(Permission.objects.filter(content_type__app_label="decisions", codename__in=codenames))
+
+
+def _demo_user(username: str, password_env: str, role: str, stdout: TextIO) -> AbstractBaseUser:
+    """The staff account `username`, created with a printed random password unless `password_env` sets one."""
+    user_model = get_user_model()
+    user = user_model.objects.filter(username=username).first()
+    password = os.environ.get(password_env, "")
+    if user is None:
+        password = password or secrets.token_urlsafe(12)
+        user = user_model.objects.create_user(username=username, password=password, is_staff=True)
+        stdout.write(f"{role}: {username} / password: {password}\n")
+    elif password:
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        stdout.write(f"{role}: {username} / password: (from {password_env})\n")
+    else:
+        stdout.write(f"{role}: {username} (password unchanged; set {password_env} to reset it)\n")
+    return user

@@ -1,0 +1,116 @@
+"""`EventPump`: a running job's events, numbered (`seq` from 1), stored and sent in batches by a
+background thread (every `HELIOS_EVENT_FLUSH_SECONDS`), which also writes the heartbeat and
+notices cancel requests. One group message per batch keeps far below channels_redis's 100-unread
+limit; the numbers let a client refill any gap from the database."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.utils import timezone
+
+from ..models import BenchmarkJob, JobEvent
+from .events import event_data, events_send, job_announce
+
+log = logging.getLogger(__name__)
+
+ANNOUNCE_EVERY_S = 0.5  # progress on the lists: a running job is announced at most this often
+
+
+class JobCancelled(Exception):
+    """Raised inside a running analysis (at its next event) once a cancel was requested."""
+
+
+class EventPump:
+    def __init__(self, job: BenchmarkJob) -> None:
+        self.job_id = job.pk
+        self.seq = job.last_seq
+        self.interval = settings.HELIOS_EVENT_FLUSH_SECONDS
+        self.heartbeat_every = settings.HELIOS_HEARTBEAT_SECONDS
+        self._buffer: list[dict[str, Any]] = []
+        self._progress: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._cancelled = False
+        self._thread = threading.Thread(target=self._loop, name=f"events-job-{job.pk}", daemon=True)
+        self._last_heartbeat = time.monotonic()
+        self._last_announce = 0.0
+
+    def emit(self, event: dict[str, Any]) -> None:
+        """The analysis's `emit`: number and buffer one event; raise JobCancelled once cancelled."""
+        if self._cancelled:
+            raise JobCancelled()
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            return
+        with self._lock:
+            self.seq += 1
+            message = {**event, "seq": self.seq}
+            message.setdefault("ts", time.time())
+            self._buffer.append(message)
+            if event["type"] == "progress":
+                self._progress = event
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Flush what is buffered and end the thread."""
+        self._stopping = True
+        self._wake.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                stopping = self._stopping
+                self._flush()
+                if stopping:
+                    return
+                self._wake.wait(self.interval)
+        finally:
+            connection.close()
+
+    def _flush(self) -> None:
+        with self._lock:
+            batch, self._buffer = self._buffer, []
+            progress, self._progress = self._progress, None
+        now = time.monotonic()
+        beat = now - self._last_heartbeat >= self.heartbeat_every
+        if not batch and not beat:
+            return
+        close_old_connections()
+        try:
+            self._store(batch, progress)
+            self._last_heartbeat = now
+            if progress and now - self._last_announce >= ANNOUNCE_EVERY_S:
+                self._last_announce = now
+                job_announce(self.job_id)
+            if BenchmarkJob.objects.filter(pk=self.job_id, cancel_requested=True).exists():
+                self._cancelled = True
+        except Exception:
+            log.exception("could not store %d events of job %s", len(batch), self.job_id)
+            return
+        events_send(self.job_id, batch)
+
+    def _store(self, batch: list[dict[str, Any]], progress: dict[str, Any] | None) -> None:
+        """The batch, the job's progress, heartbeat and `last_seq`, in one transaction."""
+        fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
+        with transaction.atomic():
+            if batch:
+                JobEvent.objects.bulk_create(
+                    JobEvent(job_id=self.job_id, seq=m["seq"], type=m["type"], data=event_data(m)) for m in batch
+                )
+                fields["last_seq"] = batch[-1]["seq"]
+            if progress:
+                fields.update(
+                    progress_done=max(0, int(progress.get("done", 0))),
+                    progress_total=max(0, int(progress.get("total", 0))),
+                    progress_message=str(progress.get("message", ""))[:200],
+                )
+            BenchmarkJob.objects.filter(pk=self.job_id).update(**fields)

@@ -1,0 +1,38 @@
+"""The reaper: fail running jobs whose worker vanished (Celery beat every 15 s, every worker start,
+`manage.py reap_jobs`). Events and results stored before the death are kept."""
+
+from __future__ import annotations
+
+import socket
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from heliosweb.common.processes import pid_alive
+
+from ..models import BenchmarkJob, JobStatus
+from .events import job_fail
+
+
+def jobs_reap(*, stale_seconds: float | None = None) -> list[int]:
+    """Fail running jobs of a dead process on this host, or whose heartbeat is older than
+    `stale_seconds` (`HELIOS_JOB_STALE_SECONDS`); the ids failed."""
+    stale_seconds = settings.HELIOS_JOB_STALE_SECONDS if stale_seconds is None else stale_seconds
+    host = socket.gethostname()
+    cutoff = timezone.now() - timedelta(seconds=stale_seconds)
+    reaped = []
+    for job in BenchmarkJob.objects.filter(status=JobStatus.RUNNING).only(
+        "id", "worker_host", "worker_pid", "heartbeat_at"
+    ):
+        if job.worker_host == host and not pid_alive(job.worker_pid):
+            reason = f"worker lost mid-job (process {job.worker_pid} on {host} is gone)"
+        elif job.heartbeat_at is None or job.heartbeat_at < cutoff:
+            reason = (
+                f"worker lost mid-job (no heartbeat from {job.worker_host or 'its worker'} for {stale_seconds:.0f} s)"
+            )
+        else:
+            continue
+        if job_fail(job_id=job.pk, reason=reason):
+            reaped.append(job.pk)
+    return reaped

@@ -1,0 +1,107 @@
+"""Running a job (the body of the Celery task `run_job`): claim it under a row lock, run its
+analysis with an `EventPump`, and finish it once. Idempotent by job id: a redelivered task never
+runs a job twice."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from contextvars import ContextVar
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from heliosweb.catalogs.services import boot_create
+from heliosweb.common.processes import pid_alive
+from scheduler_core.errors import InvalidInput
+
+from ..models import BenchmarkJob, JobStatus
+from ..registry import get_kind
+from .events import event_append, job_announce, job_fail
+from .pump import EventPump, JobCancelled
+
+log = logging.getLogger(__name__)
+# The job whose analysis runs in this thread: an analysis that serves a recipe (the simulated
+# engine) reads the job's recipe and id here, its params stay the kind's declared ones.
+running_job: ContextVar[BenchmarkJob | None] = ContextVar("running_job", default=None)
+
+
+def job_run(*, job_id: int) -> None:
+    """Run a queued job; skip a finished one; fail one whose earlier worker vanished."""
+    job = _claim(job_id)
+    if job is None:
+        return
+    job_announce(job.pk)
+    pump = EventPump(job)
+    pump.start()
+    running = running_job.set(job)
+    try:
+        result = get_kind(job.kind).analysis.run(dict(job.params), pump.emit)
+    except JobCancelled:
+        pump.stop()
+        reason = "cancelled while running"
+        _finish(job, JobStatus.CANCELLED, error=reason, event={"type": "cancelled", "reason": reason})
+    except Exception as exc:
+        log.exception("job %s failed", job_id)
+        pump.stop()
+        reason = f"{type(exc).__name__}: {exc}"
+        _finish(job, JobStatus.FAILED, error=reason, event={"type": "failed", "reason": reason})
+    else:
+        pump.stop()
+        try:
+            with transaction.atomic():  # the boots and the job's result land together, or neither does
+                _store_boots(job, result)
+                _finish(job, JobStatus.DONE, result=result, event={"type": "done"})
+        except InvalidInput as exc:
+            reason = f"the capture's catalog could not be stored: {exc}"
+            _finish(job, JobStatus.FAILED, error=reason, event={"type": "failed", "reason": reason})
+    finally:
+        running_job.reset(running)
+
+
+def _claim(job_id: int) -> BenchmarkJob | None:
+    """`queued` -> `running` (recording host, pid and a heartbeat) under a row lock; None when this
+    process must not run it."""
+    me_host, me_pid = socket.gethostname(), os.getpid()
+    with transaction.atomic():
+        job = BenchmarkJob.objects.select_for_update().filter(pk=job_id).first()
+        if job is None:
+            log.warning("job %s does not exist; dropping its task", job_id)
+            return None
+        if job.status == JobStatus.QUEUED:
+            now = timezone.now()
+            BenchmarkJob.objects.filter(pk=job_id).update(
+                status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, worker_host=me_host, worker_pid=me_pid
+            )
+            job.refresh_from_db()
+            return job
+        if job.status != JobStatus.RUNNING:
+            return None  # finished or cancelled: nothing to do
+        if job.worker_host == me_host and (job.worker_pid == me_pid or pid_alive(job.worker_pid)):
+            return None  # the same process got the message twice, or another live process runs it
+    job_fail(job_id=job_id, reason=f"worker lost mid-job (process {job.worker_pid} on {job.worker_host} vanished)")
+    return None
+
+
+def _store_boots(job: BenchmarkJob, result: dict[str, Any]) -> None:
+    """A capture's catalogs become boots of its recipe, one per repeated boot."""
+    if job.kind == "capture" and job.recipe_id and "catalog" in result:
+        for boot in result.get("boots", [result]):
+            boot_create(
+                recipe=job.recipe, catalog=boot["catalog"], provenance=boot.get("provenance", {}), job_id=job.pk
+            )
+
+
+def _finish(job: BenchmarkJob, status: str, *, event: dict[str, Any], result: Any = None, error: str = "") -> None:
+    fields: dict[str, Any] = {"status": status, "finished_at": timezone.now(), "error": error}
+    if result is not None:
+        fields["result"] = result
+    if status == JobStatus.DONE:
+        job.refresh_from_db(fields=["progress_total"])
+        fields["progress_done"] = max(job.progress_total, 1)
+        fields["progress_total"] = max(job.progress_total, 1)
+    # Only a job still marked running is finished here: the reaper may have failed it already.
+    if BenchmarkJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(**fields):
+        event_append(job.pk, event)

@@ -1,0 +1,109 @@
+"""Submitting jobs: `job_create` validates kind, recipe and params once, stores the job `queued`
+and queues it after commit; `job_cancel` stops one. Invalid input stores and queues nothing."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from heliosweb.catalogs.selectors import boot_catalogs
+from heliosweb.celery import app as celery_app
+from heliosweb.recipes.models import Recipe
+from scheduler_core.errors import InvalidInput
+
+from ..models import BenchmarkJob, JobStatus
+from ..registry import JobKind, get_kind
+from .events import event_append, job_announce, job_fail
+
+log = logging.getLogger(__name__)
+
+# Queued by name: the web process never imports the worker's task code (`tasks` imports this module).
+RUN_JOB_TASK = "heliosweb.jobs.tasks.run_job"
+
+
+def job_create(
+    *, kind: Any, recipe: Any = None, params: Any = None, user: AbstractBaseUser | None = None
+) -> BenchmarkJob:
+    """Validate everything, store the job `queued`, and queue it once the transaction commits.
+
+    Raises InvalidInput naming the field (`kind`, `recipe`, `params.<name>`); nothing is stored
+    or queued then.
+    """
+    job_kind = get_kind(kind)
+    recipe_obj = _recipe_or_none(recipe)
+    if job_kind.queue == "gpu" and job_kind.name == "capture" and recipe_obj is None:
+        raise InvalidInput("recipe", "a capture stores its catalog under a recipe: choose one")
+    if params is not None and not isinstance(params, Mapping):
+        raise InvalidInput("params", "must be an object of parameter names to values")
+    try:
+        clean = job_kind.analysis.validate(_with_boot_catalogs(job_kind, params or {}))
+    except InvalidInput as exc:
+        raise InvalidInput(f"params.{exc.field}", exc.message) from None
+    with transaction.atomic():
+        job = BenchmarkJob.objects.create(
+            kind=job_kind.name,
+            queue=job_kind.queue,
+            recipe=recipe_obj,
+            params=clean,
+            created_by=user if user and user.is_authenticated else None,
+        )
+        transaction.on_commit(lambda: (_enqueue(job), job_announce(job.pk)))
+    return job
+
+
+def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> dict[str, Any]:
+    """A catalog parameter may name stored boots instead of spelling a catalog out:
+    `{"boot": id}` (catalog) or `{"boots": [id, ...]}` (catalog_list). The job keeps the catalogs
+    themselves, so it stays reproducible whatever happens to the boots later."""
+    out = dict(params)
+    for p in kind.analysis.params:
+        value = out.get(p.name)
+        ref = {"catalog": "boot", "catalog_list": "boots"}.get(p.kind)
+        if ref is None or not isinstance(value, Mapping) or set(value) != {ref}:
+            continue
+        ids = [value[ref]] if p.kind == "catalog" else value[ref]
+        if not isinstance(ids, list):
+            raise InvalidInput(f"{p.name}.{ref}", "must be a list of boot ids")
+        catalogs = boot_catalogs(ids=ids, field=f"{p.name}.{ref}")
+        out[p.name] = catalogs[0] if p.kind == "catalog" else catalogs
+    return out
+
+
+def _recipe_or_none(recipe: Any) -> Recipe | None:
+    if recipe in (None, ""):
+        return None
+    if not isinstance(recipe, str):
+        raise InvalidInput("recipe", "must be a recipe name")
+    found = Recipe.objects.filter(name=recipe).first()
+    if found is None:
+        raise InvalidInput("recipe", f"unknown recipe {recipe!r}")
+    return found
+
+
+def _enqueue(job: BenchmarkJob) -> None:
+    try:
+        celery_app.send_task(RUN_JOB_TASK, args=[job.pk], queue=job.queue, task_id=f"job-{job.pk}")
+    except Exception as exc:  # the broker is down: say so on the job instead of leaving it queued forever
+        log.exception("could not queue job %s", job.pk)
+        job_fail(job_id=job.pk, reason=f"could not queue the job: {exc}", from_status=(JobStatus.QUEUED,))
+
+
+def job_cancel(*, job: BenchmarkJob) -> BenchmarkJob:
+    """Queued: cancelled at once. Running: the worker stops at the analysis's next event."""
+    job.refresh_from_db(fields=["status"])
+    if job.status == JobStatus.QUEUED:
+        if BenchmarkJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+            status=JobStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"
+        ):
+            event_append(job.pk, {"type": "cancelled", "reason": "cancelled before it started"})
+    elif job.status == JobStatus.RUNNING:
+        BenchmarkJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+    else:
+        raise InvalidInput("status", f"job {job.pk} is already {job.status}")
+    job.refresh_from_db()
+    return job
