@@ -73,7 +73,6 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "channels",
-    "heliosweb.common",
     "heliosweb.recipes",
     "heliosweb.catalogs",
     "heliosweb.jobs",
