@@ -2,44 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.authentication import BaseAuthentication, SessionAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.common.auth import BearerTokenAuthentication
+from heliosweb.common.auth import BearerTokenAuthentication, EngineAuthentication
 from heliosweb.recipes.selectors import recipe_get
 from scheduler_core.errors import InvalidInput
 
 from . import services
 from .middleware import Engine
 from .validation import MAX_BYTES, MAX_RECORDS
-
-
-class EngineAuthentication(BaseAuthentication):
-    """The engine the scope middleware admitted for this route and recipe, if any."""
-
-    def authenticate(self, request: Request) -> tuple[Engine, None] | None:
-        engine = getattr(request._request, "engine", None)
-        return None if engine is None else (engine, None)
-
-
-class EngineAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = EngineAuthentication
-    name = "engineToken"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "manage.py create_api_token --engine NAME --recipes a,b",
-        }
 
 
 class MayPostTelemetry(BasePermission):
