@@ -67,3 +67,9 @@ def boot_as_api(boot: Boot) -> dict[str, Any]:
         "provenance": boot.provenance,
         "catalog": boot.catalog,
     }
+
+
+def boot_capacities(*, recipe_name: str) -> list[int]:
+    """The prefill capacities of the recipe's latest boot (empty without one)."""
+    boot = Boot.objects.filter(recipe__name=recipe_name).order_by("-created_at", "-id").first()
+    return sorted({g["prefill"] for g in boot.catalog if g.get("prefill")}) if boot else []

@@ -63,14 +63,16 @@ def _sync_client() -> redis.Redis:
 
 
 @contextlib.asynccontextmanager
-async def subscribe(topic: str) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
-    """A queue of the messages published to `topic` from now on, while the block runs."""
+async def subscribe(*topics: str) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
+    """One queue of the messages published to any of `topics` from now on, while the block runs."""
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_LIMIT)
-    await _hub.add(topic, queue)
+    for topic in topics:
+        await _hub.add(topic, queue)
     try:
         yield queue
     finally:
-        _hub.remove(topic, queue)
+        for topic in topics:
+            _hub.remove(topic, queue)
 
 
 class _Hub:

@@ -8,25 +8,27 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from heliosweb.catalogs.selectors import boot_choices, boot_list, recipe_list_with_latest_boot
+from heliosweb.catalogs.selectors import boot_capacities, boot_choices, boot_list, recipe_list_with_latest_boot
 from heliosweb.common.errors import NotFound
 from heliosweb.common.inputs import int_or_none, parse_id
-from heliosweb.decisions.selectors import decision_list, decisions_open
+from heliosweb.decisions.selectors import decision_latest_applied, decision_list, decisions_open
 from heliosweb.figures.compare import compare_figures
 from heliosweb.figures.contract import to_json
 from heliosweb.figures.explain import explain as explain_prompt
 from heliosweb.figures.explain import plans_figure
 from heliosweb.figures.exports import table_names
+from heliosweb.figures.palette import capacity_colour
 from heliosweb.figures.registry import views_for
 from heliosweb.figures.selectors import job_data
 from heliosweb.jobs import selectors
 from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.jobs.services import submission
 from heliosweb.recipes.selectors import recipe_get, recipe_list
+from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
 from heliosweb.telemetry.services import engine_job_active, engine_start, engine_stop
 from scheduler_core.errors import InvalidInput
 
@@ -77,6 +79,47 @@ def _number(text: str) -> float | str:
         return float(text)
     except ValueError:
         return text
+
+
+@login_required
+def recipe_live(request: HttpRequest, name: str) -> HttpResponse:
+    """The engines of one recipe, live: chunks, TTFT, ITL, launches/s and padding over a rolling
+    window, a marker at each policy change, and the latest decision's before/after panel."""
+    try:
+        recipe = recipe_get(name=name)
+    except NotFound:
+        raise Http404(f"no recipe {name!r}") from None
+    capacities = sorted({2**k for k in range(17)} | set(boot_capacities(recipe_name=name)))
+    return render(
+        request,
+        "dashboard/recipe_live.html",
+        {
+            "recipe": recipe,
+            "colours": {c: capacity_colour(c) for c in capacities},
+            "engine_job": engine_job_active(recipe=recipe),
+        },
+    )
+
+
+@login_required
+def recipe_live_panel(request: HttpRequest, name: str) -> JsonResponse:
+    """The before/after panel of the recipe's latest applied decision, from its telemetry."""
+    try:
+        recipe = recipe_get(name=name)
+    except NotFound:
+        raise Http404(f"no recipe {name!r}") from None
+    decision = decision_latest_applied(recipe=name)
+    if decision is None or decision.applied_version is None:
+        return JsonResponse({"decision": None})
+    return JsonResponse(
+        {
+            "decision": decision.pk,
+            "label": f"v{decision.applied_version}: {decision.to_policy} (decision #{decision.pk})",
+            "min_samples": MIN_SAMPLES,
+            "before": version_summary(recipe=recipe, version=decision.applied_version - 1),
+            "after": version_summary(recipe=recipe, version=decision.applied_version),
+        }
+    )
 
 
 @login_required

@@ -40,6 +40,15 @@ def decisions_open(*, limit: int = 20) -> QuerySet[PolicyDecision]:
     )
 
 
+def decision_latest_applied(*, recipe: str) -> PolicyDecision | None:
+    """The recipe's most recently applied decision (the live page's before/after panel)."""
+    return (
+        PolicyDecision.objects.filter(recipe__name=recipe, status=DecisionStatus.APPLIED)
+        .order_by("-applied_version")
+        .first()
+    )
+
+
 def decision_get(*, decision_id: Any) -> PolicyDecision:
     """One decision by an id from outside: InvalidInput if not an integer, NotFound if no such decision."""
     related = PolicyDecision.objects.select_related("recipe", "created_by", "reviewed_by", "applied_by")

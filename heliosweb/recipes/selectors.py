@@ -46,3 +46,19 @@ def recipe_policy_get(*, name: str) -> dict[str, Any]:
         "decided_at": setting.updated_at.isoformat(),
         "decision": decision,
     }
+
+
+def recipe_policy_changes(*, name: str, limit: int = 50) -> list[dict[str, Any]]:
+    """The recipe's policy changes made by applied decisions, oldest first: `{version, policy,
+    decided_at (ms), decision}`, what the live page marks (through the reverse relation the
+    decisions app declares, as `recipe_policy_get` finds the current one)."""
+    rows = (
+        recipe_get(name=name)
+        .decisions.filter(applied_version__isnull=False)
+        .order_by("-applied_version")
+        .values_list("applied_version", "to_policy", "applied_at", "id")[:limit]
+    )
+    return [
+        {"version": v, "policy": p, "decided_at": at.timestamp() * 1000, "decision": d}
+        for v, p, at, d in reversed(rows)
+    ]

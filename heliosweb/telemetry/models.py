@@ -43,10 +43,14 @@ class TelemetryBatch(models.Model):
     launches = models.PositiveIntegerField()
     requests = models.PositiveIntegerField()
     records = models.JSONField(help_text="the validated records as posted")
+    seq = models.PositiveBigIntegerField(help_text="the recipe's live frame number: 1, 2, 3, ... with no gaps")
+    frame = models.JSONField(help_text="what the live page draws of this batch (telemetry.frames)")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["engine", "batch"], name="one_batch_per_engine_number")]
-        indexes = [models.Index(fields=["recipe", "id"])]
+        constraints = [
+            models.UniqueConstraint(fields=["engine", "batch"], name="one_batch_per_engine_number"),
+            models.UniqueConstraint(fields=["recipe", "seq"], name="one_frame_per_recipe_number"),
+        ]
 
     def __str__(self) -> str:
         return f"batch {self.batch} of {self.engine} ({self.launches} launches, {self.requests} requests)"

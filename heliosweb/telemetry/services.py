@@ -14,16 +14,18 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Max
 from django.utils import timezone
 
 from heliosweb.catalogs.models import Boot
+from heliosweb.common.broadcast import publish
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.services.submission import job_cancel, job_create
 from heliosweb.recipes.models import Recipe
 from scheduler_core.errors import InvalidInput
 
 from . import buckets
+from .frames import frame_of
 from .models import TOKEN_PREFIX, EngineToken, Rollup, TelemetryBatch, Totals, token_hash
 from .validation import ENGINE_NAME, Batch, parse_batch
 
@@ -82,6 +84,9 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
         return stored, False
     try:
         with transaction.atomic():
+            Recipe.objects.select_for_update().filter(pk=recipe.pk).first()  # frame numbers: one writer per recipe
+            seq = (TelemetryBatch.objects.filter(recipe=recipe).aggregate(m=Max("seq"))["m"] or 0) + 1
+            whole = _fold(recipe, batch)
             row = TelemetryBatch.objects.create(
                 recipe=recipe,
                 engine=batch.engine,
@@ -91,15 +96,30 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
                 launches=batch.launches,
                 requests=batch.requests,
                 records=batch.records,
+                seq=seq,
+                frame=frame_of(
+                    seq=seq,
+                    engine=batch.engine,
+                    records=batch.records,
+                    itl_counts=whole.itl,
+                    padded=whole.padded_tokens,
+                    launched=whole.launched_tokens,
+                ),
             )
-            _fold(recipe, batch)
+            frame = {"type": "frame", **row.frame}
+            transaction.on_commit(lambda: publish(live_topic(recipe.name), frame))
     except IntegrityError:  # the same batch number committed by a concurrent retry
         return TelemetryBatch.objects.get(engine=batch.engine, batch=batch.batch), False
     return row, True
 
 
-def _fold(recipe: Recipe, batch: Batch) -> None:
-    """Add the batch to its minute rollups and its per-version totals."""
+def live_topic(recipe_name: str) -> str:
+    """The broadcast topic of a recipe's live frames (heliosweb.common.broadcast)."""
+    return f"live.{recipe_name}"
+
+
+def _fold(recipe: Recipe, batch: Batch) -> _Partial:
+    """Add the batch to its minute rollups and its per-version totals; the batch's own sums."""
     parts: dict[tuple[int, int], _Partial] = {}
     for r in batch.records:
         key = (r["version"], int(r["t_ms"] // 60_000))
@@ -130,11 +150,14 @@ def _fold(recipe: Recipe, batch: Batch) -> None:
         rollup.save()
         total = per_version.setdefault(version, _Partial(part.policy))
         _merge(total, part)
+    whole = _Partial("")
     for version, part in per_version.items():
         totals = Totals.objects.select_for_update().filter(recipe=recipe, engine=batch.engine, version=version).first()
         totals = totals or Totals(recipe=recipe, engine=batch.engine, version=version, **_zero(part.policy))
         _add(totals, part)
         totals.save()
+        _merge(whole, part)
+    return whole
 
 
 def _union(stored: dict[str, list[str]], new: dict[str, set[str]]) -> dict[str, list[str]]:

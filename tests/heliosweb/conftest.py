@@ -296,6 +296,17 @@ class Stack:
 
         wait_until(listening, what="the ASGI server to listen")
 
+    def stop_web(self) -> None:
+        """Stop the ASGI server (a network cut, as its clients see it); `start_web` brings it back."""
+        if self.web is not None:
+            self.web.terminate()
+            try:
+                self.web.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.web.kill()
+                self.web.wait()
+            self.web = None
+
     def worker_log(self) -> str:
         return self._worker_log.read_text() if self._worker_log else ""
 

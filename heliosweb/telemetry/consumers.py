@@ -1,0 +1,119 @@
+"""`/ws/recipes/<name>/live/?after=N`: a recipe's live telemetry frames, numbered, refilled from the
+database after a reconnect, and its policy changes.
+
+Frames arrive through `heliosweb.common.broadcast` (one Redis subscription per web process, fanned out
+here in-process), not a channel-layer group: at hundreds of viewers the stock layers cost every
+consumer a wake-up per event and drop events past their capacity (docs/architecture.md). The
+socket is written at most every `SEND_INTERVAL_S` (20 messages per second): whatever arrived
+meanwhile goes in one `{"type": "frames", "frames": [...]}`. A frame numbered past the next
+expected one, or a `resync` from the broadcast, refills the gap from the database, so the page
+never has a hole in its numbers. Messages: `frames`, `policies` (`{changes: [{version, policy,
+decided_at, decision}], current}`), and the stream's `ping`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+
+from heliosweb.common.broadcast import subscribe
+from heliosweb.common.inputs import int_or_none
+from heliosweb.common.streams import CLOSE_NOT_FOUND, Stream
+from heliosweb.recipes.models import Recipe
+from heliosweb.recipes.selectors import recipe_policy_changes, recipe_policy_get
+from heliosweb.recipes.services import policy_topic
+
+from .selectors import frames_after
+from .services import live_topic
+
+SEND_INTERVAL_S = 0.05
+FRAMES_PER_MESSAGE = 100
+
+
+class LiveConsumer(Stream):
+    recipe: Recipe
+    last_seq: int
+    _exits: contextlib.AsyncExitStack | None = None
+    _pump: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        name = self.scope["url_route"]["kwargs"]["name"]
+        recipe = await database_sync_to_async(Recipe.objects.filter(name=name).first)()
+        if recipe is None:
+            await self.refuse(CLOSE_NOT_FOUND)
+            return
+        self.recipe = recipe
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self.last_seq = int_or_none((query.get("after") or ["0"])[0], minimum=0) or 0
+        self._exits = contextlib.AsyncExitStack()
+        # Subscribed before reading the database: nothing falls between the refill and live frames.
+        messages = await self._exits.enter_async_context(subscribe(live_topic(name), policy_topic(name)))
+        await self._send_policies()
+        await self._refill()
+        self._pump = asyncio.get_running_loop().create_task(self._forward(messages))
+
+    async def disconnect(self, code: int) -> None:
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pump
+        if self._exits is not None:
+            await self._exits.aclose()
+        await super().disconnect(code)
+
+    async def _forward(self, messages: asyncio.Queue[dict[str, Any]]) -> None:
+        loop = asyncio.get_running_loop()
+        sent_at = 0.0
+        while True:
+            pending = [await messages.get()]
+            await asyncio.sleep(max(0.0, sent_at + SEND_INTERVAL_S - loop.time()))
+            while not messages.empty():
+                pending.append(messages.get_nowait())
+            frames: list[dict[str, Any]] = []
+            for message in pending:
+                if message["type"] == "frame":
+                    frames.extend(await self._accept(message))
+                elif message["type"] == "policy":
+                    await self._send_policies()
+                else:  # resync: the broadcast lost messages
+                    frames.extend(await self._missing())
+            await self._send_frames(frames)
+            sent_at = loop.time()
+
+    async def _accept(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
+        """The frame itself when it is the next one; the gap up to it from the database when not."""
+        if frame["seq"] <= self.last_seq:
+            return []
+        if frame["seq"] > self.last_seq + 1:
+            return await self._missing()
+        self.last_seq = frame["seq"]
+        return [frame]
+
+    async def _missing(self) -> list[dict[str, Any]]:
+        frames = await database_sync_to_async(frames_after)(recipe=self.recipe, after=self.last_seq)
+        if frames:
+            self.last_seq = frames[-1]["seq"]
+        return frames
+
+    async def _refill(self) -> None:
+        await self._send_frames(await self._missing())
+
+    async def _send_frames(self, frames: list[dict[str, Any]]) -> None:
+        for i in range(0, len(frames), FRAMES_PER_MESSAGE):
+            await self.send_json({"type": "frames", "frames": frames[i : i + FRAMES_PER_MESSAGE]})
+
+    async def _send_policies(self) -> None:
+        name = self.recipe.name
+
+        def read() -> dict[str, Any]:
+            return {
+                "type": "policies",
+                "changes": recipe_policy_changes(name=name),
+                "current": recipe_policy_get(name=name),
+            }
+
+        await self.send_json(await database_sync_to_async(read)())
