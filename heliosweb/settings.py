@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import warnings
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -73,6 +75,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "channels",
+    "csp",
+    "axes",
     "heliosweb.recipes",
     "heliosweb.catalogs",
     "heliosweb.jobs",
@@ -82,7 +86,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.security.SecurityMiddleware",  # first: its headers (nosniff) cover static files too
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -90,6 +96,7 @@ MIDDLEWARE = [
     "heliosweb.telemetry.middleware.engine_token_scope",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: answers a locked-out login
 ]
 
 ROOT_URLCONF = "heliosweb.urls"
@@ -130,6 +137,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes): after HELIOS_LOGIN_FAILURE_LIMIT wrong passwords for one user
+# from one address, that pair is locked out (429) for HELIOS_LOGIN_LOCKOUT_MINUTES; a success resets it.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("HELIOS_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("HELIOS_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
@@ -141,6 +157,20 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("HELIOS_STATIC_ROOT", BASE_DIR / "staticfiles"))
+# WhiteNoise serves static files from inside the app (through SecurityMiddleware, so with nosniff).
+# Production serves what `collectstatic` wrote: content-hashed names cached for a year, gzip
+# variants. Development serves straight from the source folders, uncached and uncompressed.
+WHITENOISE_USE_FINDERS = not PRODUCTION
+if not PRODUCTION:  # nothing collected in development: WhiteNoise's warning about it is noise there
+    warnings.filterwarnings("ignore", message="No directory at: ")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PRODUCTION
+        else "whitenoise.storage.CompressedStaticFilesStorage"
+    },
+}
 # Plotly.js comes from the installed plotly package (no CDN): /static/plotly/plotly.min.js
 STATICFILES_DIRS = [
     BASE_DIR / "static",
@@ -214,6 +244,16 @@ HELIOS_METRICS_TOKEN = os.environ.get("HELIOS_METRICS_TOKEN", "")
 HELIOS_METRICS_ALLOW = env_list("HELIOS_METRICS_ALLOW", ["127.0.0.1", "::1"])
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry batch (5 MB) and its headers
 
+# --- Limits and throttles ---------------------------------------------------------------
+HELIOS_MAX_QUEUED_JOBS_PER_USER = env_int("HELIOS_MAX_QUEUED_JOBS_PER_USER", 20)
+HELIOS_QUEUED_RETRY_AFTER_SECONDS = env_int("HELIOS_QUEUED_RETRY_AFTER_SECONDS", 30)
+# Counters of the throttles: Redis when there is one (shared by every web process), else memory.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+
 # --- API -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -224,6 +264,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "heliosweb.common.api.exception_handler",
+    # Wrong API tokens per client address (common.auth.TokenFailureThrottle), e.g. "10/min".
+    "DEFAULT_THROTTLE_RATES": {"token_failure": os.environ.get("HELIOS_TOKEN_FAILURE_RATE", "10/min")},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Helios Scheduler Observatory API",
@@ -234,6 +276,8 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "heliosweb.recipes.policy_poll.add_to_openapi",
     ],
+    # Behind login like every other /api/ path (a token or the browser session).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
 LOGGING = {
@@ -242,6 +286,23 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("HELIOS_LOG_LEVEL", "INFO")},
     "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+}
+
+# --- Headers -------------------------------------------------------------------------------
+# Scripts only from our own static files: no inline script, no eval. Inline styles stay allowed
+# (Plotly.js writes its own <style> rules). Websockets (`connect-src 'self'`) to this origin only.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
 }
 
 # --- Production ----------------------------------------------------------------------------

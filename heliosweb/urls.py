@@ -1,9 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
 
 from heliosweb.catalogs import api as catalogs_api
+from heliosweb.common.api import SchemaView
 from heliosweb.dashboard import views
 from heliosweb.figures import api as figures_api
 from heliosweb.jobs import api
@@ -43,6 +43,6 @@ urlpatterns = [
     ),
     path("api/recipes/<slug:name>/boots/", catalogs_api.RecipeBootsView.as_view(), name="api_recipe_boots"),
     path("metrics", metrics_view, name="metrics"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("api/schema/", SchemaView.as_view(), name="api_schema"),
     path("", include("heliosweb.decisions.urls")),
 ]

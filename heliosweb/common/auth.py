@@ -7,13 +7,56 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, TokenAuthentication
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
+from rest_framework.throttling import SimpleRateThrottle
+
+
+class TokenFailureThrottle(SimpleRateThrottle):
+    """Counts failed token checks per client address (rate `token_failure` in DEFAULT_THROTTLE_RATES).
+    DRF's own throttles run after authentication and count every request; this counts only failures."""
+
+    scope = "token_failure"
+
+    def get_rate(self) -> str:
+        return api_settings.DEFAULT_THROTTLE_RATES[self.scope]  # read now: the class attribute is read at import
+
+    def __init__(self, request: Request) -> None:
+        super().__init__()
+        self.key = self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+        self.now = self.timer()
+        self.history = [t for t in self.cache.get(self.key, []) if t > self.now - self.duration]
+
+    def get_cache_key(self, request: Request, view: Any) -> str:
+        return self.key
+
+    def exhausted(self) -> bool:
+        return len(self.history) >= self.num_requests
+
+    def record(self) -> None:
+        self.history.insert(0, self.now)
+        self.cache.set(self.key, self.history, self.duration)
 
 
 class BearerTokenAuthentication(TokenAuthentication):
-    """`Authorization: Bearer <token>`; tokens come from `manage.py create_api_token <username>`."""
+    """`Authorization: Bearer <token>`; tokens come from `manage.py create_api_token <username>`.
+    After too many wrong tokens from one address, every token from it is refused with 429 until
+    the oldest failure leaves the window (Retry-After)."""
 
     keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> Any:
+        if not request.META.get("HTTP_AUTHORIZATION", "").startswith(self.keyword):
+            return None  # no token offered: the session decides
+        throttle = TokenFailureThrottle(request)
+        if throttle.exhausted():
+            raise Throttled(wait=throttle.wait(), detail="too many failed token attempts from this address")
+        try:
+            return super().authenticate(request)
+        except AuthenticationFailed:
+            throttle.record()
+            raise
 
 
 class EngineAuthentication(BaseAuthentication):

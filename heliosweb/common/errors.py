@@ -18,9 +18,17 @@ class Conflict(InvalidInput):
     """Valid input, but not now: a wrong status, or the state changed since (409)."""
 
 
+class Throttled(InvalidInput):
+    """A limit on how much one user may ask for at once (429 with Retry-After, in seconds)."""
+
+    def __init__(self, field: str, message: str, retry_after: int) -> None:
+        super().__init__(field, message)
+        self.retry_after = retry_after
+
+
 def http_status(exc: InvalidInput) -> int:
     """The status a page or the API answers for `exc`; plain bad input is 400."""
-    for flavour, status in ((NotFound, 404), (Forbidden, 403), (Conflict, 409)):
+    for flavour, status in ((NotFound, 404), (Forbidden, 403), (Conflict, 409), (Throttled, 429)):
         if isinstance(exc, flavour):
             return status
     return 400

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from heliosweb.catalogs.selectors import boot_capacities, boot_choices, boot_list, recipe_list_with_latest_boot
-from heliosweb.common.errors import NotFound
+from heliosweb.common.errors import NotFound, Throttled
 from heliosweb.common.inputs import int_or_none, parse_id
 from heliosweb.decisions.selectors import decision_latest_applied, decision_list, decisions_open
 from heliosweb.figures.compare import compare_figures
@@ -157,6 +157,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
     errors: dict[str, str] = {}
     values: dict[str, Any] = {}
     recipe = ""
+    status = 200
     if request.method == "POST":
         selected = request.POST.get("kind", "")
         recipe = request.POST.get("recipe", "")
@@ -172,6 +173,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
                 # `params.<name>[2].ms` or `params.<name>.boot`: the error belongs under <name>'s field
                 key = field_name(selected, re.split(r"[.\[]", key.removeprefix("params."), maxsplit=1)[0])
             errors[key] = exc.message
+            status = 429 if isinstance(exc, Throttled) else 400
         else:
             return redirect("job_detail", job_id=job.pk)
     return render(
@@ -184,7 +186,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
             "recipe": recipe,
             "errors": errors,
         },
-        status=400 if errors else 200,
+        status=status,
     )
 
 

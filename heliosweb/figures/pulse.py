@@ -12,7 +12,8 @@ MAX_POINTS = 5000
 def figures(job: JobData) -> list[Figure]:
     events = job.events_of("measurement")[-MAX_POINTS:]
     fig = go.Figure(layout=base_layout("Events as emitted (event number vs seconds since the start)"))
-    fig.add_scattergl(
+    # SVG, not scattergl: WebGL traces generate code at run time, which the Content-Security-Policy refuses.
+    fig.add_scatter(
         name="pulse",
         x=[e["i"] for e in events],
         y=[e["elapsed_s"] for e in events],

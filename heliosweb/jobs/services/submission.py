@@ -7,12 +7,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.celery import app as celery_app
+from heliosweb.common.errors import Throttled
 from heliosweb.recipes.models import Recipe
 from scheduler_core.errors import InvalidInput
 
@@ -40,6 +42,7 @@ def job_create(
         raise InvalidInput("recipe", "a capture stores its catalog under a recipe: choose one")
     if params is not None and not isinstance(params, Mapping):
         raise InvalidInput("params", "must be an object of parameter names to values")
+    _check_queue_room(user)
     try:
         clean = job_kind.analysis.validate(_with_boot_catalogs(job_kind, params or {}))
     except InvalidInput as exc:
@@ -54,6 +57,20 @@ def job_create(
         )
         transaction.on_commit(lambda: (_enqueue(job), job_announce(job.pk)))
     return job
+
+
+def _check_queue_room(user: AbstractBaseUser | None) -> None:
+    """One user may hold at most HELIOS_MAX_QUEUED_JOBS_PER_USER jobs waiting for a worker, so
+    one script cannot fill the queue ahead of everyone else."""
+    limit = settings.HELIOS_MAX_QUEUED_JOBS_PER_USER
+    if user is None or not user.is_authenticated:
+        return
+    if BenchmarkJob.objects.filter(created_by=user, status="queued").count() >= limit:
+        raise Throttled(
+            "queued_jobs",
+            f"you have {limit} jobs queued, the most one user may have waiting: start more once some have started",
+            retry_after=settings.HELIOS_QUEUED_RETRY_AFTER_SECONDS,
+        )
 
 
 def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> dict[str, Any]:
