@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
+from playwright.sync_api import expect
 
 from .conftest import log_in_and_open, needs_chromium
 
@@ -18,6 +19,9 @@ IDLE_SECONDS = 60
 def test_the_dashboards_websockets_stay_open_through_a_quiet_minute_answering_pings(stack, page, recipe):
     User.objects.create_user("idle-viewer", password="pw-idle-123")
     stack.start_web()
+    page = page.context.browser.new_page()  # this one under the site's Content-Security-Policy
+    console = []
+    page.on("console", lambda message: console.append(message.text))
     sockets = []
     frames: dict[str, list[tuple[str, str]]] = {}
 
@@ -29,7 +33,7 @@ def test_the_dashboards_websockets_stay_open_through_a_quiet_minute_answering_pi
 
     page.on("websocket", record)
     log_in_and_open(page, f"{stack.base_url}/", "idle-viewer", "pw-idle-123")
-    page.wait_for_function("document.getElementById('recipes-live').textContent === 'live'")
+    expect(page.locator("#recipes-live")).to_have_text("live")
 
     web_log = stack.logdir / "web.log"
     logged_before = web_log.stat().st_size
@@ -43,5 +47,6 @@ def test_the_dashboards_websockets_stay_open_through_a_quiet_minute_answering_pi
         pings = [p for d, p in seen if d == "in" and '"ping"' in p]
         pongs = [p for d, p in seen if d == "out" and '"pong"' in p]
         assert len(pings) >= 2 and len(pongs) == len(pings), (url, seen)
+    assert not [m for m in console if "Content Security Policy" in m], console
     logged = web_log.read_text()[logged_before:]
     assert "Timeout reading" not in logged and "Traceback" not in logged, logged[-3000:]
