@@ -263,6 +263,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON bodies only, read with bounds (size, nesting, numbers): common.parsers.
+    "DEFAULT_PARSER_CLASSES": ["heliosweb.common.parsers.BoundedJSONParser"],
     "EXCEPTION_HANDLER": "heliosweb.common.api.exception_handler",
     # Wrong API tokens per client address (common.auth.TokenFailureThrottle), e.g. "10/min".
     "DEFAULT_THROTTLE_RATES": {"token_failure": os.environ.get("HELIOS_TOKEN_FAILURE_RATE", "10/min")},

@@ -1,8 +1,9 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from heliosweb.catalogs import api as catalogs_api
+from heliosweb.common import http_errors
 from heliosweb.common.api import SchemaView
 from heliosweb.dashboard import views
 from heliosweb.figures import api as figures_api
@@ -45,4 +46,9 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("api/schema/", SchemaView.as_view(), name="api_schema"),
     path("", include("heliosweb.decisions.urls")),
+    re_path(r"^api/(?P<path>.*)$", http_errors.api_not_found),  # last: any other /api/ path is a JSON 404
 ]
+
+handler400 = http_errors.bad_request
+handler404 = http_errors.not_found
+handler500 = http_errors.server_error

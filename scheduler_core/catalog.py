@@ -13,9 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidInput
-from .validation import reject_unknown_keys, require_int, require_list, require_mapping
+from .validation import reject_unknown_keys, require_int, require_list, require_mapping, require_number
 
 DEFAULT_PREFILL_CAPACITIES: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048, 4096)
+# What a catalog may hold (every front end reads catalogs through `Catalog.from_dicts`; the web's
+# schema states the same bounds): a graph's token capacities, its duration, how many graphs.
+MAX_CAPACITY = 1 << 20  # 1,048,576 tokens (prefill) or rows (decode)
+MAX_MS = 1e6  # a graph that takes over 1,000 s is a unit mistake
+MAX_GRAPHS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +92,10 @@ class Catalog:
     @classmethod
     def from_dicts(cls, items: Any, field_name: str = "catalog") -> Catalog:
         """Parse and validate a JSON catalog; every error names the offending entry."""
-        graphs = [_parse_graph(item, f"{field_name}[{i}]") for i, item in enumerate(require_list(items, field_name))]
+        items = require_list(items, field_name)
+        if len(items) > MAX_GRAPHS:
+            raise InvalidInput(field_name, f"has {len(items)} graphs, at most {MAX_GRAPHS} allowed")
+        graphs = [_parse_graph(item, f"{field_name}[{i}]") for i, item in enumerate(items)]
         try:
             return cls(tuple(graphs))
         except InvalidInput as exc:
@@ -110,14 +118,11 @@ def _parse_graph(item: Any, field_name: str) -> Graph:
     for key in ("prefill", "decode"):
         if key not in data:
             raise InvalidInput(f"{field_name}.{key}", "is required")
-    prefill = require_int(data["prefill"], f"{field_name}.prefill", minimum=0)
-    decode = require_int(data["decode"], f"{field_name}.decode", minimum=0)
+    prefill = require_int(data["prefill"], f"{field_name}.prefill", minimum=0, maximum=MAX_CAPACITY)
+    decode = require_int(data["decode"], f"{field_name}.decode", minimum=0, maximum=MAX_CAPACITY)
     ms = data.get("ms")
     if ms is not None:
-        if isinstance(ms, bool) or not isinstance(ms, (int, float)):
-            raise InvalidInput(f"{field_name}.ms", f"must be a number or null, got {type(ms).__name__} {ms!r}")
-        if not math.isfinite(ms) or ms < 0:
-            raise InvalidInput(f"{field_name}.ms", f"must be finite and >= 0, got {ms!r}")
+        ms = require_number(ms, f"{field_name}.ms", minimum=0, maximum=MAX_MS)
     return Graph(prefill, decode, _normalise_ms(ms))
 
 

@@ -23,8 +23,13 @@ def require_number(value: Any, field: str, *, minimum: float | None = None, maxi
     """A finite real number (int or float, not bool) inside [minimum, maximum]."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInput(field, f"must be a number, got {type(value).__name__} {value!r}")
-    if not math.isfinite(value):
-        raise InvalidInput(field, f"must be finite, got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer too large for a float (a 401-digit one)
+        finite = False
+    if not finite:
+        shown = repr(value) if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
+        raise InvalidInput(field, f"must be finite, got {shown}")
     if minimum is not None and value < minimum:
         raise InvalidInput(field, f"must be >= {minimum}, got {value}")
     if maximum is not None and value > maximum:

@@ -9,20 +9,23 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.common.api import ERROR
+from heliosweb.common.api import ERROR, json_object
 from heliosweb.common.permissions import CanRunJobs
 from heliosweb.recipes.selectors import recipe_get
+from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS, MAX_MS
 
 from . import selectors, services
+from .services import MAX_PROVENANCE_BYTES
 
 GRAPH = inline_serializer(
     "Graph",
     {
-        "prefill": serializers.IntegerField(),
-        "decode": serializers.IntegerField(),
-        "ms": serializers.FloatField(allow_null=True),
+        "prefill": serializers.IntegerField(min_value=0, max_value=MAX_CAPACITY),
+        "decode": serializers.IntegerField(min_value=0, max_value=MAX_CAPACITY),
+        "ms": serializers.FloatField(allow_null=True, min_value=0, max_value=MAX_MS, help_text="0 or null: unmeasured"),
     },
     many=True,
+    max_length=MAX_GRAPHS,
 )
 BOOT_FIELDS = {
     "id": serializers.IntegerField(),
@@ -33,7 +36,15 @@ BOOT_FIELDS = {
     "catalog": GRAPH,
 }
 BOOT = inline_serializer("Boot", BOOT_FIELDS)
-BOOT_UPLOAD = inline_serializer("BootUpload", {"catalog": GRAPH, "provenance": serializers.DictField(required=False)})
+BOOT_UPLOAD = inline_serializer(
+    "BootUpload",
+    {
+        "catalog": GRAPH,
+        "provenance": serializers.DictField(
+            required=False, help_text=f"at most {MAX_PROVENANCE_BYTES:,} bytes as JSON"
+        ),
+    },
+)
 
 
 class RecipeBootsView(APIView):
@@ -44,9 +55,9 @@ class RecipeBootsView(APIView):
         recipe_get(name=name)  # 404 for an unknown recipe rather than an empty list
         return Response([selectors.boot_as_api(b) for b in selectors.boot_list(recipe_name=name)])
 
-    @extend_schema(request=BOOT_UPLOAD, responses={201: BOOT, 400: ERROR, 404: ERROR})
+    @extend_schema(request=BOOT_UPLOAD, responses={201: BOOT, 400: ERROR, 403: ERROR, 404: ERROR, 413: ERROR})
     def post(self, request: Request, name: str) -> Response:
         recipe = recipe_get(name=name)
-        body = request.data if isinstance(request.data, dict) else {}
+        body = json_object(request, {"catalog", "provenance"})
         boot = services.boot_create(recipe=recipe, catalog=body.get("catalog"), provenance=body.get("provenance"))
         return Response(selectors.boot_as_api(boot), status=status.HTTP_201_CREATED)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from heliosweb.recipes.models import Recipe
@@ -10,6 +11,8 @@ from scheduler_core.errors import InvalidInput
 
 from .models import Boot
 
+MAX_PROVENANCE_BYTES = 64 * 1024  # where a boot came from, not a place for its data
+
 
 def boot_create(*, recipe: Recipe, catalog: Any, provenance: Any = None, job_id: int | None = None) -> Boot:
     """Store a measured catalog as a boot of `recipe`. Whether it comes from a capture job or an
@@ -17,4 +20,7 @@ def boot_create(*, recipe: Recipe, catalog: Any, provenance: Any = None, job_id:
     parsed = Catalog.from_dicts(catalog)
     if provenance is not None and not isinstance(provenance, dict):
         raise InvalidInput("provenance", f"must be an object, got {type(provenance).__name__}")
+    size = len(json.dumps(provenance or {}).encode())
+    if size > MAX_PROVENANCE_BYTES:
+        raise InvalidInput("provenance", f"is {size:,} bytes as JSON, at most {MAX_PROVENANCE_BYTES:,} allowed")
     return Boot.objects.create(recipe=recipe, catalog=parsed.to_dicts(), provenance=provenance or {}, job_id=job_id)

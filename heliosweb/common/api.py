@@ -3,8 +3,11 @@ exception handler that produces it, and reading a JSON object body with known fi
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from drf_spectacular.renderers import (
     OpenApiJsonRenderer,
     OpenApiJsonRenderer2,
@@ -13,31 +16,51 @@ from drf_spectacular.renderers import (
 )
 from drf_spectacular.utils import inline_serializer
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
 
 from scheduler_core.errors import InvalidInput
 
-from .errors import Throttled, http_status
+from .errors import Throttled, TooLarge, http_status
+
+log = logging.getLogger(__name__)
 
 ERROR = inline_serializer("Error", {"error": serializers.CharField(), "field": serializers.CharField()})
 
 
+# Which part of the request DRF's own errors are about.
+_DRF_FIELDS: tuple[tuple[type[Exception], str], ...] = (
+    (exceptions.NotAuthenticated, "authorization"),
+    (exceptions.AuthenticationFailed, "authorization"),
+    (exceptions.PermissionDenied, "authorization"),
+    (exceptions.Throttled, "authorization"),
+    (exceptions.UnsupportedMediaType, "content_type"),
+    (exceptions.ParseError, "body"),
+    (exceptions.MethodNotAllowed, "method"),
+    (exceptions.NotAcceptable, "accept"),
+)
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """`REST_FRAMEWORK["EXCEPTION_HANDLER"]`: bad input answers `{error, field}` with the status its
-    flavour says; DRF's own errors (authentication, permission, parse) take the same shape."""
-    if isinstance(exc, Throttled):
-        return Response(exc.as_dict(), status=429, headers={"Retry-After": str(exc.retry_after)})
+    flavour says; DRF's own errors (authentication, permission, parse) take the same shape, and so
+    do a body over Django's size limit (413) and an unexpected error (500, logged)."""
+    if isinstance(exc, RequestDataTooBig):
+        exc = TooLarge("body", f"is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes")
     if isinstance(exc, InvalidInput):
-        return Response(exc.as_dict(), status=http_status(exc))
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Throttled) else None
+        return Response(exc.as_dict(), status=http_status(exc), headers=headers)
     response = drf_exception_handler(exc, context)
-    if response is not None and isinstance(response.data, dict) and "detail" in response.data:
-        response.data = {
-            "error": str(response.data["detail"]),
-            "field": "authorization" if response.status_code in (401, 403, 429) else "request",
-        }
+    if response is None:
+        log.error("unexpected error in %s", context.get("view"), exc_info=exc)
+        set_rollback()
+        return Response({"error": "internal error (logged on the server)", "field": "server"}, status=500)
+    if isinstance(response.data, dict) and "detail" in response.data:
+        field = next((name for kind, name in _DRF_FIELDS if isinstance(exc, kind)), "request")
+        response.data = {"error": str(response.data["detail"]), "field": field}
     return response
 
 

@@ -14,6 +14,8 @@ import math
 import re
 from typing import Any
 
+from scheduler_core.errors import InvalidInput
+
 MAX_JSON_DEPTH = 32
 DB_INT_MAX = 2**63 - 1  # the largest id or count a database integer column holds
 
@@ -21,13 +23,8 @@ DB_INT_MAX = 2**63 - 1  # the largest id or count a database integer column hold
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
-class BadJSON(ValueError):
+class BadJSON(InvalidInput):
     """`field` names where in the document the problem is ("body" for the whole of it)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 class _Unrepresentable:

@@ -18,6 +18,10 @@ class Conflict(InvalidInput):
     """Valid input, but not now: a wrong status, or the state changed since (409)."""
 
 
+class TooLarge(InvalidInput):
+    """A body over the size the server reads (413)."""
+
+
 class Throttled(InvalidInput):
     """A limit on how much one user may ask for at once (429 with Retry-After, in seconds)."""
 
@@ -28,7 +32,7 @@ class Throttled(InvalidInput):
 
 def http_status(exc: InvalidInput) -> int:
     """The status a page or the API answers for `exc`; plain bad input is 400."""
-    for flavour, status in ((NotFound, 404), (Forbidden, 403), (Conflict, 409), (Throttled, 429)):
+    for flavour, status in ((NotFound, 404), (Forbidden, 403), (Conflict, 409), (TooLarge, 413), (Throttled, 429)):
         if isinstance(exc, flavour):
             return status
     return 400

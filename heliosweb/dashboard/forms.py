@@ -8,7 +8,9 @@ from typing import Any
 
 from django.http import QueryDict
 
+from heliosweb.common.bounds import BadJSON, parse_json
 from heliosweb.jobs.registry import JobKind
+from scheduler_core.errors import InvalidInput
 
 
 def field_name(kind: str, param: str) -> str:
@@ -44,11 +46,14 @@ def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
             params[p.name] = [_number(x.strip(), int) for x in raw.replace(";", ",").split(",") if x.strip()]
         elif p.kind == "choice":
             params[p.name] = raw
-        else:  # catalog, catalog_list and any structured kind: JSON text
+        else:  # catalog, catalog_list and any structured kind: JSON text, read with bounds
             try:
-                params[p.name] = json.loads(raw)
-            except ValueError:
-                params[p.name] = raw
+                params[p.name] = parse_json(raw, root=p.name)
+            except BadJSON as exc:
+                if exc.message.startswith("not JSON"):
+                    params[p.name] = raw  # the parameter's own check says what it expected
+                else:
+                    raise InvalidInput(f"params.{p.name}", exc.message) from None
     return params
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..catalog import Catalog
 from ..errors import InvalidInput
 from ..planner import plan
 from ..policies import make_policy
@@ -25,7 +26,7 @@ from .params import Analysis, Emit, Param
 
 MAX_TOKENS = 1 << 20
 TIE_MS = 1e-6  # TTFTs are rounded to 6 decimals; closer than this is a tie
-FULL_CHUNK = 4096  # the pull request's catalog; sizes the work estimate
+FULL_CHUNK = 4096  # the pull request's catalogs' largest graph; sizes their work estimate
 
 
 def prompt_lengths(params: dict[str, Any]) -> list[int]:
@@ -45,9 +46,12 @@ def check(params: dict[str, Any]) -> None:
 
 
 def work(params: dict[str, Any]) -> int:
-    """Launch decisions: each plan makes about one per full chunk of its prompt."""
-    plans_per_length = len(params["policies"]) * (1 if params["boot_catalog"] else len(params["catalogs"]))
-    return plans_per_length * sum(n // FULL_CHUNK + 1 for n in prompt_lengths(params))
+    """Launch decisions: each plan makes about one per full chunk of its prompt, the full chunk being
+    the largest graph of the catalog it runs on (a boot of 1-token graphs makes one per token)."""
+    boot = params["boot_catalog"]
+    plans_per_length = len(params["policies"]) * (1 if boot else len(params["catalogs"]))
+    full_chunk = Catalog.from_dicts(boot, "boot_catalog").full_chunk if boot else FULL_CHUNK
+    return plans_per_length * sum(n // full_chunk + 1 for n in prompt_lengths(params))
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:

@@ -1,0 +1,40 @@
+"""Django's own error answers (`handler400`, `handler404`, `handler500` and unknown /api/ paths):
+`{error, field}` JSON under /api/, the usual pages elsewhere. DRF views answer through
+`common.api.exception_handler`; these cover what happens outside them (an unknown /api/ path, a
+body too large for Django's form parser, a crash in a plain view), in production too.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+
+
+def _api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
+    """Every /api/ path no route names, in development and production alike."""
+    return JsonResponse({"error": f"no API endpoint {request.path}", "field": "path"}, status=404)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if not _api(request):
+        return defaults.bad_request(request, exception)
+    if isinstance(exception, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return JsonResponse({"error": f"body: is over {limit:,} bytes", "field": "body"}, status=413)
+    return JsonResponse({"error": "bad request", "field": "request"}, status=400)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    return api_not_found(request) if _api(request) else defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if not _api(request):
+        return defaults.server_error(request)
+    return JsonResponse({"error": "internal error (logged on the server)", "field": "server"}, status=500)
