@@ -107,7 +107,10 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
                 ),
             )
             frame = {"type": "frame", **row.frame}
-            transaction.on_commit(lambda: publish(live_topic(recipe.name), frame))
+            # `published_ms`: when it left this process (live frames only), for latency measurements.
+            transaction.on_commit(
+                lambda: publish(live_topic(recipe.name), {**frame, "published_ms": time.time() * 1000})
+            )
     except IntegrityError:  # the same batch number committed by a concurrent retry
         return TelemetryBatch.objects.get(engine=batch.engine, batch=batch.batch), False
     return row, True

