@@ -59,10 +59,10 @@
     const capacities = [...new Set(chunks.map((p) => p[1]))].sort((a, b) => a - b);
     relayout("fig-chunks", capacities.map((c) => {
       const mine = chunks.filter((p) => p[1] === c);
-      return { type: "scattergl", mode: "markers", name: String(c), x: mine.map((p) => time(p[0])), y: mine.map((p) => p[1]),
+      return { type: "scatter", mode: "markers", name: String(c), x: mine.map((p) => time(p[0])), y: mine.map((p) => p[1]),
                marker: { size: 5, color: colour(c) } };
     }));
-    relayout("fig-ttft", [{ type: "scattergl", mode: "markers", name: "TTFT", x: ttft.map((p) => time(p[0])),
+    relayout("fig-ttft", [{ type: "scatter", mode: "markers", name: "TTFT", x: ttft.map((p) => time(p[0])),
       y: ttft.map((p) => p[1]), marker: { size: 4 } }]);
     relayout("fig-itl", [
       { type: "scatter", mode: "lines", name: "p50", x: itl.map((f) => time(f.t1)), y: itl.map((f) => f.itl_p50) },
