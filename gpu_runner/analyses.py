@@ -11,107 +11,97 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from scheduler_core.analyses.params import Analysis, Emit, Param
+from scheduler_core.analyses.params import (
+    Analysis,
+    CatalogParam,
+    ChoiceParam,
+    Emit,
+    IntListParam,
+    IntParam,
+    PolicyListParam,
+)
 from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES, Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent
-from scheduler_core.policies import POLICIES
+from scheduler_core.policies import PR22_POLICIES
 
 from .events import MeasurementEvent, TtftLaunchEvent
 from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
 from .report import capture_text, numerics_text, ttft_text
 
-PRESET = Param(
+PRESET = ChoiceParam(
     "preset",
-    "choice",
     "tiny",
     "model size: tiny runs on CPU (float32); small and medium need a GPU (bf16)",
     choices=tuple(PRESETS),
 )
-DEVICE = Param(
-    "device", "choice", "auto", "where to run: auto takes CUDA when present", choices=("auto", "cpu", "cuda")
-)
-SEED = Param("seed", "int", 0, "seed of the model's random weights and of the prompt", minimum=0, maximum=2**31 - 1)
+DEVICE = ChoiceParam("device", "auto", "where to run: auto takes CUDA when present", choices=("auto", "cpu", "cuda"))
+SEED = IntParam("seed", 0, "seed of the model's random weights and of the prompt", minimum=0, maximum=2**31 - 1)
 AUTO_REPEATS = {"cuda": 20, "cpu": 5}  # a replay takes milliseconds; an eager CPU call up to a second
-REPEATS = Param(
+REPEATS = IntParam(
     "repeats",
-    "int",
     0,
     "timed launches per shape (median, p10 and p90 over them); 0: 20 on CUDA, 5 on CPU",
     minimum=0,
     maximum=1000,
 )
-CAPACITIES = Param(
+CAPACITIES = IntListParam(
     "capacities",
-    "int_list",
     list(DEFAULT_PREFILL_CAPACITIES),
     "solo prefill graph capacities (tokens)",
     minimum=1,
     maximum=65536,
     max_items=16,
 )
-DECODE_ROWS = Param(
+DECODE_ROWS = IntListParam(
     "decode_rows",
-    "int_list",
     list(DEFAULT_DECODE_ROWS),
     "decode row counts of decode-only and mixed graphs",
     minimum=1,
     maximum=256,
     max_items=8,
 )
-GRAPHS = Param(
+GRAPHS = ChoiceParam(
     "graphs",
-    "choice",
     "all",
     "which shapes to capture: prefill only, plus decode-only, plus mixed "
     "(smallest capacity with each decode row count)",
     choices=("prefill", "prefill+decode", "all"),
 )
-BOOTS = Param("boots", "int", 1, "repeated boots, to show measurement noise boot to boot", minimum=1, maximum=10)
-DRIFT_CAPACITIES = Param(
+BOOTS = IntParam("boots", 1, "repeated boots, to show measurement noise boot to boot", minimum=1, maximum=10)
+DRIFT_CAPACITIES = IntListParam(
     "drift_capacities",
-    "int_list",
     None,
     "prefill capacities timed under competing work, so the catalog over-measures them; left empty, none is",
     minimum=1,
     maximum=65536,
     max_items=16,
 )
-DRIFT_LOAD = Param(
+DRIFT_LOAD = IntParam(
     "drift_load",
-    "int",
     2,
     "how much competing work: CPU threads, or 32 large matmuls per unit on another CUDA stream",
     minimum=1,
     maximum=16,
 )
-CATALOG = Param(
-    "catalog",
+CATALOG = CatalogParam(
     "catalog",
     None,
     "a boot's catalog to use instead of capacities (capture: its shapes; "
     "ttft/numerics: its durations to plan with); default: this run's own capture",
     measured=False,
 )
-PROMPTS = Param(
+PROMPTS = IntListParam(
     "prompt_tokens",
-    "int_list",
     [3504],
     "prompt lengths to prefill (the pr22 arms are 3504 and 14000; tiny holds 4096 tokens, small and medium 16384)",
     minimum=1,
     maximum=65536,
     max_items=8,
 )
-PROMPT = Param("prompt_tokens", "int", 3504, "prompt length", minimum=1, maximum=65536)
-POLICIES_PARAM = Param(
-    "policies",
-    "choice_list",
-    ["cost", "rule"],
-    "policies whose plans are executed",
-    choices=tuple(POLICIES),
-    max_items=len(POLICIES),
-)
-RUNS = Param("runs", "int", 3, "executions of each plan; TTFT is their median", minimum=1, maximum=50)
+PROMPT = IntParam("prompt_tokens", 3504, "prompt length", minimum=1, maximum=65536)
+POLICIES_PARAM = PolicyListParam("policies", help="policies whose plans are executed", every_policy=True)
+RUNS = IntParam("runs", 3, "executions of each plan; TTFT is their median", minimum=1, maximum=50)
 BOOT_PARAMS = (
     PRESET,
     DEVICE,
@@ -334,7 +324,7 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     reference, _ = one_shot(boot, prompt)
     steps.advance("one-shot reference")
     chunkings, logits, repeat = {}, {}, {}
-    for policy in ("cost", "rule"):
+    for policy in PR22_POLICIES:
         chosen = plan(policy, planning, Request(n))
         first, second = execute(boot, chosen, prompt), execute(boot, chosen, prompt)
         chunkings[policy] = {

@@ -2,7 +2,7 @@
 
 `cost` plans over the measured catalog, `rule` is pull request #22 with its liveness fix, and
 `rule-v1` is the pre-fix rule kept to demonstrate the stall. A new policy is a new class plus
-one line in `POLICIES`.
+one line in `POLICIES`; every list of policies in the product is read from there.
 """
 
 from __future__ import annotations
@@ -311,10 +311,20 @@ class RuleV1Policy:
         return Launch(graph, p, p + work, "rule", catalog.predicted_ms(graph))
 
 
-POLICIES: dict[str, type[CostPolicy] | type[RulePolicy] | type[RuleV1Policy]] = {
-    cls.name: cls for cls in (CostPolicy, RulePolicy, RuleV1Policy)
-}
-SELECTABLE_POLICIES: tuple[str, ...] = tuple(name for name, cls in POLICIES.items() if cls.selectable)
+# The one registry of policies, by name. Everything that offers a choice of policies (the CLI, the
+# analyses' parameters, the web forms and API, decisions, the recipes' database constraint) reads
+# it when asked, through `selectable_policies()` or this dict: a new policy is a class and one line here.
+POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (CostPolicy, RulePolicy, RuleV1Policy)}
+
+
+# The pull request's comparison: its before (`cost`) and after (`rule`). Analyses that reproduce it
+# (pr22, numerics) and their figures compare exactly these two, whatever else is registered.
+PR22_POLICIES: tuple[str, str] = ("cost", "rule")
+
+
+def selectable_policies() -> tuple[str, ...]:
+    """The policies a recipe may run (and analyses compare by default), in registration order."""
+    return tuple(name for name, cls in POLICIES.items() if cls.selectable)
 
 
 def make_policy(name: object, field: str = "policy") -> Policy:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
@@ -29,20 +30,26 @@ def boot_list(*, recipe_name: str | None = None, limit: int = 50) -> QuerySet[Bo
     return qs[:limit]
 
 
-def boot_choices(*, limit: int = 100) -> list[dict[str, Any]]:
-    """Recent boots as a form offers them: `#id · recipe · device (mode) · when`."""
+@dataclass(frozen=True)
+class BootChoice:
+    """A stored boot as a form offers it."""
+
+    id: int
+    label: str  # `#id · recipe · device (mode) · when · N shapes[ · drifted …]`
+
+
+def boot_choices(*, limit: int = 100) -> list[BootChoice]:
+    """Recent boots as a form offers them."""
     out = []
     for boot in boot_list(limit=limit):
         device = boot.provenance.get("device") or "uploaded"
         mode = f" ({boot.provenance['mode']})" if boot.provenance.get("mode") else ""
         drifted = f" · {boot.drifted}" if boot.drifted else ""
-        out.append(
-            {
-                "id": boot.pk,
-                "label": f"#{boot.pk} · {boot.recipe.name} · {device}{mode} · "
-                f"{boot.created_at:%Y-%m-%d %H:%M} · {len(boot.catalog)} shapes{drifted}",
-            }
+        label = (
+            f"#{boot.pk} · {boot.recipe.name} · {device}{mode} · "
+            f"{boot.created_at:%Y-%m-%d %H:%M} · {len(boot.catalog)} shapes{drifted}"
         )
+        out.append(BootChoice(id=boot.pk, label=label))
     return out
 
 

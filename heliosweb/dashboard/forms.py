@@ -1,94 +1,189 @@
-"""The job form is generated from each kind's declared parameters. It only collects values and
-converts obvious types; every check (ranges, sizes, choices) happens once, in `job_create`."""
+"""The job form, generated from each kind's declared parameters.
+
+A parameter's class (scheduler_core) owns parsing; here an adapter keyed by that class says which
+Django form field shows it and how its posted text is read back. The form only collects values:
+every check (ranges, sizes, choices) happens once, in `job_create`.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from django import forms
 from django.http import QueryDict
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 
+from heliosweb.catalogs.selectors import BootChoice
 from heliosweb.common.bounds import BadJSON, parse_json
 from heliosweb.jobs.registry import JobKind
+from scheduler_core.analyses.params import (
+    CatalogListParam,
+    CatalogParam,
+    ChoiceListParam,
+    ChoiceParam,
+    FloatParam,
+    IntListParam,
+    IntParam,
+    Param,
+)
 from scheduler_core.errors import InvalidInput
+
+ABSENT = object()  # nothing posted for a parameter: its default applies
 
 
 def field_name(kind: str, param: str) -> str:
     return f"{kind}.{param}"
 
 
+@dataclass(frozen=True)
+class FieldAdapter:
+    """How the form shows one class of parameter (`field`: a Django form field, whose widget renders
+    the input) and reads its posted text back (`read`: the JSON-like value `Param.parse` takes, or
+    ABSENT). `boots`: the parameter may also be picked from stored boots (`"one"` or `"many"`)."""
+
+    field: Callable[[Any], forms.Field]
+    read: Callable[[Any, QueryDict, str], Any]
+    shown: Callable[[Any, Any], Any] = lambda param, value: value
+    boots: str = ""
+
+
+def _read_text(param: Param, post: QueryDict, name: str) -> Any:
+    raw = post.get(name)
+    return ABSENT if raw is None or not raw.strip() else param.from_text(raw)
+
+
+def _read_choices(param: Param, post: QueryDict, name: str) -> Any:
+    if name in post:
+        return post.getlist(name)
+    return [] if f"{name}.present" in post else ABSENT  # every box unticked: an (invalid) empty list
+
+
+def _read_catalog(param: Param, post: QueryDict, name: str) -> Any:
+    """Stored boots picked from the list (the service swaps in their catalogs), else pasted JSON."""
+    ids = [_int_or_text(x) for x in post.getlist(f"{name}.boots") if x.strip()]
+    if ids:
+        return {"boot": ids[0]} if isinstance(param, CatalogParam) else {"boots": ids}
+    raw = post.get(name)
+    if raw is None or not raw.strip():
+        return ABSENT
+    try:
+        return parse_json(raw, root=param.name)  # read with the API's bounds
+    except BadJSON as exc:
+        if exc.message.startswith("not JSON"):
+            return raw  # the parameter's own check says what it expected: "must be a list"
+        raise InvalidInput(param.name, exc.message) from None
+
+
+def _int_or_text(raw: str) -> Any:
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
+
+
+def _json_text(param: Param, value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value)
+
+
+def _list_text(param: Param, value: Any) -> str:
+    return ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else value or ""
+
+
+def _choices(param: ChoiceParam | ChoiceListParam) -> list[tuple[str, str]]:
+    return [(c, c) for c in param.options()]
+
+
+CATALOG_TEXT = forms.Textarea(attrs={"rows": 2, "cols": 60, "placeholder": "leave empty for the default"})
+ADAPTERS: dict[type[Param], FieldAdapter] = {
+    IntParam: FieldAdapter(lambda p: forms.IntegerField(min_value=p.minimum, max_value=p.maximum), _read_text),
+    FloatParam: FieldAdapter(
+        lambda p: forms.FloatField(
+            min_value=p.minimum, max_value=p.maximum, widget=forms.NumberInput(attrs={"step": "any"})
+        ),
+        _read_text,
+    ),
+    ChoiceParam: FieldAdapter(lambda p: forms.ChoiceField(choices=_choices(p)), _read_text),
+    IntListParam: FieldAdapter(
+        lambda p: forms.CharField(widget=forms.TextInput(attrs={"size": 40})), _read_text, _list_text
+    ),
+    ChoiceListParam: FieldAdapter(
+        lambda p: forms.MultipleChoiceField(choices=_choices(p), widget=forms.CheckboxSelectMultiple),
+        _read_choices,
+        lambda p, value: list(value) if isinstance(value, (list, tuple)) else [value],
+    ),
+    CatalogParam: FieldAdapter(lambda p: forms.CharField(widget=CATALOG_TEXT), _read_catalog, _json_text, "one"),
+    CatalogListParam: FieldAdapter(lambda p: forms.CharField(widget=CATALOG_TEXT), _read_catalog, _json_text, "many"),
+}
+
+
+def adapter(param: Param) -> FieldAdapter:
+    """The adapter of the parameter's class, or of the nearest base class that has one."""
+    for cls in type(param).__mro__:
+        if cls in ADAPTERS:
+            return ADAPTERS[cls]
+    raise LookupError(f"no form field for {type(param).__name__} ({param.name})")
+
+
 def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
-    """Raw form values -> the params dict the service validates. Unparseable text is passed on
-    unchanged so the service names the field in its error."""
+    """Posted form values -> the params dict the service validates; text that cannot be read is
+    refused naming the field (`params.<name>`)."""
     params: dict[str, Any] = {}
     for p in kind.analysis.params:
-        name = field_name(kind.name, p.name)
-        if p.kind == "choice_list":
-            if name in post:
-                params[p.name] = post.getlist(name)
-            elif f"{name}.present" in post:
-                params[p.name] = []
-            continue
-        if p.kind in ("catalog", "catalog_list"):
-            ids = [_number(x, int) for x in post.getlist(f"{name}.boots") if x.strip()]
-            if ids:  # stored boots picked from the list; the service swaps in their catalogs
-                params[p.name] = {"boot": ids[0]} if p.kind == "catalog" else {"boots": ids}
-                continue
-        raw = post.get(name)
-        if raw is None or raw.strip() == "":
-            continue
-        raw = raw.strip()
-        if p.kind == "int":
-            params[p.name] = _number(raw, int)
-        elif p.kind == "float":
-            params[p.name] = _number(raw, float)
-        elif p.kind == "int_list":
-            params[p.name] = [_number(x.strip(), int) for x in raw.replace(";", ",").split(",") if x.strip()]
-        elif p.kind == "choice":
-            params[p.name] = raw
-        else:  # catalog, catalog_list and any structured kind: JSON text, read with bounds
-            try:
-                params[p.name] = parse_json(raw, root=p.name)
-            except BadJSON as exc:
-                if exc.message.startswith("not JSON"):
-                    params[p.name] = raw  # the parameter's own check says what it expected
-                else:
-                    raise InvalidInput(f"params.{p.name}", exc.message) from None
+        try:
+            value = adapter(p).read(p, post, field_name(kind.name, p.name))
+        except InvalidInput as exc:
+            raise InvalidInput(f"params.{p.name}", exc.message) from None
+        if value is not ABSENT:
+            params[p.name] = value
     return params
 
 
-def _number(raw: str, cast: type) -> Any:
-    try:
-        return cast(raw.replace("_", ""))
-    except ValueError:
-        return raw
+def _render(param: Param, name: str, value: Any, boots: list[BootChoice], picked: int | None) -> SafeString:
+    """The parameter's label and input(s): its field's widget; for catalogs, first a picker of stored boots."""
+    how = adapter(param)
+    field = how.field(param)
+    html = field.widget.render(name, how.shown(param, value), attrs={"id": f"id_{name}"})
+    if isinstance(field, forms.MultipleChoiceField):  # a group of boxes: a caption, not one label
+        return format_html('<span>{}</span><input type="hidden" name="{}.present" value="1">{}', param.name, name, html)
+    if not how.boots:
+        return format_html("<label>{} {}</label>", param.name, html)
+    options = [("", "(none)")] if how.boots == "one" else []
+    options += [(str(b.id), b.label) for b in boots]
+    one = how.boots == "one"
+    widget = forms.Select(choices=options) if one else forms.SelectMultiple(choices=options, attrs={"size": 4})
+    chosen = None if picked is None else str(picked) if one else [str(picked)]
+    picker = widget.render(f"{name}.boots", chosen)
+    empty = "" if boots else mark_safe(" <small>no stored boots yet</small>")  # constant text
+    return format_html(
+        '<label>{} {}</label>{}<label class="inline">or paste a catalog (JSON) {}</label>',
+        param.name,
+        picker,
+        empty,
+        html,
+    )
 
 
 def form_kinds(
     kinds: dict[str, JobKind],
     values: dict[str, Any] | None = None,
-    boots: list[dict[str, Any]] | None = None,
+    boots: list[BootChoice] | None = None,
     picked_boot: int | None = None,
 ) -> list[dict[str, Any]]:
-    """What the template renders: each kind with its params, defaults and current values;
-    catalog parameters also offer the stored `boots` ({id, label}) to pick from, `picked_boot`
-    already selected (a recipe page's "analyse this boot" link)."""
-    boots = [{**b, "selected": b["id"] == picked_boot} for b in boots or []]
+    """What the template renders: each kind with its params, each with its help, bounds and input
+    HTML (the posted `values` when the form comes back with an error, else the default); catalog
+    parameters also offer the stored `boots`, `picked_boot` already selected (a recipe page's
+    "analyse this boot" link)."""
     out = []
     for kind in kinds.values():
         params = []
         for p in kind.analysis.params:
-            spec = p.to_dict()
             name = field_name(kind.name, p.name)
-            value = (values or {}).get(name, p.default)
-            if p.kind == "int_list":
-                value = ", ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else value or ""
-            if p.kind == "choice_list" and not isinstance(value, (list, tuple)):
-                value = [value]
-            if p.kind not in ("int", "float", "choice", "int_list", "choice_list") and not isinstance(value, str):
-                value = "" if value is None else json.dumps(value)
-            params.append(
-                {**spec, "field": name, "value": value, "boots": boots if p.kind in ("catalog", "catalog_list") else []}
-            )
+            value = (values or {}).get(name, p.default_value())
+            html = _render(p, name, value, boots or [], picked_boot)
+            params.append({**p.to_dict(), "field": name, "html": html})
         out.append({"name": kind.name, "queue": kind.queue, "summary": kind.summary, "params": params})
     return out

@@ -22,7 +22,7 @@ from heliosweb.recipes.consumers import GROUP as REALTIME_GROUP
 from heliosweb.recipes.models import PolicySetting, Recipe
 from heliosweb.recipes.services import policy_set
 from scheduler_core.errors import InvalidInput
-from scheduler_core.policies import POLICIES, SELECTABLE_POLICIES
+from scheduler_core.policies import POLICIES, selectable_policies
 
 from .hashing import GENESIS, event_hash, event_payload
 from .models import AuditChainLock, AuditEvent, DecisionStatus, PolicyDecision
@@ -282,16 +282,16 @@ def _recipe(recipe: Any) -> Recipe:
 
 def _policy(policy: Any) -> str:
     if not isinstance(policy, str) or not policy.strip():
-        raise InvalidInput("policy", f"required: one of {list(SELECTABLE_POLICIES)}")
-    if policy in POLICIES and policy not in SELECTABLE_POLICIES:
+        raise InvalidInput("policy", f"required: one of {list(selectable_policies())}")
+    if policy in POLICIES and policy not in selectable_policies():
         # rule-v1: the pre-fix rule that stalls solo requests; kept only to demonstrate the stall.
         raise InvalidInput(
             "policy",
             f"{policy!r} can never be a recipe's active policy "
-            f"(it is kept only for analyses); expected one of {list(SELECTABLE_POLICIES)}",
+            f"(it is kept only for analyses); expected one of {list(selectable_policies())}",
         )
-    if policy not in SELECTABLE_POLICIES:
-        raise InvalidInput("policy", f"unknown policy {policy!r} (expected one of {list(SELECTABLE_POLICIES)})")
+    if policy not in selectable_policies():
+        raise InvalidInput("policy", f"unknown policy {policy!r} (expected one of {list(selectable_policies())})")
     return policy
 
 

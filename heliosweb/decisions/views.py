@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from heliosweb.common.errors import NotFound, http_status
 from heliosweb.recipes.selectors import recipe_list
 from scheduler_core.errors import InvalidInput
-from scheduler_core.policies import SELECTABLE_POLICIES
+from scheduler_core.policies import selectable_policies
 
 from . import selectors, services
 from .models import DecisionStatus
@@ -65,7 +65,7 @@ def decision_new(request: HttpRequest) -> HttpResponse:
         "decisions/new.html",
         {
             "recipes": recipe_list(),
-            "policies": SELECTABLE_POLICIES,
+            "policies": selectable_policies(),
             "jobs": selectors.evidence_job_choices(),
             "values": values,
             "selected_evidence": {str(v) for v in values["evidence"]},

@@ -15,7 +15,7 @@ from scheduler_core.analyses.catalogs import DRIFT_PARAM, EXECUTION_PARAMS, pr22
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import AffineExecution
 from scheduler_core.plan_io import answer, parse_json
-from scheduler_core.policies import SELECTABLE_POLICIES
+from scheduler_core.policies import selectable_policies
 
 from .contract import Figure
 from .timeline import TimelineRow, chunk_timeline
@@ -99,7 +99,7 @@ def explain(query: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any], s
     """(plan input, its answer, the catalog's description) for the form's query."""
     catalog, execution, description = catalog_of(query)
     data: dict[str, Any] = {
-        "policies": list(SELECTABLE_POLICIES),
+        "policies": list(selectable_policies()),
         "catalog": catalog,
         "request": request_of(query),
         "execution": execution or None,

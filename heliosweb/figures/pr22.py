@@ -6,11 +6,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from scheduler_core.policies import PR22_POLICIES
+
 from .contract import Figure, JobData, KindViews, Span, Table, base_layout, empty
 from .palette import policy_colour
 from .timeline import TimelineRow, chunk_timeline
-
-POLICIES = ("cost", "rule")  # the pull request's two sides, as its result stores them
 
 
 def arms(job: JobData) -> list[dict[str, Any]]:
@@ -26,7 +26,7 @@ def figures(job: JobData) -> list[Figure]:
         return [empty("ttft", "TTFT per arm", "no arm planned yet: the figures appear as the arms finish")]
     labels = [f"{a['arm']} {a['catalog']}" for a in rows]
     bars = go.Figure(layout=base_layout("TTFT per arm: cost (before) vs rule (after)", barmode="group"))
-    for policy in POLICIES:
+    for policy in PR22_POLICIES:
         bars.add_trace(
             go.Bar(
                 name=f"{policy} ({'before' if policy == 'cost' else 'after'})",
@@ -44,7 +44,7 @@ def figures(job: JobData) -> list[Figure]:
             TimelineRow(f"{a['catalog']} · {policy}", a[policy].get("chunks", []))
             for a in rows
             if a["arm"] == arm
-            for policy in POLICIES
+            for policy in PR22_POLICIES
         ]
         tokens = next(a["prompt_tokens"] for a in rows if a["arm"] == arm)
         title = f"Chunk timeline, {arm} arm ({tokens} tokens)"
@@ -59,7 +59,7 @@ def tables(job: JobData) -> dict[str, Table]:
                 "arm": a["arm"],
                 "prompt_tokens": a["prompt_tokens"],
                 "catalog": a["catalog"],
-                **{f"{p}_{k}": a[p][k] for p in POLICIES for k in ("launches", "ttft_ms", "padded_tokens")},
+                **{f"{p}_{k}": a[p][k] for p in PR22_POLICIES for k in ("launches", "ttft_ms", "padded_tokens")},
                 "delta_ms": a["delta_ms"],
             }
             for a in arms(job)
@@ -70,7 +70,7 @@ def tables(job: JobData) -> dict[str, Table]:
 def spans(job: JobData) -> list[Span]:
     out = []
     for a in arms(job):
-        for policy in POLICIES:
+        for policy in PR22_POLICIES:
             clock = 0.0
             for chunk in a[policy].get("chunks", []):
                 ms = chunk["true_ms"] if chunk["true_ms"] is not None else chunk["predicted_ms"]

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Literal, TypedDict
 
 from scheduler_core.analyses import ANALYSES as SIM_ANALYSES
-from scheduler_core.analyses.params import Analysis, Emit, Param, progress
+from scheduler_core.analyses.params import Analysis, Emit, FloatParam, IntParam, progress
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent
 
@@ -63,8 +63,8 @@ PULSE = Analysis(
     name="pulse",
     summary="Diagnostic: stream `count` measurement events at `rate` per second (checks the live path).",
     params=(
-        Param("count", "int", 200, "number of events", minimum=1, maximum=1_000_000),
-        Param("rate", "float", 100.0, "events per second", minimum=0.1, maximum=5000.0),
+        IntParam("count", 200, "number of events", minimum=1, maximum=1_000_000),
+        FloatParam("rate", 100.0, "events per second", minimum=0.1, maximum=5000.0),
     ),
     run=_pulse,
     work=lambda p: int(p["count"] / p["rate"]),

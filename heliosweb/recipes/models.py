@@ -10,7 +10,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from scheduler_core.policies import SELECTABLE_POLICIES
+from scheduler_core.policies import selectable_policies
+
+# scheduler_core's selectable policies, read when the models load: the database constraint is a
+# migration, so a newly registered policy becomes storable with `makemigrations`.
+STORED_POLICIES = selectable_policies()
 
 
 class Recipe(models.Model):
@@ -28,7 +32,7 @@ class Recipe(models.Model):
 class PolicySetting(models.Model):
     """A recipe's active solo-prefill policy; `version` increases with every change."""
 
-    POLICY_CHOICES = [(p, p) for p in SELECTABLE_POLICIES]
+    POLICY_CHOICES = [(p, p) for p in STORED_POLICIES]
 
     recipe = models.OneToOneField(Recipe, on_delete=models.CASCADE, related_name="policy_setting")
     policy = models.CharField(max_length=32, choices=POLICY_CHOICES)
@@ -38,9 +42,7 @@ class PolicySetting(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(
-                condition=models.Q(policy__in=list(SELECTABLE_POLICIES)), name="policy_is_selectable"
-            ),
+            models.CheckConstraint(condition=models.Q(policy__in=list(STORED_POLICIES)), name="policy_is_selectable"),
         ]
 
     def __str__(self) -> str:

@@ -9,7 +9,7 @@ from django.db import transaction
 
 from heliosweb.common.broadcast import publish
 from scheduler_core.errors import InvalidInput
-from scheduler_core.policies import SELECTABLE_POLICIES
+from scheduler_core.policies import selectable_policies
 
 from .models import PolicySetting, Recipe
 
@@ -47,7 +47,7 @@ def policy_topic(recipe_name: str) -> str:
 
 
 def _check_policy(policy: str) -> None:
-    if policy not in SELECTABLE_POLICIES:
+    if policy not in selectable_policies():
         raise InvalidInput(
-            "policy", f"{policy!r} cannot be a recipe's active policy (expected one of {list(SELECTABLE_POLICIES)})"
+            "policy", f"{policy!r} cannot be a recipe's active policy (expected one of {list(selectable_policies())})"
         )

@@ -17,7 +17,7 @@ from ..policies import make_policy
 from ..request import Request
 from .catalogs import EXECUTION_PARAMS, execution_dict, execution_of
 from .pacing import Ticker
-from .params import Analysis, Emit, Param
+from .params import Analysis, CatalogListParam, Emit, FloatParam, IntListParam, IntParam, PolicyListParam
 
 DP_STEP = 64  # the default catalog's capacity gcd: one cost-table row per 64 tokens
 
@@ -125,24 +125,20 @@ ANALYSIS = Analysis(
     name="boots",
     summary="Distinct launch sequences and TTFT spread per policy over N boots with measurement noise.",
     params=(
-        Param(
-            "boots", "int", 64, "boots to simulate (boot b draws its noise with seed + b)", minimum=1, maximum=10_000
-        ),
-        Param("sigma", "float", 0.05, "log-normal measurement noise per graph", minimum=0.0, maximum=2.0),
-        Param("seed", "int", 0, "seed of the first boot", minimum=0, maximum=2**31 - 1),
-        Param(
+        IntParam("boots", 64, "boots to simulate (boot b draws its noise with seed + b)", minimum=1, maximum=10_000),
+        FloatParam("sigma", 0.05, "log-normal measurement noise per graph", minimum=0.0, maximum=2.0),
+        IntParam("seed", 0, "seed of the first boot", minimum=0, maximum=2**31 - 1),
+        IntListParam(
             "prompts",
-            "int_list",
             [3504, 14000, 131072],
             "prompt lengths (tokens)",
             minimum=1,
             maximum=1 << 20,
             max_items=64,
         ),
-        Param("policies", "choice_list", ["cost", "rule"], "policies to plan with", choices=("cost", "rule")),
-        Param(
+        PolicyListParam("policies", help="policies to plan with"),
+        CatalogListParam(
             "boot_catalogs",
-            "catalog_list",
             None,
             "real boots (e.g. stored captures of one recipe) instead of "
             "simulated noise; judged against their per-shape median",

@@ -8,15 +8,15 @@ from typing import Any
 
 from ..catalog import Catalog, drift
 from ..execution import AffineExecution, ExecutionModel, TableExecution, measured_catalog
-from .params import Param
+from .params import FloatParam, Param
 
 EXECUTION_PARAMS: tuple[Param, ...] = (
-    Param("fixed_ms", "float", 2.0, "fixed true cost of a launch (ms)", minimum=0.0, maximum=1e4),
-    Param("ms_per_token", "float", 1 / 64, "true cost per token a graph carries (ms)", minimum=0.0, maximum=1e3),
-    Param("first_token_ms", "float", 0.10, "sampling the first token (ms)", minimum=0.0, maximum=1e4),
+    FloatParam("fixed_ms", 2.0, "fixed true cost of a launch (ms)", minimum=0.0, maximum=1e4),
+    FloatParam("ms_per_token", 1 / 64, "true cost per token a graph carries (ms)", minimum=0.0, maximum=1e3),
+    FloatParam("first_token_ms", 0.10, "sampling the first token (ms)", minimum=0.0, maximum=1e4),
 )
-DRIFT_PARAM = Param(
-    "drift_factor", "float", 1.6, "how much the slow capture over-measures the full graph", minimum=0.01, maximum=100.0
+DRIFT_PARAM = FloatParam(
+    "drift_factor", 1.6, "how much the slow capture over-measures the full graph", minimum=0.01, maximum=100.0
 )
 CATALOG_NAMES: tuple[str, ...] = ("clean", "drift")
 

@@ -13,10 +13,10 @@ from typing import Any
 from ..catalog import Catalog
 from ..errors import InvalidInput, Stalled
 from ..planner import launch_record, plan, plan_prefix
-from ..policies import POLICIES, Launch, make_policy
+from ..policies import Launch, make_policy
 from ..request import Request
 from .pacing import Ticker
-from .params import Analysis, Emit, Param
+from .params import Analysis, Emit, IntParam, PolicyListParam
 
 # Mostly multiples of 8 keep the cost tables small; an odd capacity now and then exercises gcd 1.
 CAPACITY_POOL: tuple[int, ...] = (8, 16, 24, 32, 48, 64, 96, 128, 256, 384, 512)
@@ -266,10 +266,10 @@ ANALYSIS = Analysis(
     name="fuzz",
     summary="Random valid catalogs and requests through plan; stalls and broken invariants shrunk to minimal counterexamples.",
     params=(
-        Param("cases", "int", 2000, "random catalog/request pairs", minimum=1, maximum=1_000_000),
-        Param("seed", "int", 0, "random seed (the same seed replays the same cases)", minimum=0, maximum=2**31 - 1),
-        Param("max_tokens", "int", 2048, "longest random prompt", minimum=1, maximum=1 << 17),
-        Param("policies", "choice_list", list(POLICIES), "policies to fuzz", choices=tuple(POLICIES)),
+        IntParam("cases", 2000, "random catalog/request pairs", minimum=1, maximum=1_000_000),
+        IntParam("seed", 0, "random seed (the same seed replays the same cases)", minimum=0, maximum=2**31 - 1),
+        IntParam("max_tokens", 2048, "longest random prompt", minimum=1, maximum=1 << 17),
+        PolicyListParam("policies", help="policies to fuzz", every_policy=True, all_by_default=True),
     ),
     run=run,
     work=work,

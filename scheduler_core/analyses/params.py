@@ -1,14 +1,22 @@
-"""Declared analysis parameters: one source of truth for CLI flags, web forms and API validation."""
+"""Declared analysis parameters: one source of truth for CLI flags, web forms, API docs and validation.
+
+Each kind of parameter is a small class that owns its parsing (`parse`, the one validation), its
+CLI flag (`from_text`, `metavar`, `cli_help`) and its JSON schema (`json_schema`, with the bounds
+it declares); the web form picks a widget by class (`heliosweb.dashboard.param_fields`). Nothing
+switches on a kind's name: `kind` is only the label the API shows.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..catalog import Catalog
 from ..errors import InvalidInput
 from ..events import ProgressEvent
+from ..plan_io import parse_json
+from ..policies import POLICIES, selectable_policies
 from ..validation import require_int, require_list, require_number
 
 Emit = Callable[[dict[str, Any]], None]
@@ -20,74 +28,317 @@ def ignore_events(event: dict[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter: `kind` is int, float, choice, int_list, choice_list, catalog or catalog_list.
+    """One named parameter with a default and a help line; subclasses say what values it takes."""
 
-    A `catalog` value is a list of graph dicts (a stored boot, say); it stays plain JSON once
-    parsed. With `measured` (the default) every solo prefill graph must have a duration, so the
-    catalog can serve as the true costs too; a capture, which needs only shapes, turns it off.
-    """
+    kind: ClassVar[str]  # the label in `GET /api/kinds/` and the form
+    metavar: ClassVar[str] = "VALUE"
+    sizes_run: ClassVar[bool] = False  # named when a run is too large (the first such parameter)
 
     name: str
-    kind: str
     default: Any
     help: str
-    minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple[str, ...] = ()
-    max_items: int | None = None
-    measured: bool = True
 
     def parse(self, value: Any) -> Any:
-        f = self.name
-        if self.kind == "int":
-            return require_int(value, f, minimum=_as_int(self.minimum), maximum=_as_int(self.maximum))
-        if self.kind == "float":
-            return require_number(value, f, minimum=self.minimum, maximum=self.maximum)
-        if self.kind == "choice":
-            if value not in self.choices:
-                raise InvalidInput(f, f"must be one of {list(self.choices)}, got {value!r}")
-            return value
-        if self.kind == "catalog":
-            if value is None:
-                return None
-            return measured_catalog_dicts(value, f) if self.measured else Catalog.from_dicts(value, f).to_dicts()
-        if self.kind in ("int_list", "choice_list", "catalog_list"):
-            if value is None and self.default is None:
-                return None
-            items = require_list(value, f)
-            if not items:
-                raise InvalidInput(f, "must not be empty")
-            if self.max_items is not None and len(items) > self.max_items:
-                raise InvalidInput(f, f"has {len(items)} items, at most {self.max_items} allowed")
-            item = Param(
-                f"{f}[]",
-                self.kind.removesuffix("_list"),
-                None,
-                self.help,
-                self.minimum,
-                self.maximum,
-                self.choices,
-                measured=self.measured,
-            )
-            parsed = [item.parse(v) for v in items]
-            if self.kind == "catalog_list":
-                return parsed
-            if len(set(parsed)) != len(parsed):
-                raise InvalidInput(f, "has duplicate items")
-            return parsed
-        raise AssertionError(f"unknown parameter kind {self.kind}")
+        """The one validation of a value from JSON (API, form, CLI), or InvalidInput naming the field."""
+        raise NotImplementedError
+
+    def default_value(self) -> Any:
+        return self.default
+
+    def from_text(self, text: str) -> Any:
+        """A CLI flag's (or a form field's) text as the JSON-like value `parse` takes."""
+        return text
+
+    def cli_help(self) -> str:
+        default = self.default_value()
+        shown = ",".join(map(str, default)) if isinstance(default, list) else "none" if default is None else default
+        return f"{self.help} [default: {shown}]"
+
+    def json_schema(self) -> dict[str, Any]:
+        """The value's JSON schema, bounds included (API docs)."""
+        raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
+        """How `GET /api/kinds/` and the job form describe the parameter."""
         return {
             "name": self.name,
             "kind": self.kind,
-            "default": self.default,
+            "default": self.default_value(),
             "help": self.help,
-            "minimum": self.minimum,
-            "maximum": self.maximum,
-            "choices": list(self.choices),
-            "max_items": self.max_items,
+            "minimum": None,
+            "maximum": None,
+            "choices": [],
+            "max_items": None,
+            "schema": self.json_schema(),
         }
+
+
+def _with_default(schema: dict[str, Any], default: Any) -> dict[str, Any]:
+    return schema if default is None else {**schema, "default": default}
+
+
+def _bounds(schema: dict[str, Any], minimum: float | None, maximum: float | None) -> dict[str, Any]:
+    return {
+        **schema,
+        **({} if minimum is None else {"minimum": minimum}),
+        **({} if maximum is None else {"maximum": maximum}),
+    }
+
+
+@dataclass(frozen=True)
+class IntParam(Param):
+    kind: ClassVar[str] = "int"
+    metavar: ClassVar[str] = "INT"
+    sizes_run: ClassVar[bool] = True
+
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def parse(self, value: Any) -> int:
+        return require_int(value, self.name, minimum=self.minimum, maximum=self.maximum)
+
+    def from_text(self, text: str) -> Any:
+        return _int_text(text, self.name)
+
+    def json_schema(self) -> dict[str, Any]:
+        return _with_default(_bounds({"type": "integer"}, self.minimum, self.maximum), self.default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "minimum": self.minimum, "maximum": self.maximum}
+
+
+@dataclass(frozen=True)
+class FloatParam(Param):
+    kind: ClassVar[str] = "float"
+    metavar: ClassVar[str] = "FLOAT"
+
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def parse(self, value: Any) -> float:
+        return require_number(value, self.name, minimum=self.minimum, maximum=self.maximum)
+
+    def from_text(self, text: str) -> Any:
+        try:
+            return float(text.strip().replace("_", ""))
+        except ValueError:
+            raise InvalidInput(self.name, f"must be a number, got {text!r}") from None
+
+    def json_schema(self) -> dict[str, Any]:
+        return _with_default(_bounds({"type": "number"}, self.minimum, self.maximum), self.default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "minimum": self.minimum, "maximum": self.maximum}
+
+
+@dataclass(frozen=True)
+class ChoiceParam(Param):
+    kind: ClassVar[str] = "choice"
+    metavar: ClassVar[str] = "CHOICE"
+
+    choices: tuple[str, ...] = ()
+
+    def options(self) -> tuple[str, ...]:
+        return self.choices
+
+    def parse(self, value: Any) -> str:
+        if value not in self.options():
+            raise InvalidInput(self.name, f"must be one of {list(self.options())}, got {value!r}")
+        return value
+
+    def from_text(self, text: str) -> Any:
+        return text.strip()
+
+    def cli_help(self) -> str:
+        return f"{self.help} {{{','.join(self.options())}}} [default: {self.default_value()}]"
+
+    def json_schema(self) -> dict[str, Any]:
+        return _with_default({"type": "string", "enum": list(self.options())}, self.default_value())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "choices": list(self.options())}
+
+
+@dataclass(frozen=True)
+class _ListParam(Param):
+    """A non-empty list of items, at most `max_items`; `default=None` means "not given" is allowed."""
+
+    max_items: int | None = None
+
+    def parse(self, value: Any) -> Any:
+        if value is None and self.default is None:
+            return None
+        items = require_list(value, self.name)
+        if not items:
+            raise InvalidInput(self.name, "must not be empty")
+        if self.max_items is not None and len(items) > self.max_items:
+            raise InvalidInput(self.name, f"has {len(items)} items, at most {self.max_items} allowed")
+        return [self.parse_item(v, f"{self.name}[]") for v in items]
+
+    def parse_item(self, value: Any, field: str) -> Any:
+        raise NotImplementedError
+
+    def cli_help(self) -> str:
+        return super().cli_help().replace(" [default:", " (comma-separated) [default:", 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "max_items": self.max_items}
+
+    def _list_schema(self, item: dict[str, Any]) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "array", "items": item, "minItems": 1}
+        if self.max_items is not None:
+            schema["maxItems"] = self.max_items
+        return _with_default(schema, self.default_value())
+
+
+def _no_duplicates(items: list[Any], field: str) -> list[Any]:
+    if len(set(items)) != len(items):
+        raise InvalidInput(field, "has duplicate items")
+    return items
+
+
+@dataclass(frozen=True)
+class IntListParam(_ListParam):
+    kind: ClassVar[str] = "int_list"
+    metavar: ClassVar[str] = "INT_LIST"
+    sizes_run: ClassVar[bool] = True
+
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def parse(self, value: Any) -> list[int] | None:
+        items = super().parse(value)
+        return items if items is None else _no_duplicates(items, self.name)
+
+    def parse_item(self, value: Any, field: str) -> int:
+        return require_int(value, field, minimum=self.minimum, maximum=self.maximum)
+
+    def from_text(self, text: str) -> Any:
+        return [_int_text(item, self.name) for item in text.replace(";", ",").split(",") if item.strip()]
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._list_schema(_bounds({"type": "integer"}, self.minimum, self.maximum))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "minimum": self.minimum, "maximum": self.maximum}
+
+
+@dataclass(frozen=True)
+class ChoiceListParam(_ListParam):
+    kind: ClassVar[str] = "choice_list"
+    metavar: ClassVar[str] = "CHOICE_LIST"
+    sizes_run: ClassVar[bool] = True
+
+    choices: tuple[str, ...] = ()
+
+    def options(self) -> tuple[str, ...]:
+        return self.choices
+
+    def parse(self, value: Any) -> list[str] | None:
+        items = super().parse(value)
+        return items if items is None else _no_duplicates(items, self.name)
+
+    def parse_item(self, value: Any, field: str) -> str:
+        if value not in self.options():
+            raise InvalidInput(field, f"must be one of {list(self.options())}, got {value!r}")
+        return value
+
+    def from_text(self, text: str) -> Any:
+        return [item.strip() for item in text.split(",") if item.strip()]
+
+    def cli_help(self) -> str:
+        return (
+            f"{self.help} (comma-separated) {{{','.join(self.options())}}} [default: {','.join(self.default_value())}]"
+        )
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._list_schema({"type": "string", "enum": list(self.options())})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "choices": list(self.options())}
+
+
+@dataclass(frozen=True)
+class PolicyListParam(ChoiceListParam):
+    """Policies to compare, read from scheduler_core's one registry (`policies.POLICIES`) when asked,
+    so a newly registered policy is offered everywhere. By default every policy a recipe may run
+    (`selectable_policies()`); `every_policy` also offers the demonstration-only ones (rule-v1)."""
+
+    default: Any = None
+    help: str = "policies to compare"
+    every_policy: bool = False
+    all_by_default: bool = False
+
+    def options(self) -> tuple[str, ...]:
+        return tuple(POLICIES) if self.every_policy else selectable_policies()
+
+    def default_value(self) -> list[str]:
+        return list(self.options() if self.all_by_default else selectable_policies())
+
+
+@dataclass(frozen=True)
+class CatalogParam(Param):
+    """A catalog: a list of graph dicts (a stored boot, say). With `measured` (the default) every
+    solo prefill graph must have a duration, so it can serve as the true costs too; a capture,
+    which needs only shapes, turns it off. `None` (not given) is allowed when it is the default."""
+
+    kind: ClassVar[str] = "catalog"
+    metavar: ClassVar[str] = "FILE"
+
+    measured: bool = True
+
+    def parse(self, value: Any) -> list[dict[str, Any]] | None:
+        if value is None:
+            return None
+        return parse_catalog(value, self.name, measured=self.measured)
+
+    def from_text(self, text: str) -> Any:
+        return read_catalog_file(text.strip(), self.name)
+
+    def cli_help(self) -> str:
+        return f"{self.help} (a JSON file: a list of graphs or a capture's output)"
+
+    def json_schema(self) -> dict[str, Any]:
+        return CATALOG_SCHEMA
+
+
+@dataclass(frozen=True)
+class CatalogListParam(_ListParam):
+    kind: ClassVar[str] = "catalog_list"
+    metavar: ClassVar[str] = "FILE"
+
+    measured: bool = True
+
+    def parse_item(self, value: Any, field: str) -> list[dict[str, Any]]:
+        return parse_catalog(value, field, measured=self.measured)
+
+    def from_text(self, text: str) -> Any:
+        return [read_catalog_file(path.strip(), self.name) for path in text.split(",") if path.strip()]
+
+    def cli_help(self) -> str:
+        return f"{self.help} (JSON files, comma-separated: a list of graphs or a capture's output)"
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._list_schema(CATALOG_SCHEMA)
+
+
+CATALOG_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "prefill": {"type": "integer", "minimum": 0},
+            "decode": {"type": "integer", "minimum": 0},
+            "ms": {"type": ["number", "null"], "minimum": 0},
+        },
+        "required": ["prefill", "decode"],
+    },
+}
+
+
+def parse_catalog(value: Any, field: str, *, measured: bool = True) -> list[dict[str, Any]]:
+    """Validate a catalog as scheduler_core reads it, as plain dicts; `measured`: every solo prefill graph timed."""
+    return measured_catalog_dicts(value, field) if measured else Catalog.from_dicts(value, field).to_dicts()
 
 
 def measured_catalog_dicts(value: Any, field: str) -> list[dict[str, Any]]:
@@ -101,8 +352,21 @@ def measured_catalog_dicts(value: Any, field: str) -> list[dict[str, Any]]:
     return catalog.to_dicts()
 
 
-def _as_int(x: float | None) -> int | None:
-    return None if x is None else int(x)
+def read_catalog_file(path: str, field: str) -> Any:
+    """A catalog flag names a JSON file: a list of graphs, or an object with a "catalog" list (a capture's output)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = parse_json(f.read(), field)
+    except OSError as exc:
+        raise InvalidInput(field, f"cannot read {path!r}: {exc.strerror}") from None
+    return data["catalog"] if isinstance(data, dict) and "catalog" in data else data
+
+
+def _int_text(text: str, field: str) -> int:
+    try:
+        return int(text.strip().replace("_", ""))
+    except ValueError:
+        raise InvalidInput(field, f"must be an integer, got {text!r}") from None
 
 
 @dataclass(frozen=True)
@@ -130,7 +394,7 @@ class Analysis:
         unknown = sorted(set(data) - known)
         if unknown:
             raise InvalidInput(unknown[0], f"unknown parameter for {self.name} (expected one of {sorted(known)})")
-        params = {p.name: p.parse(data[p.name]) if p.name in data else p.default for p in self.params}
+        params = {p.name: p.parse(data[p.name]) if p.name in data else p.default_value() for p in self.params}
         self.check(params)
         work = self.work(params)
         if work > self.max_work:
@@ -142,9 +406,9 @@ class Analysis:
 
 
 def _size_param(specs: tuple[Param, ...]) -> str:
-    """Name the parameter to shrink: the first int or list parameter."""
+    """Name the parameter to shrink: the first that sizes a run (an int or a list of them or of choices)."""
     for p in specs:
-        if p.kind in ("int", "int_list", "choice_list"):
+        if p.sizes_run:
             return p.name
     return specs[0].name if specs else "params"
 

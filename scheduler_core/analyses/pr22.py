@@ -6,6 +6,7 @@ from typing import Any
 
 from ..events import ArmResultEvent, ProgressEvent
 from ..planner import plan
+from ..policies import PR22_POLICIES
 from ..request import Request
 from .catalogs import DRIFT_PARAM, EXECUTION_PARAMS, execution_of, pr22_catalogs
 from .params import Analysis, Emit, progress
@@ -22,7 +23,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     for arm, tokens in ARMS.items():
         for catalog_name, catalog in catalogs.items():
             row: dict[str, Any] = {"arm": arm, "prompt_tokens": tokens, "catalog": catalog_name}
-            for policy in ("cost", "rule"):
+            for policy in PR22_POLICIES:
                 p = plan(policy, catalog, Request(tokens), execution)
                 row[policy] = {
                     "launches": len(p.launches),

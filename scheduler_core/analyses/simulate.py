@@ -18,11 +18,19 @@ from ..engine import TrafficShape, poisson_arrivals
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent, StepLaunchEvent
 from ..execution import AffineExecution, TableExecution, measured_catalog
-from ..policies import POLICIES
 from ..scheduler import Arrival, SchedulerConfig, ScheduleResult, schedule
 from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, execution_dict, execution_of
 from .pacing import Ticker
-from .params import Analysis, Emit, Param
+from .params import (
+    Analysis,
+    CatalogParam,
+    ChoiceParam,
+    Emit,
+    FloatParam,
+    IntListParam,
+    IntParam,
+    PolicyListParam,
+)
 
 DECODE_ROWS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 MAX_LANES = DECODE_ROWS[-1]
@@ -199,61 +207,47 @@ ANALYSIS = Analysis(
     name="simulate",
     summary="Poisson traffic through the multi-lane scheduler: TTFT, inter-token latency, launches and padding per policy.",
     params=(
-        Param("requests", "int", 200, "requests in the traffic", minimum=1, maximum=20_000),
-        Param("rate_per_s", "float", 10.0, "mean arrivals per second (Poisson)", minimum=0.001, maximum=1e5),
-        Param(
-            "prompt_min", "int", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000
-        ),
-        Param("prompt_max", "int", 16_000, "longest prompt (tokens)", minimum=1, maximum=1_000_000),
-        Param("output_min", "int", 16, "fewest output tokens (lengths are uniform)", minimum=1, maximum=100_000),
-        Param("output_max", "int", 256, "most output tokens", minimum=1, maximum=100_000),
-        Param("span_share", "float", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
-        Param("seed", "int", 0, "traffic seed", minimum=0, maximum=2**31 - 1),
-        Param(
-            "policies",
-            "choice_list",
-            ["cost", "rule"],
-            "policies to compare on the same traffic",
-            choices=tuple(POLICIES),
-            max_items=len(POLICIES),
-        ),
-        Param(
+        IntParam("requests", 200, "requests in the traffic", minimum=1, maximum=20_000),
+        FloatParam("rate_per_s", 10.0, "mean arrivals per second (Poisson)", minimum=0.001, maximum=1e5),
+        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000),
+        IntParam("prompt_max", 16_000, "longest prompt (tokens)", minimum=1, maximum=1_000_000),
+        IntParam("output_min", 16, "fewest output tokens (lengths are uniform)", minimum=1, maximum=100_000),
+        IntParam("output_max", 256, "most output tokens", minimum=1, maximum=100_000),
+        FloatParam("span_share", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
+        IntParam("seed", 0, "traffic seed", minimum=0, maximum=2**31 - 1),
+        PolicyListParam("policies", help="policies to compare on the same traffic", every_policy=True),
+        ChoiceParam(
             "catalog",
-            "choice",
             "clean",
             "the measured catalog: clean, drift (full chunk over-measured), or unmeasured-full",
             choices=CATALOGS,
         ),
         DRIFT_PARAM,
         *EXECUTION_PARAMS,
-        Param(
+        IntListParam(
             "mixed_rows",
-            "int_list",
             [8, 32],
             "decode rows of the mixed graphs captured for each prefill capacity",
             minimum=1,
             maximum=MAX_LANES,
             max_items=len(DECODE_ROWS),
         ),
-        Param("max_lanes", "int", 32, "most requests admitted at once", minimum=1, maximum=MAX_LANES),
-        Param(
+        IntParam("max_lanes", 32, "most requests admitted at once", minimum=1, maximum=MAX_LANES),
+        IntParam(
             "max_decode_wait",
-            "int",
             2,
             "most launches a decoding lane may sit out between tokens",
             minimum=1,
             maximum=64,
         ),
-        Param(
+        CatalogParam(
             "boot_catalog",
-            "catalog",
             None,
             "a measured boot with decode graphs (a gpu_runner capture with graphs "
             "'all') as the catalog and the true costs, instead of catalog/mixed_rows/execution",
         ),
-        Param(
+        IntParam(
             "launch_events",
-            "int",
             20,
             "launch events emitted at the start of each policy's run",
             minimum=0,

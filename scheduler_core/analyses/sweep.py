@@ -22,7 +22,7 @@ from .catalogs import (
     pr22_catalogs,
 )
 from .pacing import Ticker
-from .params import Analysis, Emit, Param
+from .params import Analysis, CatalogParam, ChoiceListParam, ChoiceParam, Emit, IntParam, PolicyListParam
 
 MAX_TOKENS = 1 << 20
 TIE_MS = 1e-6  # TTFTs are rounded to 6 decimals; closer than this is a tie
@@ -140,24 +140,22 @@ ANALYSIS = Analysis(
     name="sweep",
     summary="TTFT, launches and padding against prompt length for cost and rule, clean and drift catalogs.",
     params=(
-        Param("min_tokens", "int", 1, "shortest prompt", minimum=1, maximum=MAX_TOKENS),
-        Param("max_tokens", "int", 131072, "longest prompt", minimum=1, maximum=MAX_TOKENS),
-        Param(
+        IntParam("min_tokens", 1, "shortest prompt", minimum=1, maximum=MAX_TOKENS),
+        IntParam("max_tokens", 131072, "longest prompt", minimum=1, maximum=MAX_TOKENS),
+        IntParam(
             "count",
-            "int",
             256,
             "prompt lengths to sample (duplicates after rounding are dropped)",
             minimum=1,
             maximum=100_000,
         ),
-        Param("spacing", "choice", "log", "how the lengths are spaced", choices=("log", "linear")),
-        Param("policies", "choice_list", ["cost", "rule"], "policies to plan with", choices=("cost", "rule")),
-        Param("catalogs", "choice_list", list(CATALOG_NAMES), "catalogs to plan against", choices=CATALOG_NAMES),
+        ChoiceParam("spacing", "log", "how the lengths are spaced", choices=("log", "linear")),
+        PolicyListParam("policies", help="policies to plan with"),
+        ChoiceListParam("catalogs", list(CATALOG_NAMES), "catalogs to plan against", choices=CATALOG_NAMES),
         *EXECUTION_PARAMS,
         DRIFT_PARAM,
-        Param(
+        CatalogParam(
             "boot_catalog",
-            "catalog",
             None,
             "a measured boot (e.g. a gpu_runner capture) to sweep instead of "
             "clean/drift; its own durations are the true costs (replaces catalogs and the execution model)",

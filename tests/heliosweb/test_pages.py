@@ -115,7 +115,7 @@ def test_every_registered_kind_gets_a_form_that_posts_its_defaults(
         for p in kind.analysis.params:
             field = f"{name}.{p.name}"
             if p.kind == "choice_list":
-                data[field] = list(p.default)
+                data[field] = list(p.default_value())
             elif p.kind in ("int", "float", "int_list", "choice"):
                 match = re.search(rf'name="{re.escape(field)}" value="([^"]*)"', html)
                 if match:

@@ -6,7 +6,7 @@ from scheduler_core.catalog import catalog_from_mapping, noise
 from scheduler_core.errors import InvalidInput, Stalled
 from scheduler_core.execution import AffineExecution, measured_catalog
 from scheduler_core.planner import plan
-from scheduler_core.policies import SELECTABLE_POLICIES, PrefillState, RulePolicy, make_policy
+from scheduler_core.policies import PrefillState, RulePolicy, make_policy, selectable_policies
 from scheduler_core.request import Request
 
 EXECUTION = AffineExecution(2.0, 1 / 64, 0.10)
@@ -97,7 +97,7 @@ def test_a_limit_inside_a_span_stops_the_plan_at_the_span_start():
 
 
 def test_only_cost_and_rule_can_be_active_policies():
-    assert SELECTABLE_POLICIES == ("cost", "rule")
+    assert selectable_policies() == ("cost", "rule")
     with pytest.raises(InvalidInput, match="unknown policy"):
         make_policy("fastest")
 
@@ -127,7 +127,7 @@ def test_rule_launches_do_not_depend_on_measurements_when_its_graphs_are_measure
 
 
 @settings(max_examples=150, deadline=None)
-@given(request_=requests(), policy=st.sampled_from(SELECTABLE_POLICIES))
+@given(request_=requests(), policy=st.sampled_from(selectable_policies()))
 def test_every_plan_is_contiguous_and_reaches_the_end(request_, policy):
     result = plan(policy, CLEAN, request_)
     position = 0

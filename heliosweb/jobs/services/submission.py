@@ -16,6 +16,7 @@ from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.celery import app as celery_app
 from heliosweb.common.errors import Throttled
 from heliosweb.recipes.models import Recipe
+from scheduler_core.analyses.params import CatalogListParam, CatalogParam
 from scheduler_core.errors import InvalidInput
 
 from ..models import BenchmarkJob, JobStatus
@@ -75,20 +76,22 @@ def _check_queue_room(user: AbstractBaseUser | None) -> None:
 
 def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> dict[str, Any]:
     """A catalog parameter may name stored boots instead of spelling a catalog out:
-    `{"boot": id}` (catalog) or `{"boots": [id, ...]}` (catalog_list). The job keeps the catalogs
-    themselves, so it stays reproducible whatever happens to the boots later."""
+    `{"boot": id}` (a catalog) or `{"boots": [id, ...]}` (a list of catalogs). The job keeps the
+    catalogs themselves, so it stays reproducible whatever happens to the boots later."""
     out = dict(params)
     for p in kind.analysis.params:
         value = out.get(p.name)
-        ref = {"catalog": "boot", "catalog_list": "boots"}.get(p.kind)
-        if ref is None or not isinstance(value, Mapping) or set(value) != {ref}:
-            continue
-        ids = [value[ref]] if p.kind == "catalog" else value[ref]
-        if not isinstance(ids, list):
-            raise InvalidInput(f"{p.name}.{ref}", "must be a list of boot ids")
-        catalogs = boot_catalogs(ids=ids, field=f"{p.name}.{ref}")
-        out[p.name] = catalogs[0] if p.kind == "catalog" else catalogs
+        if isinstance(p, CatalogParam) and _names_boots(value, "boot"):
+            out[p.name] = boot_catalogs(ids=[value["boot"]], field=f"{p.name}.boot")[0]
+        elif isinstance(p, CatalogListParam) and _names_boots(value, "boots"):
+            if not isinstance(value["boots"], list):
+                raise InvalidInput(f"{p.name}.boots", "must be a list of boot ids")
+            out[p.name] = boot_catalogs(ids=value["boots"], field=f"{p.name}.boots")
     return out
+
+
+def _names_boots(value: Any, key: str) -> bool:
+    return isinstance(value, Mapping) and set(value) == {key}
 
 
 def _recipe_or_none(recipe: Any) -> Recipe | None:
