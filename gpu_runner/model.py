@@ -14,6 +14,7 @@ therefore exact on [0, end of prompt) whatever the padding.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -55,7 +56,7 @@ class Step:
 
     @classmethod
     def allocate(cls, prefill: int, decode: int, device: torch.device) -> Step:
-        long = dict(dtype=torch.long, device=device)
+        long: dict[str, Any] = {"dtype": torch.long, "device": device}
         return cls(
             prefill,
             decode,
@@ -87,6 +88,9 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 class Transformer(torch.nn.Module):
     """Weights drawn from a seeded generator on the target device: same seed, same model.
     `positions` bounds the rotary table: at least the prefill cache length."""
+
+    cos: torch.Tensor  # rotary tables, registered as buffers
+    sin: torch.Tensor
 
     def __init__(self, config: ModelConfig, device: torch.device, positions: int, seed: int = 0) -> None:
         super().__init__()

@@ -19,6 +19,8 @@ class Stopwatch:
         self._marks: list[tuple[Any, Any]] = []
 
     def time(self, fn: Callable[[], Any]) -> Any:
+        start: Any
+        end: Any
         if self.cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()

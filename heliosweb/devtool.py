@@ -262,6 +262,7 @@ CHECKS: list[tuple[str, list[str]]] = [
     ("ruff check", [PY, "-m", "ruff", "check", "--quiet", "."]),
     ("ruff format", [PY, "-m", "ruff", "format", "--check", "--quiet", "."]),
     ("import layers", [str(Path(PY).parent / "lint-imports"), "--no-cache", "--no-logo"]),
+    ("types", [PY, "-m", "mypy"]),  # files and strictness: [tool.mypy] in pyproject.toml
 ]
 
 

@@ -11,7 +11,10 @@ from .validation import reject_unknown_keys, require_int, require_list, require_
 
 
 class ExecutionModel(Protocol):
-    first_token_ms: float
+    @property
+    def first_token_ms(self) -> float:
+        """Sampling the first token after the last prefill chunk (ms)."""
+        ...
 
     def launch_ms(self, prefill: int, decode: int = 0) -> float:
         """True duration of one launch of the graph (prefill, decode), padding included."""

@@ -184,8 +184,8 @@ class _RemainderTable:
 class CostPolicy:
     """The measured catalog decides: first launch of the cheapest plan to the segment's end."""
 
-    name = "cost"
-    selectable = True
+    name: ClassVar[str] = "cost"
+    selectable: ClassVar[bool] = True
     chooser = "catalog"
 
     def __init__(self) -> None:
@@ -276,8 +276,8 @@ def rule_graph(catalog: Catalog, remaining: int) -> int:
 class RulePolicy:
     """PR #22 with the liveness fix: bail to the measured catalog when the rule's chunk would be filtered."""
 
-    name = "rule"
-    selectable = True
+    name: ClassVar[str] = "rule"
+    selectable: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._fallback = CostPolicy()
@@ -295,8 +295,8 @@ class RulePolicy:
 class RuleV1Policy:
     """The pre-fix rule: one candidate, which the filter may drop, leaving a stall. Never selectable."""
 
-    name = "rule-v1"
-    selectable = False
+    name: ClassVar[str] = "rule-v1"
+    selectable: ClassVar[bool] = False
 
     def choose(self, state: PrefillState) -> Launch | None:
         catalog, request, p = state.catalog, state.request, state.position

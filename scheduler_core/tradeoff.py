@@ -114,7 +114,15 @@ def _arms(job: Evidence) -> list[Json]:
 
 
 def _sweep(job: Evidence) -> Json:
-    keys = ("prompts", "rule_wins", "rule_loses", "ties", "mean_delta_ms", "max_loss_ms", "max_loss_at")
+    keys: tuple[str, ...] = (
+        "prompts",
+        "rule_wins",
+        "rule_loses",
+        "ties",
+        "mean_delta_ms",
+        "max_loss_ms",
+        "max_loss_at",
+    )
     keys += ("max_gain_ms", "max_gain_at", "mean_launches_saved", "mean_extra_padding")
     return {
         "job": job.id,

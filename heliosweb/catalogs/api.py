@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -27,7 +28,7 @@ GRAPH = inline_serializer(
     many=True,
     max_length=MAX_GRAPHS,
 )
-BOOT_FIELDS = {
+BOOT_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
     "recipe": serializers.CharField(),
     "job": serializers.IntegerField(allow_null=True),
@@ -48,7 +49,7 @@ BOOT_UPLOAD = inline_serializer(
 
 
 class RecipeBootsView(APIView):
-    permission_classes = APIView.permission_classes + [CanRunJobs]
+    permission_classes = [IsAuthenticated, CanRunJobs]
 
     @extend_schema(responses={200: inline_serializer("Boot", BOOT_FIELDS, many=True), 404: ERROR})
     def get(self, request: Request, name: str) -> Response:

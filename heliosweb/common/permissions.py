@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import AnonymousUser, User
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+Actor = User | AnonymousUser  # who makes a request (`request.user`), as services receive it
 RUN_JOBS = "jobs.run_jobs"  # the maintainer permission (declared on jobs.BenchmarkJob)
 
 

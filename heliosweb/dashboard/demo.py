@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import TextIO
+from io import TextIOBase
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Group, Permission
+from django.contrib.auth.models import Group, Permission, User
 
 from heliosweb.recipes.services import recipe_ensure
 
@@ -25,7 +24,7 @@ DEMO_RECIPES = [
 HISTORY_APPS = ["decisions", "jobs", "recipes", "catalogs"]  # staff read them in the (read-only) admin
 
 
-def demo_setup(*, username: str, stdout: TextIO) -> None:
+def demo_setup(*, username: str, stdout: TextIOBase) -> None:
     maintainers, _ = Group.objects.get_or_create(name="maintainers")
     maintainers.permissions.add(Permission.objects.get(codename="run_jobs", content_type__app_label="jobs"))
     maintainers.permissions.add(*_decision_perms("propose_decision", "apply_decision"))
@@ -50,14 +49,13 @@ def _decision_perms(*codenames: str) -> list[Permission]:
     return list(Permission.objects.filter(content_type__app_label="decisions", codename__in=codenames))
 
 
-def _demo_user(username: str, password_env: str, role: str, stdout: TextIO) -> AbstractBaseUser:
+def _demo_user(username: str, password_env: str, role: str, stdout: TextIOBase) -> User:
     """The staff account `username`, created with a printed random password unless `password_env` sets one."""
-    user_model = get_user_model()
-    user = user_model.objects.filter(username=username).first()
+    user = User.objects.filter(username=username).first()
     password = os.environ.get(password_env, "")
     if user is None:
         password = password or secrets.token_urlsafe(12)
-        user = user_model.objects.create_user(username=username, password=password, is_staff=True)
+        user = User.objects.create_user(username=username, password=password, is_staff=True)
         stdout.write(f"{role}: {username} / password: {password}\n")
     elif password:
         user.set_password(password)

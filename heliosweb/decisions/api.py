@@ -7,6 +7,7 @@ session; `heliosweb.common.api.exception_handler`: `{error, field}`, 403 for `Fo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -19,8 +20,9 @@ from heliosweb.common.api import ERROR, json_object
 from heliosweb.common.inputs import query_int, query_limit
 
 from . import selectors, services
+from .models import PolicyDecision
 
-DECISION_FIELDS = {
+DECISION_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
     "recipe": serializers.CharField(),
     "status": serializers.ChoiceField(["pending", "approved", "rejected", "withdrawn", "applied"]),
@@ -112,7 +114,7 @@ class DecisionStepView(APIView):
     """POST /api/decisions/<id>/<step>/ with an optional {reason} (required to reject)."""
 
     step = ""
-    STEPS = {
+    STEPS: dict[str, Callable[..., PolicyDecision]] = {
         "approve": services.decision_approve,
         "reject": services.decision_reject,
         "withdraw": services.decision_withdraw,

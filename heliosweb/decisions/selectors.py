@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from heliosweb.common.inputs import get_by_id
+from heliosweb.common.permissions import Actor
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.selectors import job_summary
 from scheduler_core.errors import InvalidInput
@@ -66,7 +66,7 @@ def decision_evidence_summaries(*, decision: PolicyDecision) -> list[tuple[Bench
     ]
 
 
-def decision_allowed_steps(*, decision: PolicyDecision, user: AbstractBaseUser) -> list[str]:
+def decision_allowed_steps(*, decision: PolicyDecision, user: Actor) -> list[str]:
     """Which buttons to show; the services check the same rules again."""
     if not user.is_authenticated:
         return []

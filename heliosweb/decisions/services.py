@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from heliosweb.common.errors import Conflict, Forbidden
 from heliosweb.common.inputs import parse_id
+from heliosweb.common.permissions import Actor
 from heliosweb.common.realtime import send_event_on_commit
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.consumers import GROUP as REALTIME_GROUP
@@ -39,15 +40,13 @@ APPLY_PERM = "decisions.apply_decision"
 # --- the five steps -------------------------------------------------------------------------
 
 
-def decision_propose(
-    *, actor: AbstractBaseUser, recipe: Any, policy: Any, rationale: Any, evidence: Any = None
-) -> PolicyDecision:
+def decision_propose(*, actor: Actor, recipe: Any, policy: Any, rationale: Any, evidence: Any = None) -> PolicyDecision:
     """Propose changing `recipe`'s active policy to `policy`, based on the current version.
 
     Raises Forbidden (no propose permission) or InvalidInput naming the field (`recipe`,
     `policy`, `rationale`, `evidence`); nothing is stored then.
     """
-    _require(actor, PROPOSE_PERM, "proposing a policy change")
+    user = _require(actor, PROPOSE_PERM, "proposing a policy change")
     recipe_obj = _recipe(recipe)
     clean_policy = _policy(policy)
     clean_rationale = _text(rationale, field="rationale", limit=MAX_RATIONALE, required=True)
@@ -65,12 +64,12 @@ def decision_propose(
             to_policy=clean_policy,
             base_version=setting.version,
             rationale=clean_rationale,
-            created_by=actor,
+            created_by=user,
         )
         decision.evidence.set(jobs)
         state = _state(decision, setting)
         _audit(
-            actor=actor,
+            user=user,
             decision=decision,
             action="proposed",
             before={**state, "status": None},
@@ -80,36 +79,37 @@ def decision_propose(
     return decision
 
 
-def decision_approve(*, actor: AbstractBaseUser, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
+def decision_approve(*, actor: Actor, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
     """A second maintainer agrees. The author can never approve their own proposal."""
-    _require(actor, APPROVE_PERM, "approving a decision")
-    if decision.created_by_id == actor.pk:
+    user = _require(actor, APPROVE_PERM, "approving a decision")
+    if decision.created_by_id == user.pk:
         raise Forbidden("actor", "a decision cannot be approved by its author: a second maintainer must approve it")
     return _review(
-        actor=actor,
+        user=user,
         decision=decision,
         to=DecisionStatus.APPROVED,
         reason=_text(reason, field="reason", limit=MAX_REASON),
     )
 
 
-def decision_reject(*, actor: AbstractBaseUser, decision: PolicyDecision, reason: Any) -> PolicyDecision:
+def decision_reject(*, actor: Actor, decision: PolicyDecision, reason: Any) -> PolicyDecision:
     """A reviewer declines; the reason is required so the audit trail says why."""
-    _require(actor, APPROVE_PERM, "rejecting a decision")
-    if decision.created_by_id == actor.pk:
+    user = _require(actor, APPROVE_PERM, "rejecting a decision")
+    if decision.created_by_id == user.pk:
         raise Forbidden("actor", "the author cannot review their own decision: withdraw it instead")
     return _review(
-        actor=actor,
+        user=user,
         decision=decision,
         to=DecisionStatus.REJECTED,
         reason=_text(reason, field="reason", limit=MAX_REASON, required=True),
     )
 
 
-def decision_withdraw(*, actor: AbstractBaseUser, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
+def decision_withdraw(*, actor: Actor, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
     """The author takes back a proposal that is still pending."""
-    if decision.created_by_id != actor.pk:
+    if not isinstance(actor, User) or decision.created_by_id != actor.pk:
         raise Forbidden("actor", "only the author can withdraw a decision")
+    user = actor
     clean_reason = _text(reason, field="reason", limit=MAX_REASON)
     with transaction.atomic():
         decision, setting = _lock(decision)
@@ -118,7 +118,7 @@ def decision_withdraw(*, actor: AbstractBaseUser, decision: PolicyDecision, reas
         decision.status = DecisionStatus.WITHDRAWN
         decision.save(update_fields=["status"])
         _audit(
-            actor=actor,
+            user=user,
             decision=decision,
             action="withdrawn",
             before=before,
@@ -128,14 +128,14 @@ def decision_withdraw(*, actor: AbstractBaseUser, decision: PolicyDecision, reas
     return decision
 
 
-def decision_apply(*, actor: AbstractBaseUser, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
+def decision_apply(*, actor: Actor, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
     """Make an approved decision the recipe's active policy, in one transaction.
 
     Optimistic concurrency: the proposal recorded the PolicySetting version it was based on;
     if the version moved since (another decision applied), this fails with Conflict and changes
     nothing: propose again against the current policy.
     """
-    _require(actor, APPLY_PERM, "applying a decision")
+    user = _require(actor, APPLY_PERM, "applying a decision")
     clean_reason = _text(reason, field="reason", limit=MAX_REASON)
     with transaction.atomic():
         decision, setting = _lock(decision)
@@ -151,14 +151,14 @@ def decision_apply(*, actor: AbstractBaseUser, decision: PolicyDecision, reason:
             )
         _policy(decision.to_policy)  # a policy may have become unselectable since the proposal
         before = _state(decision, setting)
-        setting = policy_set(recipe=decision.recipe, policy=decision.to_policy, user=actor)
+        setting = policy_set(recipe=decision.recipe, policy=decision.to_policy, user=user)
         decision.status = DecisionStatus.APPLIED
-        decision.applied_by = actor
+        decision.applied_by = user
         decision.applied_at = timezone.now()
         decision.applied_version = setting.version
         decision.save(update_fields=["status", "applied_by", "applied_at", "applied_version"])
         _audit(
-            actor=actor,
+            user=user,
             decision=decision,
             action="applied",
             before=before,
@@ -171,18 +171,18 @@ def decision_apply(*, actor: AbstractBaseUser, decision: PolicyDecision, reason:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _review(*, actor: AbstractBaseUser, decision: PolicyDecision, to: str, reason: str) -> PolicyDecision:
+def _review(*, user: User, decision: PolicyDecision, to: str, reason: str) -> PolicyDecision:
     with transaction.atomic():
         decision, setting = _lock(decision)
         _expect(decision, DecisionStatus.PENDING, str(to))
         before = _state(decision, setting)
         decision.status = to
-        decision.reviewed_by = actor
+        decision.reviewed_by = user
         decision.reviewed_at = timezone.now()
         decision.review_reason = reason
         decision.save(update_fields=["status", "reviewed_by", "reviewed_at", "review_reason"])
         _audit(
-            actor=actor,
+            user=user,
             decision=decision,
             action=str(to),
             before=before,
@@ -216,7 +216,7 @@ def _state(decision: PolicyDecision, setting: PolicySetting) -> dict[str, Any]:
 
 def _audit(
     *,
-    actor: AbstractBaseUser,
+    user: User,
     decision: PolicyDecision,
     action: str,
     before: dict[str, Any],
@@ -229,8 +229,8 @@ def _audit(
     event = AuditEvent(
         seq=(head.seq + 1) if head else 1,
         action=action,
-        actor=actor,
-        actor_name=actor.get_username(),
+        actor=user,
+        actor_name=user.get_username(),
         recipe_id=decision.recipe_id,
         recipe_name=decision.recipe.name,
         decision=decision,
@@ -262,11 +262,13 @@ def _realtime_message(event: AuditEvent, decision: PolicyDecision) -> dict[str, 
     }
 
 
-def _require(actor: AbstractBaseUser, perm: str, what: str) -> None:
-    if actor is None or not actor.is_authenticated:
+def _require(actor: Actor | None, perm: str, what: str) -> User:
+    """The acting user, if logged in and holding `perm`; else Forbidden."""
+    if not isinstance(actor, User) or not actor.is_authenticated:
         raise Forbidden("actor", f"{what} needs a logged-in user")
     if not actor.has_perm(perm):
         raise Forbidden("actor", f"{what} needs the {perm} permission")
+    return actor
 
 
 def _recipe(recipe: Any) -> Recipe:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -14,7 +16,7 @@ from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import selectable_policies
 
 from . import selectors, services
-from .models import DecisionStatus
+from .models import DecisionStatus, PolicyDecision
 
 
 @login_required
@@ -93,7 +95,7 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
     )
 
 
-STEPS = {
+STEPS: dict[str, Callable[..., PolicyDecision]] = {
     "approve": services.decision_approve,
     "reject": services.decision_reject,
     "withdraw": services.decision_withdraw,

@@ -84,10 +84,10 @@ def catalog_of(query: Mapping[str, str]) -> tuple[list[dict[str, Any]], dict[str
         [catalog] = boot_catalogs(ids=boot_id[:1], field="boot_id")
         return catalog, _table(catalog, first), f"stored boot #{boot_id[0]}"
     if choice in ("job", "boot_catalog"):
-        catalog = params.get("boot_catalog") or params.get("catalog")
-        if job is None or not catalog:
+        stored = params.get("boot_catalog") or params.get("catalog")
+        if job is None or not stored:
             raise InvalidInput("job", "names no job with a boot catalog")
-        return catalog, _table(catalog, first), f"job #{job.pk}'s boot catalog"
+        return stored, _table(stored, first), f"job #{job.pk}'s boot catalog"
     if choice == "json":
         pasted = parse_json(query.get("catalog_json") or "", "catalog_json")
         catalog = pasted["catalog"] if isinstance(pasted, dict) and "catalog" in pasted else pasted

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -25,7 +26,7 @@ PROGRESS = inline_serializer(
         "message": serializers.CharField(),
     },
 )
-JOB_FIELDS = {
+JOB_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
     "kind": serializers.CharField(),
     "recipe": serializers.CharField(allow_null=True),
@@ -56,7 +57,7 @@ CREATED = inline_serializer("JobCreated", {"id": serializers.IntegerField(), "st
 
 
 class JobListView(APIView):
-    permission_classes = APIView.permission_classes + [CanRunJobs]
+    permission_classes = [IsAuthenticated, CanRunJobs]
 
     @extend_schema(
         responses={200: inline_serializer("Job", JOB_FIELDS, many=True)},
@@ -81,7 +82,7 @@ class JobDetailView(APIView):
 
 
 class JobCancelView(APIView):
-    permission_classes = APIView.permission_classes + [CanRunJobs]
+    permission_classes = [IsAuthenticated, CanRunJobs]
 
     @extend_schema(request=None, responses={200: JOB, 400: ERROR, 404: ERROR})
     def post(self, request: Request, job_id: int) -> Response:

@@ -61,7 +61,7 @@ def job_as_api(job: BenchmarkJob, *, full: bool = True) -> dict[str, Any]:
     return {
         "id": job.pk,
         "kind": job.kind,
-        "recipe": job.recipe.name if job.recipe_id else None,
+        "recipe": job.recipe.name if job.recipe else None,
         "status": job.status,
         "params": job.params if full else None,
         "progress": {
@@ -74,7 +74,7 @@ def job_as_api(job: BenchmarkJob, *, full: bool = True) -> dict[str, Any]:
         "summary": job_summary(job) if full else None,
         "error": job.error or None,
         "last_seq": job.last_seq,
-        "created_by": job.created_by.username if job.created_by_id else None,
+        "created_by": job.created_by.username if job.created_by else None,
         "created_at": job.created_at.isoformat(),
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from . import selectors
 
-POLICY_FIELDS = {
+POLICY_FIELDS: dict[str, serializers.Field] = {
     "recipe": serializers.CharField(),
     "policy": serializers.CharField(),
     "version": serializers.IntegerField(),

@@ -4,7 +4,7 @@ announces the new version (after commit) to engines long-polling the policy and 
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from heliosweb.common.broadcast import publish
@@ -28,7 +28,7 @@ def recipe_ensure(*, name: str, description: str = "", policy: str = "cost") -> 
 
 
 @transaction.atomic
-def policy_set(*, recipe: Recipe, policy: str, user: AbstractBaseUser | None = None) -> PolicySetting:
+def policy_set(*, recipe: Recipe, policy: str, user: User | None = None) -> PolicySetting:
     _check_policy(policy)
     setting = PolicySetting.objects.select_for_update().get(recipe=recipe)
     if setting.policy != policy:

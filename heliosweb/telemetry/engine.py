@@ -29,7 +29,7 @@ from heliosweb.jobs.registry import JobKind
 from heliosweb.jobs.services.runner import running_job
 from heliosweb.recipes.models import Recipe
 from scheduler_core.analyses.catalogs import DRIFT_PARAM, EXECUTION_PARAMS, execution_of
-from scheduler_core.analyses.params import Analysis, Emit, Param, progress
+from scheduler_core.analyses.params import Analysis, ChoiceParam, Emit, FloatParam, IntParam, progress
 from scheduler_core.analyses.simulate import boot_setting, build_catalog
 from scheduler_core.analyses.simulate import check as simulate_check
 from scheduler_core.catalog import Catalog
@@ -144,9 +144,8 @@ def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Cat
         simulate_check({**params, "boot_catalog": boot.catalog})  # decode graphs, and rows for max_lanes
         execution, catalog, _ = boot_setting({"boot_catalog": boot.catalog, "first_token_ms": params["first_token_ms"]})
         return execution, catalog, f"boot {boot.pk}"
-    execution = execution_of(params)
-    catalog = build_catalog({**params, "mixed_rows": [8, 32]}, execution)
-    return execution, catalog, params["catalog"]
+    affine = execution_of(params)
+    return affine, build_catalog({**params, "mixed_rows": [8, 32]}, affine), params["catalog"]
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -248,29 +247,24 @@ ANALYSIS = Analysis(
     summary="A simulated engine for this recipe: Poisson traffic through the multi-lane loop in real time, "
     "following the active policy over the engine API and posting its telemetry (runs until stopped).",
     params=(
-        Param(
+        ChoiceParam(
             "catalog",
-            "choice",
             "clean",
             "the recipe's latest boot, or the PR's clean or drift catalog",
             choices=("boot", "clean", "drift"),
         ),
-        Param("rate_per_s", "float", 20.0, "mean arrivals per second (Poisson)", minimum=0.01, maximum=10_000.0),
-        Param(
-            "prompt_min", "int", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000
-        ),
-        Param("prompt_max", "int", 8_000, "longest prompt (tokens)", minimum=1, maximum=1_000_000),
-        Param("output_min", "int", 8, "fewest output tokens (uniform)", minimum=1, maximum=100_000),
-        Param("output_max", "int", 64, "most output tokens", minimum=1, maximum=100_000),
-        Param("span_share", "float", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
-        Param("seed", "int", 0, "traffic seed", minimum=0, maximum=2**31 - 1),
-        Param("pace", "float", 1.0, "engine milliseconds per wall-clock millisecond", minimum=0.01, maximum=100.0),
-        Param("batch_ms", "int", 500, "telemetry batch interval (ms)", minimum=50, maximum=10_000),
-        Param(
-            "duration_s", "int", 0, "stop after this many seconds (0: run until stopped)", minimum=0, maximum=7 * 86_400
-        ),
-        Param("max_lanes", "int", 32, "most requests admitted at once", minimum=1, maximum=64),
-        Param("max_decode_wait", "int", 2, "most launches a decoding lane may sit out", minimum=1, maximum=64),
+        FloatParam("rate_per_s", 20.0, "mean arrivals per second (Poisson)", minimum=0.01, maximum=10_000.0),
+        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000),
+        IntParam("prompt_max", 8_000, "longest prompt (tokens)", minimum=1, maximum=1_000_000),
+        IntParam("output_min", 8, "fewest output tokens (uniform)", minimum=1, maximum=100_000),
+        IntParam("output_max", 64, "most output tokens", minimum=1, maximum=100_000),
+        FloatParam("span_share", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
+        IntParam("seed", 0, "traffic seed", minimum=0, maximum=2**31 - 1),
+        FloatParam("pace", 1.0, "engine milliseconds per wall-clock millisecond", minimum=0.01, maximum=100.0),
+        IntParam("batch_ms", 500, "telemetry batch interval (ms)", minimum=50, maximum=10_000),
+        IntParam("duration_s", 0, "stop after this many seconds (0: run until stopped)", minimum=0, maximum=7 * 86_400),
+        IntParam("max_lanes", 32, "most requests admitted at once", minimum=1, maximum=64),
+        IntParam("max_decode_wait", 2, "most launches a decoding lane may sit out", minimum=1, maximum=64),
         DRIFT_PARAM,
         *EXECUTION_PARAMS,
     ),

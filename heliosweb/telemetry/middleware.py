@@ -34,7 +34,7 @@ class Engine:
 
 
 @sync_and_async_middleware
-def engine_token_scope(get_response: Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]):  # type: ignore[no-untyped-def]
+def engine_token_scope(get_response: Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]):
     if iscoroutinefunction(get_response):
 
         async def async_middleware(request: HttpRequest) -> HttpResponse:
@@ -42,7 +42,7 @@ def engine_token_scope(get_response: Callable[[HttpRequest], HttpResponse | Awai
                 refusal = await sync_to_async(_admit)(request)
                 if refusal is not None:
                     return refusal
-            return await get_response(request)  # type: ignore[misc]
+            return await get_response(request)
 
         return async_middleware
 

@@ -12,13 +12,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
 from heliosweb.catalogs.models import Boot
 from heliosweb.common.broadcast import publish
+from heliosweb.common.permissions import Actor
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.services.submission import job_cancel, job_create
 from heliosweb.recipes.models import Recipe
@@ -239,7 +239,7 @@ def _cap(recipe_id: int) -> int:
     return TelemetryBatch.objects.filter(recipe_id=recipe_id, id__lte=cut).delete()[0]
 
 
-def engine_start(*, recipe: Recipe, user: AbstractBaseUser, params: dict[str, Any] | None = None) -> BenchmarkJob:
+def engine_start(*, recipe: Recipe, user: Actor, params: dict[str, Any] | None = None) -> BenchmarkJob:
     """Queue a simulated engine for `recipe` (queue `engine`); at most one runs per recipe."""
     active = engine_job_active(recipe=recipe)
     if active is not None:

@@ -186,6 +186,6 @@ def _int(record: dict[str, Any], key: str, f: str, minimum: int) -> int:
 
 def _number(record: dict[str, Any], key: str, f: str) -> float:
     value = record.get(key)
-    if type(value) not in (int, float) or not 0 <= value < math.inf:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < math.inf:
         raise InvalidInput(f"{f}.{key}", f"must be a finite number >= 0, got {value!r}")
-    return value
+    return float(value)

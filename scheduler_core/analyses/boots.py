@@ -27,7 +27,7 @@ def work(params: dict[str, Any]) -> int:
     prompts = params["prompts"]
     per_boot = max(prompts) // DP_STEP + sum(n // 4096 + 1 for n in prompts)
     boots = len(params["boot_catalogs"]) if params["boot_catalogs"] else params["boots"]
-    return boots * len(params["policies"]) * per_boot
+    return int(boots * len(params["policies"]) * per_boot)
 
 
 def boot_catalogs(params: dict[str, Any]) -> tuple[ExecutionModel, Callable[[int], Catalog], int]:

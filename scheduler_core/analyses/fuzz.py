@@ -46,7 +46,9 @@ def random_case(rng: random.Random, max_tokens: int) -> Case:
     capacities = rng.sample(CAPACITY_POOL, rng.randint(1, 6))
     if rng.random() < 0.2:
         capacities.append(rng.randint(1, 600))
-    graphs = [{"prefill": c, "decode": 0, "ms": _random_ms(rng, c)} for c in sorted(set(capacities))]
+    graphs: list[dict[str, Any]] = [
+        {"prefill": c, "decode": 0, "ms": _random_ms(rng, c)} for c in sorted(set(capacities))
+    ]
     if rng.random() < 0.2:
         graphs.append({"prefill": 0, "decode": rng.choice((1, 8)), "ms": 1.0})  # plan must ignore it
     full = max(g["prefill"] for g in graphs)
@@ -195,13 +197,13 @@ def _shifted(r: Json, k: int) -> Json:
 
 def work(params: dict[str, Any]) -> int:
     """Plans to make; each costs about a millisecond at the largest prompt sizes allowed."""
-    return params["cases"] * len(params["policies"]) * max(1, params["max_tokens"] // 2048)
+    return int(params["cases"] * len(params["policies"]) * max(1, params["max_tokens"] // 2048))
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     rng = random.Random(params["seed"])
     policies = params["policies"]
-    report = {
+    report: dict[str, dict[str, Any]] = {
         name: {"plans": 0, "stalls": 0, "violations": 0, "first_failing_case": None, "counterexample": None}
         for name in policies
     }

@@ -144,7 +144,7 @@ class ChoiceParam(Param):
     def parse(self, value: Any) -> str:
         if value not in self.options():
             raise InvalidInput(self.name, f"must be one of {list(self.options())}, got {value!r}")
-        return value
+        return str(value)
 
     def from_text(self, text: str) -> Any:
         return text.strip()
@@ -241,7 +241,7 @@ class ChoiceListParam(_ListParam):
     def parse_item(self, value: Any, field: str) -> str:
         if value not in self.options():
             raise InvalidInput(field, f"must be one of {list(self.options())}, got {value!r}")
-        return value
+        return str(value)
 
     def from_text(self, text: str) -> Any:
         return [item.strip() for item in text.split(",") if item.strip()]

@@ -17,7 +17,7 @@ from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
 from ..engine import TrafficShape, poisson_arrivals
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent, StepLaunchEvent
-from ..execution import AffineExecution, TableExecution, measured_catalog
+from ..execution import AffineExecution, ExecutionModel, TableExecution, measured_catalog
 from ..scheduler import Arrival, SchedulerConfig, ScheduleResult, schedule
 from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, execution_dict, execution_of
 from .pacing import Ticker
@@ -61,7 +61,7 @@ def work(params: dict[str, Any]) -> int:
     """About one unit per output token and per prefill chunk, per policy: what the loop's time
     and memory (one float per token) grow with."""
     per_request = (params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2
-    return params["requests"] * len(params["policies"]) * per_request
+    return int(params["requests"] * len(params["policies"]) * per_request)
 
 
 def traffic(params: dict[str, Any], full_chunk: int) -> list[Arrival]:
@@ -94,12 +94,13 @@ def boot_setting(params: dict[str, Any]) -> tuple[TableExecution, Catalog, str]:
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+    execution: ExecutionModel
     if params["boot_catalog"]:
         execution, catalog, init = boot_setting(params)
         catalog_name, execution_description = "boot", {**execution_dict(execution), "init": init}
     else:
-        execution = execution_of(params)
-        catalog = build_catalog(params, execution)
+        affine = execution_of(params)
+        execution, catalog = affine, build_catalog(params, affine)
         catalog_name, execution_description = params["catalog"], execution_dict(execution)
     arrivals = traffic(params, catalog.full_chunk)
     n = len(arrivals)

@@ -98,7 +98,9 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     }
 
 
-def summarise(lengths: list[int], cost: dict[str, list], rule: dict[str, list], delta: list[float]) -> dict[str, Any]:
+def summarise(
+    lengths: list[int], cost: dict[str, list[Any]], rule: dict[str, list[Any]], delta: list[float]
+) -> dict[str, Any]:
     """How often and by how much the rule beats or trails the cost model (delta = rule - cost, ms)."""
     worst = max(range(len(delta)), key=lambda i: (delta[i], -i))
     best = min(range(len(delta)), key=lambda i: (delta[i], i))

@@ -38,8 +38,13 @@ def event_append(job_id: int, event: dict[str, Any]) -> JobEvent:
         event = {**event, "ts": event.get("ts", time.time())}
         stored = JobEvent.objects.create(job_id=job_id, seq=seq, type=event["type"], data=event_data(event))
         BenchmarkJob.objects.filter(pk=job_id).update(last_seq=seq)
-        transaction.on_commit(lambda: (events_send(job_id, [stored.as_message()]), job_announce(job_id)))
+        transaction.on_commit(lambda: _send_and_announce(job_id, stored.as_message()))
     return stored
+
+
+def _send_and_announce(job_id: int, message: dict[str, Any]) -> None:
+    events_send(job_id, [message])
+    job_announce(job_id)
 
 
 def events_send(job_id: int, messages: list[dict[str, Any]]) -> None:

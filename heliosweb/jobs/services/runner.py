@@ -87,11 +87,10 @@ def _claim(job_id: int) -> BenchmarkJob | None:
 
 def _store_boots(job: BenchmarkJob, result: dict[str, Any]) -> None:
     """A capture's catalogs become boots of its recipe, one per repeated boot."""
-    if job.kind == "capture" and job.recipe_id and "catalog" in result:
+    recipe = job.recipe
+    if job.kind == "capture" and recipe is not None and "catalog" in result:
         for boot in result.get("boots", [result]):
-            boot_create(
-                recipe=job.recipe, catalog=boot["catalog"], provenance=boot.get("provenance", {}), job_id=job.pk
-            )
+            boot_create(recipe=recipe, catalog=boot["catalog"], provenance=boot.get("provenance", {}), job_id=job.pk)
 
 
 def _finish(job: BenchmarkJob, status: str, *, event: dict[str, Any], result: Any = None, error: str = "") -> None:

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.celery import app as celery_app
 from heliosweb.common.errors import Throttled
+from heliosweb.common.permissions import Actor
 from heliosweb.recipes.models import Recipe
 from scheduler_core.analyses.params import CatalogListParam, CatalogParam
 from scheduler_core.errors import InvalidInput
@@ -29,9 +30,7 @@ log = logging.getLogger(__name__)
 RUN_JOB_TASK = "heliosweb.jobs.tasks.run_job"
 
 
-def job_create(
-    *, kind: Any, recipe: Any = None, params: Any = None, user: AbstractBaseUser | None = None
-) -> BenchmarkJob:
+def job_create(*, kind: Any, recipe: Any = None, params: Any = None, user: Actor | None = None) -> BenchmarkJob:
     """Validate everything, store the job `queued`, and queue it once the transaction commits.
 
     Raises InvalidInput naming the field (`kind`, `recipe`, `params.<name>`); nothing is stored
@@ -54,17 +53,17 @@ def job_create(
             queue=job_kind.queue,
             recipe=recipe_obj,
             params=clean,
-            created_by=user if user and user.is_authenticated else None,
+            created_by=user if isinstance(user, User) else None,
         )
-        transaction.on_commit(lambda: (_enqueue(job), job_announce(job.pk)))
+        transaction.on_commit(lambda: _enqueue_and_announce(job))
     return job
 
 
-def _check_queue_room(user: AbstractBaseUser | None) -> None:
+def _check_queue_room(user: Actor | None) -> None:
     """One user may hold at most HELIOS_MAX_QUEUED_JOBS_PER_USER jobs waiting for a worker, so
     one script cannot fill the queue ahead of everyone else."""
     limit = settings.HELIOS_MAX_QUEUED_JOBS_PER_USER
-    if user is None or not user.is_authenticated:
+    if not isinstance(user, User):
         return
     if BenchmarkJob.objects.filter(created_by=user, status="queued").count() >= limit:
         raise Throttled(
@@ -90,7 +89,7 @@ def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> dict[str, A
     return out
 
 
-def _names_boots(value: Any, key: str) -> bool:
+def _names_boots(value: Any, key: str) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(value, Mapping) and set(value) == {key}
 
 
@@ -103,6 +102,11 @@ def _recipe_or_none(recipe: Any) -> Recipe | None:
     if found is None:
         raise InvalidInput("recipe", f"unknown recipe {recipe!r}")
     return found
+
+
+def _enqueue_and_announce(job: BenchmarkJob) -> None:
+    _enqueue(job)
+    job_announce(job.pk)
 
 
 def _enqueue(job: BenchmarkJob) -> None:
