@@ -59,6 +59,6 @@ def recipe_policy_changes(*, name: str, limit: int = 50) -> list[dict[str, Any]]
         .values_list("applied_version", "to_policy", "applied_at", "id")[:limit]
     )
     return [
-        {"version": v, "policy": p, "decided_at": at.timestamp() * 1000, "decision": d}
+        {"version": v, "policy": p, "decided_at": at.timestamp() * 1000 if at else None, "decision": d}
         for v, p, at, d in reversed(rows)
     ]
