@@ -18,9 +18,11 @@ class TokenFailureThrottle(SimpleRateThrottle):
     DRF's own throttles run after authentication and count every request; this counts only failures."""
 
     scope = "token_failure"
+    num_requests: int  # set by SimpleRateThrottle from the rate
+    duration: int
 
     def get_rate(self) -> str:
-        return api_settings.DEFAULT_THROTTLE_RATES[self.scope]  # read now: the class attribute is read at import
+        return str(api_settings.DEFAULT_THROTTLE_RATES[self.scope])  # read now: the class attribute is read at import
 
     def __init__(self, request: Request) -> None:
         super().__init__()
@@ -28,7 +30,7 @@ class TokenFailureThrottle(SimpleRateThrottle):
         self.now = self.timer()
         self.history = [t for t in self.cache.get(self.key, []) if t > self.now - self.duration]
 
-    def get_cache_key(self, request: Request, view: Any) -> str:
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
         return self.key
 
     def exhausted(self) -> bool:
