@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from heliosweb.jobs import services
 from heliosweb.jobs.models import BenchmarkJob
+from heliosweb.jobs.services.submission import job_create
 
 from .conftest import log_in_and_open, needs_chromium, wait_until
 from .test_dashboard_live import off_the_browser_thread
@@ -24,7 +24,7 @@ IDLE_SECONDS = 60
 def test_the_dashboards_websockets_stay_open_through_a_quiet_minute_answering_pings(stack, page, recipe):
     viewer = User.objects.create_user("idle-viewer", password="pw-idle-123")
     stack.start_web()
-    job = off_the_browser_thread(services.job_create, kind="pr22", user=viewer)
+    job = off_the_browser_thread(job_create, kind="pr22", user=viewer)
     page = page.context.browser.new_page()  # this one under the site's Content-Security-Policy
     console = []
     page.on("console", lambda message: console.append(message.text))
