@@ -20,23 +20,30 @@ def _figures(job: BenchmarkJob) -> list[Figure]:
     return views.figures(job_data(job, views))
 
 
-def _relabelled(trace: go.BaseTraceType, job_id: int) -> dict[str, Any]:
-    """A job's trace in an overlay: named and grouped by job; a timeline's rows prefixed, so the
-    jobs' plans stack instead of hiding each other."""
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+
+
+def _relabelled(trace: go.BaseTraceType, job_id: int, index: int) -> dict[str, Any]:
+    """A job's trace in an overlay: named and grouped by job. Lines keep their colour (policy,
+    capacity) and take a dash per job; bars get their categories prefixed with the job, so jobs
+    stand next to each other (a timeline's rows stack) instead of adding up or hiding each other."""
     data = trace.to_plotly_json()
     data["name"] = f"#{job_id} {data.get('name') or ''}".strip()
     data["legendgroup"] = f"#{job_id}"
-    if data.get("orientation") == "h" or (data.get("type") == "scatter" and data.get("mode") == "markers+text"):
-        data["y"] = [f"#{job_id} · {y}" for y in data.get("y", [])]
+    if data.get("type") == "bar" or data.get("mode") == "markers+text":
+        axis = "y" if data.get("orientation") == "h" or data.get("type") == "scatter" else "x"
+        data[axis] = [f"#{job_id} · {v}" for v in data.get(axis, [])]
+    elif data.get("type") in ("scatter", "scattergl"):
+        data["line"] = {**data.get("line", {}), "dash": DASHES[index % len(DASHES)]}
     return data
 
 
 def overlay(figure_id: str, members: Sequence[tuple[int, Figure]]) -> Figure:
     first = members[0][1]
     fig = go.Figure(layout=first.figure.layout)
-    for job_id, member in members:
+    for index, (job_id, member) in enumerate(members):
         for trace in member.figure.data:
-            fig.add_trace(_relabelled(trace, job_id))
+            fig.add_trace(_relabelled(trace, job_id, index))
     if any(t.get("orientation") == "h" for t in fig.to_plotly_json()["data"]):
         rows = [y for t in fig.data if getattr(t, "orientation", None) == "h" for y in t.y]
         fig.update_yaxes(categoryarray=list(dict.fromkeys(rows))[::-1])

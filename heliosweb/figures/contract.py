@@ -134,8 +134,8 @@ def base_layout(title: str, *, height: int = 380, **extra: Any) -> go.Layout:
     return go.Layout(
         title={"text": title},
         height=height,
-        margin={"l": 70, "r": 20, "t": 70, "b": 50},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        margin={"l": 70, "r": 20, "t": 60, "b": 50},
+        legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top"},  # never over a title
         template="plotly_white",
         **extra,
     )

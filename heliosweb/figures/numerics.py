@@ -43,6 +43,9 @@ def figures(job: JobData) -> list[Figure]:
             mode="lines",
             line={"color": "#d62728", "dash": "dash"},
         )
+    for name, c in rows:
+        if c.get("bitwise_identical"):
+            fig.add_annotation(x=name, y=0.04, yref="paper", text="bitwise identical", showarrow=False)
     fig.update_yaxes(type="log", title_text="difference")
     chunkings = result["chunkings"]
     timeline_rows = [

@@ -14,31 +14,34 @@ from plotly.colors import qualitative, sample_colorscale
 
 from scheduler_core.policies import POLICIES
 
-# Dark24 minus its near-greys, in an order that keeps neighbouring exponents far apart in hue.
+# Tableau's ten for the ladder the catalogs use (16 ... 8192), each far from its neighbours in hue;
+# darker tones outside it. Index = log2(capacity).
 _POWER_COLOURS: tuple[str, ...] = (
-    "#2E91E5",  # 1
-    "#E15F99",  # 2
-    "#1CA71C",  # 4
-    "#FB0D0D",  # 8
-    "#DA16FF",  # 16
-    "#B68100",  # 32
-    "#0D2A63",  # 64
-    "#EB663B",  # 128
-    "#511CFB",  # 256
-    "#00A08B",  # 512
-    "#FB00D1",  # 1024
-    "#FC0080",  # 2048
-    "#750D86",  # 4096
-    "#6C4516",  # 8192
-    "#862A16",  # 16384
-    "#A777F1",  # 32768
-    "#778AAE",  # 65536
+    "#c7c7c7",  # 1
+    "#a5a5a5",  # 2
+    "#7f7f7f",  # 4
+    "#5f5f5f",  # 8
+    "#9c755f",  # 16
+    "#ff9da7",  # 32
+    "#76b7b2",  # 64
+    "#59a14f",  # 128
+    "#edc948",  # 256
+    "#f28e2b",  # 512
+    "#e15759",  # 1024
+    "#b07aa1",  # 2048
+    "#4e79a7",  # 4096
+    "#bab0ac",  # 8192
+    "#1f3b5c",  # 16384
+    "#6b3e26",  # 32768
+    "#333333",  # 65536
 )
 _MAX_EXPONENT = len(_POWER_COLOURS) - 1
 _POLICY_COLOURS: tuple[str, ...] = tuple(qualitative.Plotly)  # cost blue, rule red: as the pages always showed
 _OTHER_POLICY = "#7f7f7f"
 DECODE_COLOUR = "#9aa5b1"  # decode rows in lanes timelines: not a prefill capacity
 INIT_COLOUR = "#d7dde4"
+# Launch kinds of the multi-lane loop, kept apart from the capacity and policy colours.
+KIND_COLOURS: dict[str, str] = {"init": INIT_COLOUR, "prefill": "#2f4b7c", "mixed": "#a05195", "decode": DECODE_COLOUR}
 
 
 def capacity_colour(capacity: int) -> str:

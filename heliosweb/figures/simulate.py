@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .contract import Figure, JobData, KindViews, Span, Table, base_layout, empty
-from .palette import DECODE_COLOUR, INIT_COLOUR, capacity_colour, policy_colour
+from .palette import DECODE_COLOUR, INIT_COLOUR, KIND_COLOURS, capacity_colour, policy_colour
 
 KINDS = ("init", "prefill", "mixed", "decode")
 HOVER = "<b>%{y}</b> %{customdata}<extra></extra>"
@@ -114,14 +114,30 @@ def figures(job: JobData) -> list[Figure]:
     for fig, label in ((ttft, "TTFT (ms)"), (itl, "inter-token latency (ms)")):
         fig.update_xaxes(title_text=label, type="log")
         fig.update_yaxes(title_text="share of requests" if fig is ttft else "share of token gaps", range=[0, 1.02])
-    counts = make_subplots(rows=1, cols=2, subplot_titles=("launches by kind", "padding"))
+    counts = make_subplots(
+        rows=1, cols=3, subplot_titles=("launches by kind", "padded prefill tokens", "padded decode rows")
+    )
     names = [p["policy"] for p in policies]
     for kind in KINDS:
-        counts.add_bar(name=kind, x=names, y=[p["launches"].get(kind, 0) for p in policies], row=1, col=1)
-    counts.add_bar(
-        name="padded prefill tokens", x=names, y=[p["padded_prefill_tokens"] for p in policies], row=1, col=2
-    )
-    counts.add_bar(name="padded decode rows", x=names, y=[p["padded_decode_rows"] for p in policies], row=1, col=2)
+        counts.add_bar(
+            name=kind,
+            x=names,
+            y=[p["launches"].get(kind, 0) for p in policies],
+            marker_color=KIND_COLOURS[kind],
+            row=1,
+            col=1,
+        )
+    colours = [policy_colour(n) for n in names]
+    for col, key in ((2, "padded_prefill_tokens"), (3, "padded_decode_rows")):
+        counts.add_bar(
+            name=key.replace("_", " "),
+            x=names,
+            y=[p[key] for p in policies],
+            marker_color=colours,
+            showlegend=False,
+            row=1,
+            col=col,
+        )
     counts.update_layout(base_layout("Launches and padding per policy", barmode="stack"))
     out += [
         Figure("ttft-cdf", "TTFT CDF", ttft),

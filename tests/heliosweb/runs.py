@@ -19,14 +19,14 @@ SMALL: dict[str, dict[str, Any]] = {
         "capacities": [16, 32],
         "decode_rows": [2],
         "graphs": "prefill+decode",
-        "repeats": 2,
+        "repeats": 1,
         "boots": 2,
         "device": "cpu",
         "drift_capacities": [32],
         "drift_load": 1,
     },
-    "ttft": {"capacities": [16, 32, 64], "repeats": 2, "runs": 2, "prompt_tokens": [100], "device": "cpu"},
-    "numerics": {"capacities": [16, 32, 64], "repeats": 2, "prompt_tokens": 150, "device": "cpu"},
+    "ttft": {"capacities": [16, 32, 64], "repeats": 1, "runs": 1, "prompt_tokens": [100], "device": "cpu"},
+    "numerics": {"capacities": [16, 32, 64], "repeats": 1, "prompt_tokens": 150, "device": "cpu"},
 }
 
 

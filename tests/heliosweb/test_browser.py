@@ -71,8 +71,9 @@ def test_a_drifted_capture_shows_a_bar_per_graph_with_the_drifted_one_marked(sta
     page.wait_for_function("document.getElementById('job-status').textContent === 'done'", timeout=120_000)
 
     def hatching() -> list[str]:
-        page.wait_for_function("document.getElementById('figures').dataset.loaded")
-        return page.eval_on_selector("[data-figure-id=shapes]", "el => Array.from(el.data[0].marker.pattern.shape)")
+        shapes = "Array.from(document.querySelector('[data-figure-id=shapes]').data[0].marker.pattern.shape || [])"
+        page.wait_for_function(f"document.getElementById('figures').dataset.loaded && {shapes}.length === 2")
+        return page.evaluate(shapes)
 
     colors = hatching()
     assert colors == ["", "x"], colors
