@@ -23,6 +23,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -56,6 +57,17 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1000)
     args = parser.parse_args()
 
+    tmp, procs, user = set_up()
+    try:
+        latency(args, tmp, procs, user)
+        dashboard(args, user)
+    finally:
+        stop(procs)
+    return 0
+
+
+def set_up() -> tuple[Path, list[subprocess.Popen], Any]:
+    """A throwaway database (migrated, one maintainer `bench`) and Redis; Django set up in this process."""
     tmp = Path(tempfile.mkdtemp(prefix="helios-bench-"))
     procs: list[subprocess.Popen] = []
     from heliosweb.devtool import start_redis
@@ -82,27 +94,20 @@ def main() -> int:
     group.permissions.add(Permission.objects.get(codename="run_jobs"))
     user = User.objects.create_user("bench", password="bench-pass-123")
     user.groups.add(group)
-    try:
-        latency(args, tmp, procs, user)
-        dashboard(args, user)
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-    return 0
+    return tmp, procs, user
 
 
-def latency(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen], user) -> None:
-    if not os.path.exists(CHROMIUM):
-        print("latency: skipped (needs /usr/bin/chromium: apt-get install -y chromium)")
-        return
-    from playwright.sync_api import sync_playwright
+def stop(procs: list[subprocess.Popen]) -> None:
+    for proc in reversed(procs):
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
-    from heliosweb.jobs.services.submission import job_create
 
+def start_servers(tmp: Path, procs: list[subprocess.Popen]) -> str:
+    """A real Celery worker (queue sim) and daphne on the bench database; returns the base URL."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     log = (tmp / "worker.log").open("w")
@@ -143,15 +148,30 @@ def latency(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen], 
         if time.monotonic() > deadline:
             raise SystemExit("worker or web server did not start; see " + str(tmp))
         time.sleep(0.1)
-    base = f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{port}"
+
+
+def log_in(page: Any, base: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.fill("#id_username", "bench")
+    page.fill("#id_password", "bench-pass-123")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/")
+
+
+def latency(args: argparse.Namespace, tmp: Path, procs: list[subprocess.Popen], user) -> None:
+    if not os.path.exists(CHROMIUM):
+        print("latency: skipped (needs /usr/bin/chromium: apt-get install -y chromium)")
+        return
+    from playwright.sync_api import sync_playwright
+
+    from heliosweb.jobs.services.submission import job_create
+
+    base = start_servers(tmp, procs)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page()
-        page.goto(f"{base}/accounts/login/")
-        page.fill("#id_username", "bench")
-        page.fill("#id_password", "bench-pass-123")
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base}/")
+        log_in(page, base)
         # The job starts as soon as it is queued and the socket opens a moment later: events from
         # before the socket opened arrive by replay, so the first second is discarded below.
         # Created from another thread: Playwright's sync API keeps an event loop running in this

@@ -136,6 +136,6 @@ def base_layout(title: str, *, height: int = 380, **extra: Any) -> go.Layout:
         height=height,
         margin={"l": 70, "r": 20, "t": 60, "b": 50},
         legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top"},  # never over a title
-        template="plotly_white",
+        template="none",  # plotly.js's own light defaults; a full template costs seconds to validate and KBs per figure
         **extra,
     )

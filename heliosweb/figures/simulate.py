@@ -1,10 +1,11 @@
 """simulate: traffic through the multi-lane scheduler, per policy.
 
-The lanes timeline shows the window the job recorded (the first `launch_events` launches of each
-policy, as `launch` events): a row per request, its init, prefill and mixed chunks coloured by
-capacity, each decode launch a grey tick on every lane it carried. The distributions come from the
-result: TTFT per request (a CDF of every request) and the inter-token latency CDF (101 quantiles),
-so the payload stays small for any traffic size."""
+The lanes timeline shows a window: the first `launch_events` launches of each policy (the job's
+`launch` events), at most WINDOW of them, so a page stays small whatever the job recorded. A row
+per request: its init, prefill and mixed chunks coloured by capacity, each decode launch a grey
+bar on every lane it carried. The distributions come from the result: TTFT per request (a CDF of
+every request) and the inter-token latency CDF (101 quantiles), so the payload stays small for
+any traffic size."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .contract import Figure, JobData, KindViews, Span, Table, base_layout, empt
 from .palette import DECODE_COLOUR, INIT_COLOUR, KIND_COLOURS, capacity_colour, policy_colour
 
 KINDS = ("init", "prefill", "mixed", "decode")
+WINDOW = 200  # launches drawn per policy: each decode launch is a bar per lane it carries
 HOVER = "<b>%{y}</b> %{customdata}<extra></extra>"
 
 
@@ -25,6 +27,10 @@ def launches_by_policy(job: JobData) -> dict[str, list[dict[str, Any]]]:
     for event in job.events_of("launch"):
         out.setdefault(event["policy"], []).append(event)
     return out
+
+
+def window(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return launches[:WINDOW]
 
 
 def lanes_timeline(policy: str, launches: list[dict[str, Any]]) -> go.Figure:
@@ -84,7 +90,7 @@ def _group_order(name: str) -> tuple[int, int]:
 
 def figures(job: JobData) -> list[Figure]:
     out = [
-        Figure(f"lanes-{policy}", f"Lanes timeline ({policy})", lanes_timeline(policy, launches))
+        Figure(f"lanes-{policy}", f"Lanes timeline ({policy})", lanes_timeline(policy, window(launches)))
         for policy, launches in launches_by_policy(job).items()
     ]
     result = job.result
