@@ -67,7 +67,7 @@ def test_every_kinds_finished_job_page_draws_each_listed_figure_without_errors(s
 
 
 def test_a_live_pulse_figure_grows_and_shows_the_same_points_after_a_reload(stack, page):
-    from heliosweb.jobs.services import job_create
+    from heliosweb.jobs.services.submission import job_create
 
     user = User.objects.create_user("viewer-c", password="pw-viewer-123")
     stack.start_web()
