@@ -11,11 +11,12 @@ from .registry import views_for
 MAX_EVENTS = 20_000  # the figures window: a live pulse of a million events draws its last ones
 
 
-def job_data(job: BenchmarkJob, views: KindViews) -> JobData:
+def job_data(job: BenchmarkJob, views: KindViews, *, with_events: bool = True) -> JobData:
     """The job as figures see it, with only the event types its kind's figures read, up to the
-    job's `last_seq` as read (the page grows the figures with the events numbered above it)."""
+    job's `last_seq` as read (the page grows the figures with the events numbered above it).
+    A finished result's tables need no events (`with_events=False`)."""
     events: list[dict] = []
-    if views.event_types:
+    if with_events and views.event_types:
         rows = JobEvent.objects.filter(job_id=job.pk, seq__lte=job.last_seq, type__in=views.event_types)
         events = [e.as_message() for e in reversed(rows.order_by("-seq")[:MAX_EVENTS])]
     return JobData(job.pk, job.kind, job.status, job.params, job.result, events, job.last_seq)

@@ -48,16 +48,22 @@
     while (list.children.length > MAX_LOG) list.removeChild(list.firstChild);
   }
 
+  // One fetch at a time; a call while one is under way fetches once more after it (the job may
+  // have finished meanwhile, and the last drawing must be the newest).
+  let again = false;
   async function loadFigures() {
-    if (loading) return loading;
+    if (loading) { again = true; return loading; }
     loading = (async () => {
-      const response = await fetch("/api/jobs/" + jobId + "/figures/", { credentials: "same-origin" });
-      if (!response.ok) { console.warn("figures:", response.status); return; }
-      const entries = await response.json();
-      const drawn = HeliosFigures.draw($("figures"), entries, "job-" + jobId);
-      grower.reset(drawn, entries);
-      refreshOn = new Set(entries.flatMap((e) => e.refresh_on || []));
-      $("figures").dataset.loaded = String(Number($("figures").dataset.loaded || 0) + 1);
+      do {
+        again = false;
+        const response = await fetch("/api/jobs/" + jobId + "/figures/", { credentials: "same-origin" });
+        if (!response.ok) { console.warn("figures:", response.status); return; }
+        const entries = await response.json();
+        const drawn = HeliosFigures.draw($("figures"), entries, "job-" + jobId);
+        grower.reset(drawn, entries);
+        refreshOn = new Set(entries.flatMap((e) => e.refresh_on || []));
+        $("figures").dataset.loaded = String(Number($("figures").dataset.loaded || 0) + 1);
+      } while (again);
     })();
     try { await loading; } finally { loading = null; }
   }

@@ -200,3 +200,42 @@ def test_compare_overlays_jobs_of_one_kind_with_a_trace_group_per_job(client_in)
         f"#{b.pk} cost",
         f"#{b.pk} rule",
     ]
+
+
+def test_plan_agrees_with_the_cli_on_the_pull_requests_arms_and_random_cases(client_in):
+    import random
+
+    from scheduler_core.analyses.catalogs import pr22_catalogs
+    from scheduler_core.analyses.fuzz import random_case
+    from scheduler_core.execution import AffineExecution
+
+    execution = AffineExecution()
+    questions = [
+        {
+            "policies": ["cost", "rule"],
+            "catalog": catalog.to_dicts(),
+            "request": {"prompt_tokens": tokens},
+            "execution": execution.to_dict(),
+        }
+        for catalog in pr22_catalogs(execution, 1.6).values()
+        for tokens in (3504, 14000)
+    ]
+    rng = random.Random(10)
+    for _ in range(25):
+        case = random_case(rng, 3000)
+        questions.append(
+            {"policies": ["cost", "rule", "rule-v1"], "catalog": list(case.catalog), "request": case.request}
+        )
+    cli = subprocess.run(
+        [sys.executable, "-m", "scheduler_core", "plan"],
+        input="\n".join(json.dumps(q) for q in questions),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    answers = [json.loads(line) for line in cli.stdout.splitlines()]
+    assert len(answers) == len(questions)
+    for question, expected in zip(questions, answers):
+        response = client_in.post("/api/plan/", question, content_type="application/json")
+        assert response.status_code == 200 and response.json() == expected
