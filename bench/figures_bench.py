@@ -101,7 +101,7 @@ def live(args: argparse.Namespace, tmp: Path, procs: list, user: Any) -> None:
     base = start_servers(tmp, procs)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page()
+        page = browser.new_page(bypass_csp=True)  # wait_for_function evaluates with eval; the site forbids it
         page.add_init_script(
             """window.longTasks = [];
             new PerformanceObserver((list) => { for (const e of list.getEntries()) window.longTasks.push(e.duration); })
