@@ -41,25 +41,28 @@ PRODUCTION = os.environ.get("HELIOS_ENV", "development") == "production"
 DEBUG = env_bool("HELIOS_DEBUG", not PRODUCTION)
 
 
-def _secret_key() -> str:
-    """Production must supply one; development keeps a generated key under var/ (never in the repo)."""
-    key = os.environ.get("HELIOS_SECRET_KEY", "")
+def _kept_secret(env_name: str, file_name: str, nbytes: int = 50) -> str:
+    """Production must supply it; development keeps a generated one under var/ (never in the repo)."""
+    key = os.environ.get(env_name, "")
     if key or PRODUCTION:
         if not key:
-            raise RuntimeError("HELIOS_SECRET_KEY must be set when HELIOS_ENV=production")
+            raise RuntimeError(f"{env_name} must be set when HELIOS_ENV=production")
         return key
-    path = VAR_DIR / "secret_key"
+    path = VAR_DIR / file_name
     try:
         return path.read_text().strip()
     except FileNotFoundError:
         VAR_DIR.mkdir(parents=True, exist_ok=True)
-        key = secrets.token_urlsafe(50)
+        key = secrets.token_urlsafe(nbytes)
         path.write_text(key)
         path.chmod(0o600)
         return key
 
 
-SECRET_KEY = _secret_key()
+SECRET_KEY = _kept_secret("HELIOS_SECRET_KEY", "secret_key")
+# The audit chain's HMAC key, outside the database: whoever can only write the database cannot
+# re-hash an edited chain. Back it up with the database; without it the chain cannot be verified.
+AUDIT_KEY = _kept_secret("HELIOS_AUDIT_KEY", "audit_key", 32)
 ALLOWED_HOSTS = env_list("HELIOS_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("HELIOS_CSRF_TRUSTED_ORIGINS", [])
 
@@ -77,6 +80,7 @@ INSTALLED_APPS = [
     "channels",
     "csp",
     "axes",
+    "heliosweb.audit",
     "heliosweb.recipes",
     "heliosweb.catalogs",
     "heliosweb.jobs",
@@ -96,6 +100,8 @@ MIDDLEWARE = [
     "heliosweb.telemetry.middleware.engine_token_scope",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Around axes: a locked-out login (axes' answer) is a refused attempt too.
+    "heliosweb.audit.middleware.RefusedAttemptsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: answers a locked-out login
 ]
 

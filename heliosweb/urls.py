@@ -10,15 +10,19 @@ from heliosweb.figures import api as figures_api
 from heliosweb.jobs import api
 from heliosweb.recipes import api as recipes_api
 from heliosweb.recipes import policy_poll
+from heliosweb.recipes import views as recipe_views
 from heliosweb.telemetry import api as telemetry_api
 from heliosweb.telemetry.metrics import metrics_view
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("recipes/new", recipe_views.recipe_new, name="recipe_new"),
     path("recipes/<slug:name>", views.recipe_detail, name="recipe_detail"),
     path("recipes/<slug:name>/engine", views.recipe_engine, name="recipe_engine"),
     path("recipes/<slug:name>/live", views.recipe_live, name="recipe_live"),
     path("recipes/<slug:name>/live/panel", views.recipe_live_panel, name="recipe_live_panel"),
+    path("recipes/<slug:name>/edit", recipe_views.recipe_edit, name="recipe_edit"),
+    path("recipes/<slug:name>/rollback", recipe_views.recipe_rollback, name="recipe_rollback"),
     path("jobs/", views.job_list, name="job_list"),
     path("jobs/new", views.job_new, name="job_new"),
     path("jobs/<int:job_id>", views.job_detail, name="job_detail"),
@@ -38,6 +42,8 @@ urlpatterns = [
     path("api/plan/", figures_api.PlanView.as_view(), name="api_plan"),
     path("api/kinds/", api.KindListView.as_view(), name="api_kinds"),
     path("api/recipes/", recipes_api.RecipeListView.as_view(), name="api_recipes"),
+    path("api/recipes/<slug:name>/", recipes_api.RecipeDetailView.as_view(), name="api_recipe"),
+    path("api/recipes/<slug:name>/rollback/", recipes_api.RecipeRollbackView.as_view(), name="api_recipe_rollback"),
     path("api/recipes/<slug:name>/policy", policy_poll.recipe_policy, name="api_recipe_policy"),
     path(
         "api/recipes/<slug:name>/telemetry/", telemetry_api.RecipeTelemetryView.as_view(), name="api_recipe_telemetry"

@@ -77,11 +77,21 @@ def tradeoff(evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots
         "ttft": _ttft,
         "numerics": _numerics,
     }
-    out: Json = {"arms": _arms(newest["pr22"]) if "pr22" in newest else None}
-    out.update({name: summarise(newest[name]) if name in newest else None for name, summarise in parts.items()})
+    out: Json = {"arms": _readable(_arms, newest["pr22"]) if "pr22" in newest else None}
+    out.update(
+        {name: _readable(summarise, newest[name]) if name in newest else None for name, summarise in parts.items()}
+    )
     out["health"] = _health(involved, boots) if involved else None
     out["checklist"] = checklist(evidence, recipe=recipe, to_policy=to_policy, boots=boots)
     return out
+
+
+def _readable(summarise: Callable[[Evidence], Any], job: Evidence) -> Any:
+    """A stored result this version cannot read (an older layout) is named, not a crash."""
+    try:
+        return summarise(job)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        return {"job": job.id, "error": f"job {job.id}'s {job.kind} result is not readable here ({exc!r})"}
 
 
 def _side(p: Any) -> Json:

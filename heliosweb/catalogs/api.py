@@ -16,6 +16,7 @@ from heliosweb.recipes.selectors import recipe_get
 from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS, MAX_MS
 
 from . import selectors, services
+from .health import boot_healths
 from .services import MAX_PROVENANCE_BYTES
 
 GRAPH = inline_serializer(
@@ -36,6 +37,15 @@ BOOT_FIELDS: dict[str, serializers.Field] = {
     "provenance": serializers.DictField(),
     "catalog": GRAPH,
 }
+HEALTH = inline_serializer(
+    "BootHealth",
+    {
+        "status": serializers.ChoiceField(["ok", "flagged"]),
+        "flagged": serializers.ListField(child=serializers.DictField(), help_text="{prefill, decode, reason, ratio}"),
+        "fit": serializers.DictField(allow_null=True, help_text="{fixed_ms, ms_per_token} of the solo prefill graphs"),
+        "compared_with": serializers.IntegerField(help_text="boots of the recipe it was judged against"),
+    },
+)
 BOOT = inline_serializer("Boot", BOOT_FIELDS)
 BOOT_UPLOAD = inline_serializer(
     "BootUpload",
@@ -51,14 +61,21 @@ BOOT_UPLOAD = inline_serializer(
 class RecipeBootsView(APIView):
     permission_classes = [IsAuthenticated, CanRunJobs]
 
-    @extend_schema(responses={200: inline_serializer("Boot", BOOT_FIELDS, many=True), 404: ERROR})
+    @extend_schema(
+        responses={200: inline_serializer("BootWithHealth", {**BOOT_FIELDS, "health": HEALTH}, many=True), 404: ERROR}
+    )
     def get(self, request: Request, name: str) -> Response:
-        recipe_get(name=name)  # 404 for an unknown recipe rather than an empty list
-        return Response([selectors.boot_as_api(b) for b in selectors.boot_list(recipe_name=name)])
+        recipe = recipe_get(name=name)  # 404 for an unknown recipe rather than an empty list
+        healths = boot_healths(recipe_id=recipe.pk)
+        return Response(
+            [selectors.boot_as_api(b, health=healths.get(b.pk)) for b in selectors.boot_list(recipe_name=name)]
+        )
 
     @extend_schema(request=BOOT_UPLOAD, responses={201: BOOT, 400: ERROR, 403: ERROR, 404: ERROR, 413: ERROR})
     def post(self, request: Request, name: str) -> Response:
         recipe = recipe_get(name=name)
         body = json_object(request, {"catalog", "provenance"})
-        boot = services.boot_create(recipe=recipe, catalog=body.get("catalog"), provenance=body.get("provenance"))
+        boot = services.boot_create(
+            recipe=recipe, catalog=body.get("catalog"), provenance=body.get("provenance"), actor=request.user
+        )
         return Response(selectors.boot_as_api(boot), status=status.HTTP_201_CREATED)

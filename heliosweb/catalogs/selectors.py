@@ -12,6 +12,7 @@ from heliosweb.recipes.models import Recipe
 from heliosweb.recipes.selectors import recipe_list
 from scheduler_core.errors import InvalidInput
 
+from .health import boot_healths
 from .models import Boot
 
 
@@ -39,18 +40,40 @@ class BootChoice:
 
 
 def boot_choices(*, limit: int = 100) -> list[BootChoice]:
-    """Recent boots as a form offers them."""
+    """Recent boots as a form offers them, each with its health."""
+    boots = list(boot_list(limit=limit))
+    healths: dict[int, Any] = {}
+    for recipe_id in {b.recipe_id for b in boots}:
+        healths.update(boot_healths(recipe_id=recipe_id))
     out = []
-    for boot in boot_list(limit=limit):
+    for boot in boots:
         device = boot.provenance.get("device") or "uploaded"
         mode = f" ({boot.provenance['mode']})" if boot.provenance.get("mode") else ""
         drifted = f" · {boot.drifted}" if boot.drifted else ""
         label = (
             f"#{boot.pk} · {boot.recipe.name} · {device}{mode} · "
-            f"{boot.created_at:%Y-%m-%d %H:%M} · {len(boot.catalog)} shapes{drifted}"
+            f"{boot.created_at:%Y-%m-%d %H:%M} · {len(boot.catalog)} shapes{drifted} · {health_label(healths.get(boot.pk))}"
         )
         out.append(BootChoice(id=boot.pk, label=label))
     return out
+
+
+def boots_with_health(*, recipe: Recipe, limit: int = 20) -> list[Boot]:
+    """The recipe's recent boots, each with `.health` (judged against the recipe's boots) and `.badge`."""
+    healths = boot_healths(recipe_id=recipe.pk)
+    boots = list(boot_list(recipe_name=recipe.name, limit=limit))
+    for boot in boots:
+        boot.health = healths.get(boot.pk)  # type: ignore[attr-defined]
+        boot.badge = health_label(boot.health)  # type: ignore[attr-defined]
+    return boots
+
+
+def health_label(health: Any) -> str:
+    """ "health ok" or "flagged 4096 (outlier), 0+8 (outlier)": how the picker and pages badge a boot."""
+    if health is None or health.status == "ok":
+        return "health ok"
+    shapes = ", ".join(f"{f.prefill}" if f.decode == 0 else f"{f.prefill}+{f.decode}" for f in health.flagged)
+    return f"flagged {shapes}"
 
 
 def boot_catalogs(*, ids: list[Any], field: str) -> list[list[dict[str, Any]]]:
@@ -65,8 +88,9 @@ def boot_catalogs(*, ids: list[Any], field: str) -> list[list[dict[str, Any]]]:
     return [found[i] for i in ids]
 
 
-def boot_as_api(boot: Boot) -> dict[str, Any]:
-    return {
+def boot_as_api(boot: Boot, *, health: Any = None) -> dict[str, Any]:
+    """A stored boot; `health` ({status, flagged: [{prefill, decode, reason, ratio}], ...}) when judged."""
+    data = {
         "id": boot.pk,
         "recipe": boot.recipe.name,
         "job": boot.job_id,
@@ -74,6 +98,9 @@ def boot_as_api(boot: Boot) -> dict[str, Any]:
         "provenance": boot.provenance,
         "catalog": boot.catalog,
     }
+    if health is not None:
+        data["health"] = health.to_dict()
+    return data
 
 
 def boot_capacities(*, recipe_name: str) -> list[int]:

@@ -1,9 +1,9 @@
 """Demo data for `./dev up` (`manage.py demo_setup`), in the top app because it touches every app.
 
-Idempotent: the `maintainers` group (run jobs, propose and apply decisions), the `approvers` group
-(approve), a demo maintainer (HELIOS_DEMO_USER, default `maintainer`), a second account that may
-also approve (HELIOS_DEMO_REVIEWER, default `reviewer`) so the four-eyes rule can be tried on one
-machine, and the demo recipes.
+Idempotent: a demo maintainer (HELIOS_DEMO_USER, default `maintainer`; groups maintainers and
+operators, so one person can propose and apply), a second account (HELIOS_DEMO_REVIEWER, default
+`reviewer`; maintainers and approvers) so the four-eyes rule can be tried on one machine, and the
+demo recipes. The groups themselves come from `roles.py`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from django.contrib.auth.models import Group, Permission, User
 
 from heliosweb.recipes.services import recipe_ensure
 
+from .roles import roles_ensure
+
 DEMO_RECIPES = [
     ("llama-8b-h100", "8B decoder, one H100, CUDA graphs captured per shape", "cost"),
     ("mistral-7b-a100", "7B decoder, one A100", "rule"),
@@ -25,15 +27,12 @@ HISTORY_APPS = ["decisions", "jobs", "recipes", "catalogs"]  # staff read them i
 
 
 def demo_setup(*, username: str, stdout: TextIOBase) -> None:
-    maintainers, _ = Group.objects.get_or_create(name="maintainers")
-    maintainers.permissions.add(Permission.objects.get(codename="run_jobs", content_type__app_label="jobs"))
-    maintainers.permissions.add(*_decision_perms("propose_decision", "apply_decision"))
-    approvers, _ = Group.objects.get_or_create(name="approvers")
-    approvers.permissions.add(*_decision_perms("approve_decision"))
+    roles_ensure(Group, Permission)
+    maintainers, approvers, operators = (Group.objects.get(name=n) for n in ("maintainers", "approvers", "operators"))
     view = Permission.objects.filter(content_type__app_label__in=HISTORY_APPS, codename__startswith="view_")
 
     maintainer = _demo_user(username, "HELIOS_DEMO_PASSWORD", "demo maintainer", stdout)
-    maintainer.groups.add(maintainers)
+    maintainer.groups.add(maintainers, operators)
     maintainer.user_permissions.add(*view)
     reviewer_name = os.environ.get("HELIOS_DEMO_REVIEWER", "reviewer")
     reviewer = _demo_user(
@@ -43,10 +42,6 @@ def demo_setup(*, username: str, stdout: TextIOBase) -> None:
     reviewer.user_permissions.add(*view)
     for name, description, policy in DEMO_RECIPES:
         recipe_ensure(name=name, description=description, policy=policy)
-
-
-def _decision_perms(*codenames: str) -> list[Permission]:
-    return list(Permission.objects.filter(content_type__app_label="decisions", codename__in=codenames))
 
 
 def _demo_user(username: str, password_env: str, role: str, stdout: TextIOBase) -> User:

@@ -12,7 +12,13 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from heliosweb.catalogs.selectors import boot_capacities, boot_choices, boot_list, recipe_list_with_latest_boot
+from heliosweb.catalogs.health import recipe_noise
+from heliosweb.catalogs.selectors import (
+    boot_capacities,
+    boot_choices,
+    boots_with_health,
+    recipe_list_with_latest_boot,
+)
 from heliosweb.common.errors import NotFound, Throttled
 from heliosweb.common.inputs import int_or_none, parse_id
 from heliosweb.decisions.selectors import decision_latest_applied, decision_list, decisions_open
@@ -28,6 +34,7 @@ from heliosweb.jobs import selectors
 from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.jobs.services import submission
 from heliosweb.recipes.selectors import recipe_get, recipe_list
+from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
 from heliosweb.telemetry.services import engine_job_active, engine_start, engine_stop
 from scheduler_core.errors import InvalidInput
@@ -60,7 +67,7 @@ def recipe_engine(request: HttpRequest, name: str) -> HttpResponse:
         raise Http404(f"no recipe {name!r}") from None
     try:
         if request.POST.get("action") == "stop":
-            engine_stop(recipe=recipe)
+            engine_stop(recipe=recipe, user=request.user)
             messages.info(request, "The simulated engine stops within a second.")
         else:
             params: dict[str, Any] = {"catalog": request.POST.get("catalog", "clean")}
@@ -135,8 +142,11 @@ def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
         "dashboard/recipe_detail.html",
         {
             "recipe": recipe,
-            "boots": boot_list(recipe_name=name, limit=20),
+            "boots": boots_with_health(recipe=recipe, limit=20),
+            "noise": recipe_noise(recipe_id=recipe.pk),
             "decisions": decision_list(recipe=name, limit=20),
+            "can_roll_back": request.user.has_perm(ROLLBACK_PERM),
+            "can_manage": request.user.has_perm(MANAGE_PERM),
             "jobs": selectors.job_list(recipe=name, limit=20),
             "can_run": request.user.has_perm("jobs.run_jobs"),
             "engine_job": engine_job_active(recipe=recipe),
@@ -252,7 +262,7 @@ def explain(request: HttpRequest) -> HttpResponse:
 @permission_required("jobs.run_jobs", raise_exception=True)
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
     try:
-        submission.job_cancel(job=selectors.job_get(job_id=job_id))
+        submission.job_cancel(job=selectors.job_get(job_id=job_id), user=request.user)
     except NotFound:
         raise Http404(f"no job {job_id}") from None
     except InvalidInput as exc:

@@ -1,11 +1,11 @@
-"""Admin: decisions and audit events are history; both are read-only here (changes go through the
-services, which write the audit trail)."""
+"""Admin: decisions are history; read-only here (changes go through the services, which write
+the audit trail)."""
 
 from django.contrib import admin
 
 from heliosweb.common.admin import ReadOnlyAdmin
 
-from .models import AuditEvent, PolicyDecision
+from .models import DecisionComment, PolicyDecision
 
 
 @admin.register(PolicyDecision)
@@ -15,8 +15,6 @@ class PolicyDecisionAdmin(ReadOnlyAdmin):
     list_select_related = ("recipe", "created_by")
 
 
-@admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("seq", "action", "actor_name", "recipe_name", "decision", "created_at", "hash")
-    list_filter = ("action",)
-    search_fields = ("recipe_name", "actor_name", "hash")
+@admin.register(DecisionComment)
+class DecisionCommentAdmin(ReadOnlyAdmin):
+    list_display = ("id", "decision", "author", "created_at")

@@ -21,6 +21,7 @@ from heliosweb.common.inputs import query_int, query_limit
 
 from . import selectors, services
 from .models import PolicyDecision
+from .tradeoff import decision_tradeoff
 
 DECISION_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
@@ -53,6 +54,29 @@ PROPOSE = inline_serializer(
         "evidence": serializers.ListField(
             child=serializers.IntegerField(), required=False, help_text="ids of finished (done) benchmark jobs"
         ),
+        "rollback_of": serializers.IntegerField(required=False, help_text="the applied decision this one reverts"),
+    },
+)
+COMMENT_FIELDS = {
+    "id": serializers.IntegerField(),
+    "decision": serializers.IntegerField(),
+    "author": serializers.CharField(),
+    "body": serializers.CharField(),
+    "created_at": serializers.DateTimeField(),
+}
+COMMENT = inline_serializer("DecisionComment", COMMENT_FIELDS)
+COMMENT_LIST = inline_serializer("DecisionComment", COMMENT_FIELDS, many=True)
+TRADEOFF = inline_serializer(
+    "Tradeoff",
+    {
+        "arms": serializers.ListField(child=serializers.DictField(), allow_null=True),
+        **{
+            part: serializers.DictField(allow_null=True)
+            for part in ("sweep", "boots", "fuzz", "simulate", "ttft", "numerics", "health")
+        },
+        "checklist": serializers.ListField(child=serializers.DictField()),
+        "required": serializers.ListField(child=serializers.CharField()),
+        "missing": serializers.ListField(child=serializers.CharField()),
     },
 )
 STEP = inline_serializer("DecisionStep", {"reason": serializers.CharField(required=False)})
@@ -93,13 +117,14 @@ class DecisionListView(APIView):
 
     @extend_schema(request=PROPOSE, responses={201: DECISION, 400: ERROR, 403: ERROR})
     def post(self, request: Request) -> Response:
-        data = json_object(request, {"recipe", "policy", "rationale", "evidence"})
+        data = json_object(request, {"recipe", "policy", "rationale", "evidence", "rollback_of"})
         decision = services.decision_propose(
             actor=request.user,
             recipe=data.get("recipe"),
             policy=data.get("policy"),
             rationale=data.get("rationale"),
             evidence=data.get("evidence"),
+            rollback_of=data.get("rollback_of"),
         )
         return Response(_detail(decision.pk), status=status.HTTP_201_CREATED)
 
@@ -108,6 +133,29 @@ class DecisionDetailView(APIView):
     @extend_schema(responses={200: DECISION, 404: ERROR})
     def get(self, request: Request, decision_id: int) -> Response:
         return Response(_detail(decision_id))
+
+
+class TradeoffView(APIView):
+    @extend_schema(responses={200: TRADEOFF, 404: ERROR})
+    def get(self, request: Request, decision_id: int) -> Response:
+        return Response(decision_tradeoff(decision=selectors.decision_get(decision_id=decision_id)))
+
+
+class CommentsView(APIView):
+    @extend_schema(responses={200: COMMENT_LIST, 404: ERROR})
+    def get(self, request: Request, decision_id: int) -> Response:
+        decision = selectors.decision_get(decision_id=decision_id)
+        return Response([selectors.comment_as_api(c) for c in selectors.decision_comments(decision=decision)])
+
+    @extend_schema(
+        request=inline_serializer("CommentBody", {"body": serializers.CharField()}),
+        responses={201: COMMENT, 400: ERROR, 403: ERROR, 404: ERROR},
+    )
+    def post(self, request: Request, decision_id: int) -> Response:
+        data = json_object(request, {"body"})
+        decision = selectors.decision_get(decision_id=decision_id)
+        comment = services.decision_comment(actor=request.user, decision=decision, body=data.get("body"))
+        return Response(selectors.comment_as_api(comment), status=status.HTTP_201_CREATED)
 
 
 class DecisionStepView(APIView):

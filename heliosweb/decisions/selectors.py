@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from typing import Any
 
 from django.db.models import QuerySet
 
-from heliosweb.common.inputs import get_by_id
+from heliosweb.audit.models import AuditEvent
+from heliosweb.audit.selectors import ChainReport, audit_events, chain_verify, event_as_api
+from heliosweb.common.bounds import DB_INT_MAX
+from heliosweb.common.inputs import as_int, get_by_id
 from heliosweb.common.permissions import Actor
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.selectors import job_summary
+from heliosweb.recipes.selectors import policy_audit_mismatches
 from scheduler_core.errors import InvalidInput
 
-from .hashing import GENESIS, event_hash, event_payload
-from .models import OPEN, AuditEvent, DecisionStatus, PolicyDecision
+from .models import OPEN, DecisionComment, DecisionStatus, PolicyDecision
 
 
 def decision_list(
@@ -94,62 +97,55 @@ def evidence_job_choices(*, limit: int = 100) -> QuerySet[BenchmarkJob]:
 
 def audit_list(*, decision_id: int | None = None, limit: int = 200) -> list[AuditEvent]:
     """The latest `limit` events (or one decision's), oldest first."""
-    qs = AuditEvent.objects.all()
-    if decision_id is not None:
-        qs = qs.filter(decision_id=decision_id)
+    qs = audit_events(object_type="decision", object_id=str(decision_id)) if decision_id else audit_events()
     return list(reversed(qs.order_by("-seq")[:limit]))
 
 
-@dataclass(frozen=True)
-class ChainReport:
-    ok: bool
-    count: int
-    head_hash: str
-    broken_at: int | None = None  # the seq of the first event that does not check out
-    reason: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+def audit_verify() -> ChainReport:
+    """The whole check: the keyed chain, then every recipe's policy against its last policy event
+    (a policy changed by raw SQL leaves no event, or one that says otherwise)."""
+    report = chain_verify()
+    if not report.ok:
+        return report
+    mismatches = policy_audit_mismatches()
+    return replace(report, ok=False, reason="; ".join(mismatches)) if mismatches else report
 
 
-def audit_verify(*, batch: int = 2000) -> ChainReport:
-    """Walk the whole chain in order and report the first broken link.
+def rollback_prefill(*, rollback_of: str) -> dict[str, Any] | None:
+    """A new proposal that reverts an applied decision: same recipe, its old policy, a rationale
+    that says so. None when `rollback_of` does not name an applied decision."""
+    number = as_int(rollback_of)
+    if number is None or not 1 <= number <= DB_INT_MAX:
+        return None
+    decision = PolicyDecision.objects.select_related("recipe").filter(pk=number).first()
+    if decision is None or decision.status != DecisionStatus.APPLIED:
+        return None
+    return {
+        "recipe": decision.recipe.name,
+        "policy": decision.from_policy,
+        "rationale": f"Roll back decision #{decision.pk} ({decision.from_policy} -> {decision.to_policy}, "
+        f"applied as v{decision.applied_version}): ",
+        "evidence": [],
+        "rollback_of": str(decision.pk),
+    }
 
-    An event checks out when its number follows the previous one, its `prev_hash` is the
-    previous event's `hash`, and its `hash` recomputes from its own content. Editing any field,
-    inserting a row or removing one from the middle breaks it. Removing events from the end
-    cannot be seen from the chain alone: record `head_hash` elsewhere to detect that.
-    """
-    prev_hash, expected_seq, count = GENESIS, 1, 0
-    last_seq = 0
-    while True:
-        rows = list(AuditEvent.objects.filter(seq__gt=last_seq).order_by("seq")[:batch])
-        if not rows:
-            break
-        for event in rows:
-            if event.seq != expected_seq:
-                return ChainReport(
-                    False,
-                    count,
-                    prev_hash,
-                    event.seq,
-                    f"event #{event.seq} follows #{expected_seq - 1}: events are missing",
-                )
-            if event.prev_hash != prev_hash:
-                return ChainReport(
-                    False, count, prev_hash, event.seq, f"event #{event.seq} does not link to the previous event's hash"
-                )
-            if event_hash(event_payload(event), event.prev_hash) != event.hash:
-                return ChainReport(
-                    False,
-                    count,
-                    prev_hash,
-                    event.seq,
-                    f"event #{event.seq} was changed after it was written: its hash does not match",
-                )
-            prev_hash, expected_seq, count = event.hash, expected_seq + 1, count + 1
-        last_seq = rows[-1].seq
-    return ChainReport(True, count, prev_hash)
+
+def decision_comments(*, decision: PolicyDecision) -> list[DecisionComment]:
+    return list(decision.comments.select_related("author").order_by("created_at", "id"))
+
+
+def decision_timeline(*, decision: PolicyDecision) -> list[dict[str, Any]]:
+    """Steps (from the audit trail) and comments, in the order they happened."""
+    steps = [
+        {"kind": "step", "at": e.created_at, "who": e.actor_name, "action": e.action, "text": e.reason, "seq": e.seq}
+        for e in audit_list(decision_id=decision.pk)
+        if e.action != "commented"
+    ]
+    comments = [
+        {"kind": "comment", "at": c.created_at, "who": c.author.get_username(), "action": "commented", "text": c.body}
+        for c in decision_comments(decision=decision)
+    ]
+    return sorted(steps + comments, key=lambda row: row["at"])
 
 
 def decision_as_api(decision: PolicyDecision, *, evidence: list[BenchmarkJob] | None = None) -> dict[str, Any]:
@@ -182,16 +178,17 @@ def decision_as_api(decision: PolicyDecision, *, evidence: list[BenchmarkJob] | 
 
 
 def audit_event_as_api(event: AuditEvent) -> dict[str, Any]:
+    """An event as the decisions API has always shown it (`decision` is the decision's id)."""
+    data = event_as_api(event)
+    data["decision"] = int(event.object_id) if event.object_type == "decision" and event.object_id else None
+    return data
+
+
+def comment_as_api(comment: DecisionComment) -> dict[str, Any]:
     return {
-        "seq": event.seq,
-        "action": event.action,
-        "actor": event.actor_name,
-        "recipe": event.recipe_name,
-        "decision": event.decision_id,
-        "before": event.before,
-        "after": event.after,
-        "reason": event.reason,
-        "created_at": event.created_at.isoformat(),
-        "prev_hash": event.prev_hash,
-        "hash": event.hash,
+        "id": comment.pk,
+        "decision": comment.decision_id,
+        "author": comment.author.get_username(),
+        "body": comment.body,
+        "created_at": comment.created_at.isoformat(),
     }

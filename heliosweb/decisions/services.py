@@ -8,12 +8,15 @@ Each is one atomic action in Zulip's shape: check, change the state, append the 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from heliosweb.audit.models import AuditEvent
+from heliosweb.audit.services import audit_append
 from heliosweb.common.errors import Conflict, Forbidden
 from heliosweb.common.inputs import parse_id
 from heliosweb.common.permissions import Actor
@@ -21,12 +24,12 @@ from heliosweb.common.realtime import send_event_on_commit
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.consumers import GROUP as REALTIME_GROUP
 from heliosweb.recipes.models import PolicySetting, Recipe
-from heliosweb.recipes.services import policy_set
+from heliosweb.recipes.services import emergency_reviewed, policy_set
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import POLICIES, selectable_policies
 
-from .hashing import GENESIS, event_hash, event_payload
-from .models import AuditChainLock, AuditEvent, DecisionStatus, PolicyDecision
+from .models import DecisionComment, DecisionStatus, PolicyDecision
+from .tradeoff import decision_missing_evidence
 
 MAX_RATIONALE = 10_000
 MAX_REASON = 2_000
@@ -35,12 +38,22 @@ MAX_EVIDENCE = 50
 PROPOSE_PERM = "decisions.propose_decision"
 APPROVE_PERM = "decisions.approve_decision"
 APPLY_PERM = "decisions.apply_decision"
+COMMENT_PERM = "decisions.comment_decision"
+MAX_COMMENT = 5_000
 
 
 # --- the five steps -------------------------------------------------------------------------
 
 
-def decision_propose(*, actor: Actor, recipe: Any, policy: Any, rationale: Any, evidence: Any = None) -> PolicyDecision:
+def decision_propose(
+    *,
+    actor: Actor,
+    recipe: Any,
+    policy: Any,
+    rationale: Any,
+    evidence: Any = None,
+    rollback_of: Any = None,
+) -> PolicyDecision:
     """Propose changing `recipe`'s active policy to `policy`, based on the current version.
 
     Raises Forbidden (no propose permission) or InvalidInput naming the field (`recipe`,
@@ -58,7 +71,9 @@ def decision_propose(*, actor: Actor, recipe: Any, policy: Any, rationale: Any, 
         if setting.policy == clean_policy:
             raise InvalidInput("policy", f"{clean_policy!r} is already {recipe_obj.name}'s active policy")
         jobs = _finished_jobs(job_ids)
+        reverted = _rollback_of(rollback_of, recipe_obj)
         decision = PolicyDecision.objects.create(
+            rollback_of=reverted,
             recipe=recipe_obj,
             from_policy=setting.policy,
             to_policy=clean_policy,
@@ -68,6 +83,8 @@ def decision_propose(*, actor: Actor, recipe: Any, policy: Any, rationale: Any, 
         )
         decision.evidence.set(jobs)
         state = _state(decision, setting)
+        if reverted is not None:
+            state["rollback_of"] = reverted.pk
         _audit(
             user=user,
             decision=decision,
@@ -151,7 +168,9 @@ def decision_apply(*, actor: Actor, decision: PolicyDecision, reason: Any = "") 
             )
         _policy(decision.to_policy)  # a policy may have become unselectable since the proposal
         before = _state(decision, setting)
-        setting = policy_set(recipe=decision.recipe, policy=decision.to_policy, user=user)
+        setting = policy_set(
+            recipe=decision.recipe, policy=decision.to_policy, user=user, reason=f"decision #{decision.pk} applied"
+        )
         decision.status = DecisionStatus.APPLIED
         decision.applied_by = user
         decision.applied_at = timezone.now()
@@ -168,6 +187,24 @@ def decision_apply(*, actor: Actor, decision: PolicyDecision, reason: Any = "") 
     return decision
 
 
+def decision_comment(*, actor: Actor, decision: PolicyDecision, body: Any) -> DecisionComment:
+    """Plain text on a decision, in any status; audited like a step."""
+    user = _require(actor, COMMENT_PERM, "commenting on a decision")
+    text = _text(body, field="body", limit=MAX_COMMENT, required=True)
+    with transaction.atomic():
+        comment = DecisionComment.objects.create(decision=decision, author=user, body=text)
+        audit_append(
+            action="commented",
+            actor=user,
+            object_type="decision",
+            object_id=decision.pk,
+            recipe=decision.recipe.name,
+            after={"comment": comment.pk},
+            reason=text,
+        )
+    return comment
+
+
 # --- helpers --------------------------------------------------------------------------------
 
 
@@ -175,7 +212,11 @@ def _review(*, user: User, decision: PolicyDecision, to: str, reason: str) -> Po
     with transaction.atomic():
         decision, setting = _lock(decision)
         _expect(decision, DecisionStatus.PENDING, str(to))
+        if to == DecisionStatus.APPROVED:
+            _require_evidence(decision)
         before = _state(decision, setting)
+        if setting.emergency and decision.created_at > datetime.fromisoformat(setting.emergency["at"]):
+            emergency_reviewed(recipe_id=decision.recipe_id)  # this decision is the follow-up
         decision.status = to
         decision.reviewed_by = user
         decision.reviewed_at = timezone.now()
@@ -190,6 +231,28 @@ def _review(*, user: User, decision: PolicyDecision, to: str, reason: str) -> Po
             reason=reason,
         )
     return decision
+
+
+def _rollback_of(value: Any, recipe: Recipe) -> PolicyDecision | None:
+    """A rollback names the applied decision of the same recipe that it reverts."""
+    if value in (None, ""):
+        return None
+    reverted = PolicyDecision.objects.filter(pk=parse_id(value, field="rollback_of", what="decision")).first()
+    if reverted is None:
+        raise InvalidInput("rollback_of", f"no decision {value}")
+    if reverted.status != DecisionStatus.APPLIED or reverted.recipe_id != recipe.pk:
+        raise InvalidInput("rollback_of", f"decision {reverted.pk} is not an applied decision of {recipe.name}")
+    return reverted
+
+
+def _require_evidence(decision: PolicyDecision) -> None:
+    """The recipe's required checklist items must be ticked by the evidence before approval."""
+    still_open = decision_missing_evidence(decision=decision)
+    if still_open:
+        raise Conflict(
+            "evidence",
+            f"{decision.recipe.name} requires evidence before approval; missing: {', '.join(still_open)}",
+        )
 
 
 def _lock(decision: PolicyDecision) -> tuple[PolicyDecision, PolicySetting]:
@@ -223,27 +286,18 @@ def _audit(
     after: dict[str, Any],
     reason: str,
 ) -> AuditEvent:
-    """Append one event to the chain (inside the caller's transaction) and schedule the push."""
-    AuditChainLock.objects.select_for_update().get_or_create(pk=1)
-    head = AuditEvent.objects.order_by("-seq").only("seq", "hash").first()
-    event = AuditEvent(
-        seq=(head.seq + 1) if head else 1,
+    """Append the step to the one audit chain (inside the caller's transaction) and schedule the push."""
+    event = audit_append(
         action=action,
         actor=user,
-        actor_name=user.get_username(),
-        recipe_id=decision.recipe_id,
-        recipe_name=decision.recipe.name,
-        decision=decision,
+        object_type="decision",
+        object_id=decision.pk,
+        recipe=decision.recipe.name,
         before=before,
         after=after,
         reason=reason,
-        created_at=timezone.now(),
-        prev_hash=head.hash if head else GENESIS,
     )
-    event.hash = event_hash(event_payload(event), event.prev_hash)
-    event.save()
-    message = _realtime_message(event, decision)
-    send_event_on_commit(REALTIME_GROUP, message)
+    send_event_on_commit(REALTIME_GROUP, _realtime_message(event, decision))
     return event
 
 

@@ -2,14 +2,19 @@
 
 from django.urls import path
 
-from . import api, views
+from . import api, audit_views, views
 
 urlpatterns = [
     path("decisions/", views.decision_list, name="decision_list"),
     path("decisions/new", views.decision_new, name="decision_new"),
     path("decisions/<int:decision_id>", views.decision_detail, name="decision_detail"),
+    path("decisions/<int:decision_id>/comment", views.decision_comment, name="decision_comment"),
     path("decisions/<int:decision_id>/<slug:step>", views.decision_step, name="decision_step"),
+    path("audit/", audit_views.audit_page, name="audit"),
+    path("audit/export.<str:fmt>", audit_views.audit_export, name="audit_export"),
     path("api/decisions/", api.DecisionListView.as_view(), name="api_decisions"),
+    path("api/decisions/<int:decision_id>/tradeoff/", api.TradeoffView.as_view(), name="api_decision_tradeoff"),
+    path("api/decisions/<int:decision_id>/comments/", api.CommentsView.as_view(), name="api_decision_comments"),
     path("api/decisions/audit/", api.AuditView.as_view(), name="api_decisions_audit"),
     path("api/decisions/<int:decision_id>/", api.DecisionDetailView.as_view(), name="api_decision"),
 ] + [

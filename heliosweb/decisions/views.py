@@ -17,6 +17,7 @@ from scheduler_core.policies import selectable_policies
 
 from . import selectors, services
 from .models import DecisionStatus, PolicyDecision
+from .tradeoff import decision_tradeoff
 
 
 @login_required
@@ -47,13 +48,20 @@ def decision_list(request: HttpRequest) -> HttpResponse:
 @permission_required(services.PROPOSE_PERM, raise_exception=True)
 def decision_new(request: HttpRequest) -> HttpResponse:
     errors: dict[str, str] = {}
-    values = {"recipe": request.GET.get("recipe", ""), "policy": "", "rationale": "", "evidence": []}
+    values = selectors.rollback_prefill(rollback_of=request.GET.get("rollback_of", "")) or {
+        "recipe": request.GET.get("recipe", ""),
+        "policy": "",
+        "rationale": "",
+        "evidence": [],
+        "rollback_of": "",
+    }
     if request.method == "POST":
         values = {
             "recipe": request.POST.get("recipe", ""),
             "policy": request.POST.get("policy", ""),
             "rationale": request.POST.get("rationale", ""),
             "evidence": request.POST.getlist("evidence"),
+            "rollback_of": request.POST.get("rollback_of", ""),
         }
         try:
             decision = services.decision_propose(actor=request.user, **values)
@@ -91,8 +99,29 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
             "evidence": selectors.decision_evidence_summaries(decision=decision),
             "steps": selectors.decision_allowed_steps(decision=decision, user=request.user),
             "events": selectors.audit_list(decision_id=decision.pk),
+            "tradeoff": decision_tradeoff(decision=decision),
+            "timeline": selectors.decision_timeline(decision=decision),
+            "can_comment": request.user.has_perm(services.COMMENT_PERM),
+            "can_roll_back": decision.status == DecisionStatus.APPLIED and request.user.has_perm(services.PROPOSE_PERM),
         },
     )
+
+
+@require_POST
+@login_required
+def decision_comment(request: HttpRequest, decision_id: int) -> HttpResponse:
+    try:
+        decision = selectors.decision_get(decision_id=decision_id)
+    except NotFound:
+        raise Http404(f"no decision {decision_id}") from None
+    try:
+        services.decision_comment(actor=request.user, decision=decision, body=request.POST.get("body", ""))
+    except InvalidInput as exc:
+        messages.error(request, str(exc))
+        response = decision_detail(request, decision_id)
+        response.status_code = http_status(exc)
+        return response
+    return redirect("decision_detail", decision_id=decision.pk)
 
 
 STEPS: dict[str, Callable[..., PolicyDecision]] = {

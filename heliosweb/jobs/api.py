@@ -86,7 +86,7 @@ class JobCancelView(APIView):
 
     @extend_schema(request=None, responses={200: JOB, 400: ERROR, 404: ERROR})
     def post(self, request: Request, job_id: int) -> Response:
-        job = job_cancel(job=selectors.job_get(job_id=job_id))
+        job = job_cancel(job=selectors.job_get(job_id=job_id), user=request.user)
         return Response(selectors.job_as_api(job))
 
 

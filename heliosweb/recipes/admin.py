@@ -1,21 +1,65 @@
+from typing import Any
+
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
+
+from scheduler_core.errors import InvalidInput
+from scheduler_core.tradeoff import parse_required
 
 from .models import PolicySetting, Recipe
+from .services import parse_shapes, recipe_create, recipe_update
 
 
 class PolicySettingInline(admin.StackedInline):
     model = PolicySetting
-    # The active policy changes through services.policy_set (and, later, the decision workflow),
-    # never by editing the row: it is shown read-only.
-    readonly_fields = ("policy", "version", "updated_at", "updated_by")
+    # The active policy changes through services.policy_set (a decision, or an emergency
+    # rollback), never by editing the row: it is shown read-only.
+    readonly_fields = ("policy", "version", "previous_policy", "emergency", "updated_at", "updated_by")
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
         return False
+
+
+class RecipeForm(forms.ModelForm):
+    """The service's own validation, as form errors."""
+
+    class Meta:
+        model = Recipe
+        fields = ("name", "description", "shapes", "required_evidence")
+
+    def _service_clean(self, field: str, parse: Any) -> Any:
+        try:
+            return parse(self.cleaned_data.get(field) or [])
+        except InvalidInput as exc:
+            raise ValidationError(exc.message) from None
+
+    def clean_shapes(self) -> Any:
+        return self._service_clean("shapes", parse_shapes)
+
+    def clean_required_evidence(self) -> Any:
+        return self._service_clean("required_evidence", parse_required)
 
 
 @admin.register(Recipe)
 class RecipeAdmin(admin.ModelAdmin):
+    """Saves through the recipe services, like the page and the API: a recipe created here gets
+    its policy setting in the same transaction, and every change is audited."""
+
+    form = RecipeForm
     list_display = ("name", "created_at")
     search_fields = ("name",)
     inlines = [PolicySettingInline]
+
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> tuple[str, ...]:
+        return ("name",) if obj is not None else ()
+
+    def save_model(self, request: Any, obj: Recipe, form: Any, change: bool) -> None:
+        fields = {k: form.cleaned_data[k] for k in ("description", "shapes", "required_evidence")}
+        if change:
+            recipe_update(recipe=obj, actor=request.user, **fields)
+            return
+        created = recipe_create(name=form.cleaned_data["name"], actor=request.user, **fields)
+        obj.pk, obj.created_at = created.pk, created.created_at
+        obj._state.adding = False

@@ -20,10 +20,18 @@ STORED_POLICIES = selectable_policies()
 class Recipe(models.Model):
     name = models.SlugField(max_length=64, unique=True)
     description = models.TextField(blank=True)
+    # The graph shapes an engine captures for this recipe ([{prefill, decode}]), as a catalog lists them.
+    shapes = models.JSONField(default=list, blank=True)
+    # Checklist items (scheduler_core.tradeoff.CHECKLIST_ITEMS) a decision must tick before approval.
+    required_evidence = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
+        permissions = [
+            ("manage_recipes", "Can create and edit recipes"),
+            ("rollback_policy", "Can revert a recipe's policy at once in an incident (emergency rollback)"),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -39,6 +47,10 @@ class PolicySetting(models.Model):
     version = models.PositiveIntegerField(default=1)
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    previous_policy = models.CharField(max_length=32, blank=True, help_text="what an emergency rollback returns to")
+    # Set by an emergency rollback ({by, at, reason, version}); cleared when a follow-up decision
+    # on the recipe is reviewed. While set, the recipe page and the dashboard show a banner.
+    emergency = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [

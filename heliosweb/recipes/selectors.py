@@ -6,9 +6,10 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from heliosweb.audit.models import AuditEvent
 from heliosweb.common.errors import NotFound
 
-from .models import Recipe
+from .models import PolicySetting, Recipe
 
 
 def recipe_list() -> QuerySet[Recipe]:
@@ -16,12 +17,29 @@ def recipe_list() -> QuerySet[Recipe]:
     return Recipe.objects.select_related("policy_setting").order_by("name")
 
 
+def setting_of(recipe: Recipe) -> PolicySetting | None:
+    """The recipe's policy setting, or None for one created around `recipe_create` (raw SQL, an
+    old database): every reader shows such a recipe as having no policy rather than failing."""
+    try:
+        return recipe.policy_setting
+    except PolicySetting.DoesNotExist:
+        return None
+
+
 def recipe_policies() -> list[dict[str, Any]]:
-    """Every recipe's active policy, as the API and the live stream show it."""
-    return [
-        {"recipe": r.name, "policy": r.policy_setting.policy, "version": r.policy_setting.version}
-        for r in Recipe.objects.select_related("policy_setting").order_by("name")
-    ]
+    """Every recipe's active policy, as the API and the live stream show it (null: none set)."""
+    out = []
+    for r in Recipe.objects.select_related("policy_setting").order_by("name"):
+        setting = setting_of(r)
+        out.append(
+            {
+                "recipe": r.name,
+                "policy": setting.policy if setting else None,
+                "version": setting.version if setting else None,
+                "emergency": setting.emergency if setting else None,
+            }
+        )
+    return out
 
 
 def recipe_get(*, name: str) -> Recipe:
@@ -37,7 +55,9 @@ def recipe_policy_get(*, name: str) -> dict[str, Any]:
     The decision is found through the reverse relation the decisions app declares, so this layer
     imports nothing above it."""
     recipe = recipe_get(name=name)
-    setting = recipe.policy_setting
+    setting = setting_of(recipe)
+    if setting is None:
+        raise NotFound("recipe", f"recipe {name!r} has no policy setting")
     decision = recipe.decisions.filter(applied_version=setting.version).values_list("id", flat=True).first()
     return {
         "recipe": name,
@@ -62,3 +82,29 @@ def recipe_policy_changes(*, name: str, limit: int = 50) -> list[dict[str, Any]]
         {"version": v, "policy": p, "decided_at": at.timestamp() * 1000 if at else None, "decision": d}
         for v, p, at, d in reversed(rows)
     ]
+
+
+POLICY_EVENTS = ("recipe_created", "policy_changed")  # the events that set a recipe's policy
+
+
+def policy_audit_mismatches() -> list[str]:
+    """Recipes whose current policy and version differ from what their last policy event says:
+    a policy changed around `policy_set` (raw SQL) shows here."""
+    last: dict[str, Any] = {}
+    for name, after in (
+        AuditEvent.objects.filter(action__in=POLICY_EVENTS).order_by("seq").values_list("recipe_name", "after")
+    ):
+        last[name] = after or {}
+    problems = []
+    for recipe in Recipe.objects.select_related("policy_setting").order_by("name"):
+        setting = setting_of(recipe)
+        now = {"policy": setting.policy, "version": setting.version} if setting else None
+        said = last.get(recipe.name)
+        recorded = {"policy": said.get("policy"), "version": said.get("version")} if said else None
+        if now != recorded:
+            problems.append(f"recipe {recipe.name} is {_state(now)} but its last policy event says {_state(recorded)}")
+    return problems
+
+
+def _state(state: dict[str, Any] | None) -> str:
+    return f"{state['policy']} v{state['version']}" if state else "nothing"

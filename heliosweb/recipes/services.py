@@ -1,24 +1,67 @@
 """Writes for recipes. `policy_set` is the single write path for a recipe's active policy: the
-decision workflow (propose -> approve -> apply, hash-chained audit) calls it, and it alone
-announces the new version (after commit) to engines long-polling the policy and to live pages."""
+decision workflow and the emergency rollback call it; it bumps the version, appends the
+`policy_changed` audit event and announces the new version (after commit) to engines long-polling
+the policy and to live pages. `recipe_create` is the one way a recipe comes to exist (the page,
+the API, the admin and the demo data all call it), so no recipe is ever without its setting."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.utils import timezone
 
+from heliosweb.audit.services import audit_append
 from heliosweb.common.broadcast import publish
+from heliosweb.common.errors import Forbidden
+from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import selectable_policies
+from scheduler_core.tradeoff import parse_required
 
 from .models import PolicySetting, Recipe
 
+MANAGE_PERM = "recipes.manage_recipes"
+ROLLBACK_PERM = "recipes.rollback_policy"
+MAX_DESCRIPTION = 2_000
+MAX_REASON = 2_000
+SYSTEM = "system"  # the actor name of changes made without a user (demo data, migrations)
 
-def recipe_create(*, name: str, description: str = "", policy: str = "cost") -> Recipe:
+
+def recipe_create(
+    *,
+    name: Any,
+    description: Any = "",
+    policy: Any = "cost",
+    shapes: Any = None,
+    required_evidence: Any = None,
+    actor: User | None = None,
+) -> Recipe:
+    """A recipe and its policy setting (version 1), in one transaction, audited. `actor` None is
+    the system (demo data); a user needs the manage-recipes permission."""
+    _require_manager(actor)
+    clean = {
+        "name": _name(name),
+        "description": _text(description, "description", MAX_DESCRIPTION),
+        "shapes": parse_shapes(shapes or []),
+        "required_evidence": parse_required(required_evidence or []),
+    }
     _check_policy(policy)
     with transaction.atomic():
-        recipe = Recipe.objects.create(name=name, description=description)
-        PolicySetting.objects.create(recipe=recipe, policy=policy)
+        if Recipe.objects.filter(name=clean["name"]).exists():
+            raise InvalidInput("name", f"a recipe named {clean['name']!r} exists already")
+        recipe = Recipe.objects.create(**clean)
+        PolicySetting.objects.create(recipe=recipe, policy=policy, updated_by=actor)
+        audit_append(
+            action="recipe_created",
+            actor=actor,
+            actor_name=SYSTEM,
+            object_type="recipe",
+            object_id=recipe.name,
+            recipe=recipe.name,
+            after={**_fields(recipe), "policy": policy, "version": 1},
+        )
     return recipe
 
 
@@ -27,18 +70,119 @@ def recipe_ensure(*, name: str, description: str = "", policy: str = "cost") -> 
     return recipe or recipe_create(name=name, description=description, policy=policy)
 
 
+def recipe_update(
+    *,
+    recipe: Recipe,
+    actor: User | None,
+    description: Any = None,
+    shapes: Any = None,
+    required_evidence: Any = None,
+) -> Recipe:
+    """Edit what a recipe says about itself (never its policy: that is a decision). Audited with
+    before and after."""
+    _require_manager(actor)
+    changes: dict[str, Any] = {}
+    if description is not None:
+        changes["description"] = _text(description, "description", MAX_DESCRIPTION)
+    if shapes is not None:
+        changes["shapes"] = parse_shapes(shapes)
+    if required_evidence is not None:
+        changes["required_evidence"] = parse_required(required_evidence)
+    with transaction.atomic():
+        locked = Recipe.objects.select_for_update().get(pk=recipe.pk)
+        before = _fields(locked)
+        for field, value in changes.items():
+            setattr(locked, field, value)
+        locked.save(update_fields=list(changes) or None)
+        if _fields(locked) != before:
+            audit_append(
+                action="recipe_edited",
+                actor=actor,
+                actor_name=SYSTEM,
+                object_type="recipe",
+                object_id=locked.name,
+                recipe=locked.name,
+                before=before,
+                after=_fields(locked),
+            )
+    return locked
+
+
 @transaction.atomic
-def policy_set(*, recipe: Recipe, policy: str, user: User | None = None) -> PolicySetting:
+def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason: str = "") -> PolicySetting:
+    """Change the active policy (a no-op when it is already active): version + 1, the previous
+    policy kept for an emergency rollback, one `policy_changed` event, and the announcement."""
     _check_policy(policy)
     setting = PolicySetting.objects.select_for_update().get(recipe=recipe)
     if setting.policy != policy:
+        before = {"policy": setting.policy, "version": setting.version}
+        setting.previous_policy = setting.policy
         setting.policy = policy
         setting.version += 1
         setting.updated_by = user
         setting.save()
+        audit_append(
+            action="policy_changed",
+            actor=user,
+            actor_name=SYSTEM,
+            object_type="recipe",
+            object_id=recipe.name,
+            recipe=recipe.name,
+            before=before,
+            after={"policy": policy, "version": setting.version},
+            reason=reason,
+        )
         message = {"type": "policy", "recipe": recipe.name, "policy": policy, "version": setting.version}
         transaction.on_commit(lambda: publish(policy_topic(recipe.name), message))
     return setting
+
+
+def policy_rollback_emergency(*, recipe: Recipe, actor: User, reason: Any) -> PolicySetting:
+    """An operator reverts the recipe to its previous policy at once, without approval (an
+    incident), with a reason. It is a policy change like any other (version + 1, engines see it)
+    plus its own audit event, and it stays flagged until a follow-up decision reviews it."""
+    if actor is None or not actor.is_authenticated or not actor.has_perm(ROLLBACK_PERM):
+        raise Forbidden("actor", f"an emergency rollback needs the {ROLLBACK_PERM} permission")
+    clean_reason = _text(reason, "reason", MAX_REASON)
+    if not clean_reason:
+        raise InvalidInput("reason", "required: say what the incident is")
+    with transaction.atomic():
+        setting = PolicySetting.objects.select_for_update().get(recipe=recipe)
+        if not setting.previous_policy:
+            raise InvalidInput("recipe", f"{recipe.name} has had one policy only: there is nothing to roll back to")
+        before = {"policy": setting.policy, "version": setting.version}
+        setting = policy_set(
+            recipe=recipe, policy=setting.previous_policy, user=actor, reason=f"emergency rollback: {clean_reason}"
+        )
+        setting.emergency = {
+            "by": actor.get_username(),
+            "at": timezone.now().isoformat(),
+            "reason": clean_reason,
+            "version": setting.version,
+            "from_policy": before["policy"],
+        }
+        setting.save(update_fields=["emergency"])
+        audit_append(
+            action="emergency_rollback",
+            actor=actor,
+            object_type="recipe",
+            object_id=recipe.name,
+            recipe=recipe.name,
+            before=before,
+            after={"policy": setting.policy, "version": setting.version},
+            reason=clean_reason,
+        )
+    return setting
+
+
+def emergency_reviewed(*, recipe_id: int) -> None:
+    """A follow-up decision was reviewed: the emergency banner goes (the caller audits the review)."""
+    PolicySetting.objects.filter(recipe_id=recipe_id, emergency__isnull=False).update(emergency=None)
+
+
+def _require_manager(actor: User | None) -> None:
+    if actor is not None and not actor.has_perm(MANAGE_PERM):
+        raise Forbidden("actor", f"creating or editing a recipe needs the {MANAGE_PERM} permission")
 
 
 def policy_topic(recipe_name: str) -> str:
@@ -46,7 +190,47 @@ def policy_topic(recipe_name: str) -> str:
     return f"policy.{recipe_name}"
 
 
-def _check_policy(policy: str) -> None:
+def parse_shapes(shapes: Any) -> list[dict[str, int]]:
+    """Catalog shapes as a catalog would list them, validated by the scheduler's own rules."""
+    if not isinstance(shapes, list):
+        raise InvalidInput("shapes", "must be a list of {prefill, decode}")
+    if not shapes:
+        return []
+    catalog = Catalog.from_dicts([{**s, "ms": None} if isinstance(s, dict) else s for s in shapes], "shapes")
+    return [{"prefill": g.prefill, "decode": g.decode} for g in catalog.graphs]
+
+
+def _fields(recipe: Recipe) -> dict[str, Any]:
+    return {
+        "description": recipe.description,
+        "shapes": recipe.shapes,
+        "required_evidence": recipe.required_evidence,
+    }
+
+
+def _name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput("name", "required: a short name of letters, digits, '-' or '_'")
+    name = name.strip()
+    if len(name) > 64 or not all(c.isascii() and (c.isalnum() or c in "-_") for c in name):
+        raise InvalidInput("name", f"{name[:80]!r}: at most 64 letters, digits, '-' or '_'")
+    if name == "new":
+        raise InvalidInput("name", "'new' is the page that creates recipes: choose another name")
+    return name
+
+
+def _text(value: Any, field: str, limit: int) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be text")
+    value = value.strip()
+    if len(value) > limit:
+        raise InvalidInput(field, f"at most {limit} characters (got {len(value)})")
+    return value
+
+
+def _check_policy(policy: Any) -> None:
     if policy not in selectable_policies():
         raise InvalidInput(
             "policy", f"{policy!r} cannot be a recipe's active policy (expected one of {list(selectable_policies())})"

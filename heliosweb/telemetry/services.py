@@ -12,16 +12,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
+from heliosweb.audit.services import audit_append
 from heliosweb.catalogs.models import Boot
 from heliosweb.common.broadcast import publish
 from heliosweb.common.permissions import Actor
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.services.submission import job_cancel, job_create
 from heliosweb.recipes.models import Recipe
+from heliosweb.recipes.selectors import setting_of
 from scheduler_core.errors import InvalidInput
 
 from . import buckets
@@ -30,6 +34,7 @@ from .models import TOKEN_PREFIX, EngineToken, Rollup, TelemetryBatch, Totals, t
 from .validation import ENGINE_NAME, Batch, parse_batch
 
 ENGINE_KIND = "engine"  # the simulated engine's job kind (declared in engine.py)
+TOKEN_ADMIN = "manage.py"  # tokens are issued from the command line, by whoever runs it there
 MAX_PROMPT_LENGTHS_PER_MINUTE = 2_000  # bounds a rollup's `sequences`
 MAX_SEQUENCES_PER_PROMPT = 16
 
@@ -39,15 +44,61 @@ def engine_token_create(*, engine: str, recipes: Iterable[Recipe]) -> str:
     if not ENGINE_NAME.match(engine):
         raise InvalidInput("engine", "must be 1-64 letters, digits, '-' or '_'")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    allowed = list(recipes)
     with transaction.atomic():
         row = EngineToken.objects.create(engine=engine, key_hash=token_hash(token))
-        row.recipes.set(list(recipes))
+        row.recipes.set(allowed)
+        audit_append(
+            action="token_created",
+            actor_name=TOKEN_ADMIN,
+            object_type="engine_token",
+            object_id=engine,
+            after={"recipes": sorted(r.name for r in allowed)},
+        )
     return token
 
 
 def engine_tokens_revoke(*, engine: str) -> int:
     """Revoke every live token of `engine`; how many were revoked."""
-    return EngineToken.objects.filter(engine=engine, revoked_at=None).update(revoked_at=timezone.now())
+    with transaction.atomic():
+        count = EngineToken.objects.filter(engine=engine, revoked_at=None).update(revoked_at=timezone.now())
+        audit_append(
+            action="token_revoked",
+            actor_name=TOKEN_ADMIN,
+            object_type="engine_token",
+            object_id=engine,
+            after={"revoked": count},
+        )
+    return count
+
+
+def user_token_issue(*, user: User, rotate: bool = False) -> str:
+    """A user's API token: the existing one, or (rotate) a fresh one replacing it. Audited when new."""
+    with transaction.atomic():
+        if rotate:
+            Token.objects.filter(user=user).delete()
+        token, created = Token.objects.get_or_create(user=user)
+        if created:
+            audit_append(
+                action="token_rotated" if rotate else "token_created",
+                actor_name=TOKEN_ADMIN,
+                object_type="user_token",
+                object_id=user.get_username(),
+            )
+    return token.key
+
+
+def user_token_revoke(*, user: User) -> int:
+    with transaction.atomic():
+        count, _ = Token.objects.filter(user=user).delete()
+        audit_append(
+            action="token_revoked",
+            actor_name=TOKEN_ADMIN,
+            object_type="user_token",
+            object_id=user.get_username(),
+            after={"revoked": count},
+        )
+    return count
 
 
 @dataclass
@@ -73,7 +124,9 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
     `engine`, for an engine token, is the only engine name the batch may carry. Raises
     InvalidInput naming the first bad field; then nothing is stored.
     """
-    setting = recipe.policy_setting
+    setting = setting_of(recipe)
+    if setting is None:
+        raise InvalidInput("recipe", f"recipe {recipe.name!r} has no policy setting")
     batch = parse_batch(data, current_version=setting.version, current_policy=setting.policy, now_ms=time.time() * 1000)
     if engine is not None and batch.engine != engine:
         raise InvalidInput("engine", f"this token is engine {engine!r}'s, not {batch.engine!r}'s")
@@ -244,15 +297,17 @@ def engine_start(*, recipe: Recipe, user: Actor, params: dict[str, Any] | None =
     active = engine_job_active(recipe=recipe)
     if active is not None:
         raise InvalidInput("recipe", f"a simulated engine already runs for {recipe.name} (job {active.pk})")
-    return job_create(kind=ENGINE_KIND, recipe=recipe.name, params=params or {}, user=user)
+    return job_create(
+        kind=ENGINE_KIND, recipe=recipe.name, params=params or {}, user=user, audit_action="engine_started"
+    )
 
 
-def engine_stop(*, recipe: Recipe) -> BenchmarkJob:
+def engine_stop(*, recipe: Recipe, user: Actor | None = None) -> BenchmarkJob:
     """Stop the recipe's simulated engine (it stops within about a second)."""
     active = engine_job_active(recipe=recipe)
     if active is None:
         raise InvalidInput("recipe", f"no simulated engine runs for {recipe.name}")
-    return job_cancel(job=active)
+    return job_cancel(job=active, user=user, audit_action="engine_stopped")
 
 
 def engine_job_active(*, recipe: Recipe) -> BenchmarkJob | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from channels.layers import channel_layers
+from django.conf import settings
 from django.contrib.auth.models import Group, Permission, User
 
 from heliosweb.devtool import free_port
@@ -206,6 +207,7 @@ class Stack:
             PYTHONUNBUFFERED="1",
             HELIOS_VAR_DIR=str(logdir / "var"),
             HELIOS_SECRET_KEY="test-only-secret-key-not-used-elsewhere",
+            HELIOS_AUDIT_KEY=settings.AUDIT_KEY,  # one chain, one key: the test process verifies it
             HELIOS_VISIBILITY_TIMEOUT="30",
             HELIOS_HEARTBEAT_SECONDS="1",
             HELIOS_ENGINE_API_URL=f"http://127.0.0.1:{self.port}",

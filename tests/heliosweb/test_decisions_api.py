@@ -9,12 +9,14 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from heliosweb.audit.models import AuditEvent
 from heliosweb.decisions import services
-from heliosweb.decisions.models import AuditEvent, PolicyDecision
+from heliosweb.decisions.models import PolicyDecision
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.recipes.models import PolicySetting
 
-from .test_decisions import RATIONALE, update_guard_dropped
+from .test_audit import guard_dropped
+from .test_decisions import RATIONALE
 
 
 def bearer(user: User) -> APIClient:
@@ -34,7 +36,7 @@ def propose(author: User) -> PolicyDecision:
 
 
 def nothing_stored() -> bool:
-    return PolicyDecision.objects.count() == 0 and AuditEvent.objects.count() == 0
+    return PolicyDecision.objects.count() == 0 and AuditEvent.objects.filter(object_type="decision").count() == 0
 
 
 # --- API ------------------------------------------------------------------------------------
@@ -67,8 +69,9 @@ def test_the_api_runs_the_whole_workflow_with_bearer_tokens(author, reviewer, re
     assert [d["id"] for d in bob.get("/api/decisions/?status=applied").json()] == [body["id"]]
     assert bob.get("/api/decisions/?status=pending").json() == []
     audit = bob.get("/api/decisions/audit/").json()
-    assert (audit["verified"], audit["count"], audit["broken_at"]) == (True, 3, None)
-    assert [e["action"] for e in audit["events"]] == ["proposed", "approved", "applied"]
+    assert (audit["verified"], audit["count"], audit["broken_at"]) == (True, 5, None)
+    actions = ["recipe_created", "proposed", "approved", "policy_changed", "applied"]
+    assert [e["action"] for e in audit["events"]] == actions
     assert audit["head_hash"] == audit["events"][-1]["hash"]
 
 
@@ -108,7 +111,10 @@ def test_api_an_author_approving_their_own_proposal_gets_403(reviewer, recipe):
     decision = propose(reviewer)
     response = bearer(reviewer).post(f"/api/decisions/{decision.pk}/approve/", {}, format="json")
     assert (response.status_code, response.json()["field"]) == (403, "actor")
-    assert PolicyDecision.objects.get().status == "pending" and AuditEvent.objects.count() == 1
+    assert (
+        PolicyDecision.objects.get().status == "pending"
+        and AuditEvent.objects.filter(object_type="decision").count() == 1
+    )
 
 
 def test_api_steps_need_their_permissions(author, applier, viewer, recipe):
@@ -121,7 +127,10 @@ def test_api_steps_need_their_permissions(author, applier, viewer, recipe):
     decision = propose(author)
     assert bearer(applier).post(f"/api/decisions/{decision.pk}/approve/", {}, format="json").status_code == 403
     assert bearer(viewer).post(f"/api/decisions/{decision.pk}/withdraw/", {}, format="json").status_code == 403
-    assert PolicyDecision.objects.get().status == "pending" and AuditEvent.objects.count() == 1
+    assert (
+        PolicyDecision.objects.get().status == "pending"
+        and AuditEvent.objects.filter(object_type="decision").count() == 1
+    )
 
 
 def test_api_applying_a_stale_proposal_answers_409_and_changes_nothing(author, reviewer, recipe):
@@ -166,8 +175,8 @@ def test_api_unknown_ids_and_filters_name_the_field(author, recipe):
 def test_api_audit_reports_where_the_chain_breaks(author, reviewer, recipe):
     decision = propose(author)
     services.decision_approve(actor=reviewer, decision=decision)
-    with update_guard_dropped(), connection.cursor() as cursor:
-        cursor.execute("UPDATE decisions_auditevent SET recipe_name = %s WHERE seq = 1", ["other"])
+    with guard_dropped(), connection.cursor() as cursor:
+        cursor.execute("UPDATE audit_auditevent SET recipe_name = %s WHERE seq = 1", ["other"])  # the recipe's creation
     audit = bearer(author).get("/api/decisions/audit/").json()
     assert (audit["verified"], audit["broken_at"], audit["count"]) == (False, 1, 0)
 
@@ -258,7 +267,10 @@ def test_an_author_approving_from_the_page_is_refused_and_nothing_changes(review
     response = session(reviewer).post(f"/decisions/{decision.pk}/approve", {})
     assert response.status_code == 403
     assert "cannot be approved by its author" in response.content.decode()
-    assert PolicyDecision.objects.get().status == "pending" and AuditEvent.objects.count() == 1
+    assert (
+        PolicyDecision.objects.get().status == "pending"
+        and AuditEvent.objects.filter(object_type="decision").count() == 1
+    )
 
 
 def test_steps_are_post_only_and_unknown_steps_are_404(author, recipe):
@@ -277,10 +289,10 @@ def test_the_list_filters_by_status_and_shows_the_chain_badge(author, reviewer, 
     html = client.get("/decisions/?status=pending").content.decode()
     listed = html.split('id="decisions"')[1].split("</table>")[0]
     assert f'href="/decisions/{kept.pk}"' in listed and f'href="/decisions/{withdrawn.pk}"' not in listed
-    assert "chain verified (3 events)" in html
+    assert "chain verified (4 events)" in html  # the recipe created, two proposals, a withdrawal
     assert client.get("/decisions/?status=maybe").status_code == 400
-    with update_guard_dropped(), connection.cursor() as cursor:
-        cursor.execute("UPDATE decisions_auditevent SET reason = %s WHERE seq = 2", ["edited"])
+    with guard_dropped(), connection.cursor() as cursor:
+        cursor.execute("UPDATE audit_auditevent SET reason = %s WHERE seq = 2", ["edited"])
     assert "chain broken at #2" in client.get("/decisions/").content.decode()
 
 

@@ -218,4 +218,4 @@ def test_a_deliberately_drifted_boot_is_marked_on_its_recipe_page_and_in_the_boo
     rows = {pk: page[page.index(f'data-boot="{pk}"') :].split("</tr>")[0] for pk in (drifted.pk, clean.pk)}
     assert "drifted 128" in rows[drifted.pk] and "drifted" not in rows[clean.pk]
     form = browser_client.get("/jobs/new?kind=sweep").content.decode()
-    assert f"#{drifted.pk} · tiny-cpu · cpu (eager-cpu)" in form and "shapes · drifted 128</option>" in form
+    assert f"#{drifted.pk} · tiny-cpu · cpu (eager-cpu)" in form and "shapes · drifted 128 · health ok</option>" in form

@@ -19,7 +19,7 @@ async def test_it_sends_a_snapshot_then_each_decision_step_as_it_commits(recipe,
     assert connected
     assert await _receive(communicator) == {
         "type": "snapshot",
-        "recipes": [{"recipe": "tiny-cpu", "policy": "cost", "version": 1}],
+        "recipes": [{"recipe": "tiny-cpu", "policy": "cost", "version": 1, "emergency": None}],
     }
 
     def decide():

@@ -11,6 +11,7 @@ def test_production_settings_pass_the_deploy_checks_with_no_warnings(tmp_path):
         os.environ,
         HELIOS_ENV="production",
         HELIOS_SECRET_KEY="x" * 20 + "-prod-test-key-with-enough-entropy-AbC123!",
+        HELIOS_AUDIT_KEY="audit-key-for-this-test-only",
         HELIOS_ALLOWED_HOSTS="helios.example.org",
         HELIOS_VAR_DIR=str(tmp_path),
     )
@@ -27,6 +28,13 @@ def test_production_settings_pass_the_deploy_checks_with_no_warnings(tmp_path):
 
 def test_production_refuses_to_start_without_a_secret_key(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "HELIOS_SECRET_KEY"}
-    env.update(HELIOS_ENV="production", HELIOS_VAR_DIR=str(tmp_path))
+    env.update(HELIOS_ENV="production", HELIOS_VAR_DIR=str(tmp_path), HELIOS_AUDIT_KEY="k")
     result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode != 0 and "HELIOS_SECRET_KEY" in result.stderr
+
+
+def test_production_refuses_to_start_without_an_audit_key(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "HELIOS_AUDIT_KEY"}
+    env.update(HELIOS_ENV="production", HELIOS_VAR_DIR=str(tmp_path), HELIOS_SECRET_KEY="s" * 60)
+    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode != 0 and "HELIOS_AUDIT_KEY" in result.stderr

@@ -128,3 +128,11 @@ def test_unused_catalog_shapes_do_not_count_as_stored_boots():
     evidence = [job(8, "boots", boot_catalogs=[other.to_dicts()] * 2)]
     summary = tradeoff(evidence, recipe="r", to_policy="rule", boots=[StoredBoot(1, CLEAN)])
     assert summary["health"] is None
+
+
+def test_an_unreadable_stored_result_is_named_not_a_crash():
+    summary = tradeoff(
+        [Evidence(4, "pr22", "r", {}, {"arms": []}), Evidence(5, "sweep", "r", {}, {})], recipe="r", to_policy="rule"
+    )
+    assert summary["arms"]["job"] == 4 and "not readable" in summary["arms"]["error"]
+    assert summary["sweep"]["job"] == 5 and "not readable" in summary["sweep"]["error"]

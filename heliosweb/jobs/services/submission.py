@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from heliosweb.audit.services import audit_append
+from heliosweb.catalogs.health import boot_repaired
 from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.celery import app as celery_app
 from heliosweb.common.errors import Throttled
@@ -30,7 +32,14 @@ log = logging.getLogger(__name__)
 RUN_JOB_TASK = "heliosweb.jobs.tasks.run_job"
 
 
-def job_create(*, kind: Any, recipe: Any = None, params: Any = None, user: Actor | None = None) -> BenchmarkJob:
+def job_create(
+    *,
+    kind: Any,
+    recipe: Any = None,
+    params: Any = None,
+    user: Actor | None = None,
+    audit_action: str = "job_started",
+) -> BenchmarkJob:
     """Validate everything, store the job `queued`, and queue it once the transaction commits.
 
     Raises InvalidInput naming the field (`kind`, `recipe`, `params.<name>`); nothing is stored
@@ -55,6 +64,15 @@ def job_create(*, kind: Any, recipe: Any = None, params: Any = None, user: Actor
             params=clean,
             created_by=user if isinstance(user, User) else None,
         )
+        audit_append(
+            action=audit_action,
+            actor=user,
+            actor_name="system",
+            object_type="job",
+            object_id=job.pk,
+            recipe=recipe_obj.name if recipe_obj else "",
+            after={"kind": job.kind, "queue": job.queue},
+        )
         transaction.on_commit(lambda: _enqueue_and_announce(job))
     return job
 
@@ -75,22 +93,31 @@ def _check_queue_room(user: Actor | None) -> None:
 
 def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> dict[str, Any]:
     """A catalog parameter may name stored boots instead of spelling a catalog out:
-    `{"boot": id}` (a catalog) or `{"boots": [id, ...]}` (a list of catalogs). The job keeps the
+    `{"boot": id}` (catalog) or `{"boots": [id, ...]}` (catalog_list), with `"repaired": true`
+    for their repaired versions (flagged shapes replaced: `catalogs.health`). The job keeps the
     catalogs themselves, so it stays reproducible whatever happens to the boots later."""
     out = dict(params)
     for p in kind.analysis.params:
         value = out.get(p.name)
-        if isinstance(p, CatalogParam) and _names_boots(value, "boot"):
-            out[p.name] = boot_catalogs(ids=[value["boot"]], field=f"{p.name}.boot")[0]
-        elif isinstance(p, CatalogListParam) and _names_boots(value, "boots"):
-            if not isinstance(value["boots"], list):
-                raise InvalidInput(f"{p.name}.boots", "must be a list of boot ids")
-            out[p.name] = boot_catalogs(ids=value["boots"], field=f"{p.name}.boots")
+        if isinstance(p, CatalogParam):
+            ref = "boot"
+        elif isinstance(p, CatalogListParam):
+            ref = "boots"
+        else:
+            continue
+        if not isinstance(value, Mapping) or ref not in value or set(value) - {ref, "repaired"}:
+            continue
+        ids = [value[ref]] if ref == "boot" else value[ref]
+        if not isinstance(ids, list):
+            raise InvalidInput(f"{p.name}.{ref}", "must be a list of boot ids")
+        repaired = value.get("repaired", False)
+        if not isinstance(repaired, bool):
+            raise InvalidInput(f"{p.name}.repaired", f"must be true or false, got {repaired!r}")
+        catalogs = boot_catalogs(ids=ids, field=f"{p.name}.{ref}")
+        if repaired:
+            catalogs = [boot_repaired(boot_id=i, field=f"{p.name}.{ref}")[0] for i in ids]
+        out[p.name] = catalogs[0] if ref == "boot" else catalogs
     return out
-
-
-def _names_boots(value: Any, key: str) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(value, Mapping) and set(value) == {key}
 
 
 def _recipe_or_none(recipe: Any) -> Recipe | None:
@@ -117,17 +144,29 @@ def _enqueue(job: BenchmarkJob) -> None:
         job_fail(job_id=job.pk, reason=f"could not queue the job: {exc}", from_status=(JobStatus.QUEUED,))
 
 
-def job_cancel(*, job: BenchmarkJob) -> BenchmarkJob:
-    """Queued: cancelled at once. Running: the worker stops at the analysis's next event."""
+def job_cancel(*, job: BenchmarkJob, user: Actor | None = None, audit_action: str = "job_cancelled") -> BenchmarkJob:
+    """Queued: cancelled at once. Running: the worker stops at the analysis's next event. Audited."""
     job.refresh_from_db(fields=["status"])
-    if job.status == JobStatus.QUEUED:
-        if BenchmarkJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
-            status=JobStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"
-        ):
-            event_append(job.pk, {"type": "cancelled", "reason": "cancelled before it started"})
-    elif job.status == JobStatus.RUNNING:
-        BenchmarkJob.objects.filter(pk=job.pk).update(cancel_requested=True)
-    else:
-        raise InvalidInput("status", f"job {job.pk} is already {job.status}")
-    job.refresh_from_db()
+    before = str(job.status)
+    with transaction.atomic():
+        if job.status == JobStatus.QUEUED:
+            if BenchmarkJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+                status=JobStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"
+            ):
+                event_append(job.pk, {"type": "cancelled", "reason": "cancelled before it started"})
+        elif job.status == JobStatus.RUNNING:
+            BenchmarkJob.objects.filter(pk=job.pk).update(cancel_requested=True)
+        else:
+            raise InvalidInput("status", f"job {job.pk} is already {job.status}")
+        job.refresh_from_db()
+        audit_append(
+            action=audit_action,
+            actor=user,
+            actor_name="system",
+            object_type="job",
+            object_id=job.pk,
+            recipe=job.recipe.name if job.recipe_id else "",
+            before={"status": before},
+            after={"status": str(job.status), "cancel_requested": job.cancel_requested, "kind": job.kind},
+        )
     return job

@@ -8,10 +8,14 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from rest_framework.authtoken.models import Token
 
 from heliosweb.recipes.models import Recipe
-from heliosweb.telemetry.services import engine_token_create, engine_tokens_revoke
+from heliosweb.telemetry.services import (
+    engine_token_create,
+    engine_tokens_revoke,
+    user_token_issue,
+    user_token_revoke,
+)
 from scheduler_core.errors import InvalidInput
 
 
@@ -47,13 +51,10 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"no user {username!r}")
         if revoke:
-            Token.objects.filter(user=user).delete()
+            user_token_revoke(user=user)
             self.stdout.write(f"revoked {username}'s token")
             return
-        if rotate:
-            Token.objects.filter(user=user).delete()
-        token, _ = Token.objects.get_or_create(user=user)
-        self.stdout.write(token.key)
+        self.stdout.write(user_token_issue(user=user, rotate=rotate))
 
     def _engine(self, engine: str, recipes: str, revoke: bool) -> None:
         if revoke:

@@ -1,11 +1,19 @@
-"""The audit chain's hash: one definition, used when appending and when verifying."""
+"""The audit chain's keyed hash: one definition, used when appending and when verifying.
+
+Keyed (HMAC-SHA256) with `settings.AUDIT_KEY`, which lives outside the database (the environment
+or a file under var/): someone who can write the database but not read the key cannot re-hash
+an edited chain so that it verifies.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from datetime import UTC
 from typing import Any
+
+from django.conf import settings
 
 GENESIS = "0" * 64  # the prev_hash of event #1
 
@@ -22,9 +30,10 @@ def event_payload(event: Any) -> dict[str, Any]:
         "action": event.action,
         "actor_id": event.actor_id,
         "actor": event.actor_name,
-        "recipe_id": event.recipe_id,
+        "client_addr": event.client_addr,
         "recipe": event.recipe_name,
-        "decision_id": event.decision_id,
+        "object_type": event.object_type,
+        "object_id": event.object_id,
         "before": event.before,
         "after": event.after,
         "reason": event.reason,
@@ -33,5 +42,6 @@ def event_payload(event: Any) -> dict[str, Any]:
     }
 
 
-def event_hash(payload: dict[str, Any], prev_hash: str) -> str:
-    return hashlib.sha256((canonical_json(payload) + prev_hash).encode("utf-8")).hexdigest()
+def event_hash(payload: dict[str, Any], prev_hash: str, key: bytes | None = None) -> str:
+    secret = settings.AUDIT_KEY.encode("utf-8") if key is None else key
+    return hmac.new(secret, (canonical_json(payload) + prev_hash).encode("utf-8"), hashlib.sha256).hexdigest()

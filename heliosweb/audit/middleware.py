@@ -1,0 +1,39 @@
+"""Refused attempts on mutating endpoints go to the audit trail: who tried what, from where."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse
+
+from .services import audit_append, client_address
+
+log = logging.getLogger(__name__)
+
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS", "TRACE")
+REFUSED = (401, 403, 409, 429)  # not allowed, not now, or too many tries
+
+
+class RefusedAttemptsMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.method not in SAFE_METHODS and response.status_code in REFUSED:
+            user = getattr(request, "user", None)
+            try:
+                audit_append(
+                    action="refused",
+                    actor=user,
+                    actor_name="" if user is None else str(user.get_username() or ""),
+                    object_type="endpoint",
+                    object_id=f"{request.method} {request.path}"[:64],
+                    after={"status": response.status_code, "method": request.method, "path": request.path[:500]},
+                    client_addr=client_address(request),
+                )
+            except DatabaseError:  # the refusal stands either way; say the record is missing
+                log.exception("could not record a refused %s %s", request.method, request.path)
+        return response

@@ -1,0 +1,140 @@
+"""Reads of the audit trail: filtered lists for the page and exports, and the chain check."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+
+from scheduler_core.errors import InvalidInput
+
+from .hashing import GENESIS, event_hash, event_payload
+from .models import AuditEvent
+
+FILTERS = ("recipe", "actor", "action", "since", "until", "object_type", "object_id")
+
+
+def _date(value: str, field: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise InvalidInput(field, f"must be a date YYYY-MM-DD, got {value!r}") from None
+
+
+def audit_events(
+    *,
+    recipe: str = "",
+    actor: str = "",
+    action: str = "",
+    since: str = "",
+    until: str = "",
+    object_type: str = "",
+    object_id: str = "",
+) -> QuerySet[AuditEvent]:
+    """Events matching every filter given, oldest first. `since`/`until` are dates (UTC), inclusive."""
+    qs = AuditEvent.objects.all()
+    if recipe:
+        qs = qs.filter(recipe_name=recipe)
+    if actor:
+        qs = qs.filter(actor_name=actor)
+    if action:
+        qs = qs.filter(action=action)
+    if object_type:
+        qs = qs.filter(object_type=object_type)
+    if object_id:
+        qs = qs.filter(object_id=object_id)
+    start = _date(since, "since") if since else None
+    end = _date(until, "until") if until else None
+    if start and end and end < start:
+        raise InvalidInput("until", f"{until} is before since {since}")
+    if start:
+        qs = qs.filter(created_at__date__gte=start)
+    if end:
+        qs = qs.filter(created_at__date__lte=end)
+    return qs.order_by("seq")
+
+
+def audit_choices() -> dict[str, list[str]]:
+    """The values the page's filters offer: every recipe, actor and action that appears."""
+    return {
+        field: sorted(v for v in AuditEvent.objects.values_list(column, flat=True).distinct() if v)
+        for field, column in (("recipe", "recipe_name"), ("actor", "actor_name"), ("action", "action"))
+    }
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    ok: bool
+    count: int
+    head_hash: str
+    head_seq: int = 0
+    broken_at: int | None = None  # the seq of the first event that does not check out
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def chain_verify(*, batch: int = 2000) -> ChainReport:
+    """Walk the whole chain in order and report the first broken link.
+
+    An event checks out when its number follows the previous one, its `prev_hash` is the
+    previous event's `hash`, and its `hash` recomputes (with the key) from its own content.
+    Events cut from the end are invisible here: `anchors.anchor_check` catches them.
+    """
+    prev_hash, expected, last_seq = GENESIS, 1, 0
+    while True:
+        rows = list(AuditEvent.objects.filter(seq__gt=last_seq).order_by("seq")[:batch])
+        if not rows:
+            return ChainReport(True, expected - 1, prev_hash, expected - 1)
+        for event in rows:
+            broken = _broken(event, expected, prev_hash)
+            if broken:
+                return ChainReport(False, expected - 1, prev_hash, expected - 1, event.seq, broken)
+            prev_hash, expected = event.hash, expected + 1
+        last_seq = rows[-1].seq
+
+
+def _broken(event: AuditEvent, expected: int, prev_hash: str) -> str:
+    if event.seq != expected:
+        return f"event #{event.seq} follows #{expected - 1}: events are missing"
+    if event.prev_hash != prev_hash:
+        return f"event #{event.seq} does not link to the previous event's hash"
+    if event_hash(event_payload(event), event.prev_hash) != event.hash:
+        return f"event #{event.seq} does not match its keyed hash: changed after it was written, or re-hashed without the key"
+    return ""
+
+
+def change_text(before: Any, after: Any) -> str:
+    """What changed, readably: `status: pending → approved; version: 1 → 2` (only the keys that
+    differ), or `policy=cost, version=1` for an event with nothing before."""
+    old = before if isinstance(before, dict) else {}
+    new = after if isinstance(after, dict) else {}
+    if not old:
+        return ", ".join(f"{k}={_short(v)}" for k, v in new.items() if v not in (None, "", []))
+    keys = [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+    return "; ".join(f"{k}: {_short(old.get(k))} → {_short(new.get(k))}" for k in keys)
+
+
+def _short(value: Any) -> str:
+    return "—" if value is None else str(value)[:80]
+
+
+def event_as_api(event: AuditEvent) -> dict[str, Any]:
+    return {
+        "seq": event.seq,
+        "action": event.action,
+        "actor": event.actor_name,
+        "client_addr": event.client_addr,
+        "recipe": event.recipe_name,
+        "object_type": event.object_type,
+        "object_id": event.object_id,
+        "before": event.before,
+        "after": event.after,
+        "reason": event.reason,
+        "created_at": event.created_at.isoformat(),
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
+    }

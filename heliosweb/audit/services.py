@@ -1,0 +1,63 @@
+"""The one write path of the audit trail: `audit_append`.
+
+Every app calls it inside the transaction of the action it records (so the action and its event
+land together or not at all). It sits low in the layers (only `common` below it), so recipes,
+catalogs, jobs, tokens and engines can record their actions without importing decisions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import transaction
+from django.utils import timezone
+
+from .hashing import GENESIS, event_hash, event_payload
+from .models import AuditChainLock, AuditEvent
+
+Json = dict[str, Any] | None
+
+
+def audit_append(
+    *,
+    action: str,
+    actor: AbstractBaseUser | AnonymousUser | None = None,
+    actor_name: str = "",
+    object_type: str = "",
+    object_id: Any = "",
+    recipe: str = "",
+    before: Json = None,
+    after: Json = None,
+    reason: str = "",
+    client_addr: str = "",
+) -> AuditEvent:
+    """Append one event to the chain. `actor` is the user who acted (None or anonymous for a
+    refused attempt or a failed login: then `actor_name` is the user name tried)."""
+    user = actor if actor is not None and actor.is_authenticated else None
+    with transaction.atomic():
+        AuditChainLock.objects.select_for_update().get_or_create(pk=1)
+        head = AuditEvent.objects.order_by("-seq").only("seq", "hash").first()
+        event = AuditEvent(
+            seq=(head.seq + 1) if head else 1,
+            action=action,
+            actor=user,
+            actor_name=(user.get_username() if user is not None else actor_name)[:150],
+            client_addr=(client_addr or "")[:64],
+            recipe_name=recipe or "",
+            object_type=object_type,
+            object_id=str(object_id) if object_id not in (None, "") else "",
+            before=before,
+            after=after,
+            reason=reason,
+            created_at=timezone.now(),
+            prev_hash=head.hash if head else GENESIS,
+        )
+        event.hash = event_hash(event_payload(event), event.prev_hash)
+        event.save()
+    return event
+
+
+def client_address(request: Any) -> str:
+    """The address the request came from, as the server saw it (no forwarded headers trusted)."""
+    return str(getattr(request, "META", {}).get("REMOTE_ADDR", "") or "")

@@ -1,0 +1,107 @@
+"""Recipe pages that change something: create, edit, and the emergency rollback. Thin: the
+services validate, check permissions and audit."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from heliosweb.common.errors import http_status
+from scheduler_core.errors import InvalidInput
+from scheduler_core.policies import selectable_policies
+from scheduler_core.tradeoff import CHECKLIST
+
+from . import services
+from .selectors import recipe_get
+
+
+def _form_values(post: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The form's fields as the service takes them; shapes are JSON text in the form."""
+    values: dict[str, Any] = {
+        "description": post.get("description", ""),
+        "required_evidence": post.getlist("required_evidence"),
+    }
+    try:
+        values["shapes"] = json.loads(post.get("shapes") or "[]")
+    except json.JSONDecodeError as exc:
+        return values, {"shapes": f"not JSON: {exc.msg} at character {exc.pos}"}
+    return values, {}
+
+
+def _render(request: HttpRequest, recipe: Any, values: dict[str, Any], errors: dict[str, str]) -> HttpResponse:
+    context = {
+        "recipe": recipe,
+        "values": values,
+        "errors": errors,
+        "policies": selectable_policies(),
+        "checklist": CHECKLIST,
+        "shapes_text": values.get("shapes_text") or json.dumps(values.get("shapes") or []),
+    }
+    return render(request, "recipes/form.html", context, status=400 if errors else 200)
+
+
+@login_required
+@permission_required(services.MANAGE_PERM, raise_exception=True)
+def recipe_new(request: HttpRequest) -> HttpResponse:
+    values: dict[str, Any] = {"name": "", "description": "", "policy": "", "shapes": [], "required_evidence": []}
+    errors: dict[str, str] = {}
+    if request.method == "POST":
+        values, errors = _form_values(request.POST)
+        values.update(name=request.POST.get("name", ""), policy=request.POST.get("policy", ""))
+        if not errors:
+            try:
+                recipe = services.recipe_create(actor=request.user, **values)
+            except InvalidInput as exc:
+                errors[exc.field.split("[", 1)[0]] = exc.message
+            else:
+                messages.success(request, f"Recipe {recipe.name} created with policy {values['policy']} v1.")
+                return redirect("recipe_detail", name=recipe.name)
+        values["shapes_text"] = request.POST.get("shapes", "")
+    return _render(request, None, values, errors)
+
+
+@login_required
+@permission_required(services.MANAGE_PERM, raise_exception=True)
+def recipe_edit(request: HttpRequest, name: str) -> HttpResponse:
+    recipe = recipe_get(name=name)
+    values: dict[str, Any] = {
+        "description": recipe.description,
+        "shapes": recipe.shapes,
+        "required_evidence": recipe.required_evidence,
+    }
+    errors: dict[str, str] = {}
+    if request.method == "POST":
+        values, errors = _form_values(request.POST)
+        if not errors:
+            try:
+                services.recipe_update(recipe=recipe, actor=request.user, **values)
+            except InvalidInput as exc:
+                errors[exc.field.split("[", 1)[0]] = exc.message
+            else:
+                messages.success(request, f"Recipe {recipe.name} saved.")
+                return redirect("recipe_detail", name=recipe.name)
+        values["shapes_text"] = request.POST.get("shapes", "")
+    return _render(request, recipe, values, errors)
+
+
+@require_POST
+@login_required
+def recipe_rollback(request: HttpRequest, name: str) -> HttpResponse:
+    recipe = recipe_get(name=name)
+    try:
+        setting = services.policy_rollback_emergency(
+            recipe=recipe, actor=request.user, reason=request.POST.get("reason")
+        )
+    except InvalidInput as exc:
+        context = {"recipe": recipe, "error": str(exc)}
+        return render(request, "recipes/refused.html", context, status=http_status(exc))
+    messages.warning(
+        request, f"{name} rolled back to {setting.policy} (v{setting.version}); propose a follow-up decision."
+    )
+    return redirect("recipe_detail", name=name)

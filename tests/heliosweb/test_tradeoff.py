@@ -1,0 +1,192 @@
+"""The decision's trade-off and evidence checklist over the web: the API on the pull request's
+evidence, the page, approval blocked by a required item, comments, rollbacks and boot health."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from rest_framework.test import APIClient
+
+from heliosweb.audit.models import AuditEvent
+from heliosweb.catalogs.services import boot_create
+from heliosweb.decisions import services
+from heliosweb.jobs.models import BenchmarkJob
+from heliosweb.recipes.models import PolicySetting
+from heliosweb.recipes.services import policy_rollback_emergency, recipe_update
+from scheduler_core.analyses import ANALYSES
+from scheduler_core.catalog import drift
+from scheduler_core.execution import AffineExecution, measured_catalog
+
+from .test_decisions import RATIONALE
+
+CLEAN = measured_catalog(AffineExecution())
+
+
+def evidence_job(recipe: Any, kind: str, **params: Any) -> BenchmarkJob:
+    """A done job with the analysis's real result (run here, as the worker would)."""
+    analysis = ANALYSES[kind]
+    clean = analysis.validate(params)
+    result = analysis.run(clean, lambda event: None)
+    return BenchmarkJob.objects.create(
+        kind=kind, queue="sim", recipe=recipe, params=clean, status="done", result=result
+    )
+
+
+def api_for(user: User) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def test_the_tradeoff_api_reproduces_the_pull_requests_numbers(author, reviewer, recipe):
+    jobs = [
+        evidence_job(recipe, "pr22"),
+        evidence_job(recipe, "sweep", count=8),
+        evidence_job(recipe, "fuzz", cases=10),
+    ]
+    decision = services.decision_propose(
+        actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[j.pk for j in jobs]
+    )
+    body = api_for(reviewer).get(f"/api/decisions/{decision.pk}/tradeoff/").json()
+    arms = {(a["arm"], a["catalog"]): a for a in body["arms"]}
+    drifted = arms[("14k", "drift")]
+    assert (drifted["cost"]["launches"], drifted["cost"]["ttft_ms"]) == (9, pytest.approx(238.10))
+    assert (drifted["rule"]["launches"], drifted["rule"]["ttft_ms"]) == (4, pytest.approx(232.10))
+    assert (drifted["repaired"]["launches"], drifted["repaired"]["ttft_ms"]) == (6, pytest.approx(232.10))
+    short = arms[("3.5k", "clean")]
+    assert (short["cost"]["ttft_ms"], short["rule"]["ttft_ms"], short["delta_ms"]) == (
+        pytest.approx(62.10),
+        pytest.approx(66.10),
+        pytest.approx(4.0),
+    )
+    assert body["sweep"]["job"] == jobs[1].pk and body["fuzz"]["policies"]["rule"]["stalls"] == 0
+    assert body["boots"] is None and body["ttft"] is None and body["numerics"] is None and body["health"] is None
+    ticked = {row["item"]: row["jobs"] for row in body["checklist"] if row["done"]}
+    assert ticked == {"liveness_fuzzed": [jobs[2].pk]}
+    assert body["required"] == [] and body["missing"] == []
+    assert api_for(reviewer).get("/api/decisions/999/tradeoff/").status_code == 404
+
+
+def test_the_decision_page_lays_out_the_tradeoff_and_the_checklist(author, reviewer, recipe, client):
+    pr22 = evidence_job(recipe, "pr22")
+    decision = services.decision_propose(
+        actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[pr22.pk]
+    )
+    client.force_login(reviewer)
+    html = client.get(f"/decisions/{decision.pk}").content.decode()
+    row = html.split('data-arm="14k" data-catalog="drift"')[1].split("</tr>")[0]
+    assert "9 launches 238.10 ms" in row and "4 launches 232.10 ms" in row and "6 launches 232.10 ms" in row
+    assert "No sweep job among the evidence." in html
+    checklist = html.split('id="checklist"')[1]
+    assert 'data-item="real_ttft" class="open"' in checklist and "real TTFT measured" in checklist
+
+
+def test_approval_answers_409_naming_the_missing_required_item(author, reviewer, recipe):
+    recipe_update(recipe=recipe, actor=None, required_evidence=["liveness_fuzzed", "numerics"])
+    decision = services.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE)
+    response = api_for(reviewer).post(f"/api/decisions/{decision.pk}/approve/", {}, format="json")
+    assert response.status_code == 409
+    assert response.json()["field"] == "evidence"
+    assert "missing: numerics measured, liveness fuzzed" in response.json()["error"]  # checklist order
+    assert AuditEvent.objects.filter(action="refused", actor_name="bob").count() == 1
+    decision.refresh_from_db()
+    assert decision.status == "pending"
+
+
+def test_approval_goes_through_once_the_evidence_ticks_the_required_items(author, reviewer, recipe):
+    recipe_update(recipe=recipe, actor=None, required_evidence=["liveness_fuzzed"])
+    fuzz = evidence_job(recipe, "fuzz", cases=10)
+    decision = services.decision_propose(
+        actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[fuzz.pk]
+    )
+    response = api_for(reviewer).post(f"/api/decisions/{decision.pk}/approve/", {}, format="json")
+    assert response.status_code == 200 and response.json()["status"] == "approved"
+
+
+def test_comments_are_plain_text_escaped_in_order_and_audited(author, reviewer, recipe, client):
+    Permission.objects.get(codename="comment_decision").user_set.add(author, reviewer)
+    decision = services.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE)
+    alice, bob = User.objects.get(pk=author.pk), User.objects.get(pk=reviewer.pk)
+    api_for(bob).post(
+        f"/api/decisions/{decision.pk}/comments/", {"body": "<script>alert(1)</script> why?"}, format="json"
+    )
+    services.decision_comment(actor=alice, decision=decision, body="the sweep answers that")
+    comments = api_for(bob).get(f"/api/decisions/{decision.pk}/comments/").json()
+    assert [(c["author"], c["body"]) for c in comments] == [
+        ("bob", "<script>alert(1)</script> why?"),
+        ("alice", "the sweep answers that"),
+    ]
+    client.force_login(bob)
+    html = client.get(f"/decisions/{decision.pk}").content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; why?" in html and "<script>alert(1)" not in html
+    timeline = html.split('id="timeline"')[1].split("</ol>")[0]
+    assert timeline.index("proposed") < timeline.index("why?") < timeline.index("the sweep answers")
+    assert AuditEvent.objects.filter(action="commented", object_id=str(decision.pk)).count() == 2
+    empty = api_for(bob).post(f"/api/decisions/{decision.pk}/comments/", {"body": "  "}, format="json")
+    assert (empty.status_code, empty.json()["field"]) == (400, "body")
+
+
+def test_a_rollback_is_a_new_decision_prefilled_from_an_applied_one(author, reviewer, recipe, client):
+    decision = services.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE)
+    services.decision_apply(actor=author, decision=services.decision_approve(actor=reviewer, decision=decision))
+    client.force_login(author)
+    assert (
+        f'href="/decisions/new?rollback_of={decision.pk}"' in client.get(f"/decisions/{decision.pk}").content.decode()
+    )
+    form = client.get(f"/decisions/new?rollback_of={decision.pk}")
+    assert form.context["values"]["policy"] == "cost" and form.context["values"]["recipe"] == "tiny-cpu"
+    assert f"Roll back decision #{decision.pk}" in form.context["values"]["rationale"]
+    response = client.post(
+        "/decisions/new",
+        {"recipe": "tiny-cpu", "policy": "cost", "rationale": "rolling back", "rollback_of": str(decision.pk)},
+    )
+    assert response.status_code == 302
+    rollback = decision.rollbacks.get()
+    assert (rollback.from_policy, rollback.to_policy, rollback.base_version) == ("rule", "cost", 2)
+    pending = services.decision_propose(actor=author, recipe="tiny-cpu", policy="cost", rationale="x")
+    with pytest.raises(Exception, match="not an applied decision"):
+        services.decision_propose(actor=author, recipe="tiny-cpu", policy="cost", rationale="x", rollback_of=pending.pk)
+
+
+def test_an_emergency_rollback_shows_a_banner_until_a_follow_up_decision_is_reviewed(author, reviewer, recipe, client):
+    decision = services.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE)
+    services.decision_apply(actor=author, decision=services.decision_approve(actor=reviewer, decision=decision))
+    olga = User.objects.create_user("olga")
+    olga.user_permissions.add(Permission.objects.get(codename="rollback_policy"))
+    policy_rollback_emergency(recipe=recipe, actor=User.objects.get(pk=olga.pk), reason="p99 TTFT doubled")
+    client.force_login(reviewer)
+    for url in ("/", "/recipes/tiny-cpu"):
+        assert "Emergency rollback of" in client.get(url).content.decode()
+    assert api_for(reviewer).get("/api/recipes/").json()[0]["emergency"]["reason"] == "p99 TTFT doubled"
+    follow_up = services.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale="reviewed")
+    services.decision_reject(actor=reviewer, decision=follow_up, reason="keep cost until the drift is fixed")
+    assert PolicySetting.objects.get(recipe=recipe).emergency is None
+    assert "Emergency rollback of" not in client.get("/").content.decode()
+
+
+def test_the_boots_api_gives_each_boot_a_health_object(recipe, reviewer):
+    for seed in range(3):
+        boot_create(recipe=recipe, catalog=CLEAN.replace_ms(lambda g, s=seed: g.ms * (1 + 0.01 * s)).to_dicts())
+    bad = boot_create(recipe=recipe, catalog=drift(CLEAN, 4096, 1.6).to_dicts())
+    boots = {b["id"]: b for b in api_for(reviewer).get("/api/recipes/tiny-cpu/boots/").json()}
+    assert boots[bad.pk]["health"]["status"] == "flagged"
+    [flag] = boots[bad.pk]["health"]["flagged"]
+    assert (flag["prefill"], flag["decode"], flag["ratio"]) == (4096, 0, pytest.approx(1.6, rel=0.03))
+    assert flag["reason"].startswith("outlier")
+    assert all(b["health"] == {**b["health"], "status": "ok", "flagged": []} for pk, b in boots.items() if pk != bad.pk)
+
+
+def test_a_job_can_plan_with_a_repaired_boot(recipe, author, queued):
+    from heliosweb.jobs.services.submission import job_create
+
+    for seed in range(3):
+        boot_create(recipe=recipe, catalog=CLEAN.replace_ms(lambda g, s=seed: g.ms * (1 + 0.01 * s)).to_dicts())
+    bad = boot_create(recipe=recipe, catalog=drift(CLEAN, 4096, 1.6).to_dicts())
+    job = job_create(kind="sweep", recipe="tiny-cpu", params={"boot_catalog": {"boot": bad.pk, "repaired": True}})
+    planned = {g["prefill"]: g["ms"] for g in job.params["boot_catalog"]}
+    assert planned[4096] == pytest.approx(CLEAN.prefill_ms[4096] * 1.01)  # the median of the three others
+    assert planned[2048] == bad.catalog[5]["ms"]
+    with pytest.raises(Exception, match="repaired"):
+        job_create(kind="sweep", params={"boot_catalog": {"boot": bad.pk, "repaired": "yes"}})
