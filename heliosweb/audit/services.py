@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
 
@@ -22,7 +22,7 @@ Json = dict[str, Any] | None
 def audit_append(
     *,
     action: str,
-    actor: AbstractBaseUser | AnonymousUser | None = None,
+    actor: User | AnonymousUser | None = None,
     actor_name: str = "",
     object_type: str = "",
     object_id: Any = "",
@@ -34,7 +34,7 @@ def audit_append(
 ) -> AuditEvent:
     """Append one event to the chain. `actor` is the user who acted (None or anonymous for a
     refused attempt or a failed login: then `actor_name` is the user name tried)."""
-    user = actor if actor is not None and actor.is_authenticated else None
+    user = actor if isinstance(actor, User) and actor.is_authenticated else None
     with transaction.atomic():
         AuditChainLock.objects.select_for_update().get_or_create(pk=1)
         head = AuditEvent.objects.order_by("-seq").only("seq", "hash").first()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from heliosweb.audit.services import audit_append
+from heliosweb.common.permissions import Actor
 from heliosweb.recipes.models import Recipe
 from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
@@ -24,7 +24,7 @@ def boot_create(
     catalog: Any,
     provenance: Any = None,
     job_id: int | None = None,
-    actor: AbstractBaseUser | None = None,
+    actor: Actor | None = None,
 ) -> Boot:
     """Store a measured catalog as a boot of `recipe`. Whether it comes from a capture job or an
     upload, it is validated as scheduler_core reads it; an invalid one is refused naming the entry.

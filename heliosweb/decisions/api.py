@@ -57,7 +57,7 @@ PROPOSE = inline_serializer(
         "rollback_of": serializers.IntegerField(required=False, help_text="the applied decision this one reverts"),
     },
 )
-COMMENT_FIELDS = {
+COMMENT_FIELDS: dict[str, serializers.Field] = {
     "id": serializers.IntegerField(),
     "decision": serializers.IntegerField(),
     "author": serializers.CharField(),

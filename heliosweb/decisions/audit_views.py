@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import render
 
 from heliosweb.audit.models import AuditEvent
@@ -21,8 +21,21 @@ from scheduler_core.errors import InvalidInput
 from .selectors import audit_verify
 
 PAGE_SIZE = 50
-CSV_COLUMNS = ("seq", "created_at", "action", "actor", "client_addr", "recipe", "object_type", "object_id")
-CSV_COLUMNS += ("before", "after", "reason", "prev_hash", "hash")
+CSV_COLUMNS = (
+    "seq",
+    "created_at",
+    "action",
+    "actor",
+    "client_addr",
+    "recipe",
+    "object_type",
+    "object_id",
+    "before",
+    "after",
+    "reason",
+    "prev_hash",
+    "hash",
+)
 
 
 def filters_of(request: HttpRequest) -> dict[str, str]:
@@ -58,7 +71,7 @@ def audit_page(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def audit_export(request: HttpRequest, fmt: str) -> HttpResponse:
+def audit_export(request: HttpRequest, fmt: str) -> HttpResponseBase:
     """Every filtered row, oldest first, streamed (an export of a year's trail stays small in memory)."""
     _, events, error = _filtered(request)
     if events is None:

@@ -302,6 +302,7 @@ def _audit(
 
 
 def _realtime_message(event: AuditEvent, decision: PolicyDecision) -> dict[str, Any]:
+    after = event.after or {}
     return {
         "type": "recipes.decision",
         "action": event.action,
@@ -310,8 +311,8 @@ def _realtime_message(event: AuditEvent, decision: PolicyDecision) -> dict[str, 
         "recipe": event.recipe_name,
         "status": str(decision.status),
         "actor": event.actor_name,
-        "policy": event.after["policy"],
-        "version": event.after["version"],
+        "policy": after["policy"],
+        "version": after["version"],
         "proposed_policy": decision.to_policy,
     }
 

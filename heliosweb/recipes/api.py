@@ -24,7 +24,7 @@ POLICY_FIELDS: dict[str, serializers.Field] = {
 }
 SHAPES = serializers.ListField(child=serializers.DictField(), help_text="[{prefill, decode}]")
 REQUIRED = serializers.ListField(child=serializers.CharField(), help_text="checklist items required before approval")
-RECIPE_FIELDS = {
+RECIPE_FIELDS: dict[str, serializers.Field] = {
     "name": serializers.CharField(),
     "description": serializers.CharField(),
     "shapes": SHAPES,

@@ -15,6 +15,7 @@ from django.utils import timezone
 from heliosweb.audit.services import audit_append
 from heliosweb.common.broadcast import publish
 from heliosweb.common.errors import Forbidden
+from heliosweb.common.permissions import Actor
 from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import selectable_policies
@@ -36,7 +37,7 @@ def recipe_create(
     policy: Any = "cost",
     shapes: Any = None,
     required_evidence: Any = None,
-    actor: User | None = None,
+    actor: Actor | None = None,
 ) -> Recipe:
     """A recipe and its policy setting (version 1), in one transaction, audited. `actor` None is
     the system (demo data); a user needs the manage-recipes permission."""
@@ -52,7 +53,9 @@ def recipe_create(
         if Recipe.objects.filter(name=clean["name"]).exists():
             raise InvalidInput("name", f"a recipe named {clean['name']!r} exists already")
         recipe = Recipe.objects.create(**clean)
-        PolicySetting.objects.create(recipe=recipe, policy=policy, updated_by=actor)
+        PolicySetting.objects.create(
+            recipe=recipe, policy=policy, updated_by=actor if isinstance(actor, User) else None
+        )
         audit_append(
             action="recipe_created",
             actor=actor,
@@ -73,7 +76,7 @@ def recipe_ensure(*, name: str, description: str = "", policy: str = "cost") -> 
 def recipe_update(
     *,
     recipe: Recipe,
-    actor: User | None,
+    actor: Actor | None,
     description: Any = None,
     shapes: Any = None,
     required_evidence: Any = None,
@@ -137,11 +140,11 @@ def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason:
     return setting
 
 
-def policy_rollback_emergency(*, recipe: Recipe, actor: User, reason: Any) -> PolicySetting:
+def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any) -> PolicySetting:
     """An operator reverts the recipe to its previous policy at once, without approval (an
     incident), with a reason. It is a policy change like any other (version + 1, engines see it)
     plus its own audit event, and it stays flagged until a follow-up decision reviews it."""
-    if actor is None or not actor.is_authenticated or not actor.has_perm(ROLLBACK_PERM):
+    if not isinstance(actor, User) or not actor.is_authenticated or not actor.has_perm(ROLLBACK_PERM):
         raise Forbidden("actor", f"an emergency rollback needs the {ROLLBACK_PERM} permission")
     clean_reason = _text(reason, "reason", MAX_REASON)
     if not clean_reason:
@@ -180,7 +183,7 @@ def emergency_reviewed(*, recipe_id: int) -> None:
     PolicySetting.objects.filter(recipe_id=recipe_id, emergency__isnull=False).update(emergency=None)
 
 
-def _require_manager(actor: User | None) -> None:
+def _require_manager(actor: Actor | None) -> None:
     if actor is not None and not actor.has_perm(MANAGE_PERM):
         raise Forbidden("actor", f"creating or editing a recipe needs the {MANAGE_PERM} permission")
 

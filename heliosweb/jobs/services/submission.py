@@ -165,7 +165,7 @@ def job_cancel(*, job: BenchmarkJob, user: Actor | None = None, audit_action: st
             actor_name="system",
             object_type="job",
             object_id=job.pk,
-            recipe=job.recipe.name if job.recipe_id else "",
+            recipe=job.recipe.name if job.recipe else "",
             before={"status": before},
             after={"status": str(job.status), "cancel_requested": job.cancel_requested, "kind": job.kind},
         )
