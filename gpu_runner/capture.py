@@ -1,9 +1,9 @@
-"""One boot: capture a graph per catalog shape, time K launches of each, and turn the medians
-into a scheduler_core catalog with the boot's provenance and every measurement's spread."""
+"""One boot: capture a graph per catalog shape, time K launches of each after W untimed warm-up
+launches, and turn the medians into a scheduler_core catalog with the boot's provenance and every
+measurement's spread. A capture job runs each boot in a fresh process (`fresh_boot.py`)."""
 
 from __future__ import annotations
 
-import gc
 import statistics
 from typing import Any
 
@@ -11,18 +11,28 @@ import torch
 
 from scheduler_core.catalog import Catalog
 
-from .device import mode_of, provenance
+from .device import mode_of, provenance, shape_memory_guard
 from .drift import Disturbance
 from .events import Progress, shape_label
+from .execute import random_token_ids
 from .graphs import Boot, Launcher
 from .presets import ModelConfig
 from .timing import Stopwatch, summary
 
+DEFAULT_WARMUP = 3
+
 
 def time_launches(
-    launcher: Launcher, device: torch.device, repeats: int, disturbance: Disturbance | None = None
+    launcher: Launcher,
+    device: torch.device,
+    repeats: int,
+    disturbance: Disturbance | None = None,
+    warmup: int = DEFAULT_WARMUP,
 ) -> list[float]:
-    """K back-to-back launches, each timed on its own (CUDA events need no host sync between them)."""
+    """`warmup` untimed launches (a graph's first replays pay for lazy initialisation), then K
+    back-to-back launches, each timed on its own (CUDA events need no host sync between them)."""
+    for _ in range(warmup):
+        launcher.launch()
     watch = Stopwatch(device)
     for _ in range(repeats):
         if disturbance is not None:
@@ -31,19 +41,29 @@ def time_launches(
     return watch.intervals_ms()
 
 
-def measure(boot: Boot, shape: tuple[int, int], repeats: int, drift_load: int | None) -> dict[str, Any]:
-    """One shape's measurement; with `drift_load`, timed under competing work, and timed again
-    without it so the over-measure is visible (`clean_median_ms`)."""
+def load_timing_tokens(boot: Boot, shape: tuple[int, int], seed: int) -> None:
+    """Seeded random token ids in a shape's static buffer, drawn as TTFT's prompts are: timing
+    then runs the rows a real prompt would (all-zero ids would make every activation row equal)."""
+    step = boot.launchers[shape].step
+    step.tokens.copy_(random_token_ids(boot.config.vocab, step.prefill + step.decode, seed, boot.device))
+
+
+def measure(boot: Boot, shape: tuple[int, int], repeats: int, warmup: int, drift_load: int | None) -> dict[str, Any]:
+    """One shape's measurement; with `drift_load`, timed under competing work, then timed again
+    without it: `clean_median_ms`, and the slowdown the drift achieved on this shape."""
     launcher = boot.launchers[shape]
     prefill, decode = shape
     row: dict[str, Any] = {"prefill": prefill, "decode": decode}
     if drift_load is None:
-        row.update(summary(time_launches(launcher, boot.device, repeats)))
+        row.update(summary(time_launches(launcher, boot.device, repeats, warmup=warmup)))
     else:
         with Disturbance(boot.device, drift_load) as disturbance:
-            row.update(summary(time_launches(launcher, boot.device, repeats, disturbance)))
-        row["clean_median_ms"] = statistics.median(time_launches(launcher, boot.device, repeats))
-    row.update(capture_ms=boot.capture_ms[shape], mode=mode_of(boot.device), drifted=drift_load is not None)
+            row.update(summary(time_launches(launcher, boot.device, repeats, disturbance, warmup)))
+        row["clean_median_ms"] = statistics.median(time_launches(launcher, boot.device, repeats, warmup=warmup))
+        row["drift_slowdown"] = row["median_ms"] / row["clean_median_ms"]
+    row.update(
+        warmup=warmup, capture_ms=boot.capture_ms[shape], mode=mode_of(boot.device), drifted=drift_load is not None
+    )
     return row
 
 
@@ -54,6 +74,7 @@ def capture_boot(
     *,
     repeats: int,
     seed: int,
+    warmup: int = DEFAULT_WARMUP,
     drift_capacities: tuple[int, ...] = (),
     drift_load: int = 2,
     steps: Progress,
@@ -62,31 +83,50 @@ def capture_boot(
     """Boot the model, capture every shape, measure them in catalog order, streaming each
     measurement. Returns the live boot (to execute plans on) and its stored form."""
     meta = provenance(config, device, seed)
-    # A deliberately disturbed boot says so wherever it is stored: its catalog over-measures these.
-    meta["drift"] = {"capacities": sorted(drift_capacities), "load": drift_load} if drift_capacities else None
     boot = Boot(config, device, shapes, seed)
     boot.prepare(shapes)
+    meta["attention"] = boot.attention
     steps.advance(f"boot {boot_index}: captured {len(shapes)} graphs")
     measurements = []
     for shape in shapes:
         disturbed = shape[1] == 0 and shape[0] in drift_capacities
-        row = measure(boot, shape, repeats, drift_load if disturbed else None)
+        with shape_memory_guard(config, device, shape):
+            load_timing_tokens(boot, shape, seed)
+            row = measure(boot, shape, repeats, warmup, drift_load if disturbed else None)
         measurements.append(row)
         steps.emit({"type": "measurement", "boot": boot_index, "shape": shape_label(*shape), **row})
         steps.advance(f"boot {boot_index}: prefill={shape[0]} decode={shape[1]}")
-    return boot, {"provenance": meta, "catalog": catalog_dicts(measurements), "measurements": measurements}
+    # A deliberately disturbed boot says so wherever it is stored: its catalog over-measures these,
+    # each by the slowdown achieved (its median over its undisturbed median in this boot).
+    meta["drift"] = (
+        {
+            "capacities": sorted(drift_capacities),
+            "load": drift_load,
+            "achieved": [
+                {"prefill": m["prefill"], "slowdown": m["drift_slowdown"]}
+                for m in sorted(measurements, key=lambda m: m["prefill"])
+                if m["drifted"]
+            ],
+        }
+        if drift_capacities
+        else None
+    )
+    stored = {
+        "provenance": meta,
+        "catalog": catalog_dicts(measurements),
+        "measurements": measurements,
+        "output_fingerprint": output_fingerprint(boot, shapes[0]),
+    }
+    return boot, stored
+
+
+def output_fingerprint(boot: Boot, shape: tuple[int, int]) -> float:
+    """The sum of a shape's last launch's logits: equal across boots of one model and seed, so two
+    boots' catalogs can be shown to differ only in their timing."""
+    return float(boot.launchers[shape].launch().double().sum())
 
 
 def catalog_dicts(measurements: list[dict[str, Any]], key: str = "median_ms") -> list[dict[str, Any]]:
     """The catalog a scheduler reads: shape and median only, validated by Catalog.from_dicts."""
     rows = [{"prefill": m["prefill"], "decode": m["decode"], "ms": m.get(key, m["median_ms"])} for m in measurements]
     return Catalog.from_dicts(rows).to_dicts()
-
-
-def free_device_memory(device: torch.device) -> None:
-    """Return a dropped boot's graphs, pool and cache to the device before the next boot, as an
-    engine restart would (the memory check assumed one boot at a time)."""
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.empty_cache()

@@ -6,7 +6,12 @@ Every check here happens before a model is allocated, so bad input fails fast an
 from __future__ import annotations
 
 import datetime
+import os
+import platform
+import re
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +19,7 @@ import torch
 
 from scheduler_core.errors import InvalidInput
 
+from .errors import BootOutOfMemory
 from .presets import ModelConfig, estimate_bytes
 
 GIB = 2**30
@@ -64,6 +70,24 @@ def check_fits(
         )
 
 
+_ASKED = re.compile(r"(?:Tried to allocate|tried to allocate) ([0-9.]+ ?[KMGT]?i?B|[0-9]+ bytes)")
+
+
+@contextmanager
+def shape_memory_guard(config: ModelConfig, device: torch.device, shape: tuple[int, int]) -> Iterator[None]:
+    """Turn an out-of-memory error into one naming the shape, the memory asked for and the memory free."""
+    try:
+        yield
+    except torch.OutOfMemoryError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        asked = _ASKED.search(first)
+        raise BootOutOfMemory(
+            f"out of memory in shape prefill={shape[0]} decode={shape[1]} of preset {config.name} on {device}: "
+            f"asked for {asked.group(1) if asked else 'an unknown amount'}, "
+            f"{available_bytes(device) / GIB:.2f} GiB free (torch: {first})"
+        ) from exc
+
+
 def code_revision() -> str:
     try:
         out = subprocess.run(
@@ -74,17 +98,47 @@ def code_revision() -> str:
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
 
 
+def process_started() -> str | None:
+    """This process's start time (UTC, from /proc): tells boots in fresh processes apart."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot_time = next(
+            int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime")
+        )
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    started = boot_time + ticks / os.sysconf("SC_CLK_TCK")
+    return datetime.datetime.fromtimestamp(started, datetime.UTC).isoformat(timespec="milliseconds")
+
+
+def driver_version() -> str | None:
+    """The NVIDIA kernel driver's version (torch reports the CUDA runtime it was built with, not this)."""
+    try:
+        first = Path("/proc/driver/nvidia/version").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    found = re.search(r"\b(\d+\.\d+(?:\.\d+)?)\b", first)
+    return found.group(1) if found else first.strip()
+
+
 def provenance(config: ModelConfig, device: torch.device, seed: int) -> dict[str, Any]:
-    """What a stored boot must say about itself to be comparable with another."""
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
+    """What a stored boot must say about itself to be comparable with another: the device and its
+    driver, the libraries, and the process it was measured in (each boot of a capture is its own)."""
+    cuda = device.type == "cuda"
+    name = torch.cuda.get_device_name(device) if cuda else f"cpu ({torch.get_num_threads()} threads)"
     return {
         "device": name,
         "mode": mode_of(device),
         "torch": torch.__version__,
-        "cuda": torch.version.cuda if device.type == "cuda" else None,
+        "cuda": torch.version.cuda if cuda else None,
+        "cudnn": torch.backends.cudnn.version() if cuda else None,
+        "driver": driver_version() if cuda else None,
+        "python": platform.python_version(),
         "dtype": config.dtype,
         "preset": config.name,
         "seed": seed,
         "code_revision": code_revision(),
         "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "pid": os.getpid(),
+        "process_started": process_started(),
     }

@@ -25,7 +25,8 @@ class Progress:
 
 class MeasurementEvent(TypedDict):
     """capture (and the boot inside ttft and numerics): one shape timed, as the catalog will hold it.
-    `shape` labels it for figures; `clean_median_ms` comes only with a drifted shape."""
+    `shape` labels it for figures; `samples` timed launches followed `warmup` untimed ones;
+    `clean_median_ms` (undisturbed) and `drift_slowdown` (median over it) come only with a drifted shape."""
 
     type: Literal["measurement"]
     boot: int
@@ -36,14 +37,16 @@ class MeasurementEvent(TypedDict):
     p10_ms: float
     p90_ms: float
     samples: int
+    warmup: int
     capture_ms: float
     mode: str
     drifted: bool
     clean_median_ms: NotRequired[float]
+    drift_slowdown: NotRequired[float]
 
 
 class TtftLaunchEvent(TypedDict):
-    """ttft: one launch of an executed plan, measured (`ms`, median over runs) next to its prediction."""
+    """ttft: one launch of an executed plan, measured (`ms`, in the median run) next to its prediction."""
 
     type: Literal["launch"]
     prompt_tokens: int

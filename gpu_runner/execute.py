@@ -25,10 +25,16 @@ class Execution:
     logits: torch.Tensor  # float32 copy, [vocab]
 
 
+def random_token_ids(vocab: int, count: int, seed: int, device: torch.device) -> torch.Tensor:
+    """Token ids uniform over the vocabulary from a seeded host generator (same seed, same ids on
+    any device): TTFT's prompts and the ids a capture times its graphs with."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    return torch.randint(0, vocab, (count,), generator=gen).to(device)
+
+
 def prompt_tokens(boot: Boot, count: int, seed: int) -> torch.Tensor:
     """A seeded random prompt on the boot's device (the same seed gives the same prompt)."""
-    gen = torch.Generator().manual_seed(seed + 1)
-    return torch.randint(0, boot.config.vocab, (count,), generator=gen).to(boot.device)
+    return random_token_ids(boot.config.vocab, count, seed, boot.device)
 
 
 def execute(boot: Boot, plan: Plan, prompt: torch.Tensor) -> Execution:

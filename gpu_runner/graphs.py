@@ -8,11 +8,13 @@ import time
 
 import torch
 
+from .attention import check_observed, observed_backends
+from .device import shape_memory_guard
 from .model import KVCache, Step, Transformer
 from .presets import ModelConfig, cache_tokens
 from .timing import synchronize
 
-WARMUP_CALLS = 3  # CUDA: lets the allocator and cuBLAS settle before capture
+WARMUP_CALLS = 3  # CUDA: eager calls on a side stream that let the allocator and cuBLAS settle before capture
 
 
 class Launcher:
@@ -59,13 +61,22 @@ class Boot:
         self.pool = torch.cuda.graph_pool_handle() if device.type == "cuda" else None
         self.launchers: dict[tuple[int, int], Launcher] = {}
         self.capture_ms: dict[tuple[int, int], float] = {}
+        self.attention: dict[str, object] = {"pinned": self.model.attention, "observed": []}
 
     def prepare(self, shapes: list[tuple[int, int]]) -> None:
-        """Build every shape's launcher, largest first so the shared pool is sized once."""
-        for shape in sorted(shapes, key=lambda s: (s[0] + s[1], s), reverse=True):
+        """Build every shape's launcher, largest first so the shared pool is sized once; first make
+        sure the pinned attention kernel is the one that runs (observed on one eager call)."""
+        ordered = sorted(shapes, key=lambda s: (s[0] + s[1], s), reverse=True)
+        with shape_memory_guard(self.config, self.device, ordered[0]):
+            probe = Launcher(Step.allocate(*ordered[0], self.device), self.model, self.cache)
+            observed = observed_backends(probe.eager)
+        check_observed(self.model.attention, observed)
+        self.attention["observed"] = observed
+        for shape in ordered:
             start = time.perf_counter()
-            self.launchers[shape] = self._build(*shape)
-            synchronize(self.device)
+            with shape_memory_guard(self.config, self.device, shape):
+                self.launchers[shape] = self._build(*shape)
+                synchronize(self.device)
             self.capture_ms[shape] = (time.perf_counter() - start) * 1000.0
 
     def _build(self, prefill: int, decode: int) -> Launcher:

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from .attention import attend
 from .presets import ModelConfig
 
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -87,7 +88,8 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 class Transformer(torch.nn.Module):
     """Weights drawn from a seeded generator on the target device: same seed, same model.
-    `positions` bounds the rotary table: at least the prefill cache length."""
+    `positions` bounds the rotary table: at least the prefill cache length. Attention runs on the
+    kernel the preset pins for the device type (`attention.py`)."""
 
     cos: torch.Tensor  # rotary tables, registered as buffers
     sin: torch.Tensor
@@ -95,6 +97,7 @@ class Transformer(torch.nn.Module):
     def __init__(self, config: ModelConfig, device: torch.device, positions: int, seed: int = 0) -> None:
         super().__init__()
         self.config = config
+        self.attention = config.attention_backend(device.type)
         dtype = DTYPES[config.dtype]
         gen = torch.Generator(device=device).manual_seed(seed)
 
@@ -174,8 +177,8 @@ class Transformer(torch.nn.Module):
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """q: [batch, heads, queries, dim]; k, v token-major [batch, keys, kv_heads, dim]. Key/value
-        heads are repeated for their query group so the masked (memory-efficient) kernel applies."""
+        heads are repeated for their query group so the masked kernels (memory-efficient) apply."""
         groups = self.config.heads // self.config.kv_heads
         k = k.transpose(1, 2).repeat_interleave(groups, dim=1)
         v = v.transpose(1, 2).repeat_interleave(groups, dim=1)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return attend(self.attention, q, k, v, mask)

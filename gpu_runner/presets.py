@@ -31,6 +31,10 @@ class ModelConfig:
     max_tokens: int  # the longest prompt a boot accepts
     decode_context: int  # cache length of each decode row
     dtype: str  # "float32" or "bfloat16"
+    # The SDPA kernel each device type is pinned to (torch.nn.attention.sdpa_kernel): "efficient"
+    # (memory-efficient, takes our additive mask in fp32 and bf16), "flash", "cudnn" or "math".
+    attention_cuda: str = "efficient"
+    attention_cpu: str = "flash"  # CPU has no memory-efficient kernel; its flash kernel takes masks
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
 
@@ -41,6 +45,9 @@ class ModelConfig:
         )
         mlp = 3 * self.width * self.ffn
         return self.layers * (attention + mlp + 2 * self.width) + 2 * self.vocab * self.width + self.width
+
+    def attention_backend(self, device_type: str) -> str:
+        return self.attention_cuda if device_type == "cuda" else self.attention_cpu
 
     @property
     def kv_bytes_per_token(self) -> int:
@@ -142,7 +149,7 @@ def estimate_bytes(config: ModelConfig, shapes: list[tuple[int, int]]) -> tuple[
             * (length * (1 if prefill else 0) + decode * config.decode_context)
             * size
         )
-        # CPU attention may fall back to the math kernel, which materialises the scores.
+        # Scores as the math kernel would materialise them: an upper bound whatever kernel is pinned.
         scores = config.heads * (prefill * length + decode * config.decode_context) * 4
         return tokens * per_token * size + attention + scores + (1 + decode) * config.vocab * 4
 

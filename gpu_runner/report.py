@@ -9,7 +9,8 @@ from typing import Any
 def _provenance(result: dict[str, Any]) -> str:
     p = result["provenance"]
     cuda = f", CUDA {p['cuda']}" if p.get("cuda") else ""
-    return f"{p['device']}, {p['mode']}, {p['preset']} {p['dtype']}, torch {p['torch']}{cuda}"
+    attention = f", attention {p['attention']['pinned']}" if p.get("attention") else ""
+    return f"{p['device']}, {p['mode']}, {p['preset']} {p['dtype']}, torch {p['torch']}{cuda}{attention}"
 
 
 def _shape(prefill: int, decode: int) -> str:
@@ -19,13 +20,14 @@ def _shape(prefill: int, decode: int) -> str:
 def capture_text(result: dict[str, Any]) -> str:
     drift = result["provenance"].get("drift")
     disturbed = f"; drifted: prefill {', '.join(map(str, drift['capacities']))} (load {drift['load']})" if drift else ""
+    process = result["provenance"].get("pid")
     lines = [
-        f"boot on {_provenance(result)}{disturbed}",
+        f"boot on {_provenance(result)}{disturbed}" + (f"; process {process}" if process else ""),
         f"{'shape':<18} {'median ms':>10} {'p10':>9} {'p90':>9} {'p90/p10':>8} {'samples':>8}",
     ]
     for m in result["measurements"]:
         spread = m["p90_ms"] / m["p10_ms"] if m["p10_ms"] else float("inf")
-        drift = "  (drifted)" if m.get("drifted") else ""
+        drift = f"  (drifted: x{m['drift_slowdown']:.2f} its undisturbed median)" if m.get("drifted") else ""
         lines.append(
             f"{_shape(m['prefill'], m['decode']):<18} {m['median_ms']:>10.3f} {m['p10_ms']:>9.3f} "
             f"{m['p90_ms']:>9.3f} {spread:>8.3f} {m['samples']:>8}{drift}"
@@ -53,13 +55,20 @@ def ttft_text(result: dict[str, Any]) -> str:
 
 
 def _compare(c: dict[str, Any]) -> str:
-    agree = "argmax agrees" if c["argmax_agree"] else "ARGMAX DIFFERS"
-    same = "bitwise identical" if c["bitwise_identical"] else f"max |diff| {c['max_abs_diff']:.3g}"
-    return f"{same}, {agree}"
+    if c["bitwise_identical"]:
+        return "bitwise identical"
+    agree = "argmax and top-k agree" if c["argmax_agree"] and c["top_k_agree"] else "ARGMAX OR TOP-K DIFFERS"
+    verdict = c["verdict"] if c["verdict"] == "within tolerance" else c["verdict"].upper()
+    return f"{verdict} (max |diff| {c['max_abs_diff']:.3g}, {c['max_rel_diff']:.2g} of the largest; {agree})"
 
 
 def numerics_text(result: dict[str, Any]) -> str:
-    lines = [f"{result['prompt_tokens']} tokens on {_provenance(result)}"]
+    t = result["tolerance"]
+    lines = [
+        f"{result['prompt_tokens']} tokens on {_provenance(result)}",
+        f"tolerance ({t['dtype']}): max |diff| <= {t['max_rel_diff']:g} of the largest logit, argmax and "
+        f"top-{t['top_k']} agree up to ties that close; the same chunking twice must be bitwise identical",
+    ]
     for policy, chunking in result["chunkings"].items():
         lines.append(
             f"{policy:<5} chunks {','.join(map(str, chunking['graphs']))} (padding {chunking['padded_tokens']}); "
@@ -72,4 +81,5 @@ def numerics_text(result: dict[str, Any]) -> str:
         if result["reproducible"]
         else "NOT reproducible: a chunking gave different logits on a second run"
     )
+    lines.append("numerics: pass" if result["ok"] else "numerics: FAIL (a verdict above is not a pass)")
     return "\n".join(lines)

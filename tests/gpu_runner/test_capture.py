@@ -1,6 +1,9 @@
-"""A capture of the tiny preset on CPU: a complete, well-formed catalog with its provenance."""
+"""A capture of the tiny preset on CPU: a complete, well-formed catalog with its provenance,
+each boot measured in a fresh process."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -16,6 +19,12 @@ SMALL = {"capacities": [16, 32, 64], "decode_rows": [2], "repeats": 3, "device":
 def captured() -> tuple[dict, list[dict]]:
     events: list[dict] = []
     return CAPTURE.run(CAPTURE.validate(SMALL), events.append), events
+
+
+@pytest.fixture(scope="module")
+def two_drifted_boots() -> dict:
+    params = CAPTURE.validate({**SMALL, "graphs": "prefill", "drift_capacities": [64, 16], "drift_load": 2, "boots": 2})
+    return CAPTURE.run(params, lambda e: None)
 
 
 def test_capture_yields_a_catalog_with_every_shape_measured(captured):
@@ -36,14 +45,17 @@ def test_each_measurement_carries_its_spread_samples_and_capture_time(captured):
         assert row["p10_ms"] <= row["median_ms"] <= row["p90_ms"]
         assert row["median_ms"] == graph["ms"]
         assert row["samples"] == 3 and row["capture_ms"] > 0 and row["mode"] == "eager-cpu"
+        assert row["warmup"] == 3  # the default: untimed launches before the timed ones
 
 
 def test_the_boot_records_its_provenance(captured):
     provenance = captured[0]["provenance"]
     assert provenance["mode"] == "eager-cpu" and provenance["preset"] == "tiny" and provenance["dtype"] == "float32"
     assert provenance["cuda"] is None and provenance["device"].startswith("cpu")
-    assert {"torch", "code_revision", "time", "seed"} <= set(provenance)
+    assert {"torch", "code_revision", "time", "seed", "python", "process_started", "startup_s"} <= set(provenance)
     assert provenance["drift"] is None  # an undisturbed boot
+    assert provenance["attention"] == {"pinned": "flash", "observed": ["flash"]}  # tiny's CPU kernel, as it ran
+    assert provenance["pid"] != os.getpid()  # booted in a process of its own
 
 
 def test_each_shape_streams_a_measurement_event_as_it_lands(captured):
@@ -61,21 +73,47 @@ def test_a_capture_of_a_given_catalog_boots_exactly_its_shapes():
     assert [(g["prefill"], g["decode"]) for g in result["catalog"]] == [(32, 0), (16, 0)]
 
 
-def test_drift_times_the_chosen_shapes_under_competing_work_and_keeps_their_clean_time():
-    params = CAPTURE.validate({**SMALL, "graphs": "prefill", "drift_capacities": [64, 16], "drift_load": 2, "boots": 2})
-    result = CAPTURE.run(params, lambda e: None)
+def test_each_boot_is_a_fresh_process_with_its_own_provenance(two_drifted_boots):
+    provenance = [b["provenance"] for b in two_drifted_boots["boots"]]
+    pids = {p["pid"] for p in provenance}
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert provenance[0]["process_started"] != provenance[1]["process_started"]
+    assert all(p["startup_s"] > 0 for p in provenance)
+
+
+def test_two_boots_catalogs_differ_only_by_noise(two_drifted_boots):
+    """Same shapes, same model computing the same logits, same settings: only the timings differ."""
+    first, second = two_drifted_boots["boots"]
+    assert [(g["prefill"], g["decode"]) for g in first["catalog"]] == [
+        (g["prefill"], g["decode"]) for g in second["catalog"]
+    ]
+    assert first["output_fingerprint"] == second["output_fingerprint"]
+    per_process = {"pid", "process_started", "startup_s", "time", "drift"}
+    assert {k: v for k, v in first["provenance"].items() if k not in per_process} == {
+        k: v for k, v in second["provenance"].items() if k not in per_process
+    }
+    assert [r["medians_ms"] for r in two_drifted_boots["boot_spread"]] == [
+        [first["catalog"][i]["ms"], second["catalog"][i]["ms"]] for i in range(3)
+    ]
+
+
+def test_drift_times_the_chosen_shapes_under_competing_work_and_records_the_slowdown_it_achieved(two_drifted_boots):
+    result = two_drifted_boots
     drifted = [m for m in result["measurements"] if m["drifted"]]
     assert [(m["prefill"], m["decode"]) for m in drifted] == [(16, 0), (64, 0)]
     assert all(m["clean_median_ms"] > 0 for m in drifted)
-    assert all("clean_median_ms" not in m for m in result["measurements"] if not m["drifted"])
-    assert result["provenance"]["drift"] == {"capacities": [16, 64], "load": 2}  # stored with the boot
-    assert "drifted: prefill 16, 64 (load 2)" in CAPTURE.format_text(result).splitlines()[0]
-    assert len(result["boots"]) == 2
-    assert [(r["prefill"], r["max_over_min"] >= 1.0) for r in result["boot_spread"]] == [
-        (16, True),
-        (32, True),
-        (64, True),
-    ]
+    assert all(m["drift_slowdown"] == m["median_ms"] / m["clean_median_ms"] for m in drifted)
+    assert all(
+        "clean_median_ms" not in m and "drift_slowdown" not in m for m in result["measurements"] if not m["drifted"]
+    )
+    drift = result["provenance"]["drift"]  # stored with the boot
+    assert (drift["capacities"], drift["load"]) == ([16, 64], 2)
+    assert drift["achieved"] == [{"prefill": m["prefill"], "slowdown": m["drift_slowdown"]} for m in drifted]
+    text = CAPTURE.format_text(result)
+    assert "drifted: prefill 16, 64 (load 2)" in text.splitlines()[0]
+    assert f"x{drifted[1]['drift_slowdown']:.2f} its undisturbed median" in text
+    assert [r["prefill"] for r in result["boot_spread"]] == [16, 32, 64]
+    assert all(r["max_over_min"] >= 1.0 for r in result["boot_spread"])
 
 
 def test_the_text_report_lists_every_shape_with_its_spread(captured):

@@ -1,0 +1,21 @@
+"""A boot process whose shape prefill=32 runs out of memory (simulated: no device here can be
+filled on purpose), otherwise the real `python -m gpu_runner.fresh_boot`."""
+
+import sys
+
+import torch
+
+from gpu_runner import fresh_boot, graphs
+
+MESSAGE = "CUDA out of memory. Tried to allocate 2.50 GiB. GPU 0 has a total capacity of 139.80 GiB of which 1.20 GiB is free."
+real_build = graphs.Boot._build
+
+
+def build(self, prefill, decode):
+    if (prefill, decode) == (32, 0):
+        raise torch.OutOfMemoryError(MESSAGE)
+    return real_build(self, prefill, decode)
+
+
+graphs.Boot._build = build
+sys.exit(fresh_boot.main())

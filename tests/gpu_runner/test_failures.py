@@ -1,0 +1,66 @@
+"""A boot that cannot run fails its job with an error naming the cause: a shape out of memory
+(simulated, in a boot process and in process), the pinned attention kernel refusing a step,
+a boot process that dies."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from gpu_runner import fresh_boot, graphs
+from gpu_runner.analyses import ANALYSES
+from gpu_runner.errors import AttentionBackendError, BootFailed, BootOutOfMemory
+from gpu_runner.graphs import Boot
+
+from .conftest import small_context
+
+HERE = Path(__file__).resolve().parent
+SHAPES = {"capacities": [16, 32], "graphs": "prefill", "repeats": 1, "warmup": 0, "device": "cpu"}
+
+
+def run(kind: str, params: dict) -> dict:
+    return ANALYSES[kind].run(ANALYSES[kind].validate(params), lambda e: None)
+
+
+def test_out_of_memory_in_one_shape_fails_the_capture_naming_the_shape_and_memory(monkeypatch):
+    monkeypatch.setattr(fresh_boot, "BOOT_COMMAND", [sys.executable, str(HERE / "oom_boot.py")])
+    with pytest.raises(BootOutOfMemory) as caught:
+        run("capture", SHAPES)
+    message = str(caught.value)
+    assert "shape prefill=32 decode=0 of preset tiny on cpu" in message
+    assert "asked for 2.50 GiB" in message and "GiB free" in message
+
+
+def test_out_of_memory_in_an_in_process_boot_names_the_shape_too(monkeypatch):
+    real = graphs.Boot._build
+
+    def build(self, prefill, decode):
+        if prefill == 16:
+            raise torch.OutOfMemoryError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 123 bytes.")
+        return real(self, prefill, decode)
+
+    monkeypatch.setattr(graphs.Boot, "_build", build)
+    with pytest.raises(BootOutOfMemory, match=r"shape prefill=16 decode=0 .* asked for 123 bytes, [0-9.]+ GiB free"):
+        run("ttft", {"capacities": [16, 32], "repeats": 1, "device": "cpu", "prompt_tokens": [40], "runs": 1})
+
+
+def test_a_pinned_kernel_that_cannot_run_fails_naming_it():
+    config = dataclasses.replace(small_context(), attention_cpu="efficient")  # CUDA-only kernel
+    with pytest.raises(AttentionBackendError, match=r"attention backend 'efficient' cannot run this step"):
+        Boot(config, torch.device("cpu"), [(16, 0)]).prepare([(16, 0)])
+
+
+def test_the_observed_kernel_is_the_pinned_one():
+    boot = Boot(dataclasses.replace(small_context(), attention_cpu="math"), torch.device("cpu"), [(16, 0), (0, 2)])
+    boot.prepare([(16, 0), (0, 2)])
+    assert boot.attention == {"pinned": "math", "observed": ["math"]}
+
+
+def test_a_boot_process_that_dies_fails_the_job_with_its_status_and_stderr(monkeypatch):
+    monkeypatch.setattr(fresh_boot, "BOOT_COMMAND", [sys.executable, "-c", "import sys; sys.exit('boot crashed')"])
+    with pytest.raises(BootFailed, match=r"boot 0 process \d+ exited with status 1: boot crashed"):
+        run("capture", SHAPES)
