@@ -213,7 +213,7 @@ def boot_here(
 
 
 def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    """Every boot in a fresh process started here (this process never imports torch)."""
+    """Every boot in a fresh process started here (this process needs no torch and no device)."""
     from .events import Progress
     from .fresh_boot import run_fresh_boot
 

@@ -1,13 +1,17 @@
-"""The CUDA path end to end, as one report: a boot of `small`, the pr22 arms' real TTFT under both
-policies on a clean and on a drifted boot, numerics, and the CUDA-marked tests. Run by
-`scripts/gpu-check [REPORT.json]` when an accelerator is lent; it refuses to run without CUDA.
+"""The CUDA path end to end, as one JSON report and a table: a capture of `small` (3 boots, each a
+fresh process), the pr22 arms' real TTFT under both policies next to the harness's prediction (a
+clean and a drifted boot), numerics in bf16 (small) and fp32 (tiny), the attention kernel used,
+the benchmark targets, and the CUDA-marked tests. Run by `scripts/gpu-check [REPORT.json]`.
 
-Each step records ok/error and its seconds, so one failure doesn't hide the others; steps are
-skipped once the budget (under the 5 minutes allowed) is spent.
+A step that fails does not stop the others: the steps that need its result are reported
+"skipped: needs <step>", the rest run, the report is written after every step, and the exit status
+is 1 (2 without a CUDA device, when every step is skipped; 0 when all passed). Steps left when the
+time budget is spent are skipped too, so the whole command stays under 8 minutes.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -15,6 +19,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +27,22 @@ from scheduler_core.analyses.params import ignore_events
 
 from .analyses import ANALYSES
 
-BUDGET_S = 240.0
+BUDGET_S = 300.0  # steps start only within it: with the slowest step after it, the command stays under 8 minutes
 ARMS = [3504, 14000]  # the pull request's 3.5k and 14k arms
 ROOT = Path(__file__).resolve().parent.parent
+Results = dict[str, Any]
+
+
+class StepFailed(RuntimeError):
+    """A step ran to the end but its result is a failure (numerics verdicts, CUDA tests)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    run: Callable[[Results], Any]  # given the results of the steps before it
+    summary: Callable[[Any], str]
+    needs: tuple[str, ...] = ()
 
 
 def _run(kind: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -32,84 +50,173 @@ def _run(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     return analysis.run(analysis.validate({"preset": "small", "device": "cuda", **params}), ignore_events)
 
 
-def _ttft_summary(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _capture(_: Results) -> dict[str, Any]:
+    return _run("capture", {"repeats": 20, "boots": 3})
+
+
+def _capture_summary(result: dict[str, Any]) -> str:
+    from .targets import boot_seconds, spreads
+
+    p = result["provenance"]
+    worst = max(r["p90_over_p10"] for r in spreads(result))
+    return (
+        f"{len(result['boots'])} boots (pids {', '.join(str(b['provenance']['pid']) for b in result['boots'])}), "
+        f"{len(result['catalog'])} graphs, attention {p['attention']['observed']}; worst p90/p10 {worst:.3f}, "
+        f"slowest boot {max(boot_seconds(result)):.1f} s"
+    )
+
+
+def _ttft(params: dict[str, Any]) -> list[dict[str, Any]]:
+    result = _run("ttft", {"prompt_tokens": ARMS, "runs": 5, **params})
     keys = ("prompt_tokens", "policy", "launch_count", "graphs", "ttft_ms", "launch_sum_ms", "predicted_ms", "table_ms")
-    return [{k: arm[k] for k in keys} for arm in result["arms"]]
+    return [
+        {**{k: arm[k] for k in keys}, "error_pct": 100.0 * (arm["ttft_ms"] - arm["predicted_ms"]) / arm["predicted_ms"]}
+        for arm in result["arms"]
+    ]
 
 
-def _cuda_tests() -> dict[str, Any]:
+def _ttft_summary(arms: list[dict[str, Any]]) -> str:
+    return "; ".join(
+        f"{a['prompt_tokens']} {a['policy']} {a['ttft_ms']:.1f} ms vs predicted {a['predicted_ms']:.1f} ({a['error_pct']:+.1f}%)"
+        for a in arms
+    )
+
+
+def _numerics(params: dict[str, Any]) -> dict[str, Any]:
+    result = _run("numerics", {"prompt_tokens": ARMS[0], **params})
+    if not result["ok"]:
+        failed = {
+            name: c["verdict"]
+            for name, c in [
+                *((f"{p} vs one-shot", c) for p, c in result["vs_one_shot"].items()),
+                ("cost vs rule", result["cost_vs_rule"]),
+                *((f"{p} twice", c) for p, c in result["same_chunking_twice"].items()),
+            ]
+            if c["verdict"] not in ("bitwise identical", "within tolerance")
+        }
+        raise StepFailed(f"numerics verdicts: {failed} (tolerance {result['tolerance']})")
+    return result
+
+
+def _numerics_summary(result: dict[str, Any]) -> str:
+    worst = max(c["max_rel_diff"] for c in [*result["vs_one_shot"].values(), result["cost_vs_rule"]])
+    return (
+        f"{result['tolerance']['dtype']}: all verdicts pass, worst relative diff {worst:.2g} "
+        f"(bound {result['tolerance']['max_rel_diff']:g}), same chunking twice bitwise identical"
+    )
+
+
+def _targets(done: Results) -> dict[str, Any]:
+    from .presets import default_shapes
+    from .targets import replay_vs_eager, verdicts
+
+    launches = replay_vs_eager("small", default_shapes())
+    return {"replay_vs_eager": launches, "targets": verdicts(done["capture_small"], launches)}
+
+
+def _targets_summary(result: dict[str, Any]) -> str:
+    return "; ".join(f"{t['target']}: {'met' if t['met'] else 'MISSED'}" for t in result["targets"].values())
+
+
+def _cuda_tests(_: Results) -> dict[str, Any]:
+    if importlib.util.find_spec("pytest") is None:
+        raise StepFailed(f"pytest is not installed for {sys.executable}: `{sys.executable} -m pip install pytest`")
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "tests/gpu_runner"],
+        [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests/gpu_runner"],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=150,
     )
     lines = out.stdout.strip().splitlines()
     if out.returncode != 0:
-        raise RuntimeError("\n".join(lines[-30:]))
+        raise StepFailed("\n".join(lines[-30:]))
     return {"summary": lines[-1] if lines else ""}
 
 
-def steps(report: dict[str, Any]) -> list[tuple[str, Callable[[], Any]]]:
-    """Later steps plan with the first boot's catalog, as an engine would after booting."""
-
-    def boot() -> Any:
-        result = _run("capture", {"repeats": 20})
-        report["catalog"] = result["catalog"]
-        return result
-
-    catalog = lambda: report["catalog"]
+def steps() -> list[Step]:
+    """In order; later steps plan with the first capture's catalog, as an engine would after booting."""
     return [
-        ("capture_small", boot),
-        ("ttft_clean", lambda: _ttft_summary(_run("ttft", {"catalog": catalog(), "prompt_tokens": ARMS, "runs": 5}))),
-        (
-            "ttft_drift_4096",
-            lambda: _ttft_summary(
-                _run("ttft", {"drift_capacities": [4096], "drift_load": 4, "prompt_tokens": ARMS, "runs": 5})
-            ),
+        Step("capture_small", _capture, _capture_summary),
+        Step(
+            "ttft_clean",
+            lambda done: _ttft({"catalog": done["capture_small"]["catalog"]}),
+            _ttft_summary,
+            needs=("capture_small",),
         ),
-        ("numerics", lambda: _run("numerics", {"catalog": catalog(), "prompt_tokens": ARMS[0]})),
-        ("cuda_tests", _cuda_tests),
+        Step("ttft_drift_4096", lambda _: _ttft({"drift_capacities": [4096], "drift_load": 4}), _ttft_summary),
+        Step(
+            "numerics_bf16",
+            lambda done: _numerics({"catalog": done["capture_small"]["catalog"]}),
+            _numerics_summary,
+            needs=("capture_small",),
+        ),
+        Step("numerics_fp32", lambda _: _numerics({"preset": "tiny"}), _numerics_summary),
+        Step("targets", _targets, _targets_summary, needs=("capture_small",)),
+        Step("cuda_tests", _cuda_tests, lambda r: r["summary"]),
     ]
+
+
+def run_check(path: Path, header: dict[str, Any], plan: list[Step], budget_s: float = BUDGET_S) -> int:
+    """Run the steps, each reported as ok, failed or skipped with a one-line summary, the report
+    rewritten after each; 0 when every step passed, else 1."""
+    began = time.perf_counter()
+    report: dict[str, Any] = {**header, "steps": {}}
+    results: Results = {}
+    for step in plan:
+        missing = [n for n in step.needs if n not in results]
+        start = time.perf_counter()
+        if missing:
+            entry = {"status": "skipped", "line": f"skipped: needs {', '.join(missing)}"}
+        elif start - began > budget_s:
+            entry = {"status": "skipped", "line": f"skipped: time budget of {budget_s:.0f} s spent"}
+        else:
+            try:
+                results[step.name] = step.run(results)
+                entry = {"status": "ok", "line": step.summary(results[step.name]), "result": results[step.name]}
+            except Exception as exc:
+                entry = {
+                    "status": "failed",
+                    "line": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                    "error": traceback.format_exc(limit=8),
+                }
+        entry["seconds"] = round(time.perf_counter() - start, 2)
+        report["steps"][step.name] = entry
+        _write(path, report, began)
+        print(f"{step.name:<16} {entry['status']:<8} {entry['seconds']:>7.1f} s  {entry['line']}", flush=True)
+    report["ok"] = all(s["status"] == "ok" for s in report["steps"].values())
+    _write(path, report, began)
+    counts = {s: sum(e["status"] == s for e in report["steps"].values()) for s in ("ok", "failed", "skipped")}
+    print(f"gpu-check: {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped; report {path}")
+    return 0 if report["ok"] else 1
+
+
+def _write(path: Path, report: dict[str, Any], began: float) -> None:
+    report["seconds"] = round(time.perf_counter() - began, 2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str))
 
 
 def main(argv: list[str]) -> int:
     import torch
 
-    if not torch.cuda.is_available():
-        print(
-            f"gpu-check: no CUDA device (torch {torch.__version__}, CUDA {torch.version.cuda}); "
-            "this script checks the CUDA path only and ran nothing",
-            file=sys.stderr,
-        )
-        return 2
     path = Path(argv[0]) if argv else Path(os.environ.get("OUT", ".")) / "gpu-check.json"
-    began = time.perf_counter()
-    report: dict[str, Any] = {
-        "device": torch.cuda.get_device_name(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "steps": {},
-    }
-    for name, step in steps(report):
-        if time.perf_counter() - began > BUDGET_S:
-            report["steps"][name] = {"ok": False, "error": "skipped: time budget spent"}
-            continue
-        start = time.perf_counter()
-        try:
-            entry = {"ok": True, "result": step()}
-        except Exception:
-            entry = {"ok": False, "error": traceback.format_exc(limit=5)}
-        entry["seconds"] = round(time.perf_counter() - start, 2)
-        report["steps"][name] = entry
-        print(f"gpu-check: {name}: {'ok' if entry['ok'] else 'FAILED'} ({entry['seconds']} s)", file=sys.stderr)
-    report["seconds"] = round(time.perf_counter() - began, 2)
-    report["ok"] = all(s["ok"] for s in report["steps"].values())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2))
-    print(f"gpu-check: report written to {path}", file=sys.stderr)
-    return 0 if report["ok"] else 1
+    header = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": None}
+    if not torch.cuda.is_available():
+        reason = (
+            f"no CUDA device (torch {torch.__version__}, built with CUDA {torch.version.cuda}); "
+            "this script checks the CUDA path only and ran nothing"
+        )
+        print(f"gpu-check: {reason}", file=sys.stderr)
+        report = {**header, "ok": False, "reason": reason, "steps": {}}
+        for step in steps():
+            report["steps"][step.name] = {"status": "skipped", "line": "skipped: needs a CUDA device", "seconds": 0.0}
+            print(f"{step.name:<16} {'skipped':<8} {0.0:>7.1f} s  skipped: needs a CUDA device")
+        _write(path, report, time.perf_counter())
+        print(f"gpu-check: report {path}")
+        return 2
+    header["device"] = torch.cuda.get_device_name()
+    return run_check(path, header, steps())
 
 
 if __name__ == "__main__":

@@ -73,18 +73,38 @@ def check_fits(
 _ASKED = re.compile(r"(?:Tried to allocate|tried to allocate) ([0-9.]+ ?[KMGT]?i?B|[0-9]+ bytes)")
 
 
+def _out_of_memory(exc: BaseException) -> BaseException | None:
+    """The out-of-memory error behind `exc`, if any: one raised inside a graph capture surfaces as
+    the capture's own error when the `torch.cuda.graph` block ends, with the OOM as its context."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, torch.OutOfMemoryError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _free_gib(device: torch.device) -> str:
+    try:
+        return f"{available_bytes(device) / GIB:.2f} GiB"
+    except RuntimeError:  # a device left mid-capture may refuse the query
+        return "an unknown amount"
+
+
 @contextmanager
 def shape_memory_guard(config: ModelConfig, device: torch.device, shape: tuple[int, int]) -> Iterator[None]:
     """Turn an out-of-memory error into one naming the shape, the memory asked for and the memory free."""
     try:
         yield
-    except torch.OutOfMemoryError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else ""
+    except RuntimeError as exc:
+        oom = _out_of_memory(exc)
+        if oom is None:
+            raise
+        first = str(oom).splitlines()[0] if str(oom) else ""
         asked = _ASKED.search(first)
         raise BootOutOfMemory(
             f"out of memory in shape prefill={shape[0]} decode={shape[1]} of preset {config.name} on {device}: "
-            f"asked for {asked.group(1) if asked else 'an unknown amount'}, "
-            f"{available_bytes(device) / GIB:.2f} GiB free (torch: {first})"
+            f"asked for {asked.group(1) if asked else 'an unknown amount'}, {_free_gib(device)} free (torch: {first})"
         ) from exc
 
 

@@ -1,12 +1,15 @@
 """The Celery app. Queues: `sim` (scheduler_core analyses), `gpu` (gpu_runner; run it with
-`--pool=solo`, one worker process per GPU, torch imported inside the task) and `engine` (the
+`--pool=solo`, one worker process per GPU, enforced at start: a gpu worker seeing several devices
+refuses to run; torch is imported only to count them and inside the tasks) and `engine` (the
 long-running simulated engines, a thread each: they never hold the `sim` slot)."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from celery import Celery
+from celery.signals import worker_init
 from kombu import Exchange, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "heliosweb.settings")
@@ -17,3 +20,17 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # naming each queue's own exchange and key keeps the worker's banner from listing gpu under sim's.
 app.conf.task_queues = tuple(Queue(name, Exchange(name), routing_key=name) for name in ("sim", "gpu", "engine"))
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def refuse_a_gpu_worker_seeing_several_devices(sender: Any, **_: Any) -> None:
+    """A worker consuming `gpu` that sees more than one CUDA device exits before taking a job,
+    saying how to start one worker per device (gpu_runner.workers has the rule)."""
+    queues = sender.app.amqp.queues
+    if "gpu" not in set(queues.consume_from or queues):
+        return
+    from gpu_runner.workers import refusal, visible_device_count
+
+    message = refusal(visible_device_count(), os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if message:
+        raise SystemExit(f"gpu worker refused to start: {message}")

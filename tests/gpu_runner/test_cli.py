@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
-import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,16 +49,3 @@ def test_bad_input_exits_2_with_the_error_on_stderr_and_nothing_on_stdout():
 def test_a_catalog_on_stdin_without_prefill_shapes_is_refused():
     out = cli("numerics", "--catalog", "/dev/stdin", stdin=json.dumps([{"prefill": 0, "decode": 4, "ms": 1.0}]))
     assert out.returncode == 2 and "no solo prefill graph" in out.stderr
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
-def test_gpu_check_refuses_to_run_without_cuda_and_writes_no_report(tmp_path):
-    report = tmp_path / "gpu-check.json"
-    out = subprocess.run(
-        [str(ROOT / "scripts" / "gpu-check"), str(report)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHON": sys.executable},
-    )
-    assert out.returncode == 2 and "no CUDA device" in out.stderr and not report.exists()

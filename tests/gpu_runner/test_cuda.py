@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -28,6 +30,10 @@ def cuda_boot() -> Boot:
 
 def test_every_shape_is_a_captured_graph(cuda_boot):
     assert all(l.graph is not None for l in cuda_boot.launchers.values())
+
+
+def test_the_pinned_attention_kernel_is_the_one_recorded_as_run(cuda_boot):
+    assert cuda_boot.attention == {"pinned": "efficient", "observed": ["efficient"]}
 
 
 def test_a_graph_replay_computes_what_the_eager_call_computes(cuda_boot):
@@ -56,7 +62,20 @@ def test_a_small_capture_is_a_cuda_graph_boot_with_cuda_provenance():
     )
     Catalog.from_dicts(result["catalog"])
     assert result["provenance"]["mode"] == "cuda-graph" and result["provenance"]["cuda"]
-    assert all(m["mode"] == "cuda-graph" and m["samples"] == 5 for m in result["measurements"])
+    assert result["provenance"]["attention"] == {"pinned": "efficient", "observed": ["efficient"]}
+    assert all(m["mode"] == "cuda-graph" and m["samples"] == 5 and m["warmup"] == 3 for m in result["measurements"])
+
+
+def test_two_boots_are_two_fresh_processes_each_with_its_own_cuda_context():
+    capture = ANALYSES["capture"]
+    params = {"device": "cuda", "capacities": [64, 128], "graphs": "prefill", "repeats": 5, "boots": 2}
+    result = capture.run(capture.validate(params), lambda e: None)
+    provenance = [b["provenance"] for b in result["boots"]]
+    assert len({p["pid"] for p in provenance}) == 2 and os.getpid() not in {p["pid"] for p in provenance}
+    assert all(p["mode"] == "cuda-graph" and p["cuda"] for p in provenance)
+    assert [g["prefill"] for g in result["boots"][0]["catalog"]] == [
+        g["prefill"] for g in result["boots"][1]["catalog"]
+    ]
 
 
 def test_small_numerics_repeat_bitwise_on_cuda_graphs():
@@ -67,4 +86,6 @@ def test_small_numerics_repeat_bitwise_on_cuda_graphs():
         ),
         lambda e: None,
     )
-    assert result["reproducible"]
+    assert result["tolerance"]["dtype"] == "bfloat16"
+    assert all(r["verdict"] == "bitwise identical" for r in result["same_chunking_twice"].values())
+    assert result["ok"], result

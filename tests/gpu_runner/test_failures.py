@@ -13,6 +13,7 @@ import torch
 
 from gpu_runner import fresh_boot, graphs
 from gpu_runner.analyses import ANALYSES
+from gpu_runner.device import shape_memory_guard
 from gpu_runner.errors import AttentionBackendError, BootFailed, BootOutOfMemory
 from gpu_runner.graphs import Boot
 
@@ -64,3 +65,18 @@ def test_a_boot_process_that_dies_fails_the_job_with_its_status_and_stderr(monke
     monkeypatch.setattr(fresh_boot, "BOOT_COMMAND", [sys.executable, "-c", "import sys; sys.exit('boot crashed')"])
     with pytest.raises(BootFailed, match=r"boot 0 process \d+ exited with status 1: boot crashed"):
         run("capture", SHAPES)
+
+
+def test_out_of_memory_behind_the_error_of_an_aborted_graph_capture_is_still_named():
+    """Inside `torch.cuda.graph`, the block's end raises its own error with the OOM as context."""
+    guard = shape_memory_guard(small_context(), torch.device("cpu"), (64, 0))
+    with pytest.raises(BootOutOfMemory, match=r"shape prefill=64 decode=0 .* asked for 1.00 GiB"), guard:
+        try:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB.")
+        except torch.OutOfMemoryError:
+            raise RuntimeError("operation not permitted when stream is capturing")  # noqa: B904
+    with (
+        pytest.raises(RuntimeError, match="unrelated"),
+        shape_memory_guard(small_context(), torch.device("cpu"), (64, 0)),
+    ):
+        raise RuntimeError("unrelated")
