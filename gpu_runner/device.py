@@ -132,13 +132,22 @@ def process_started() -> str | None:
 
 
 def driver_version() -> str | None:
-    """The NVIDIA kernel driver's version (torch reports the CUDA runtime it was built with, not this)."""
+    """The NVIDIA kernel driver's version (torch reports the CUDA runtime it was built with, not
+    this): from /proc, else from NVML where nvidia-ml-py is installed (sandboxes may hide /proc's)."""
     try:
         first = Path("/proc/driver/nvidia/version").read_text().splitlines()[0]
+        found = re.search(r"\b(\d+\.\d+(?:\.\d+)?)\b", first)
+        return found.group(1) if found else first.strip()
     except (OSError, IndexError):
+        pass
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:  # no NVML library, or it cannot reach the driver
         return None
-    found = re.search(r"\b(\d+\.\d+(?:\.\d+)?)\b", first)
-    return found.group(1) if found else first.strip()
 
 
 def provenance(config: ModelConfig, device: torch.device, seed: int) -> dict[str, Any]:

@@ -34,8 +34,9 @@ BOOT_COMMAND = [sys.executable, "-m", "gpu_runner.fresh_boot"]
 
 def run_fresh_boot(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
     """Run one boot in a new process; its stored form, with `startup_s` (spawn to torch imported)
-    and `boot_s` (spawn to result: what an engine restart would take) added to its provenance. Raises what the boot raised: InvalidInput (with its field),
-    BootOutOfMemory, AttentionBackendError, else BootFailed."""
+    and `boot_s` (spawn to result: what an engine restart would take) added to its provenance.
+    Raises what the boot raised: InvalidInput (with its field), BootOutOfMemory,
+    AttentionBackendError, else BootFailed."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
     outcome: dict[str, Any] | None = None
     began = time.perf_counter()
@@ -49,7 +50,11 @@ def run_fresh_boot(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
             proc.stdin.write(json.dumps(request) + "\n")
             proc.stdin.flush()
             for line in proc.stdout:
-                message = json.loads(line)
+                try:
+                    message = json.loads(line)
+                except ValueError:  # not ours: a library writing to the pipe before it was moved
+                    sys.stderr.write(line)
+                    continue
                 if "ready" in message:
                     startup_s = time.perf_counter() - began
                 elif "event" in message:
