@@ -2,12 +2,11 @@
 heuristics (on CPU a new process too), as an engine restart gets. Spread between such boots is
 restart-to-restart noise; boots measured in one process would understate it.
 
-The capture job (`run_fresh_boot`, no torch imported) starts `python -m gpu_runner.fresh_boot`,
-writes the request as one JSON line on its stdin and reads JSON lines from its stdout: `ready`
-once torch is imported, an `event` per progress step or measurement (forwarded as they land), then
-`result` (the stored boot) or `error`. The child's own stdout is moved to stderr so nothing else
-reaches the pipe, and it exits when its stdin closes: a job that stops (cancelled, worker lost)
-takes its boot process with it.
+The capture job (`run_fresh_boot`, here: no torch imported) starts `python -m
+gpu_runner.boot_process`, writes the request as one JSON line on its stdin and reads JSON lines
+from its stdout: `ready` once torch is imported, an `event` per progress step or measurement
+(forwarded as they land), then `result` (the stored boot) or `error` (rebuilt here as the same
+error class). The child is `boot_process.py`.
 """
 
 from __future__ import annotations
@@ -17,9 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +26,7 @@ from scheduler_core.errors import InvalidInput
 from .errors import BY_NAME, BootFailed
 
 ROOT = Path(__file__).resolve().parent.parent
-BOOT_COMMAND = [sys.executable, "-m", "gpu_runner.fresh_boot"]
+BOOT_COMMAND = [sys.executable, "-m", "gpu_runner.boot_process"]
 
 
 def run_fresh_boot(request: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -87,48 +84,3 @@ def _rebuilt(error: dict[str, Any], index: int, pid: int) -> Exception:
     if error["type"] in BY_NAME:
         return BY_NAME[error["type"]](error["message"])
     return BootFailed(f"boot {index} (process {pid}) failed: {error['type']}: {error['message']}\n{error['traceback']}")
-
-
-def main() -> int:
-    """The child: read the request, boot, answer. Imports torch only here."""
-    pipe = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    request = json.loads(sys.stdin.readline())
-    threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
-
-    def send(message: dict[str, Any]) -> None:
-        pipe.write(json.dumps(message) + "\n")
-
-    from .analyses import boot_here
-    from .events import Progress
-
-    send({"ready": os.getpid()})
-    done, total = request["progress"]
-    steps = Progress(lambda event: send({"event": event}), total, done)
-    try:
-        _, stored = boot_here(
-            request["params"], [tuple(s) for s in request["shapes"]], request["field"], steps, request["index"]
-        )
-    except Exception as exc:
-        send(
-            {
-                "error": {
-                    "type": type(exc).__name__,
-                    "field": getattr(exc, "field", None),
-                    "message": getattr(exc, "message", str(exc)),
-                    "traceback": traceback.format_exc(limit=6),
-                }
-            }
-        )
-        return 1
-    send({"result": stored})
-    return 0
-
-
-def _exit_when_stdin_closes() -> None:
-    sys.stdin.read()
-    os._exit(3)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

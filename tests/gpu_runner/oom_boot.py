@@ -1,11 +1,11 @@
 """A boot process whose shape prefill=32 runs out of memory (simulated: no device here can be
-filled on purpose), otherwise the real `python -m gpu_runner.fresh_boot`."""
+filled on purpose), otherwise the real `python -m gpu_runner.boot_process`."""
 
 import sys
 
 import torch
 
-from gpu_runner import fresh_boot, graphs
+from gpu_runner import boot_process, graphs
 
 MESSAGE = "CUDA out of memory. Tried to allocate 2.50 GiB. GPU 0 has a total capacity of 139.80 GiB of which 1.20 GiB is free."
 real_build = graphs.Boot._build
@@ -18,4 +18,4 @@ def build(self, prefill, decode):
 
 
 graphs.Boot._build = build
-sys.exit(fresh_boot.main())
+sys.exit(boot_process.main())
