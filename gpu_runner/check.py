@@ -166,6 +166,7 @@ def run_check(path: Path, header: dict[str, Any], plan: list[Step], budget_s: fl
     for step in plan:
         missing = [n for n in step.needs if n not in results]
         start = time.perf_counter()
+        entry: dict[str, Any]
         if missing:
             entry = {"status": "skipped", "line": f"skipped: needs {', '.join(missing)}"}
         elif start - began > budget_s:
@@ -208,9 +209,10 @@ def main(argv: list[str]) -> int:
             "this script checks the CUDA path only and ran nothing"
         )
         print(f"gpu-check: {reason}", file=sys.stderr)
-        report = {**header, "ok": False, "reason": reason, "steps": {}}
+        skipped = {"status": "skipped", "line": "skipped: needs a CUDA device", "seconds": 0.0}
+        report: dict[str, Any] = {**header, "ok": False, "reason": reason, "steps": {}}
         for step in steps():
-            report["steps"][step.name] = {"status": "skipped", "line": "skipped: needs a CUDA device", "seconds": 0.0}
+            report["steps"][step.name] = dict(skipped)
             print(f"{step.name:<16} {'skipped':<8} {0.0:>7.1f} s  skipped: needs a CUDA device")
         _write(path, report, time.perf_counter())
         print(f"gpu-check: report {path}")

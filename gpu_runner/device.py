@@ -141,7 +141,7 @@ def driver_version() -> str | None:
     except (OSError, IndexError):
         pass
     try:
-        import pynvml
+        import pynvml  # type: ignore[import-not-found]  # nvidia-ml-py, where the GPU host has it
 
         pynvml.nvmlInit()
         version = pynvml.nvmlSystemGetDriverVersion()
