@@ -45,17 +45,14 @@ def demo_setup(*, username: str, stdout: TextIOBase) -> None:
 
 
 def _demo_user(username: str, password_env: str, role: str, stdout: TextIOBase) -> User:
-    """The staff account `username`, created with a printed random password unless `password_env` sets one."""
+    """The staff account `username`, created with the password from `password_env` (or a printed
+    random one). An existing account keeps its password: re-setting it on every start ended every
+    open session (their websockets reconnected with 403)."""
     user = User.objects.filter(username=username).first()
-    password = os.environ.get(password_env, "")
-    if user is None:
-        password = password or secrets.token_urlsafe(12)
-        user = User.objects.create_user(username=username, password=password, is_staff=True)
-        stdout.write(f"{role}: {username} / password: {password}\n")
-    elif password:
-        user.set_password(password)
-        user.save(update_fields=["password"])
-        stdout.write(f"{role}: {username} / password: (from {password_env})\n")
-    else:
-        stdout.write(f"{role}: {username} (password unchanged; set {password_env} to reset it)\n")
+    if user is not None:
+        stdout.write(f"{role}: {username} (password unchanged; `manage.py changepassword {username}` resets it)\n")
+        return user
+    password = os.environ.get(password_env, "") or secrets.token_urlsafe(12)
+    user = User.objects.create_user(username=username, password=password, is_staff=True)
+    stdout.write(f"{role}: {username} / password: {password}\n")
     return user

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -371,6 +372,21 @@ def test_demo_setup_adds_a_second_maintainer_who_can_approve(db, monkeypatch, ca
     decision = services.decision_propose(actor=maintainer, recipe="tiny-cpu", policy="rule", rationale=RATIONALE)
     services.decision_apply(actor=maintainer, decision=services.decision_approve(actor=reviewer, decision=decision))
     assert PolicySetting.objects.get(recipe__name="tiny-cpu").version == 2
+
+
+def test_demo_setup_sets_the_demo_password_only_when_it_creates_the_account(db, monkeypatch, settings):
+    """A restart with HELIOS_DEMO_PASSWORD set must not re-set it: that ended every open session."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed only
+    monkeypatch.setenv("HELIOS_DEMO_PASSWORD", "first-pass-123")
+    monkeypatch.setenv("HELIOS_DEMO_REVIEWER_PASSWORD", "first-pass-456")
+    call_command("demo_setup", stdout=io.StringIO())
+    monkeypatch.setenv("HELIOS_DEMO_PASSWORD", "second-pass-123")
+    monkeypatch.setenv("HELIOS_DEMO_REVIEWER_PASSWORD", "second-pass-456")
+    out = io.StringIO()
+    call_command("demo_setup", stdout=out)
+    assert User.objects.get(username="maintainer").check_password("first-pass-123")
+    assert User.objects.get(username="reviewer").check_password("first-pass-456")
+    assert "password unchanged" in out.getvalue() and "second-pass" not in out.getvalue()
 
 
 def test_a_real_commit_pushes_the_event_and_flush_can_still_reset_the_tables(transactional_db):
