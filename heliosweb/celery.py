@@ -1,7 +1,8 @@
-"""The Celery app. Queues: `sim` (scheduler_core analyses), `gpu` (gpu_runner; run it with
-`--pool=solo`, one worker process per GPU, enforced at start: a gpu worker seeing several devices
-refuses to run; torch is imported only to count them and inside the tasks) and `engine` (the
-long-running simulated engines, a thread each: they never hold the `sim` slot)."""
+"""The Celery app. Queues: `sim` (scheduler_core analyses), `sim_long` (the large ones, on a worker
+of their own so they never hold every `sim` slot), `gpu` (gpu_runner; run it with `--pool=solo`,
+one worker process per GPU, enforced at start: a gpu worker seeing several devices refuses to run;
+torch is imported only to count them and inside the tasks), `engine` (the long-running simulated
+engines, a thread each) and `maint` (the reaper, pruning: never behind a job)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from kombu import Exchange, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "heliosweb.settings")
 
+QUEUES = ("sim", "sim_long", "gpu", "engine", "maint")
+
 app = Celery("heliosweb")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Jobs are sent by queue name (Celery's anonymous exchange), so routing never depended on this;
 # naming each queue's own exchange and key keeps the worker's banner from listing gpu under sim's.
-app.conf.task_queues = tuple(Queue(name, Exchange(name), routing_key=name) for name in ("sim", "gpu", "engine"))
+app.conf.task_queues = tuple(Queue(name, Exchange(name), routing_key=name) for name in QUEUES)
 app.autodiscover_tasks()
 
 

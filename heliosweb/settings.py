@@ -16,6 +16,8 @@ from pathlib import Path
 import dj_database_url
 import plotly
 
+from heliosweb.common.processes import DEFAULT_DRAIN_SECONDS
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("HELIOS_VAR_DIR", BASE_DIR / "var"))
 
@@ -199,12 +201,17 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "polling_interval": 0.01 if CELERY_BROKER_URL == "memory://" else 1,
 }
 CELERY_TASK_DEFAULT_QUEUE = "sim"
+# Maintenance has its own queue and worker (`maint`, with beat): it never waits behind a job.
 CELERY_BEAT_SCHEDULE = {
-    "reap-vanished-jobs": {"task": "heliosweb.jobs.tasks.reap_jobs", "schedule": 15.0, "options": {"queue": "sim"}},
+    "reap-vanished-jobs": {
+        "task": "heliosweb.jobs.tasks.reap_jobs",
+        "schedule": float(os.environ.get("HELIOS_REAP_SECONDS", "15")),
+        "options": {"queue": "maint", "expires": 60},
+    },
     "prune-telemetry": {
         "task": "heliosweb.telemetry.tasks.prune_telemetry",
         "schedule": 600.0,
-        "options": {"queue": "sim"},
+        "options": {"queue": "maint"},
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
@@ -238,6 +245,8 @@ HELIOS_EVENT_FLUSH_SECONDS = float(os.environ.get("HELIOS_EVENT_FLUSH_SECONDS", 
 HELIOS_HEARTBEAT_SECONDS = float(os.environ.get("HELIOS_HEARTBEAT_SECONDS", "5"))
 # A running job whose heartbeat is older than this is failed by the reaper (other hosts' workers).
 HELIOS_JOB_STALE_SECONDS = float(os.environ.get("HELIOS_JOB_STALE_SECONDS", "120"))
+# How long a worker's stop lets running jobs finish; what is left then fails "stopped by operator".
+HELIOS_DRAIN_SECONDS = float(os.environ.get("HELIOS_DRAIN_SECONDS") or DEFAULT_DRAIN_SECONDS)
 
 # --- Telemetry (sizes in docs/telemetry.md) --------------------------------------------------
 HELIOS_TELEMETRY_RAW_HOURS = float(os.environ.get("HELIOS_TELEMETRY_RAW_HOURS", "24"))

@@ -20,6 +20,10 @@ from scheduler_core.events import ProgressEvent
 log = logging.getLogger(__name__)
 
 
+# A run estimated above this share of its analysis's cap (a cap is sized to about an hour) is long.
+LONG_WORK_SHARE = 0.05
+
+
 @dataclass(frozen=True)
 class JobKind:
     name: str
@@ -32,6 +36,13 @@ class JobKind:
 
     def params_spec(self) -> list[dict[str, Any]]:
         return [p.to_dict() for p in self.analysis.params]
+
+    def queue_for(self, params: dict[str, Any]) -> str:
+        """A large sim run goes to `sim_long`, served by a worker of its own, so long runs never
+        hold every `sim` slot and short ones keep starting at once."""
+        if self.queue == "sim" and self.analysis.work(params) > self.analysis.max_work * LONG_WORK_SHARE:
+            return "sim_long"
+        return self.queue
 
 
 class PulseEvent(TypedDict):

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from celery import shared_task
-from celery.signals import worker_ready
+import os
+import threading
 
-from .services.reaper import jobs_reap
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutting_down
+from django.conf import settings
+
+from heliosweb.common.processes import child_pids
+
+from .services.reaper import jobs_reap, jobs_stop_by_operator
 from .services.runner import job_run
 from .services.submission import RUN_JOB_TASK
 
@@ -27,3 +33,18 @@ def _reap_on_start(**_: object) -> None:
 
     close_old_connections()
     jobs_reap()
+
+
+@worker_shutting_down.connect
+def _drain(**_: object) -> None:
+    """A stop (warm shutdown) lets running jobs finish for HELIOS_DRAIN_SECONDS; the jobs still
+    running then fail "stopped by operator" instead of being killed without a word."""
+    drain = settings.HELIOS_DRAIN_SECONDS
+
+    def stop_the_rest() -> None:
+        me = os.getpid()
+        jobs_stop_by_operator(pids=[me, *child_pids(me)], drain_seconds=drain)
+
+    timer = threading.Timer(drain, stop_the_rest)
+    timer.daemon = True
+    timer.start()

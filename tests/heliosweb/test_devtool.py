@@ -1,11 +1,13 @@
-"""The worker command `./dev up` and `./dev worker` start."""
+"""The worker commands and the supervisord config `./dev up` writes."""
+
+from pathlib import Path
 
 
 def test_gpu_workers_run_solo_and_are_named_after_their_devices(monkeypatch):
-    from heliosweb.devtool import celery_worker_cmd
+    from heliosweb.stack import celery_worker_cmd
 
     def worker(queues: str) -> tuple[str, str]:
-        cmd = celery_worker_cmd(queues)
+        cmd = celery_worker_cmd(queues, concurrency=3)
         return cmd[cmd.index("-n") + 1], next(a for a in cmd if a.startswith("--pool="))
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -13,3 +15,28 @@ def test_gpu_workers_run_solo_and_are_named_after_their_devices(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     assert worker("gpu") == ("gpu-cuda1@%h", "--pool=solo")
     assert worker("sim") == ("sim@%h", "--pool=prefork")
+    assert "--concurrency=3" in celery_worker_cmd("sim", concurrency=3)
+
+
+def test_the_config_restarts_every_child_and_drains_the_job_workers_together(tmp_path: Path, monkeypatch):
+    """supervisord reads what we write: every program restarts; the job workers form one group
+    (stopped together, so their drains run side by side) and get the drain limit before a kill."""
+    from supervisor.options import ServerOptions
+
+    from heliosweb import stack
+
+    monkeypatch.setenv("HELIOS_DRAIN_SECONDS", "45")
+    monkeypatch.setenv("HELIOS_SIM_CONCURRENCY", "3")
+    paths = stack.Paths(tmp_path / "var")
+    progs = stack.programs(var=paths.var, host="127.0.0.1", port=8123, redis_cmd=["redis-server", "--port", "1"])
+    stack.write_config(paths, progs, tmp_path)
+    options = ServerOptions()
+    options.realize(args=["-c", str(paths.conf)])
+    groups = {g.name: g for g in options.process_group_configs}
+    assert [g.name for g in sorted(groups.values())] == ["redis", "worker-maint", "jobs", "web"]
+    assert {p.name for p in groups["jobs"].process_configs} == {"worker-sim", "worker-sim-long", "worker-gpu"}
+    every = [p for g in groups.values() for p in g.process_configs]
+    assert all(p.autorestart and p.killasgroup and not p.stopasgroup for p in every)
+    sim = next(p for p in groups["jobs"].process_configs if p.name == "worker-sim")
+    assert sim.stopwaitsecs == 45 + 30 and "--concurrency=3" in sim.command and "sim@%h" in sim.command
+    assert "-p 8123" in next(p for p in every if p.name == "web").command

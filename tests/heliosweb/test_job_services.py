@@ -31,6 +31,16 @@ def test_it_creates_a_queued_job_and_queues_it_on_the_sim_queue(
     assert queued == [(job.pk, "sim")]
 
 
+def test_a_long_sim_run_goes_to_the_long_queue_so_short_ones_keep_their_slots(
+    maintainer, queued, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        short = submission.job_create(kind="pulse", params={"count": 100, "rate": 10.0}, user=maintainer)
+        long = submission.job_create(kind="pulse", params={"count": 3000, "rate": 10.0}, user=maintainer)  # 300 s
+    assert queued == [(short.pk, "sim"), (long.pk, "sim_long")]
+    assert (short.queue, long.queue) == ("sim", "sim_long")
+
+
 @pytest.mark.parametrize(
     "kwargs, field",
     [

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
-from ..models import BenchmarkJob, JobEvent
+from ..models import BenchmarkJob, JobEvent, JobStatus
 from .events import event_data, events_send, job_announce
 
 log = logging.getLogger(__name__)
@@ -24,6 +24,11 @@ ANNOUNCE_EVERY_S = 0.5  # progress on the lists: a running job is announced at m
 
 class JobCancelled(Exception):
     """Raised inside a running analysis (at its next event) once a cancel was requested."""
+
+
+class JobAbandoned(Exception):
+    """Raised inside a running analysis (at its next event) once its job was failed from outside
+    (a stop's drain ran out, the reaper): the work goes on for nobody, so it stops."""
 
 
 class EventPump:
@@ -38,12 +43,15 @@ class EventPump:
         self._wake = threading.Event()
         self._stopping = False
         self._cancelled = False
+        self._abandoned = False
         self._thread = threading.Thread(target=self._loop, name=f"events-job-{job.pk}", daemon=True)
         self._last_heartbeat = time.monotonic()
         self._last_announce = 0.0
 
     def emit(self, event: dict[str, Any]) -> None:
         """The analysis's `emit`: number and buffer one event; raise JobCancelled once cancelled."""
+        if self._abandoned:
+            raise JobAbandoned()
         if self._cancelled:
             raise JobCancelled()
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
@@ -86,22 +94,31 @@ class EventPump:
             return
         close_old_connections()
         try:
-            self._store(batch, progress)
+            if not self._store(batch, progress):
+                return
             self._last_heartbeat = now
             if progress and now - self._last_announce >= ANNOUNCE_EVERY_S:
                 self._last_announce = now
                 job_announce(self.job_id)
-            if BenchmarkJob.objects.filter(pk=self.job_id, cancel_requested=True).exists():
-                self._cancelled = True
         except Exception:
             log.exception("could not store %d events of job %s", len(batch), self.job_id)
             return
         events_send(self.job_id, batch)
 
-    def _store(self, batch: list[dict[str, Any]], progress: dict[str, Any] | None) -> None:
-        """The batch, the job's progress, heartbeat and `last_seq`, in one transaction."""
+    def _store(self, batch: list[dict[str, Any]], progress: dict[str, Any] | None) -> bool:
+        """The batch, the job's progress, heartbeat and `last_seq`, in one transaction; False (and
+        nothing written) once the job is no longer running."""
         fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
         with transaction.atomic():
+            # Failed from outside (a stop, the reaper)? Its terminal event stays the last one.
+            status, self._cancelled = (
+                BenchmarkJob.objects.select_for_update()
+                .filter(pk=self.job_id)
+                .values_list("status", "cancel_requested")[0]
+            )
+            if status != JobStatus.RUNNING:
+                self._abandoned = True
+                return False
             if batch:
                 JobEvent.objects.bulk_create(
                     JobEvent(job_id=self.job_id, seq=m["seq"], type=m["type"], data=event_data(m)) for m in batch

@@ -1,5 +1,6 @@
-"""The reaper: fail running jobs whose worker vanished (Celery beat every 15 s, every worker start,
-`manage.py reap_jobs`). Events and results stored before the death are kept."""
+"""Failing jobs from outside: the reaper (jobs whose worker vanished; Celery beat on the `maint`
+queue every 15 s, every worker start, `manage.py reap_jobs`) and a stop's drain running out.
+Events and results stored before are kept."""
 
 from __future__ import annotations
 
@@ -36,3 +37,13 @@ def jobs_reap(*, stale_seconds: float | None = None) -> list[int]:
         if job_fail(job_id=job.pk, reason=reason):
             reaped.append(job.pk)
     return reaped
+
+
+def jobs_stop_by_operator(*, pids: list[int], drain_seconds: float) -> list[int]:
+    """Fail the jobs these worker processes (on this host) still run once a stop's drain ran out;
+    each one's analysis stops at its next event."""
+    reason = f"stopped by operator (it did not finish within the {drain_seconds:.0f} s a stop allows)"
+    running = BenchmarkJob.objects.filter(
+        status=JobStatus.RUNNING, worker_host=socket.gethostname(), worker_pid__in=pids
+    ).values_list("pk", flat=True)
+    return [job_id for job_id in running if job_fail(job_id=job_id, reason=reason)]

@@ -20,7 +20,7 @@ from scheduler_core.errors import InvalidInput
 from ..models import BenchmarkJob, JobStatus
 from ..registry import get_kind
 from .events import event_append, job_announce, job_fail
-from .pump import EventPump, JobCancelled
+from .pump import EventPump, JobAbandoned, JobCancelled
 
 log = logging.getLogger(__name__)
 # The job whose analysis runs in this thread: an analysis that serves a recipe (the simulated
@@ -39,6 +39,8 @@ def job_run(*, job_id: int) -> None:
     running = running_job.set(job)
     try:
         result = get_kind(job.kind).analysis.run(dict(job.params), pump.emit)
+    except JobAbandoned:
+        pump.stop()  # failed from outside (stop, reaper): the job already carries its reason
     except JobCancelled:
         pump.stop()
         reason = "cancelled while running"

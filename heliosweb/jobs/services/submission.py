@@ -59,7 +59,7 @@ def job_create(
     with transaction.atomic():
         job = BenchmarkJob.objects.create(
             kind=job_kind.name,
-            queue=job_kind.queue,
+            queue=job_kind.queue_for(clean),
             recipe=recipe_obj,
             params=clean,
             created_by=user if isinstance(user, User) else None,

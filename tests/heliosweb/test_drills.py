@@ -1,0 +1,94 @@
+"""Fault drills on a real `./dev up` stack: kill -9 each child in turn while jobs run.
+
+One stack start for all of them (each drill leaves the stack as it found it: running, healed):
+the killed child is restarted; a job running elsewhere finishes `done` with every event; the
+killed worker's own job fails with the reason; a new job on the restarted part runs. The `sim`
+worker has one slot here, and the reaper must still run while that slot is busy.
+
+Figures (restart times) are printed; run with `-s` to see them (docs/operations.md quotes them).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from heliosweb.devtool import free_port
+
+from .conftest import wait_until
+from .devstack import DevUp
+
+pytestmark = [pytest.mark.e2e]
+
+
+def figure(name: str, seconds: float) -> None:
+    print(f"drill: {name}: {seconds:.1f} s")
+
+
+def stale_job(dev: DevUp) -> int:
+    """A job marked running by a process that no longer exists on this host: the reaper's work."""
+    code = (
+        "import socket; from django.utils import timezone; from heliosweb.jobs.models import BenchmarkJob;"
+        "j = BenchmarkJob.objects.create(kind='pulse', queue='sim', status='running', params={},"
+        f" worker_host=socket.gethostname(), worker_pid={dead_pid()}, started_at=timezone.now(),"
+        " heartbeat_at=timezone.now()); print(j.pk)"
+    )
+    return int(dev.manage("shell", "-c", code).strip().splitlines()[-1])
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_every_child_killed_in_turn_heals_and_loses_nothing(tmp_path: Path):
+    dev = DevUp(tmp_path / "var", free_port(), HELIOS_SIM_CONCURRENCY="1", HELIOS_REAP_SECONDS="2")
+    try:
+        dev.start()
+
+        # The reaper runs while the only sim slot is busy (it has its own queue and worker).
+        busy = dev.pulse(300, 15.0)
+        dev.wait_status(busy, "running")
+        ghost = stale_job(dev)
+        reaped = dev.wait_status(ghost, "failed", timeout=60)
+        assert "worker lost mid-job" in reaped["error"] and dev.job(busy)["status"] == "running"
+
+        # web, then the maintenance worker (its reaper works again after), while the sim job runs.
+        start = time.monotonic()
+        dev.kill("web")
+        wait_until(dev.serving, timeout=120, what="the web server to serve again")
+        figure("web back serving after kill -9", time.monotonic() - start)
+        figure("worker-maint restarted after kill -9", dev.kill("worker-maint"))
+        assert "worker lost mid-job" in dev.wait_status(stale_job(dev), "failed", timeout=90)["error"]
+        dev.assert_done_with_every_event(busy, 300)
+
+        # each job worker, killed mid-job while the other one runs a job
+        for victim, other in (("worker-gpu", "sim"), ("worker-sim", "gpu")):
+            mine = dev.pulse(600, 20.0, queue=victim.removeprefix("worker-"))
+            theirs = dev.pulse(150, 15.0, queue=other)
+            dev.wait_status(mine, "running")
+            dev.wait_status(theirs, "running")
+            start = time.monotonic()
+            dev.kill(victim)
+            lost = dev.wait_status(mine, "failed")
+            figure(f"{victim}'s job failed after kill -9", time.monotonic() - start)
+            assert lost["error"].startswith("worker lost mid-job") and socket.gethostname() in lost["error"]
+            dev.assert_done_with_every_event(theirs, 150)
+            dev.assert_done_with_every_event(dev.pulse(20, 50.0, queue=victim.removeprefix("worker-")), 20)
+
+        # Redis, mid-job: the events live in the database; the job ends done with every one of them
+        running = dev.pulse(150, 15.0)
+        dev.wait_status(running, "running")
+        figure("redis restarted after kill -9", dev.kill("redis"))
+        dev.assert_done_with_every_event(running, 150)
+        start = time.monotonic()
+        dev.assert_done_with_every_event(dev.pulse(20, 50.0), 20)
+        figure("a new job done after the Redis restart", time.monotonic() - start)
+        assert dev.stop() == 0
+    finally:
+        dev.cleanup()
