@@ -245,6 +245,11 @@ HELIOS_EVENT_FLUSH_SECONDS = float(os.environ.get("HELIOS_EVENT_FLUSH_SECONDS", 
 HELIOS_HEARTBEAT_SECONDS = float(os.environ.get("HELIOS_HEARTBEAT_SECONDS", "5"))
 # A running job whose heartbeat is older than this is failed by the reaper (other hosts' workers).
 HELIOS_JOB_STALE_SECONDS = float(os.environ.get("HELIOS_JOB_STALE_SECONDS", "120"))
+# Every job's hard limit: past it the job fails "time limit exceeded" (Celery's soft limit in a
+# prefork pool; the event pump at the job's next event in any pool; the reaper as the backstop).
+HELIOS_JOB_TIME_LIMIT_SECONDS = float(os.environ.get("HELIOS_JOB_TIME_LIMIT_SECONDS", "3600"))
+# A database write of a running job (events, result) is retried this long before the job fails.
+HELIOS_STORE_RETRY_SECONDS = float(os.environ.get("HELIOS_STORE_RETRY_SECONDS", "10"))
 # How long a worker's stop lets running jobs finish; what is left then fails "stopped by operator".
 HELIOS_DRAIN_SECONDS = float(os.environ.get("HELIOS_DRAIN_SECONDS") or DEFAULT_DRAIN_SECONDS)
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, TypedDict
 
+from django.conf import settings
+
 from scheduler_core.analyses import ANALYSES as SIM_ANALYSES
 from scheduler_core.analyses.params import Analysis, Emit, FloatParam, IntParam, progress
 from scheduler_core.errors import InvalidInput
@@ -36,6 +38,13 @@ class JobKind:
 
     def params_spec(self) -> list[dict[str, Any]]:
         return [p.to_dict() for p in self.analysis.params]
+
+    def time_limit_s(self, params: dict[str, Any]) -> float | None:
+        """Every job's hard limit (`HELIOS_JOB_TIME_LIMIT_SECONDS`); past it the job fails "time limit
+        exceeded". A simulated engine is a service that runs until stopped: its own duration, if any."""
+        if self.queue == "engine":
+            return float(params["duration_s"]) + 60 if params.get("duration_s") else None
+        return settings.HELIOS_JOB_TIME_LIMIT_SECONDS
 
     def queue_for(self, params: dict[str, Any]) -> str:
         """A large sim run goes to `sim_long`, served by a worker of its own, so long runs never

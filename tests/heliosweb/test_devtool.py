@@ -34,7 +34,8 @@ def test_the_config_restarts_every_child_and_drains_the_job_workers_together(tmp
     options.realize(args=["-c", str(paths.conf)])
     groups = {g.name: g for g in options.process_group_configs}
     assert [g.name for g in sorted(groups.values())] == ["redis", "worker-maint", "jobs", "web"]
-    assert {p.name for p in groups["jobs"].process_configs} == {"worker-sim", "worker-sim-long", "worker-gpu"}
+    assert {p.name for p in groups["jobs"].process_configs} == set(stack.JOB_WORKERS)
+    assert set(stack.JOB_WORKERS) == {"worker-sim", "worker-sim-long", "worker-gpu", "worker-engine"}
     every = [p for g in groups.values() for p in g.process_configs]
     assert all(p.autorestart and p.killasgroup and not p.stopasgroup for p in every)
     sim = next(p for p in groups["jobs"].process_configs if p.name == "worker-sim")

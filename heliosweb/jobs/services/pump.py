@@ -1,7 +1,8 @@
 """`EventPump`: a running job's events, numbered (`seq` from 1), stored and sent in batches by a
 background thread (every `HELIOS_EVENT_FLUSH_SECONDS`), which also writes the heartbeat and
 notices cancel requests. One group message per batch keeps far below channels_redis's 100-unread
-limit; the numbers let a client refill any gap from the database."""
+limit; the numbers let a client refill any gap from the database. A batch the database refuses is
+retried (`storage.stored`); one that cannot be stored ends the job, failed with the cause."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
+from heliosweb.common.bounds import BadJSON, check_numbers
+
 from ..models import BenchmarkJob, JobEvent, JobStatus
 from .events import event_data, events_send, job_announce
+from .storage import JobFailure, stored
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +35,12 @@ class JobAbandoned(Exception):
     (a stop's drain ran out, the reaper): the work goes on for nobody, so it stops."""
 
 
+def time_limit_exceeded(limit_s: float | None) -> JobFailure:
+    return JobFailure(f"time limit exceeded ({limit_s or 0:g} s)")
+
+
 class EventPump:
-    def __init__(self, job: BenchmarkJob) -> None:
+    def __init__(self, job: BenchmarkJob, *, time_limit_s: float | None = None) -> None:
         self.job_id = job.pk
         self.seq = job.last_seq
         self.interval = settings.HELIOS_EVENT_FLUSH_SECONDS
@@ -44,18 +52,36 @@ class EventPump:
         self._stopping = False
         self._cancelled = False
         self._abandoned = False
+        self._failure: JobFailure | None = None
+        self._time_limit = time_limit_s
+        self._deadline = time.monotonic() + time_limit_s if time_limit_s else None
         self._thread = threading.Thread(target=self._loop, name=f"events-job-{job.pk}", daemon=True)
         self._last_heartbeat = time.monotonic()
         self._last_announce = 0.0
 
+    @property
+    def failure(self) -> JobFailure | None:
+        """Why the job must fail (its events could not be stored), once that happened."""
+        return self._failure
+
     def emit(self, event: dict[str, Any]) -> None:
-        """The analysis's `emit`: number and buffer one event; raise JobCancelled once cancelled."""
+        """The analysis's `emit`: number and buffer one event. Raises, to end the analysis there:
+        JobFailure (events not stored, a non-finite number, past the time limit), JobAbandoned
+        (failed from outside), JobCancelled."""
+        if self._failure is not None:
+            raise self._failure
         if self._abandoned:
             raise JobAbandoned()
         if self._cancelled:
             raise JobCancelled()
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise time_limit_exceeded(self._time_limit)
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
             return
+        try:
+            check_numbers(event, "event")
+        except BadJSON as exc:
+            raise JobFailure(f"a {event['type']} event holds a non-finite number at event.{exc.field}") from None
         with self._lock:
             self.seq += 1
             message = {**event, "seq": self.seq}
@@ -90,19 +116,19 @@ class EventPump:
             progress, self._progress = self._progress, None
         now = time.monotonic()
         beat = now - self._last_heartbeat >= self.heartbeat_every
-        if not batch and not beat:
+        if (not batch and not beat) or self._failure is not None:
             return
         close_old_connections()
         try:
-            if not self._store(batch, progress):
+            if not stored(lambda: self._store(batch, progress), what=f"{len(batch)} events of the job"):
                 return
-            self._last_heartbeat = now
-            if progress and now - self._last_announce >= ANNOUNCE_EVERY_S:
-                self._last_announce = now
-                job_announce(self.job_id)
-        except Exception:
-            log.exception("could not store %d events of job %s", len(batch), self.job_id)
+        except JobFailure as failure:
+            self._failure = failure  # the analysis stops at its next event; the job fails with this
             return
+        self._last_heartbeat = now
+        if progress and now - self._last_announce >= ANNOUNCE_EVERY_S:
+            self._last_announce = now
+            job_announce(self.job_id)
         events_send(self.job_id, batch)
 
     def _store(self, batch: list[dict[str, Any]], progress: dict[str, Any] | None) -> bool:

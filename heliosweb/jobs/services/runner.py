@@ -10,17 +10,20 @@ import socket
 from contextvars import ContextVar
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.utils import timezone
 
 from heliosweb.catalogs.services import boot_create
+from heliosweb.common.bounds import BadJSON, check_numbers
 from heliosweb.common.processes import pid_alive
 from scheduler_core.errors import InvalidInput
 
 from ..models import BenchmarkJob, JobStatus
 from ..registry import get_kind
 from .events import event_append, job_announce, job_fail
-from .pump import EventPump, JobAbandoned, JobCancelled
+from .pump import EventPump, JobAbandoned, JobCancelled, time_limit_exceeded
+from .storage import JobFailure, stored
 
 log = logging.getLogger(__name__)
 # The job whose analysis runs in this thread: an analysis that serves a recipe (the simulated
@@ -34,33 +37,72 @@ def job_run(*, job_id: int) -> None:
     if job is None:
         return
     job_announce(job.pk)
-    pump = EventPump(job)
+    kind = get_kind(job.kind)
+    pump = EventPump(job, time_limit_s=kind.time_limit_s(job.params))
     pump.start()
     running = running_job.set(job)
     try:
-        result = get_kind(job.kind).analysis.run(dict(job.params), pump.emit)
+        result = kind.analysis.run(dict(job.params), pump.emit)
     except JobAbandoned:
         pump.stop()  # failed from outside (stop, reaper): the job already carries its reason
     except JobCancelled:
         pump.stop()
-        reason = "cancelled while running"
-        _finish(job, JobStatus.CANCELLED, error=reason, event={"type": "cancelled", "reason": reason})
+        _end(job, JobStatus.CANCELLED, "cancelled while running")
+    except JobFailure as failure:
+        pump.stop()
+        _end(job, JobStatus.FAILED, failure.reason)
+    except SoftTimeLimitExceeded:
+        pump.stop()
+        _end(job, JobStatus.FAILED, time_limit_exceeded(kind.time_limit_s(job.params)).reason)
     except Exception as exc:
         log.exception("job %s failed", job_id)
         pump.stop()
-        reason = f"{type(exc).__name__}: {exc}"
-        _finish(job, JobStatus.FAILED, error=reason, event={"type": "failed", "reason": reason})
+        _end(job, JobStatus.FAILED, f"{type(exc).__name__}: {exc}")
     else:
         pump.stop()
-        try:
-            with transaction.atomic():  # the boots and the job's result land together, or neither does
-                _store_boots(job, result)
-                _finish(job, JobStatus.DONE, result=result, event={"type": "done"})
-        except InvalidInput as exc:
-            reason = f"the capture's catalog could not be stored: {exc}"
-            _finish(job, JobStatus.FAILED, error=reason, event={"type": "failed", "reason": reason})
+        _complete(job, result, pump.failure)
     finally:
         running_job.reset(running)
+
+
+def _complete(job: BenchmarkJob, result: dict[str, Any], failure: JobFailure | None) -> None:
+    """`done` only when every event and the result are stored; else failed with the cause."""
+    if failure is None:
+        failure = _non_finite(result)
+    if failure is not None:
+        _end(job, JobStatus.FAILED, failure.reason)
+        return
+
+    def write() -> None:
+        with transaction.atomic():  # the boots and the job's result land together, or neither does
+            _store_boots(job, result)
+            _finish(job, JobStatus.DONE, result=result, event={"type": "done"})
+
+    try:
+        stored(write, what="the result")
+    except InvalidInput as exc:
+        _end(job, JobStatus.FAILED, f"the capture's catalog could not be stored: {exc}")
+    except JobFailure as failure:
+        _end(job, JobStatus.FAILED, failure.reason)
+
+
+def _non_finite(result: Any) -> JobFailure | None:
+    """A result must be JSON a database stores: `inf` or `NaN` anywhere fails the job, named."""
+    try:
+        check_numbers(result, "result")
+    except BadJSON as exc:
+        place = exc.field if exc.field == "result" else f"result{'' if exc.field.startswith('[') else '.'}{exc.field}"
+        return JobFailure(f"the result holds a non-finite number at {place}; nothing was stored")
+    return None
+
+
+def _end(job: BenchmarkJob, status: str, reason: str) -> None:
+    """Failed or cancelled with `reason` (a last event too), retried while the database is away."""
+    event = {"type": "cancelled" if status == JobStatus.CANCELLED else "failed", "reason": reason}
+    try:
+        stored(lambda: _finish(job, status, error=reason, event=event), what="the job's end")
+    except JobFailure:
+        log.error("job %s could not be marked %s (%s); the reaper will fail it", job.pk, status, reason)
 
 
 def _claim(job_id: int) -> BenchmarkJob | None:

@@ -137,8 +137,12 @@ def _enqueue_and_announce(job: BenchmarkJob) -> None:
 
 
 def _enqueue(job: BenchmarkJob) -> None:
+    """To the job's queue, with its time limit: past it Celery raises in a prefork pool's job
+    (SoftTimeLimitExceeded, the job fails "time limit exceeded"), and kills it a minute later."""
+    limit = get_kind(job.kind).time_limit_s(job.params)
+    limits = {"soft_time_limit": limit, "time_limit": limit + 60} if limit else {}
     try:
-        celery_app.send_task(RUN_JOB_TASK, args=[job.pk], queue=job.queue, task_id=f"job-{job.pk}")
+        celery_app.send_task(RUN_JOB_TASK, args=[job.pk], queue=job.queue, task_id=f"job-{job.pk}", **limits)
     except Exception as exc:  # the broker is down: say so on the job instead of leaving it queued forever
         log.exception("could not queue job %s", job.pk)
         job_fail(job_id=job.pk, reason=f"could not queue the job: {exc}", from_status=(JobStatus.QUEUED,))

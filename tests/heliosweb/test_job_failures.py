@@ -1,0 +1,143 @@
+"""No silent loss: a job whose events or result cannot be stored, or whose result cannot be, never
+ends `done`. The database is made to fail by fault injection (its error, as SQLite raises it on a
+full disk, from the real write path); the job runs in this process on the real test database."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from django.db import OperationalError
+
+from heliosweb.jobs.models import BenchmarkJob, JobEvent, JobStatus
+from heliosweb.jobs.registry import JobKind, job_kinds
+from heliosweb.jobs.services import reaper, runner, submission
+from scheduler_core.analyses.params import Analysis
+
+DISK_FULL = "database or disk is full"
+
+
+def flaky_event_writes(monkeypatch: pytest.MonkeyPatch, failures: int) -> list[int]:
+    """The next `failures` event batch writes fail as on a full disk; later ones go through."""
+    calls: list[int] = []
+    original = JobEvent.objects.bulk_create
+
+    def bulk_create(objs, *args, **kwargs):
+        calls.append(len(calls))
+        if len(calls) <= failures:
+            raise OperationalError(DISK_FULL)
+        return original(objs, *args, **kwargs)
+
+    monkeypatch.setattr(JobEvent.objects, "bulk_create", bulk_create)
+    return calls
+
+
+def pulse(maintainer, count: int = 60) -> BenchmarkJob:
+    return submission.job_create(kind="pulse", params={"count": count, "rate": 2000.0}, user=maintainer)
+
+
+def with_kind(monkeypatch: pytest.MonkeyPatch, run) -> None:
+    analysis = Analysis(name="pr22", summary="", params=(), run=run)
+    kinds = {**job_kinds(), "pr22": JobKind("pr22", "sim", analysis)}
+    monkeypatch.setattr("heliosweb.jobs.registry.job_kinds", lambda: kinds)
+
+
+def test_event_writes_that_fail_a_few_times_are_retried_and_nothing_is_lost(
+    maintainer, monkeypatch, transactional_db, settings
+):
+    settings.HELIOS_STORE_RETRY_SECONDS = 30  # a deadline, never reached: the fourth write succeeds
+    calls = flaky_event_writes(monkeypatch, failures=3)
+    job = pulse(maintainer)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.error
+    assert len(calls) > 3
+    seqs = list(job.events.order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, job.last_seq + 1))
+    measured = [e.data["i"] for e in job.events.filter(type="measurement").order_by("seq")]
+    assert measured == list(range(60))
+
+
+def test_event_writes_that_keep_failing_fail_the_job_at_once_with_the_cause(
+    maintainer, monkeypatch, transactional_db, settings
+):
+    settings.HELIOS_STORE_RETRY_SECONDS = 0.3
+    flaky_event_writes(monkeypatch, failures=10**9)
+    job = pulse(maintainer, count=2000)  # about a second of events: the failure stops it mid-run
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert re.fullmatch(r"\d+ events of the job could not be stored: disk full \(database or disk is full\)", job.error)
+    assert job.events.last().type == "failed" and job.result is None
+
+
+def test_a_failure_of_the_last_batch_still_keeps_the_job_from_done(maintainer, monkeypatch, transactional_db, settings):
+    """The analysis returns before the pump tries its last batch: the job fails, never `done`."""
+    settings.HELIOS_STORE_RETRY_SECONDS = 0.2
+    settings.HELIOS_EVENT_FLUSH_SECONDS = 60  # nothing is flushed until the end
+    flaky_event_writes(monkeypatch, failures=10**9)
+    with_kind(monkeypatch, lambda params, emit: (emit({"type": "log", "message": "one"}), {"ok": 1})[1])
+    job = submission.job_create(kind="pr22", user=maintainer)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.result) == (JobStatus.FAILED, None)
+    assert "disk full" in job.error
+
+
+def test_a_result_with_a_non_finite_number_fails_the_job_naming_the_field(maintainer, monkeypatch, transactional_db):
+    with_kind(monkeypatch, lambda params, emit: {"arms": [{"cost": {"ms": 1e308 * 10}}], "n": 1})
+    job = submission.job_create(kind="pr22", user=maintainer)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.result is None
+    assert job.error == "the result holds a non-finite number at result.arms[0].cost.ms; nothing was stored"
+
+
+def test_an_event_with_a_non_finite_number_fails_the_job_at_that_event(maintainer, monkeypatch, transactional_db):
+    def run(params, emit):
+        emit({"type": "measurement", "name": "x", "i": 0, "ms": math.nan})
+        raise AssertionError("not reached: the event stops the analysis")
+
+    with_kind(monkeypatch, run)
+    job = submission.job_create(kind="pr22", user=maintainer)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.error) == (
+        JobStatus.FAILED,
+        "a measurement event holds a non-finite number at event.ms",
+    )
+
+
+def test_a_job_past_its_time_limit_fails_with_time_limit_exceeded(maintainer, transactional_db, settings):
+    settings.HELIOS_JOB_TIME_LIMIT_SECONDS = 0.5
+    job = submission.job_create(kind="pulse", params={"count": 100, "rate": 20.0}, user=maintainer)  # 5 s
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.error) == (JobStatus.FAILED, "time limit exceeded (0.5 s)")
+    assert job.events.count() < 100
+
+
+def test_the_reaper_fails_a_job_far_past_its_time_limit(maintainer, transactional_db, settings):
+    """The backstop for an analysis that never emits in a solo pool (no Celery time limit there)."""
+    import os
+    import socket
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.HELIOS_JOB_TIME_LIMIT_SECONDS = 60
+    started = timezone.now() - timedelta(seconds=60 + reaper.HARD_LIMIT_GRACE_S + 1)
+    job = BenchmarkJob.objects.create(
+        kind="pulse",
+        queue="sim",
+        params={"count": 1, "rate": 1.0},
+        status=JobStatus.RUNNING,
+        started_at=started,
+        heartbeat_at=timezone.now(),
+        worker_host=socket.gethostname(),
+        worker_pid=os.getpid(),  # alive
+    )
+    assert reaper.jobs_reap() == [job.pk]
+    job.refresh_from_db()
+    assert job.error == "time limit exceeded (60 s)"
