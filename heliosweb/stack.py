@@ -18,7 +18,7 @@ import sys
 import time
 import xmlrpc.client
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from heliosweb.common.processes import DEFAULT_DRAIN_SECONDS, parent_pid, pid_alive
@@ -36,8 +36,6 @@ class Program:
     command: list[str]
     priority: int
     stop_wait_s: float = 20
-    kind: str = "worker"  # web | worker | redis: the order a crash's leftovers are stopped in
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def drain_seconds() -> float:
@@ -77,28 +75,20 @@ def programs(*, var: Path, host: str, port: int, redis_cmd: list[str] | None) ->
         Program("worker-sim-long", celery_worker_cmd("sim_long"), 30, job_stop_wait),
         Program("worker-gpu", celery_worker_cmd("gpu"), 30, job_stop_wait),
         Program("worker-engine", celery_worker_cmd("engine"), 30, job_stop_wait),  # starts no engine by itself
-        Program(
-            "web",
-            [PY, "-m", "daphne", "-b", host, "-p", str(port), "heliosweb.asgi:application"],
-            40,
-            10,
-            kind="web",
-        ),
+        Program("web", [PY, "-m", "daphne", "-b", host, "-p", str(port), "heliosweb.asgi:application"], 40, 10),
     ]
     if redis_cmd:
-        found.insert(0, Program("redis", redis_cmd, 10, kind="redis"))
+        found.insert(0, Program("redis", redis_cmd, 10))
     return found
 
 
-JOB_WORKERS = (
-    "worker-sim",
-    "worker-sim-long",
-    "worker-gpu",
-    "worker-engine",
-)  # stopped together: drains run in parallel
+# One supervisord group: stopped together, so their drains run side by side.
+JOB_WORKERS = ("worker-sim", "worker-sim-long", "worker-gpu", "worker-engine")
 
 
 class Paths:
+    """Where a stack keeps its supervisord config, control socket, pid file and logs (under var/)."""
+
     def __init__(self, var: Path) -> None:
         self.var = var
         self.conf = var / "supervisor" / "supervisord.conf"

@@ -188,7 +188,7 @@ def _database_url(settings_dict: dict[str, Any]) -> str:
 
 
 class Stack:
-    """Redis + one Celery worker (queues sim,gpu; solo pool: killing it kills the running job) + daphne."""
+    """Redis + one Celery worker (queues sim, sim_long, gpu; solo pool: killing it kills the running job) + daphne."""
 
     def __init__(self, redis_url: str, database_url: str, logdir: Path) -> None:
         self.redis_url = redis_url
@@ -231,7 +231,7 @@ class Stack:
                 "heliosweb",
                 "worker",
                 "-Q",
-                "sim,gpu",
+                "sim,sim_long,gpu",
                 "--pool=solo",
                 "-n",
                 f"test{self._starts}@%h",
