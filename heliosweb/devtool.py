@@ -213,7 +213,7 @@ def _watch(front: StackFront, state: dict) -> int:
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     follower = stack.LogFollower(front.paths, ["supervisord", *state["programs"]])
-    announced, fatal_at = False, {}
+    announced, fatal_at = False, dict[str, float]()
     while not stopping:
         follower.poll()
         if not front.alive():

@@ -151,7 +151,7 @@ def write_config(paths: Paths, progs: list[Program], root: Path) -> None:
 
 
 def rpc(paths: Paths) -> xmlrpc.client.ServerProxy:
-    from supervisor.xmlrpc import SupervisorTransport
+    from supervisor.xmlrpc import SupervisorTransport  # type: ignore[import-untyped]
 
     return xmlrpc.client.ServerProxy(
         "http://127.0.0.1", transport=SupervisorTransport(None, None, f"unix://{paths.sock}")
@@ -161,7 +161,7 @@ def rpc(paths: Paths) -> xmlrpc.client.ServerProxy:
 def process_info(paths: Paths) -> list[dict]:
     """supervisord's view of every program (name, statename, pid, ...); [] when it does not answer."""
     try:
-        return list(rpc(paths).supervisor.getAllProcessInfo())
+        return list(rpc(paths).supervisor.getAllProcessInfo())  # type: ignore[arg-type]
     except (OSError, xmlrpc.client.Fault, xmlrpc.client.ProtocolError):
         return []
 

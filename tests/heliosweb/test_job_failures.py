@@ -141,3 +141,16 @@ def test_the_reaper_fails_a_job_far_past_its_time_limit(maintainer, transactiona
     assert reaper.jobs_reap() == [job.pk]
     job.refresh_from_db()
     assert job.error == "time limit exceeded (60 s)"
+
+
+def test_stored_batches_are_also_sent_live_every_event_once(maintainer, monkeypatch, transactional_db):
+    """The retrying store must not swallow the live send: each stored event goes out once, in order."""
+    from heliosweb.jobs.services import pump
+
+    sent: list[int] = []
+    monkeypatch.setattr(pump, "events_send", lambda job_id, messages: sent.extend(m["seq"] for m in messages))
+    job = pulse(maintainer, count=40)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE
+    assert sent == list(range(1, job.last_seq))  # all but the last, `done`, which event_append sends

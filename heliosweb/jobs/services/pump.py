@@ -157,3 +157,4 @@ class EventPump:
                     progress_message=str(progress.get("message", ""))[:200],
                 )
             BenchmarkJob.objects.filter(pk=self.job_id).update(**fields)
+        return True

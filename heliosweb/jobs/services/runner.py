@@ -82,8 +82,8 @@ def _complete(job: BenchmarkJob, result: dict[str, Any], failure: JobFailure | N
         stored(write, what="the result")
     except InvalidInput as exc:
         _end(job, JobStatus.FAILED, f"the capture's catalog could not be stored: {exc}")
-    except JobFailure as failure:
-        _end(job, JobStatus.FAILED, failure.reason)
+    except JobFailure as exc:
+        _end(job, JobStatus.FAILED, exc.reason)
 
 
 def _non_finite(result: Any) -> JobFailure | None:

@@ -43,7 +43,8 @@ def failure_cause(exc: BaseException) -> str:
 
 def _reconnect(state: RetryCallState) -> None:
     """A broken connection is not reused: the next attempt opens a fresh one."""
-    log.warning("database write failed (attempt %d), retrying: %s", state.attempt_number, state.outcome.exception())
+    error = state.outcome.exception() if state.outcome is not None else None
+    log.warning("database write failed (attempt %d), retrying: %s", state.attempt_number, error)
     if not connection.in_atomic_block:
         connection.close()
 
