@@ -47,7 +47,9 @@ def sim_concurrency() -> int:
     return int(os.environ.get("HELIOS_SIM_CONCURRENCY", "0")) or os.cpu_count() or 1
 
 
-def celery_worker_cmd(queues: str, *, beat_schedule: Path | None = None, concurrency: int = 1) -> list[str]:
+def celery_worker_cmd(
+    queues: str, *, beat_schedule: Path | None = None, concurrency: int = 1, name: str | None = None
+) -> list[str]:
     """A gpu worker runs solo (CUDA cannot start in a forked child), one per device: started under
     CUDA_VISIBLE_DEVICES, it is named after its devices so workers on one host stay apart."""
     gpu = "gpu" in queues.split(",")
@@ -58,7 +60,7 @@ def celery_worker_cmd(queues: str, *, beat_schedule: Path | None = None, concurr
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
     devices = f"-cuda{visible.replace(',', '-')}" if gpu and visible else ""
     cmd = [PY, "-m", "celery", "-A", "heliosweb", "worker", "-Q", queues, "--loglevel=INFO"]
-    cmd += ["-n", f"{queues.replace(',', '-')}{devices}@%h", *pool, "--without-gossip", "--without-mingle"]
+    cmd += ["-n", name or f"{queues.replace(',', '-')}{devices}@%h", *pool, "--without-gossip", "--without-mingle"]
     if beat_schedule is not None:
         cmd += ["-B", "--schedule", str(beat_schedule)]
     return cmd

@@ -255,7 +255,7 @@ class Stack:
         """The `engine` queue's worker, as `./dev up` runs it (threads: each engine is long-running)."""
         if self.engine_worker is not None and self.engine_worker.poll() is None:
             return
-        from heliosweb.devtool import celery_worker_cmd
+        from heliosweb.stack import celery_worker_cmd
 
         path = self.logdir / "engine-worker.log"
         cmd = [sys.executable, *celery_worker_cmd("engine", name="engine-test@%h")[1:]]
