@@ -71,6 +71,11 @@ class Stream(AsyncWebsocketConsumer):
         while True:
             await asyncio.sleep(interval)
             await self.send_json({"type": "ping", "interval": interval})
+            await self.on_tick()
+
+    async def on_tick(self) -> None:
+        """Each ping: a stream that keeps its history in the database catches up on what the live
+        path lost (a Redis restart can leave a process's channel-layer receive deaf)."""
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None or len(text_data.encode()) > MAX_MESSAGE_BYTES:

@@ -47,6 +47,9 @@ class JobConsumer(Stream):
         self.last_seq = after
         await self._replay(before=None)
 
+    async def on_tick(self) -> None:
+        await self._replay(before=None)
+
     async def job_events(self, message: dict[str, Any]) -> None:
         for event in message["events"]:
             seq = event["seq"]
