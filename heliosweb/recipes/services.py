@@ -32,7 +32,7 @@ SYSTEM = "system"  # the actor name of changes made without a user (demo data, m
 
 def recipe_create(
     *,
-    name: Any,
+    name: Any = None,  # required, but refused by _name with the field named (an API body may lack it)
     description: Any = "",
     policy: Any = "cost",
     shapes: Any = None,

@@ -33,6 +33,7 @@ def test_a_recipe_is_created_with_its_policy_setting_and_one_audit_event(db):
 @pytest.mark.parametrize(
     ("fields", "field"),
     [
+        ({}, "name"),
         ({"name": ""}, "name"),
         ({"name": "a b"}, "name"),
         ({"name": "x", "policy": "rule-v1"}, "policy"),
@@ -146,3 +147,10 @@ def test_every_reader_tolerates_a_recipe_without_a_setting(client, viewer):
     assert client.get("/decisions/new").status_code in (200, 403)
     policy = client.get("/api/recipes/bare/policy")
     assert policy.status_code == 404 and policy.json()["field"] == "recipe"
+
+
+def test_the_api_refuses_a_recipe_without_a_name_as_a_field_error(client, db):
+    client.force_login(operator())
+    response = client.post("/api/recipes/", {"policy": "rule"}, content_type="application/json")
+    assert response.status_code == 400 and response.json()["field"] == "name"
+    assert Recipe.objects.count() == 0
