@@ -194,6 +194,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis answers an error instead of dropping the connection when it refuses writes (`MISCONF`:
+# its snapshot failed, a disk full; `OOM`: maxmemory). Celery counts such replies as channel
+# errors, and without this a worker's failed ack or pop was "Unrecoverable": the worker exited.
+# With it the worker reconnects (a retry a second) until Redis writes again.
+CELERY_BROKER_CHANNEL_ERROR_RETRY = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A task whose whole worker vanished comes back after this; the job is then marked failed
     # (never run twice: see jobs.services.runner.job_run).

@@ -15,6 +15,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from .redis_errors import redis_refusal
+
 log = logging.getLogger(__name__)
 
 
@@ -25,8 +27,16 @@ def send_event(group: str, message: dict[str, Any]) -> bool:
         return False
     try:
         async_to_sync(layer.group_send)(group, message)
-    except Exception:
-        log.warning("could not send a %s message to channel group %s", message.get("type"), group, exc_info=True)
+    except Exception as exc:
+        # Redis refusing writes lasts (until its disk has room): one line a send, not a traceback.
+        refusal = redis_refusal(exc)
+        log.warning(
+            "could not send a %s message to channel group %s%s",
+            message.get("type"),
+            group,
+            f": {refusal}" if refusal else "",
+            exc_info=refusal is None,
+        )
         return False
     return True
 

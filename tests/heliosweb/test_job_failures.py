@@ -154,3 +154,38 @@ def test_stored_batches_are_also_sent_live_every_event_once(maintainer, monkeypa
     job.refresh_from_db()
     assert job.status == JobStatus.DONE
     assert sent == list(range(1, job.last_seq))  # all but the last, `done`, which event_append sends
+
+
+@pytest.mark.parametrize(
+    "reply, why",
+    [
+        ("OOM command not allowed when used memory > 'maxmemory'.", "it is at its memory limit"),
+        (
+            "Command # 1 (LPUSH sim x) of pipeline caused error: MISCONF Redis is configured",
+            "it cannot save to its disk",
+        ),
+        ("READONLY You can't write against a read only replica.", "it is a read-only replica"),
+    ],
+)
+def test_a_job_redis_refuses_to_queue_fails_at_once_naming_the_refusal(
+    maintainer, monkeypatch, transactional_db, reply, why
+):
+    """kombu re-raises Redis's reply as its own OperationalError: the cause is found under it."""
+    from kombu.exceptions import OperationalError as KombuOperationalError
+    from redis.exceptions import ResponseError
+
+    from heliosweb.celery import app
+    from heliosweb.common.redis_errors import redis_refusal
+
+    def refuse(*args, **kwargs):
+        try:
+            raise ResponseError(reply)
+        except ResponseError as exc:
+            raise KombuOperationalError(str(exc)) from exc
+
+    monkeypatch.setattr(app, "send_task", refuse)
+    job = pulse(maintainer)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.error.startswith(f"could not queue the job: Redis refuses writes: {why}")
+    assert redis_refusal(ResponseError("WRONGTYPE Operation against a key")) is None

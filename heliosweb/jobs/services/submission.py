@@ -18,6 +18,7 @@ from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.celery import app as celery_app
 from heliosweb.common.errors import Throttled
 from heliosweb.common.permissions import Actor
+from heliosweb.common.redis_errors import redis_refusal
 from heliosweb.recipes.models import Recipe
 from scheduler_core.analyses.params import CatalogListParam, CatalogParam
 from scheduler_core.errors import InvalidInput
@@ -143,9 +144,10 @@ def _enqueue(job: BenchmarkJob) -> None:
     limits = {"soft_time_limit": limit, "time_limit": limit + 60} if limit else {}
     try:
         celery_app.send_task(RUN_JOB_TASK, args=[job.pk], queue=job.queue, task_id=f"job-{job.pk}", **limits)
-    except Exception as exc:  # the broker is down: say so on the job instead of leaving it queued forever
-        log.exception("could not queue job %s", job.pk)
-        job_fail(job_id=job.pk, reason=f"could not queue the job: {exc}", from_status=(JobStatus.QUEUED,))
+    except Exception as exc:  # the broker is down or refuses writes: say so on the job, never leave it queued
+        refusal = redis_refusal(exc)
+        log.error("could not queue job %s: %s", job.pk, refusal or exc, exc_info=refusal is None)
+        job_fail(job_id=job.pk, reason=f"could not queue the job: {refusal or exc}", from_status=(JobStatus.QUEUED,))
 
 
 def job_cancel(*, job: BenchmarkJob, user: Actor | None = None, audit_action: str = "job_cancelled") -> BenchmarkJob:

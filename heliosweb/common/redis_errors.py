@@ -1,0 +1,30 @@
+"""Redis refusing writes, named for people. Redis answers an error (it keeps the connection) when it
+will not write: `MISCONF` once a snapshot failed (its disk full or unwritable, with
+`stop-writes-on-bgsave-error`), `OOM` at its `maxmemory` with `noeviction`, `READONLY` on a replica.
+Libraries wrap that reply (kombu re-raises it as its own OperationalError, a pipeline prefixes the
+command), so the cause chain is searched for it."""
+
+from __future__ import annotations
+
+from redis.exceptions import ResponseError
+
+_REFUSALS = {
+    "MISCONF": "it cannot save to its disk (MISCONF: the disk is full or unwritable)",
+    "OOM": "it is at its memory limit (OOM: maxmemory reached, nothing may be evicted)",
+    "READONLY": "it is a read-only replica (READONLY)",
+}
+
+
+def redis_refusal(exc: BaseException | None) -> str | None:
+    """`Redis refuses writes: <why>` when `exc` (or what caused it) is such a refusal, else None."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ResponseError):
+            text = str(exc)
+            # a pipeline's error reads "Command # 1 (ZREM ...) of pipeline caused error: MISCONF ..."
+            code = text.split("caused error: ", 1)[-1].split(" ", 1)[0]
+            if code in _REFUSALS:
+                return f"Redis refuses writes: {_REFUSALS[code]}"
+        exc = exc.__cause__ or exc.__context__
+    return None
