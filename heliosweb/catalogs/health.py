@@ -7,7 +7,7 @@ from typing import Any
 
 from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
-from scheduler_core.health import BootHealth, boot_health, repaired, shape_noise
+from scheduler_core.health import BootHealth, boots_health, repaired, shape_noise
 from scheduler_core.tradeoff import StoredBoot
 
 from .models import Boot
@@ -23,8 +23,7 @@ def recipe_boots(*, recipe_id: int) -> list[StoredBoot]:
 
 def boot_healths(*, recipe_id: int) -> dict[int, BootHealth]:
     boots = recipe_boots(recipe_id=recipe_id)
-    everyone = [b.catalog for b in boots]
-    return {b.id: boot_health(b.catalog, everyone) for b in boots}
+    return dict(zip((b.id for b in boots), boots_health([b.catalog for b in boots]), strict=True))
 
 
 def recipe_noise(*, recipe_id: int) -> list[dict[str, Any]]:

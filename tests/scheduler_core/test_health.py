@@ -4,10 +4,19 @@ import pytest
 
 from scheduler_core.catalog import Catalog, catalog_from_mapping, drift, noise
 from scheduler_core.execution import AffineExecution, measured_catalog
-from scheduler_core.health import affine_fit, boot_health, recipe_health, repaired, shape_noise
+from scheduler_core.health import (
+    PooledFit,
+    affine_fit,
+    boot_health,
+    boots_health,
+    recipe_health,
+    repaired,
+    shape_noise,
+)
 
 CLEAN = measured_catalog(AffineExecution(), decode_rows=(8,), mixed=((512, 8),))
 SEEDS = 400
+TRIALS = 500  # log-normal noise: seeded, so every run sees the same 500 recipes
 
 
 def within(catalog: Catalog, *, seed: int, spread: float = 0.05) -> Catalog:
@@ -46,6 +55,61 @@ def test_clean_boots_are_flagged_in_under_one_percent_of_cases(boots):
     assert flagged / (SEEDS * boots) < 0.01
 
 
+def log_normal_recipe(seed: int, boots: int) -> list[Catalog]:
+    """Unbounded 5 % noise: every measurement scaled by exp(N(0, 0.05))."""
+    return [noise(CLEAN, seed=seed * 100 + b, sigma=0.05) for b in range(boots)]
+
+
+@pytest.mark.parametrize("boots", [3, 5])
+def test_under_log_normal_noise_clean_boots_are_flagged_in_under_one_percent_of_cases(boots):
+    flagged = sum(h.status == "flagged" for seed in range(TRIALS) for h in boots_health(log_normal_recipe(seed, boots)))
+    assert flagged / (TRIALS * boots) < 0.01
+
+
+@pytest.mark.parametrize("boots", [3, 5])
+def test_under_log_normal_noise_over_measures_are_caught_as_often_as_the_noise_allows(boots):
+    """No detector catches every 1.3x over-measure under unbounded noise at 1 % false alarms (one
+    that knew the true costs would still miss about 1 %: bench/health_bench.py); this one misses
+    a few per cent at 1.3x and none from 1.5x (the pull request's drift was 1.6x)."""
+    rng = random.Random(boots)
+    missed = {1.3: 0, 1.5: 0}
+    for seed in range(TRIALS):
+        catalogs = log_normal_recipe(seed, boots)
+        victim, capacity = rng.randrange(boots), rng.choice(CLEAN.capacities)
+        for factor in missed:
+            injected = [drift(c, capacity, factor) if i == victim else c for i, c in enumerate(catalogs)]
+            missed[factor] += (capacity, 0) not in boots_health(injected)[victim].shapes()
+    assert missed[1.3] / TRIALS < 0.06
+    assert missed[1.5] == 0
+
+
+def test_boots_health_judges_like_boot_health():
+    catalogs = log_normal_recipe(7, 4)
+    catalogs[1] = drift(catalogs[1], 1024, 1.4)
+    assert boots_health(catalogs) == [boot_health(c, catalogs) for c in catalogs]
+    assert [h.status for h in boots_health(catalogs)] == ["ok", "flagged", "ok", "ok"]
+
+
+def test_the_pooled_fit_leaves_a_drifted_graph_out_and_can_leave_out_one_measurement():
+    catalogs = [CLEAN, CLEAN, drift(CLEAN, 4096, 1.6)]
+    pooled = PooledFit.of(catalogs)
+    assert pooled.fit is not None
+    assert pooled.fit.fixed_ms == pytest.approx(2.0) and pooled.fit.ms_per_token == pytest.approx(1 / 64)
+    assert (2, 4096) not in pooled.kept and len(pooled.kept) == 20
+    without = pooled.without(0, 64)
+    assert without is not None and without.predict(64) == pytest.approx(3.0)
+
+
+def test_a_shape_every_boot_measures_off_the_fit_is_judged_across_boots_only():
+    """A graph that truly costs more than the affine model says (a different kernel, say) is not
+    an outlier when every boot agrees on it."""
+    odd = CLEAN.replace_ms(lambda g: g.ms * 1.5 if g.shape == (256, 0) else g.ms)
+    catalogs = [noise(odd, seed=s, sigma=0.02) for s in range(4)]
+    assert [h.status for h in boots_health(catalogs)] == ["ok"] * 4
+    catalogs[3] = drift(catalogs[3], 256, 1.3)
+    assert (256, 0) in boots_health(catalogs)[3].shapes()
+
+
 def test_the_pull_requests_drift_is_flagged_with_its_ratio_and_reason():
     catalogs = [noise(CLEAN, seed=s, sigma=0.01) for s in range(4)]
     catalogs[2] = drift(catalogs[2], 4096, 1.6)
@@ -54,7 +118,7 @@ def test_the_pull_requests_drift_is_flagged_with_its_ratio_and_reason():
     [flag] = health.flagged
     assert (flag.prefill, flag.decode) == (4096, 0)
     assert flag.ratio == pytest.approx(1.6, rel=0.05)
-    assert flag.reason == f"outlier: {flag.ratio:.2f}x the median of 4 boots (slower)"
+    assert flag.reason == f"outlier: {flag.ratio:.2f}x what the recipe's 3 other boots predict (slower)"
 
 
 def test_an_under_measure_is_an_outlier_too():
