@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -22,6 +23,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from heliosweb.common.bounds import BadJSON, parse_json
+
+log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -71,7 +74,10 @@ class Stream(AsyncWebsocketConsumer):
         while True:
             await asyncio.sleep(interval)
             await self.send_json({"type": "ping", "interval": interval})
-            await self.on_tick()
+            try:
+                await self.on_tick()
+            except Exception:  # a failed catch-up (database busy, restarting) must not end the pings
+                log.warning("%s: catch-up on ping failed; retrying at the next ping", type(self).__name__, exc_info=True)
 
     async def on_tick(self) -> None:
         """Each ping: a stream that keeps its history in the database catches up on what the live

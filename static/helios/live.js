@@ -7,6 +7,7 @@ window.heliosLive = function (path, handlers) {
   const FINAL = { 4401: "logged out: reload the page to log in again", 4404: "no such stream" };
   let retry = 500;
   let silence = null;
+  let interval = 20; // seconds between the server's pings (it says so in each ping)
 
   function watch(ws, seconds) {
     clearTimeout(silence);
@@ -16,13 +17,16 @@ window.heliosLive = function (path, handlers) {
   function connect() {
     const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path();
     const ws = new WebSocket(url);
-    ws.onopen = () => { retry = 500; if (handlers.open) handlers.open(); };
+    // Watched from the start, not from the first ping: a socket the server accepted and then never
+    // served (stuck joining its group while Redis restarts) is closed and opened again.
+    ws.onopen = () => { retry = 500; watch(ws, interval); if (handlers.open) handlers.open(); };
     ws.onmessage = (event) => {
       let msg;
       try { msg = JSON.parse(event.data); } catch (e) { console.error(e); return; }
       if (msg.type === "ping") {
         ws.send(JSON.stringify({ type: "pong" }));
-        watch(ws, msg.interval);
+        interval = msg.interval;
+        watch(ws, interval);
         return;
       }
       try { handlers.message(msg); } catch (e) { console.error(e); }

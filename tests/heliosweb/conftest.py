@@ -22,6 +22,7 @@ import pytest
 from channels.layers import channel_layers
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission, User
+from kombu import pools as kombu_pools
 
 from heliosweb.devtool import free_port
 
@@ -343,8 +344,10 @@ def use_redis(redis_url: str, settings: Any) -> None:
     if app.conf.broker_url != redis_url:
         app.conf.broker_url = redis_url
         app.conf.broker_transport_options = {"visibility_timeout": 30}
-        if app._pool is not None:
-            app._pool.force_close_all()
+        # kombu keeps one connection pool per broker URL for the whole process: closing only ours
+        # would leave that closed pool registered, and a later switch back to its URL would get
+        # "Acquire on closed pool" (the idle-websocket test, after the Redis-restart test).
+        kombu_pools.reset()
         app._pool = None
         app.amqp._producer_pool = None  # the next send opens a connection to the new URL
 

@@ -21,11 +21,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transa
 IDLE_SECONDS = 60
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="KNOWN BUG, open: passes alone, but in the whole suite its pr22 job never finishes within 60 s "
-    "(order-dependent; seen twice on 2026-11-30). Kept running so a fix shows as XPASS.",
-)
 def test_the_dashboards_websockets_stay_open_through_a_quiet_minute_answering_pings(stack, page, recipe):
     viewer = User.objects.create_user("idle-viewer", password="pw-idle-123")
     stack.start_web()
