@@ -77,7 +77,9 @@ class Stream(AsyncWebsocketConsumer):
             try:
                 await self.on_tick()
             except Exception:  # a failed catch-up (database busy, restarting) must not end the pings
-                log.warning("%s: catch-up on ping failed; retrying at the next ping", type(self).__name__, exc_info=True)
+                log.warning(
+                    "%s: catch-up on ping failed; retrying at the next ping", type(self).__name__, exc_info=True
+                )
 
     async def on_tick(self) -> None:
         """Each ping: a stream that keeps its history in the database catches up on what the live
