@@ -302,6 +302,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "heliosweb.recipes.policy_poll.add_to_openapi",
+        "heliosweb.jobs.schema.add_job_kinds_to_openapi",
     ],
     # Behind login like every other /api/ path (a token or the browser session).
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],

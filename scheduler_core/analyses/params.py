@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..catalog import Catalog
+from ..catalog import MAX_CAPACITY, MAX_GRAPHS, MAX_MS, Catalog
 from ..errors import InvalidInput
 from ..events import ProgressEvent
 from ..plan_io import parse_json
@@ -322,16 +322,20 @@ class CatalogListParam(_ListParam):
         return self._list_schema(CATALOG_SCHEMA)
 
 
+# The bounds `Catalog.from_dicts` enforces, stated (API docs, the OpenAPI schema).
 CATALOG_SCHEMA: dict[str, Any] = {
     "type": "array",
+    "minItems": 1,
+    "maxItems": MAX_GRAPHS,
     "items": {
         "type": "object",
         "properties": {
-            "prefill": {"type": "integer", "minimum": 0},
-            "decode": {"type": "integer", "minimum": 0},
-            "ms": {"type": ["number", "null"], "minimum": 0},
+            "prefill": {"type": "integer", "minimum": 0, "maximum": MAX_CAPACITY},
+            "decode": {"type": "integer", "minimum": 0, "maximum": MAX_CAPACITY},
+            "ms": {"type": ["number", "null"], "minimum": 0, "maximum": MAX_MS},
         },
         "required": ["prefill", "decode"],
+        "additionalProperties": False,
     },
 }
 
@@ -386,6 +390,15 @@ class Analysis:
     # The event records `run` may emit (scheduler_core.events): what listeners may rely on.
     events: tuple[type, ...] = (ProgressEvent,)
 
+    def params_schema(self) -> dict[str, Any]:
+        """The JSON schema of this analysis's parameters, from the declarations `validate` enforces:
+        each one's type, bounds and choices; every one optional (defaults fill the rest); no other."""
+        return {
+            "type": "object",
+            "properties": {p.name: _described(p) for p in self.params},
+            "additionalProperties": False,
+        }
+
     def validate(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
         """Fill defaults, parse every value, reject unknown names, broken cross-parameter rules and
         runs too large to finish in minutes."""
@@ -403,6 +416,12 @@ class Analysis:
                 f"this {self.name} run is too large ({work:,} work units, limit {self.max_work:,}); reduce its size",
             )
         return params
+
+
+def _described(p: Param) -> dict[str, Any]:
+    """A parameter's schema with its help line; `null` allowed where it means "not given"."""
+    schema = {**p.json_schema(), "description": p.help}
+    return {"anyOf": [schema, {"type": "null"}], "description": p.help} if p.default_value() is None else schema
 
 
 def _size_param(specs: tuple[Param, ...]) -> str:
