@@ -152,7 +152,8 @@ AXES_FAILURE_LIMIT = env_int("HELIOS_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("HELIOS_LOGIN_LOCKOUT_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# 429 with Retry-After (the seconds until the lock lifts) and a page saying until when.
+AXES_LOCKOUT_CALLABLE = "heliosweb.common.lockout.lockout_response"
 AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"

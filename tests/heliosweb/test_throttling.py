@@ -41,6 +41,48 @@ def test_wrong_passwords_lock_that_user_out_from_that_address(settings):
     assert _log_in(Client(), "bystander", "other-password-123").status_code == 302
 
 
+def test_a_lockout_says_when_to_retry_with_retry_after_and_on_its_page(settings):
+    from datetime import timedelta
+
+    from axes.models import AccessAttempt
+    from django.utils import timezone
+
+    settings.AXES_FAILURE_LIMIT = 2
+    settings.AXES_COOLOFF_TIME = timedelta(minutes=15)
+    User.objects.create_user("victim", password="right-password-123")
+    client = Client()
+    assert _log_in(client, "victim", "guess").status_code == 200
+    locked = _log_in(client, "victim", "guess")
+    assert locked.status_code == 429
+    assert 0 < int(locked["Retry-After"]) <= 15 * 60
+    page = locked.content.decode()
+    assert 'id="locked-until"' in page and "UTC" in page and "in about <span" in page and "15 minutes" in page
+    # The lock runs from the latest failure, and an attempt while locked (even the right password)
+    # is one: ten minutes on, it starts the whole wait again.
+    AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(minutes=10))
+    again = _log_in(Client(), "victim", "right-password-123")
+    assert again.status_code == 429 and int(again["Retry-After"]) > 10 * 60
+    # Where attempts while locked do not count (axes' setting), ten minutes on, five are left.
+    settings.AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+    AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(minutes=10))
+    later = _log_in(Client(), "victim", "right-password-123")
+    assert later.status_code == 429 and 0 < int(later["Retry-After"]) <= 5 * 60
+
+
+def test_a_lockout_asked_for_json_answers_the_error_shape_with_retry_after(settings):
+    settings.AXES_FAILURE_LIMIT = 1
+    User.objects.create_user("victim", password="right-password-123")
+    locked = Client().post(
+        "/accounts/login/",
+        {"username": "victim", "password": "guess"},
+        REMOTE_ADDR="10.0.0.1",
+        HTTP_X_REQUESTED_WITH="XMLHttpRequest",
+    )
+    assert locked.status_code == 429 and int(locked["Retry-After"]) > 0
+    body = locked.json()
+    assert body["field"] == "password" and f"try again in {locked['Retry-After']} s" in body["error"]
+
+
 def test_wrong_tokens_are_throttled_per_address_with_retry_after(settings, maintainer):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token_failure": "3/min"}}
     good = Token.objects.create(user=maintainer).key
