@@ -24,7 +24,6 @@ import asyncio
 import base64
 import json
 import os
-import socket
 import statistics
 import struct
 import subprocess
@@ -39,6 +38,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.support import free_port, percentile, serve  # noqa: E402
+from heliosweb.stack import web_cmd  # noqa: E402
+
 BARE_APP = '''
 """The baseline: one Redis pub/sub reader for the process, each message written to every local socket."""
 import asyncio, os, redis.asyncio as aioredis
@@ -73,26 +76,6 @@ async def application(scope, receive, send):
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
-
-
-def serve(cmd: list[str], port: int, env: dict[str, str], log: Path, procs: list[subprocess.Popen]) -> None:
-    procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT))
-    deadline = time.monotonic() + 60
-    while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
-        if time.monotonic() > deadline or procs[-1].poll() is not None:
-            raise SystemExit(f"server did not start; see {log}")
-        time.sleep(0.1)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--viewers", type=int, default=500)
@@ -123,7 +106,7 @@ def main() -> int:
     call_command("migrate", verbosity=0)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     port = free_port()
-    cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "heliosweb.asgi:application"]
+    cmd = web_cmd("127.0.0.1", port)
     try:
         serve(cmd, port, env, tmp / "web.log", procs)
         WEB_PID.append(procs[-1].pid)
@@ -357,15 +340,14 @@ def viewers(base: str, port: int, args: argparse.Namespace, tmp: Path, env: dict
 
     from heliosweb.recipes.services import recipe_ensure
 
-    User.objects.create_user("viewer", password="viewer-pass-123")
     client = Client()
-    client.login(username="viewer", password="viewer-pass-123")
+    client.force_login(User.objects.create_user("viewer"))  # axes guards login(); the bench needs a session
     cookie = f"sessionid={client.cookies['sessionid'].value}"
     results = {}
     (tmp / "bare_app.py").write_text(BARE_APP)
     bare_port = free_port()
     serve(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(bare_port), "bare_app:application"],
+        web_cmd("127.0.0.1", bare_port, "bare_app:application"),
         bare_port,
         dict(env, PYTHONPATH=str(tmp)),
         tmp / "bare.log",

@@ -27,6 +27,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.support import free_port, percentile  # noqa: E402
+from heliosweb.stack import web_cmd  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--no-sandbox",
@@ -37,17 +41,6 @@ ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def main() -> int:
@@ -136,7 +129,7 @@ def start_servers(tmp: Path, procs: list[subprocess.Popen]) -> str:
     port = free_port()
     procs.append(
         subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "heliosweb.asgi:application"],
+            web_cmd("127.0.0.1", port),
             cwd=ROOT,
             env=env,
             stdout=(tmp / "web.log").open("w"),

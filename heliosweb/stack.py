@@ -66,6 +66,19 @@ def celery_worker_cmd(
     return cmd
 
 
+LISTEN_BACKLOG = 1024  # Twisted's default of 50 resets connections when hundreds of pages (re)connect at once
+WS_CONNECT_TIMEOUT_S = 30  # daphne's default 5 s dropped handshakes queued behind a burst of reconnects
+
+
+def web_cmd(host: str, port: int, application: str = "heliosweb.asgi:application") -> list[str]:
+    """daphne on `host:port`, sized for a burst of pages (re)connecting at once: 500 viewers opening
+    together overflowed the default listen backlog (50) and outlived the default handshake timeout
+    (5 s) while their logins queued on the database thread, and were reset."""
+    interface = host.replace(":", r"\:")  # an IPv6 address, escaped as Twisted endpoint strings want
+    endpoint = f"tcp:port={port}:interface={interface}:backlog={LISTEN_BACKLOG}"
+    return [PY, "-m", "daphne", "-e", endpoint, "--websocket_connect_timeout", str(WS_CONNECT_TIMEOUT_S), application]
+
+
 def programs(*, var: Path, host: str, port: int, redis_cmd: list[str] | None) -> list[Program]:
     """The stack: Redis (unless REDIS_URL names another), a maintenance worker that also runs beat
     (the reaper never waits behind a job), the job workers, the web server."""
@@ -77,7 +90,7 @@ def programs(*, var: Path, host: str, port: int, redis_cmd: list[str] | None) ->
         Program("worker-sim-long", celery_worker_cmd("sim_long"), 30, job_stop_wait),
         Program("worker-gpu", celery_worker_cmd("gpu"), 30, job_stop_wait),
         Program("worker-engine", celery_worker_cmd("engine"), 30, job_stop_wait),  # starts no engine by itself
-        Program("web", [PY, "-m", "daphne", "-b", host, "-p", str(port), "heliosweb.asgi:application"], 40, 10),
+        Program("web", web_cmd(host, port), 40, 10),
     ]
     if redis_cmd:
         found.insert(0, Program("redis", redis_cmd, 10))

@@ -42,19 +42,29 @@ class LiveConsumer(Stream):
 
     async def start(self) -> None:
         name = self.scope["url_route"]["kwargs"]["name"]
-        recipe = await database_sync_to_async(Recipe.objects.filter(name=name).first)()
-        if recipe is None:
-            await self.refuse(CLOSE_NOT_FOUND)
-            return
-        self.recipe = recipe
         query = parse_qs(self.scope.get("query_string", b"").decode())
         self.last_seq = int_or_none((query.get("after") or ["0"])[0], minimum=0) or 0
         self._exits = contextlib.AsyncExitStack()
         # Subscribed before reading the database: nothing falls between the refill and live frames.
         messages = await self._exits.enter_async_context(subscribe(live_topic(name), policy_topic(name)))
-        await self._send_policies()
-        await self._refill()
+        # One trip to the database thread for all a new viewer needs: hundreds of pages reconnecting
+        # at once queue on that one thread, so each trip counts.
+        opening = await database_sync_to_async(self._opening)(name)
+        if opening is None:
+            await self.refuse(CLOSE_NOT_FOUND)
+            return
+        policies, frames = opening
+        await self.send_json(policies)
+        await self._send_frames(frames)
         self._pump = asyncio.get_running_loop().create_task(self._forward(messages))
+
+    def _opening(self, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        """The recipe's policy changes and the frames after `last_seq` (None: no such recipe)."""
+        recipe = Recipe.objects.filter(name=name).first()
+        if recipe is None:
+            return None
+        self.recipe = recipe
+        return self._policies(), self._frames_after_last()
 
     async def disconnect(self, code: int) -> None:
         if self._pump is not None:
@@ -94,26 +104,25 @@ class LiveConsumer(Stream):
         return [frame]
 
     async def _missing(self) -> list[dict[str, Any]]:
-        frames = await database_sync_to_async(frames_after)(recipe=self.recipe, after=self.last_seq)
+        return await database_sync_to_async(self._frames_after_last)()
+
+    def _frames_after_last(self) -> list[dict[str, Any]]:
+        frames = frames_after(recipe=self.recipe, after=self.last_seq)
         if frames:
             self.last_seq = frames[-1]["seq"]
         return frames
-
-    async def _refill(self) -> None:
-        await self._send_frames(await self._missing())
 
     async def _send_frames(self, frames: list[dict[str, Any]]) -> None:
         for i in range(0, len(frames), FRAMES_PER_MESSAGE):
             await self.send_json({"type": "frames", "frames": frames[i : i + FRAMES_PER_MESSAGE]})
 
     async def _send_policies(self) -> None:
+        await self.send_json(await database_sync_to_async(self._policies)())
+
+    def _policies(self) -> dict[str, Any]:
         name = self.recipe.name
-
-        def read() -> dict[str, Any]:
-            return {
-                "type": "policies",
-                "changes": recipe_policy_changes(name=name),
-                "current": recipe_policy_get(name=name),
-            }
-
-        await self.send_json(await database_sync_to_async(read)())
+        return {
+            "type": "policies",
+            "changes": recipe_policy_changes(name=name),
+            "current": recipe_policy_get(name=name),
+        }

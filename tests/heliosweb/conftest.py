@@ -25,6 +25,7 @@ from django.contrib.auth.models import Group, Permission, User
 from kombu import pools as kombu_pools
 
 from heliosweb.devtool import free_port
+from heliosweb.stack import web_cmd
 
 ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = (b"origin", b"http://testserver")
@@ -287,7 +288,7 @@ class Stack:
             return
         log = (self.logdir / "web.log").open("w")
         self.web = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "heliosweb.asgi:application"],
+            web_cmd("127.0.0.1", self.port),
             cwd=ROOT,
             env=self.env,
             stdout=log,
