@@ -15,7 +15,7 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 from django.utils.html import format_html
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
 from heliosweb.catalogs.selectors import BootChoice
 from heliosweb.common.bounds import BadJSON, parse_json
@@ -63,10 +63,15 @@ def _read_choices(param: Param, post: QueryDict, name: str) -> Any:
 
 
 def _read_catalog(param: Param, post: QueryDict, name: str) -> Any:
-    """Stored boots picked from the list (the service swaps in their catalogs), else pasted JSON."""
+    """Stored boots picked from the list (the service swaps in their catalogs, or their repaired
+    versions with the "repaired" box ticked), else pasted JSON."""
     ids = [_int_or_text(x) for x in post.getlist(f"{name}.boots") if x.strip()]
+    repaired = bool(post.get(f"{name}.repaired"))
     if ids:
-        return {"boot": ids[0]} if isinstance(param, CatalogParam) else {"boots": ids}
+        picked: dict[str, Any] = {"boot": ids[0]} if isinstance(param, CatalogParam) else {"boots": ids}
+        return {**picked, "repaired": True} if repaired else picked
+    if repaired:
+        raise InvalidInput(param.name, "the repaired version is of a stored boot: pick one from the list")
     raw = post.get(name)
     if raw is None or not raw.strip():
         return ABSENT
@@ -142,8 +147,11 @@ def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
     return params
 
 
-def _render(param: Param, name: str, value: Any, boots: list[BootChoice], picked: int | None) -> SafeString:
-    """The parameter's label and input(s): its field's widget; for catalogs, first a picker of stored boots."""
+def _render(
+    param: Param, name: str, value: Any, boots: list[BootChoice], picked: list[str], repaired: bool
+) -> SafeString:
+    """The parameter's label and input(s): its field's widget; for catalogs, first a picker of stored
+    boots with a box for their repaired versions (flagged shapes replaced by the recipe's others)."""
     how = adapter(param)
     field = how.field(param)
     html = field.widget.render(name, how.shown(param, value), attrs={"id": f"id_{name}"})
@@ -155,35 +163,55 @@ def _render(param: Param, name: str, value: Any, boots: list[BootChoice], picked
     options += [(str(b.id), b.label) for b in boots]
     one = how.boots == "one"
     widget = forms.Select(choices=options) if one else forms.SelectMultiple(choices=options, attrs={"size": 4})
-    chosen = None if picked is None else str(picked) if one else [str(picked)]
-    picker = widget.render(f"{name}.boots", chosen)
-    empty = "" if boots else mark_safe(" <small>no stored boots yet</small>")  # constant text
+    chosen = (picked[0] if picked else None) if one else picked
+    picker = widget.render(f"{name}.boots", chosen, attrs={"id": f"id_{name}.boots", "data-boot-picker": name})
+    if not boots:
+        return format_html(
+            '<label>{} {}</label> <small>no stored boots yet</small><label class="inline">or paste a catalog (JSON) {}</label>',
+            param.name,
+            picker,
+            html,
+        )
+    box = forms.CheckboxInput().render(
+        f"{name}.repaired", repaired, attrs={"id": f"id_{name}.repaired", "data-repaired-for": name}
+    )
+    which = "boot" if one else "boots"
     return format_html(
-        '<label>{} {}</label>{}<label class="inline">or paste a catalog (JSON) {}</label>',
+        '<label>{} {}</label><label class="inline repaired">{} repaired version (each flagged shape replaced by '
+        "the median of the recipe's other boots, or by the boot's own fit)</label>"
+        '<label class="inline">or, with no {} picked, paste a catalog (JSON) {}</label>',
         param.name,
         picker,
-        empty,
+        box,
+        which,
         html,
     )
 
 
 def form_kinds(
     kinds: dict[str, JobKind],
-    values: dict[str, Any] | None = None,
+    values: QueryDict | None = None,
     boots: list[BootChoice] | None = None,
     picked_boot: int | None = None,
+    picked_repaired: bool = False,
 ) -> list[dict[str, Any]]:
     """What the template renders: each kind with its params, each with its help, bounds and input
     HTML (the posted `values` when the form comes back with an error, else the default); catalog
     parameters also offer the stored `boots`, `picked_boot` already selected (a recipe page's
-    "analyse this boot" link)."""
+    "analyse this boot" link), its repaired version if `picked_repaired`."""
     out = []
     for kind in kinds.values():
         params = []
         for p in kind.analysis.params:
             name = field_name(kind.name, p.name)
-            value = (values or {}).get(name, p.default_value())
-            html = _render(p, name, value, boots or [], picked_boot)
+            value = values.get(name, p.default_value()) if values is not None else p.default_value()
+            if values is not None:  # the form back with an error: what was posted
+                picked = [x for x in values.getlist(f"{name}.boots") if x.strip()]
+                repaired = bool(values.get(f"{name}.repaired"))
+            else:
+                picked = [] if picked_boot is None else [str(picked_boot)]
+                repaired = picked_repaired and picked_boot is not None
+            html = _render(p, name, value, boots or [], picked, repaired)
             params.append({**p.to_dict(), "field": name, "html": html})
         out.append({"name": kind.name, "queue": kind.queue, "summary": kind.summary, "params": params})
     return out

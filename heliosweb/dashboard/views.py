@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -165,13 +165,13 @@ def job_new(request: HttpRequest) -> HttpResponse:
     kinds = job_kinds()
     selected = request.GET.get("kind", "pr22")
     errors: dict[str, str] = {}
-    values: dict[str, Any] = {}
+    values: QueryDict | None = None
     recipe = ""
     status = 200
     if request.method == "POST":
         selected = request.POST.get("kind", "")
         recipe = request.POST.get("recipe", "")
-        values = request.POST.dict()
+        values = request.POST
         try:
             kind = get_kind(selected)
             job = submission.job_create(
@@ -190,7 +190,13 @@ def job_new(request: HttpRequest) -> HttpResponse:
         request,
         "dashboard/job_new.html",
         {
-            "kinds": form_kinds(kinds, values, boot_choices(), int_or_none(request.GET.get("boot"))),
+            "kinds": form_kinds(
+                kinds,
+                values,
+                boot_choices(),
+                int_or_none(request.GET.get("boot")),
+                picked_repaired=request.GET.get("repaired") == "1",
+            ),
             "selected": selected,
             "recipes": recipe_list(),
             "recipe": recipe,

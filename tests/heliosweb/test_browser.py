@@ -85,3 +85,38 @@ def test_a_drifted_capture_shows_a_bar_per_graph_with_the_drifted_one_marked(sta
         " && !document.getElementById('result').hidden"
     )
     assert hatching() == colors
+
+
+def test_a_maintainer_picks_the_repaired_version_of_a_flagged_boot(stack, page, recipe):
+    from pathlib import Path
+
+    from heliosweb.catalogs.services import boot_create
+    from scheduler_core.catalog import drift
+    from scheduler_core.execution import AffineExecution, measured_catalog
+
+    clean = measured_catalog(AffineExecution())
+    for s in range(3):
+        boot_create(recipe=recipe, catalog=clean.replace_ms(lambda g, s=s: g.ms * (1 + 0.01 * s)).to_dicts())
+    bad = boot_create(recipe=recipe, catalog=drift(clean, 4096, 1.6).to_dicts())
+    _maintainer()
+    stack.start_web()
+
+    log_in_and_open(page, f"{stack.base_url}/jobs/new?kind=sweep", "browser-maint", "pw-browser-123")
+    box = page.locator('[id="id_sweep.boot_catalog.repaired"]')
+    assert box.is_visible() and box.is_disabled()  # nothing picked: nothing to repair
+    label = page.locator(f'[id="id_sweep.boot_catalog.boots"] option[value="{bad.pk}"]').text_content()
+    assert label.endswith("flagged 4096")
+    page.select_option('[id="id_sweep.boot_catalog.boots"]', str(bad.pk))
+    assert box.is_enabled()
+    box.check()
+    shots = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    page.locator('fieldset[data-kind="sweep"]').screenshot(path=str(shots / "job-form-repaired.png"))
+    page.select_option('[id="id_sweep.boot_catalog.boots"]', "")
+    assert box.is_disabled() and not box.is_checked()  # unpicking the boot clears the box
+    page.select_option('[id="id_sweep.boot_catalog.boots"]', str(bad.pk))
+    box.check()
+    page.click("#start-job")
+    page.wait_for_url("**/jobs/*")
+    planned = {g["prefill"]: g["ms"] for g in BenchmarkJob.objects.get().params["boot_catalog"]}
+    assert planned[4096] == pytest.approx(clean.prefill_ms[4096] * 1.01)  # the median of the three others

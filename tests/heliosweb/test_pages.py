@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.staticfiles import finders
 
@@ -153,6 +155,55 @@ def test_the_form_offers_stored_boots_for_catalog_parameters_and_uses_the_picked
     assert response.status_code == 302
     job = BenchmarkJob.objects.get()
     assert job.params["boot_catalogs"] == [boots[0].catalog, boots[1].catalog]
+
+
+def test_the_form_offers_the_repaired_version_of_a_picked_boot(
+    browser_client, recipe, queued, django_capture_on_commit_callbacks
+):
+    from heliosweb.catalogs.services import boot_create
+    from scheduler_core.catalog import drift
+    from scheduler_core.execution import AffineExecution, measured_catalog
+
+    clean = measured_catalog(AffineExecution())
+    for s in range(3):
+        boot_create(recipe=recipe, catalog=clean.replace_ms(lambda g, s=s: g.ms * (1 + 0.01 * s)).to_dicts())
+    bad = boot_create(recipe=recipe, catalog=drift(clean, 4096, 1.6).to_dicts())
+    page = browser_client.get("/recipes/tiny-cpu").content.decode()
+    assert f"/jobs/new?kind=sweep&amp;boot={bad.pk}&amp;repaired=1" in page  # flagged: offered repaired
+    assert page.count("&amp;repaired=1") == 2  # sweep and simulate, for the one flagged boot only
+    form = browser_client.get(f"/jobs/new?kind=sweep&boot={bad.pk}&repaired=1").content.decode()
+    assert 'name="sweep.boot_catalog.repaired" id="id_sweep.boot_catalog.repaired"' in form
+    assert re.search(r'<input type="checkbox" name="sweep\.boot_catalog\.repaired"[^>]* checked', form)
+    assert 'name="boots.boot_catalogs.repaired"' in form  # catalog lists too
+    plain = browser_client.get(f"/jobs/new?kind=sweep&boot={bad.pk}").content.decode()
+    assert not re.search(r'name="sweep\.boot_catalog\.repaired"[^>]* checked', plain)
+
+    sweep = {"kind": "sweep", "sweep.policies": ["cost", "rule"], "sweep.catalogs": ["clean"]}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = browser_client.post(
+            "/jobs/new", {**sweep, "sweep.boot_catalog.boots": str(bad.pk), "sweep.boot_catalog.repaired": "on"}
+        )
+    assert response.status_code == 302
+    planned = {g["prefill"]: g["ms"] for g in BenchmarkJob.objects.get().params["boot_catalog"]}
+    assert planned[4096] == pytest.approx(clean.prefill_ms[4096] * 1.01)  # the median of the three others
+    assert planned[2048] == clean.prefill_ms[2048]
+
+    response = browser_client.post("/jobs/new", {**sweep, "sweep.boot_catalog.repaired": "on"})
+    assert response.status_code == 400
+    assert "the repaired version is of a stored boot: pick one" in response.content.decode()
+    response = browser_client.post(  # back with an error: the picked boot and the box kept
+        "/jobs/new",
+        {
+            **sweep,
+            "sweep.catalogs": ["ghost"],
+            "sweep.boot_catalog.boots": str(bad.pk),
+            "sweep.boot_catalog.repaired": "on",
+        },
+    )
+    again = response.content.decode()
+    assert response.status_code == 400 and f'<option value="{bad.pk}" selected>' in again
+    assert re.search(r'name="sweep\.boot_catalog\.repaired"[^>]* checked', again)
+    assert BenchmarkJob.objects.count() == 1
 
 
 def test_picking_a_boot_that_no_longer_exists_names_the_field(browser_client, recipe, queued):
