@@ -108,6 +108,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "heliosweb.urls"
+CSRF_FAILURE_VIEW = "heliosweb.common.http_errors.csrf_failure"  # JSON under /api/, the usual page elsewhere
 ASGI_APPLICATION = "heliosweb.asgi.application"
 
 TEMPLATES = [

@@ -25,6 +25,7 @@ from rest_framework.views import set_rollback
 from scheduler_core.errors import InvalidInput
 
 from .errors import Throttled, TooLarge, http_status
+from .http_errors import JSON_ONLY
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response({"error": "internal error (logged on the server)", "field": "server"}, status=500)
     if isinstance(response.data, dict) and "detail" in response.data:
         field = next((name for kind, name in _DRF_FIELDS if isinstance(exc, kind)), "request")
-        response.data = {"error": str(response.data["detail"]), "field": field}
+        error = str(response.data["detail"])
+        if isinstance(exc, exceptions.UnsupportedMediaType):  # a form or multipart post, any non-empty body
+            request = context.get("request")
+            error = f"{JSON_ONLY}, not {getattr(request, 'content_type', '') or 'no content type'}"
+        response.data = {"error": error, "field": field}
     return response
 
 

@@ -1,4 +1,5 @@
-"""Django's own error answers (`handler400`, `handler404`, `handler500` and unknown /api/ paths):
+"""Django's own error answers (`handler400`, `handler404`, `handler500`, the CSRF failure view and
+unknown /api/ paths):
 `{error, field}` JSON under /api/, the usual pages elsewhere. DRF views answer through
 `common.api.exception_handler`; these cover what happens outside them (an unknown /api/ path, a
 body too large for Django's form parser, a crash in a plain view), in production too.
@@ -9,7 +10,10 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views import defaults
+from django.http.multipartparser import MultiPartParserError
+from django.views import csrf, defaults
+
+JSON_ONLY = "the API reads JSON bodies only (Content-Type: application/json)"
 
 
 def _api(request: HttpRequest) -> bool:
@@ -27,7 +31,20 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if isinstance(exception, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return JsonResponse({"error": f"body: is over {limit:,} bytes", "field": "body"}, status=413)
+    if isinstance(exception, MultiPartParserError):  # read by Django before any API view (the CSRF check)
+        return JsonResponse(
+            {"error": f"{JSON_ONLY}; this multipart body is unreadable ({exception})", "field": "content_type"},
+            status=400,
+        )
     return JsonResponse({"error": "bad request", "field": "request"}, status=400)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """`CSRF_FAILURE_VIEW`: a browser-session post without its CSRF token. API views check it
+    themselves (DRF's answer goes through `common.api`); this covers the rest of /api/."""
+    if not _api(request):
+        return csrf.csrf_failure(request, reason)
+    return JsonResponse({"error": f"CSRF Failed: {reason}", "field": "authorization"}, status=403)
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -139,9 +139,45 @@ def test_an_oversized_or_non_json_body_is_refused_in_json(api, recipe, settings,
         content_type="multipart/form-data; boundary=x",
     )
     assert form.status_code == 415 and form.json()["field"] == "content_type"
+    assert "application/json" in form.json()["error"] and "multipart/form-data" in form.json()["error"]
     for content_type in ("multipart/form-data; boundary=x", "multipart/form-data", "application/json"):
         empty = api.post("/api/jobs/", data="", content_type=content_type)
         assert empty.status_code == 400 and empty.json()["field"] == "kind", content_type
+    assert BenchmarkJob.objects.count() == 0 and queued == []
+
+
+EMPTY_MULTIPART = [
+    ("multipart/form-data; boundary=x", ""),  # no body at all: read as an empty object
+    ("multipart/form-data; boundary=x", "--x--\r\n"),  # a multipart body with no parts
+    ("multipart/form-data", "--x--\r\n"),  # and without a boundary
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/jobs/", "/api/recipes/tiny-cpu/boots/", "/api/no-such-endpoint/"])
+@pytest.mark.parametrize("content_type, body", EMPTY_MULTIPART)
+def test_an_empty_multipart_body_answers_json_from_a_browser_session_too(
+    maintainer, recipe, queued, path, content_type, body
+):
+    """Signed in with a session, the CSRF check reads a form body before any API view: a body it
+    cannot parse, or a missing token, must still answer `{error, field}`, never an empty 400."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(maintainer)
+    no_token = browser.post(path, data=body, content_type=content_type)
+    assert no_token.status_code == 403 and no_token.json()["field"] == "authorization"
+    browser.get("/jobs/")
+    token = browser.cookies["csrftoken"].value
+    response = browser.post(path, data=body, content_type=content_type, HTTP_X_CSRFTOKEN=token)
+    answer = response.json()
+    assert set(answer) == {"error", "field"} and answer["error"]
+    if path == "/api/no-such-endpoint/":
+        # an unknown path: 404, unless the CSRF check could not even read its body (no boundary)
+        unreadable = body and "boundary" not in content_type
+        assert (response.status_code, answer["field"]) == ((400, "content_type") if unreadable else (404, "path"))
+    elif body:
+        assert response.status_code == 415 and answer["field"] == "content_type"  # not JSON: refused as such
+    else:
+        assert response.status_code == 400 and answer["field"] in {"kind", "catalog"}  # empty: the first field missing
     assert BenchmarkJob.objects.count() == 0 and queued == []
 
 
