@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from itertools import accumulate
 from typing import Any
 
 from scheduler_core.errors import InvalidInput
@@ -19,8 +20,13 @@ from scheduler_core.errors import InvalidInput
 MAX_JSON_DEPTH = 32
 DB_INT_MAX = 2**63 - 1  # the largest id or count a database integer column holds
 
-# A JSON string (skipped whole, brackets inside it do not count) or one bracket.
-_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# A JSON string, skipped whole (brackets inside it do not count); and one bracket.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+# Outside strings, the only text that can make a number no float or 64-bit integer holds: 19 or more
+# digits in a row, a three-digit exponent, or the non-JSON constants Python would accept.
+_SUSPECT_NUMBER = re.compile(r"\d{19,}|[eE][+-]?\d{3,}|NaN|Infinity")
 
 
 class BadJSON(InvalidInput):
@@ -48,20 +54,37 @@ def _parse_constant(name: str) -> _Unrepresentable:
 
 def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether `text` nests arrays and objects more than `limit` deep (read without recursion)."""
-    depth = 0
-    for match in _STRING_OR_BRACKET.finditer(text):
-        token = match.group()
-        if token in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif token in "]}":
-            depth -= 1
-    return False
+    return _too_deep_bare(_STRING.sub("", text), limit)
+
+
+def _too_deep_bare(bare: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """`too_deep` for a document whose strings are already cut out. The scanning is `re`'s, so a
+    1 MB telemetry batch costs milliseconds, not a Python loop per token."""
+    brackets = _BRACKET.findall(bare)
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > limit
 
 
 def check_numbers(value: Any, root: str) -> None:
     """Refuse a non-finite or unrepresentable number anywhere inside `value`, naming its place."""
+    if not _all_finite(value):
+        _raise_at_first_bad(value, root)
+
+
+def _all_finite(value: Any) -> bool:
+    """The fast walk: no places named (most documents have no bad number to name)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, _Unrepresentable) or (isinstance(item, float) and not math.isfinite(item)):
+            return False
+    return True
+
+
+def _raise_at_first_bad(value: Any, root: str) -> None:
     stack = [(value, "")]
     while stack:
         item, where = stack.pop()
@@ -82,11 +105,36 @@ def parse_json(text: str | bytes, root: str = "body") -> Any:
             text = text.decode()
         except UnicodeDecodeError:
             raise BadJSON(root, "must be UTF-8") from None
-    if too_deep(text):
+    bare = _STRING.sub("", text)
+    if _too_deep_bare(bare):
         raise BadJSON(root, f"nested deeper than {MAX_JSON_DEPTH} levels")
+    if _SUSPECT_NUMBER.search(bare) is None:  # the common case, read by json's C scanner alone
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise BadJSON(root, f"not JSON ({exc})") from None
+    suspects: list[str] = []  # numbers the hooks below saw that no float or database integer holds
+
+    def parse_int(number: str) -> int | _Unrepresentable:
+        value = _parse_int(number)
+        if isinstance(value, _Unrepresentable):
+            suspects.append(number)
+        return value
+
+    def parse_float(number: str) -> float:
+        value = float(number)
+        if not math.isfinite(value):
+            suspects.append(number)
+        return value
+
+    def parse_constant(name: str) -> _Unrepresentable:
+        suspects.append(name)
+        return _parse_constant(name)
+
     try:
-        value = json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
+        value = json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
     except ValueError as exc:
         raise BadJSON(root, f"not JSON ({exc})") from None
-    check_numbers(value, root)
+    if suspects:  # the walk that names the place, only when there is one to name
+        _raise_at_first_bad(value, root)
     return value

@@ -1,0 +1,55 @@
+"""`parse_json`: the fast path (json's C scanner alone, when no number can be out of range) and the
+careful one must agree on every document: bad numbers and deep nesting named, strings ignored."""
+
+from __future__ import annotations
+
+import pytest
+
+from heliosweb.common.bounds import MAX_JSON_DEPTH, BadJSON, parse_json
+
+
+def nested(depth: int) -> list:
+    """`depth` lists, each inside the one before: `[[...]]`."""
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        (
+            '{"a": 1.5, "b": "1e400 NaN Infinity 12345678901234567890"}',
+            {"a": 1.5, "b": "1e400 NaN Infinity 12345678901234567890"},
+        ),
+        (
+            '{"s": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\"]]]"}',
+            {"s": '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["]]]'},
+        ),
+        ('{"x": -9223372036854775807, "y": 1e308}', {"x": -9223372036854775807, "y": 1e308}),
+        ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, nested(MAX_JSON_DEPTH)),
+    ],
+)
+def test_documents_within_bounds_read_as_json_reads_them(text, value):
+    assert parse_json(text) == value
+
+
+@pytest.mark.parametrize(
+    "text, field, says",
+    [
+        ('{"a": {"b": [1, 1e400]}}', "a.b[1]", "finite"),
+        ('{"a": [0, 123456789012345678901]}', "a[1]", "123456789012345678901"),
+        ('{"a": 9223372036854775808}', "a", "9223372036854775808"),
+        ('{"n": NaN}', "n", "NaN"),
+        ('{"n": -Infinity}', "n", "Infinity"),
+        ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), "body", "nested deeper"),
+        ("[" * 100_000, "body", "nested deeper"),
+        ('{"a": 1,}', "body", "not JSON"),
+    ],
+)
+def test_out_of_bounds_documents_are_refused_naming_the_place(text, field, says):
+    with pytest.raises(BadJSON) as refused:
+        parse_json(text)
+    assert refused.value.field == field
+    assert says in refused.value.message
