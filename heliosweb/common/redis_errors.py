@@ -6,7 +6,7 @@ command), so the cause chain is searched for it."""
 
 from __future__ import annotations
 
-from redis.exceptions import ResponseError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError, ResponseError
 
 _REFUSALS = {
     "MISCONF": "it cannot save to its disk (MISCONF: the disk is full or unwritable)",
@@ -21,10 +21,18 @@ def redis_refusal(exc: BaseException | None) -> str | None:
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, ResponseError):
-            text = str(exc)
-            # a pipeline's error reads "Command # 1 (ZREM ...) of pipeline caused error: MISCONF ..."
-            code = text.split("caused error: ", 1)[-1].split(" ", 1)[0]
+            code = _code(exc)
             if code in _REFUSALS:
                 return f"Redis refuses writes: {_REFUSALS[code]}"
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def _code(exc: ResponseError) -> str:
+    """Redis's error code. redis-py strips the codes it has a class for (`OOM`, `READONLY`) from the
+    message; others (`MISCONF`) lead it, after a pipeline's "Command # 1 (...) caused error: "."""
+    if isinstance(exc, OutOfMemoryError):
+        return "OOM"
+    if isinstance(exc, ReadOnlyError):
+        return "READONLY"
+    return str(exc).split("caused error: ", 1)[-1].split(" ", 1)[0]

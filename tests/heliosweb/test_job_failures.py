@@ -161,25 +161,31 @@ def test_stored_batches_are_also_sent_live_every_event_once(maintainer, monkeypa
     [
         ("OOM command not allowed when used memory > 'maxmemory'.", "it is at its memory limit"),
         (
-            "Command # 1 (LPUSH sim x) of pipeline caused error: MISCONF Redis is configured",
+            "MISCONF Redis is configured to save RDB snapshots, but it is currently not able",
             "it cannot save to its disk",
         ),
         ("READONLY You can't write against a read only replica.", "it is a read-only replica"),
     ],
 )
+@pytest.mark.parametrize("in_pipeline", [False, True])
 def test_a_job_redis_refuses_to_queue_fails_at_once_naming_the_refusal(
-    maintainer, monkeypatch, transactional_db, reply, why
+    maintainer, monkeypatch, transactional_db, reply, why, in_pipeline
 ):
-    """kombu re-raises Redis's reply as its own OperationalError: the cause is found under it."""
+    """Redis's reply as redis-py raises it (its parser; a pipeline prefixes the command), re-raised
+    by kombu as its own OperationalError: the refusal is found under it."""
     from kombu.exceptions import OperationalError as KombuOperationalError
+    from redis._parsers.base import BaseParser
     from redis.exceptions import ResponseError
 
     from heliosweb.celery import app
     from heliosweb.common.redis_errors import redis_refusal
 
     def refuse(*args, **kwargs):
+        error = BaseParser.parse_error(reply)
+        if in_pipeline:
+            error.args = (f"Command # 1 (LPUSH sim x) of pipeline caused error: {error.args[0]}",)
         try:
-            raise ResponseError(reply)
+            raise error
         except ResponseError as exc:
             raise KombuOperationalError(str(exc)) from exc
 
