@@ -26,9 +26,7 @@ import json
 import os
 import statistics
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -39,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.support import free_port, percentile, serve  # noqa: E402
+from bench.support import free_port, percentile, serve, stop, throwaway_site  # noqa: E402
 from heliosweb.stack import web_cmd  # noqa: E402
 
 BARE_APP = '''
@@ -84,26 +82,7 @@ def main() -> int:
     parser.add_argument("--applies", type=int, default=20)
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="helios-engine-bench-"))
-    procs: list[subprocess.Popen] = []
-    from heliosweb.devtool import start_redis
-
-    redis_url = os.environ.get("REDIS_URL")
-    if not redis_url:
-        proc, redis_url = start_redis(tmp / "redis")
-        procs.append(proc)
-    os.environ.update(
-        REDIS_URL=redis_url,
-        DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}",
-        HELIOS_VAR_DIR=str(tmp),
-        DJANGO_SETTINGS_MODULE="heliosweb.settings",
-    )
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    tmp, procs = throwaway_site("helios-engine-bench-")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     port = free_port()
     cmd = web_cmd("127.0.0.1", port)
@@ -115,12 +94,7 @@ def main() -> int:
         apply_latency(base, args)
         viewers(base, port, args, tmp, env, procs)
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop(procs)
     return 0
 
 

@@ -19,7 +19,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.support import free_port, percentile  # noqa: E402
+from bench.support import free_port, percentile, stop, throwaway_site  # noqa: E402
 from heliosweb.stack import web_cmd  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -61,42 +60,14 @@ def main() -> int:
 
 def set_up() -> tuple[Path, list[subprocess.Popen], Any]:
     """A throwaway database (migrated, one maintainer `bench`) and Redis; Django set up in this process."""
-    tmp = Path(tempfile.mkdtemp(prefix="helios-bench-"))
-    procs: list[subprocess.Popen] = []
-    from heliosweb.devtool import start_redis
-
-    redis_url = os.environ.get("REDIS_URL")
-    if not redis_url:
-        proc, redis_url = start_redis(tmp / "redis")
-        procs.append(proc)
-    os.environ.update(
-        REDIS_URL=redis_url,
-        DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}",
-        HELIOS_VAR_DIR=str(tmp),
-        DJANGO_SETTINGS_MODULE="heliosweb.settings",
-        DJANGO_ALLOW_ASYNC_UNSAFE="true",
-    )
-    import django
-
-    django.setup()
+    tmp, procs = throwaway_site("helios-bench-", DJANGO_ALLOW_ASYNC_UNSAFE="true")
     from django.contrib.auth.models import Group, Permission, User
-    from django.core.management import call_command
 
-    call_command("migrate", verbosity=0)
     group, _ = Group.objects.get_or_create(name="maintainers")
     group.permissions.add(Permission.objects.get(codename="run_jobs"))
     user = User.objects.create_user("bench", password="bench-pass-123")
     user.groups.add(group)
     return tmp, procs, user
-
-
-def stop(procs: list[subprocess.Popen]) -> None:
-    for proc in reversed(procs):
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def start_servers(tmp: Path, procs: list[subprocess.Popen]) -> str:

@@ -1,5 +1,5 @@
 // The live recipe page: numbered frames over /ws/recipes/<name>/live/, a rolling window of at most
-// WINDOW_FRAMES frames and MAX_POINTS points per trace, a marker at each policy change, and the
+// five minutes and MAX_POINTS points per series, a marker at each policy change, and the
 // latest decision's before/after panel. After a reconnect the server refills from the last frame
 // number this page saw, so the numbers never have a hole (data-gaps counts any that would).
 (function () {
@@ -7,10 +7,13 @@
   const root = document.getElementById("live");
   if (!root) return;
   const WINDOW_MS = 5 * 60 * 1000;
-  const MAX_POINTS = 4000;
-  const WINDOW_FRAMES = 600;
+  const MAX_POINTS = 800;  // per point series (each redraw re-renders every SVG marker: ~1 ms per 10); past it the older half is thinned, so the whole window stays drawn
   const colours = JSON.parse(document.getElementById("capacity-colours").textContent);
-  const state = { lastSeq: 0, frames: [], changes: [], gaps: 0, count: 0, perSecond: new Map(), dirty: false, panelAt: 0 };
+  // Kept as they arrive, trimmed as they age: a redraw never walks every frame of the window again.
+  const state = {
+    lastSeq: 0, changes: [], gaps: 0, count: 0, dirty: false, panelAt: 0,
+    chunks: [], ttft: [], itl: [], padding: [], perSecond: new Map(),
+  };
 
   function colour(capacity) { return colours[String(capacity)] || "#7f7f7f"; }
   function time(ms) { return new Date(ms); }
@@ -22,6 +25,7 @@
     "fig-rate": ["Prefill launches per second", "launches/s", "linear"],
     "fig-padding": ["Padding share of prefill tokens", "share", "linear"],
   };
+  const EMPTY = { "fig-ttft": "no finished requests reported yet", "fig-itl": "no finished requests reported yet" };
   for (const [id, [title, unit, scale]] of Object.entries(layouts)) {
     Plotly.newPlot(id, [], {
       title: { text: title }, height: 260, margin: { l: 60, r: 20, t: 40, b: 40 },
@@ -42,36 +46,57 @@
     return { shapes, annotations };
   }
 
+  // Points are [t_ms, ...]: drop those older than `since`, and past MAX_POINTS keep every other
+  // point of the older half (recent points in full, older ones sampled, the whole window shown).
+  function trim(points, since) {
+    let first = 0;
+    while (first < points.length && points[first][0] < since) first += 1;
+    let kept = first ? points.slice(first) : points;
+    if (kept.length > MAX_POINTS) {
+      const half = kept.length - Math.floor(MAX_POINTS / 2);
+      kept = kept.filter((_, i) => i >= half || i % 2 === 0);
+    }
+    return kept;
+  }
+
   function redraw() {
     if (!state.dirty) return;
     state.dirty = false;
-    const newest = state.frames.length ? state.frames[state.frames.length - 1].t1 : Date.now();
+    const lasts = ["chunks", "ttft", "itl", "padding"].filter((k) => state[k].length).map((k) => state[k][state[k].length - 1][0]);
+    const newest = lasts.length ? Math.max(...lasts) : Date.now();
     const since = newest - WINDOW_MS;
-    state.frames = state.frames.filter((f) => f.t1 >= since).slice(-WINDOW_FRAMES);
-    const chunks = state.frames.flatMap((f) => f.chunks).filter((p) => p[0] >= since).slice(-MAX_POINTS);
-    const ttft = state.frames.flatMap((f) => f.ttft).filter((p) => p[0] >= since).slice(-MAX_POINTS);
-    const itl = state.frames.filter((f) => f.itl_p50 !== null && f.itl_p50 !== undefined);
-    const padding = state.frames.filter((f) => f.padding_share !== null && f.padding_share !== undefined);
+    for (const key of ["chunks", "ttft", "itl", "padding"]) state[key] = trim(state[key], since);
     for (const second of state.perSecond.keys()) if (second * 1000 < since) state.perSecond.delete(second);
     const seconds = [...state.perSecond.keys()].sort((a, b) => a - b);
     const m = markers();
-    const relayout = (id, traces) => Plotly.react(id, traces, Object.assign({}, document.getElementById(id).layout, m));
-    const capacities = [...new Set(chunks.map((p) => p[1]))].sort((a, b) => a - b);
-    relayout("fig-chunks", capacities.map((c) => {
-      const mine = chunks.filter((p) => p[1] === c);
-      return { type: "scatter", mode: "markers", name: String(c), x: mine.map((p) => time(p[0])), y: mine.map((p) => p[1]),
-               marker: { size: 5, color: colour(c) } };
-    }));
-    relayout("fig-ttft", [{ type: "scatter", mode: "markers", name: "TTFT", x: ttft.map((p) => time(p[0])),
-      y: ttft.map((p) => p[1]), marker: { size: 4 } }]);
+    // One time range for every chart, from the oldest point kept to the newest, so they line up.
+    const firsts = ["chunks", "ttft", "itl", "padding"].filter((k) => state[k].length).map((k) => state[k][0][0]);
+    const xaxis = firsts.length ? { type: "date", range: [time(Math.max(since, Math.min(...firsts))), time(newest)] } : { type: "date" };
+    const relayout = (id, traces) => {
+      const empty = EMPTY[id] && traces.every((t) => t.x.length === 0);
+      const notes = empty ? m.annotations.concat([{ xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false,
+        text: EMPTY[id], font: { color: "#777" } }]) : m.annotations;
+      Plotly.react(id, traces, Object.assign({}, document.getElementById(id).layout, { xaxis, shapes: m.shapes, annotations: notes }));
+    };
+    const byCapacity = new Map();
+    for (const p of state.chunks) {
+      let mine = byCapacity.get(p[1]);
+      if (!mine) byCapacity.set(p[1], (mine = { x: [], y: [] }));
+      mine.x.push(time(p[0])); mine.y.push(p[1]);
+    }
+    relayout("fig-chunks", [...byCapacity.keys()].sort((a, b) => a - b).map((c) => ({
+      type: "scatter", mode: "markers", name: String(c), x: byCapacity.get(c).x, y: byCapacity.get(c).y,
+      marker: { size: 5, color: colour(c) } })));
+    relayout("fig-ttft", [{ type: "scatter", mode: "markers", name: "TTFT", x: state.ttft.map((p) => time(p[0])),
+      y: state.ttft.map((p) => p[1]), marker: { size: 4 } }]);
     relayout("fig-itl", [
-      { type: "scatter", mode: "lines", name: "p50", x: itl.map((f) => time(f.t1)), y: itl.map((f) => f.itl_p50) },
-      { type: "scatter", mode: "lines", name: "p99", x: itl.map((f) => time(f.t1)), y: itl.map((f) => f.itl_p99) },
+      { type: "scatter", mode: "lines", name: "p50", x: state.itl.map((p) => time(p[0])), y: state.itl.map((p) => p[1]) },
+      { type: "scatter", mode: "lines", name: "p99", x: state.itl.map((p) => time(p[0])), y: state.itl.map((p) => p[2]) },
     ]);
     relayout("fig-rate", [{ type: "bar", name: "launches/s", x: seconds.map((s) => time(s * 1000)),
       y: seconds.map((s) => state.perSecond.get(s)) }]);
-    relayout("fig-padding", [{ type: "scatter", mode: "lines", name: "padding", x: padding.map((f) => time(f.t1)),
-      y: padding.map((f) => f.padding_share) }]);
+    relayout("fig-padding", [{ type: "scatter", mode: "lines", name: "padding", x: state.padding.map((p) => time(p[0])),
+      y: state.padding.map((p) => p[1]) }]);
   }
 
   function take(frames) {
@@ -81,7 +106,10 @@
       state.lastSeq = f.seq;
       state.count += 1;
       if (f.chunks === undefined) continue;  // a frame stored before frames were drawn: numbered, nothing to plot
-      state.frames.push(f);
+      for (const p of f.chunks) state.chunks.push(p);
+      for (const p of f.ttft) state.ttft.push(p);
+      if (f.itl_p50 !== null && f.itl_p50 !== undefined) state.itl.push([f.t1, f.itl_p50, f.itl_p99]);
+      if (f.padding_share !== null && f.padding_share !== undefined) state.padding.push([f.t1, f.padding_share]);
       for (const [second, n] of f.per_second) state.perSecond.set(second, (state.perSecond.get(second) || 0) + n);
     }
     root.dataset.lastSeq = String(state.lastSeq);
@@ -133,6 +161,6 @@
       }
     },
   });
-  setInterval(redraw, 250);
+  setInterval(redraw, 1000);  // once a second: the window is minutes wide, and each redraw is tens of ms
   setInterval(refreshPanel, 10000);
 })();
