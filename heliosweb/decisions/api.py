@@ -72,7 +72,7 @@ TRADEOFF = inline_serializer(
         "arms": serializers.ListField(child=serializers.DictField(), allow_null=True),
         **{
             part: serializers.DictField(allow_null=True)
-            for part in ("sweep", "boots", "fuzz", "simulate", "ttft", "numerics", "health")
+            for part in ("sweep", "boots", "fuzz", "simulate", "ttft", "numerics", "health", "engine")
         },
         "checklist": serializers.ListField(child=serializers.DictField()),
         "required": serializers.ListField(child=serializers.CharField()),

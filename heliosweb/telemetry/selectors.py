@@ -8,7 +8,7 @@ from typing import Any
 from heliosweb.recipes.models import Recipe
 
 from . import buckets
-from .models import EngineToken, Rollup, TelemetryBatch, token_hash
+from .models import EngineToken, Rollup, TelemetryBatch, Totals, token_hash
 
 MAX_REFILL_FRAMES = 600  # what a (re)connecting live page is sent at most: its rolling window
 MIN_SAMPLES = 30  # finished requests below which a before/after figure is marked "too few samples"
@@ -53,6 +53,48 @@ def version_summary(*, recipe: Recipe, version: int) -> dict[str, Any]:
         "deterministic_lengths": sum(1 for n in distinct if n == 1),
         "too_few": requests < MIN_SAMPLES,
     }
+
+
+def telemetry_by_version(*, recipe: Recipe) -> list[dict[str, Any]]:
+    """Everything the recipe's engines reported, per policy version, oldest first, every engine
+    merged, from the per-version totals (never pruned, so the whole life of each version): which
+    engines, finished requests, prefill launches (and per finished request), TTFT p50/p99 (from the
+    fixed buckets: within one bucket step, 25 %, of the truth) and mean, launched and padded graph
+    tokens and the padded share, and whether the requests are too few to read much into."""
+    merged: dict[int, dict[str, Any]] = {}
+    for t in Totals.objects.filter(recipe=recipe).order_by("version", "engine"):
+        row = merged.setdefault(
+            t.version,
+            {"policy": t.policy, "engines": [], "ttft": buckets.empty(), "ttft_sum_ms": 0.0, "requests": 0,
+             "request_launches": 0, "prefill_launches": 0, "launched_tokens": 0, "padded_tokens": 0},
+        )  # fmt: skip
+        row["engines"].append(t.engine)
+        buckets.add(row["ttft"], t.ttft_buckets)
+        row["ttft_sum_ms"] += t.ttft_sum_ms
+        for field in ("requests", "request_launches", "prefill_launches", "launched_tokens", "padded_tokens"):
+            row[field] += getattr(t, field)
+    out = []
+    for version, row in merged.items():
+        requests, launched = row["requests"], row["launched_tokens"]
+        out.append(
+            {
+                "version": version,
+                "policy": row["policy"],
+                "engines": row["engines"],
+                "requests": requests,
+                "launches": row["prefill_launches"],
+                "launches_per_request": _round(row["request_launches"] / requests) if requests else None,
+                "ttft_p50_ms": _round(buckets.quantile_ms(row["ttft"], 0.5)),
+                "ttft_p99_ms": _round(buckets.quantile_ms(row["ttft"], 0.99)),
+                "ttft_mean_ms": _round(row["ttft_sum_ms"] / requests) if requests else None,
+                "launched_tokens": launched,
+                "padded_tokens": row["padded_tokens"],
+                "padding_share": _round(row["padded_tokens"] / launched) if launched else None,
+                "padding_percent": round(100 * row["padded_tokens"] / launched, 1) if launched else None,
+                "too_few": requests < MIN_SAMPLES,
+            }
+        )
+    return out
 
 
 def _round(x: float | None) -> float | None:

@@ -3,6 +3,7 @@ evidence, the page, approval blocked by a required item, comments, rollbacks and
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -63,6 +64,7 @@ def test_the_tradeoff_api_reproduces_the_pull_requests_numbers(author, reviewer,
     )
     assert body["sweep"]["job"] == jobs[1].pk and body["fuzz"]["policies"]["rule"]["stalls"] == 0
     assert body["boots"] is None and body["ttft"] is None and body["numerics"] is None and body["health"] is None
+    assert body["engine"] is None  # no engine has reported for this recipe
     ticked = {row["item"]: row["jobs"] for row in body["checklist"] if row["done"]}
     assert ticked == {"liveness_fuzzed": [jobs[2].pk]}
     assert body["required"] == [] and body["missing"] == []
@@ -81,6 +83,69 @@ def test_the_decision_page_lays_out_the_tradeoff_and_the_checklist(author, revie
     assert "No sweep job among the evidence." in html
     checklist = html.split('id="checklist"')[1]
     assert 'data-item="real_ttft" class="open"' in checklist and "real TTFT measured" in checklist
+
+
+def served(recipe: Any, *, engine: str, batch: int, version: int, policy: str, ttfts: list[float], chunks: list[int]):
+    """One telemetry batch, stored as an engine posts it: a request per TTFT, each prefilling a
+    1,000-token prompt in launches of the `chunks` graphs (the last one padded to fill its graph)."""
+    from heliosweb.telemetry.services import telemetry_ingest
+
+    now, records = time.time() * 1000, []
+    for i, ttft in enumerate(ttfts):
+        request, start = batch * 1000 + i, 0
+        for graph in chunks:
+            end = min(start + graph, 1000)
+            records.append(
+                {"type": "launch", "t_ms": now, "request": request, "graph": graph, "start": start, "end": end,
+                 "padded": graph - (end - start), "chooser": policy, "ms": 3.0, "policy": policy, "version": version}
+            )  # fmt: skip
+            start = end
+        records.append(
+            {"type": "request", "t_ms": now, "request": request, "prompt_tokens": 1000, "ttft_ms": ttft,
+             "itl_ms": [2.0], "launches": chunks, "policy": policy, "version": version}
+        )  # fmt: skip
+    recipe.refresh_from_db()
+    telemetry_ingest(recipe=recipe, data={"engine": engine, "batch": batch, "records": records})
+
+
+def test_the_tradeoff_reads_engine_telemetry_per_policy_version(author, reviewer, recipe, client):
+    from heliosweb.recipes.services import policy_set
+
+    # v1 cost on two engines: three launches per prompt (512 + 256 + 256, 24 tokens padded), TTFT 12 ms
+    served(recipe, engine="eng-1", batch=1, version=1, policy="cost", ttfts=[12.0] * 20, chunks=[512, 256, 256])
+    served(recipe, engine="eng-2", batch=1, version=1, policy="cost", ttfts=[12.0] * 20, chunks=[512, 256, 256])
+    policy_set(recipe=recipe, policy="rule")  # v2 rule: one 2048 graph per prompt, 1,048 tokens padded
+    served(recipe, engine="eng-1", batch=2, version=2, policy="rule", ttfts=[7.0] * 30 + [40.0] * 10, chunks=[2048])
+    policy_set(recipe=recipe, policy="cost")  # v3: back to cost, a few requests so far
+    served(recipe, engine="eng-1", batch=3, version=3, policy="cost", ttfts=[12.0] * 5, chunks=[512, 256, 256])
+    decision = services.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE)
+
+    engine = api_for(reviewer).get(f"/api/decisions/{decision.pk}/tradeoff/").json()["engine"]
+    assert engine["current_version"] == 3 and engine["to_policy"] == "rule" and engine["min_samples"] == 30
+    v1, v2, v3 = engine["versions"]
+    assert (v1["version"], v1["policy"], v1["engines"], v1["current"], v1["proposed"]) == (
+        1, "cost", ["eng-1", "eng-2"], False, False
+    )  # fmt: skip
+    assert (v1["requests"], v1["launches"], v1["launches_per_request"]) == (40, 120, 3.0)
+    # TTFT from the fixed buckets: every 12 ms request in (10, 12.5], interpolated inside it
+    assert (v1["ttft_p50_ms"], v1["ttft_p99_ms"], v1["ttft_mean_ms"]) == (11.25, 12.475, 12.0)
+    assert (v1["padded_tokens"], v1["launched_tokens"], v1["padding_share"]) == (40 * 24, 40 * 1024, 0.023)
+    assert (v2["policy"], v2["proposed"], v2["requests"], v2["launches"], v2["launches_per_request"]) == (
+        "rule", True, 40, 40, 1.0
+    )  # fmt: skip
+    # 7 ms in (6, 8]: p50 at 20 of its 30 -> 7.333; 40 ms in (30, 40]: p99 at 9.6 of its 10 -> 39.6
+    assert (v2["ttft_p50_ms"], v2["ttft_p99_ms"], v2["ttft_mean_ms"]) == (7.333, 39.6, 15.25)
+    assert (v2["padded_tokens"], v2["padding_share"], v2["padding_percent"]) == (40 * 1048, 0.512, 51.2)
+    assert (v3["current"], v3["requests"], v3["too_few"]) == (True, 5, True)
+    assert engine["latest_by_policy"] == {"cost": 1, "rule": 2}  # v3 has too few requests to stand for cost
+
+    client.force_login(reviewer)
+    html = client.get(f"/decisions/{decision.pk}").content.decode()
+    section = html.split('id="tradeoff-engine"')[1].split("</table>")[0]
+    row = section.split('data-version="2" data-policy="rule"')[1].split("</tr>")[0]
+    assert "rule <em>(proposed)</em>" in row and "40 (1.00)" in row and "7.33 ms" in row and "39.60 ms" in row
+    assert "51.2 % (41920 of 81920)" in row
+    assert "v3 <strong>(current)</strong>" in section and "too few to read much into: under 30" in section
 
 
 def test_approval_answers_409_naming_the_missing_required_item(author, reviewer, recipe):
