@@ -38,6 +38,7 @@ from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
 from heliosweb.telemetry.services import engine_job_active, engine_start, engine_stop
 from scheduler_core.errors import InvalidInput
+from scheduler_core.tradeoff import CHECKLIST
 
 from .forms import field_name, form_kinds, params_from_post
 
@@ -147,6 +148,7 @@ def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
             "decisions": decision_list(recipe=name, limit=20),
             "can_roll_back": request.user.has_perm(ROLLBACK_PERM),
             "can_manage": request.user.has_perm(MANAGE_PERM),
+            "required_labels": [dict(CHECKLIST).get(k, k) for k in recipe.required_evidence or []],
             "jobs": selectors.job_list(recipe=name, limit=20),
             "can_run": request.user.has_perm("jobs.run_jobs"),
             "engine_job": engine_job_active(recipe=recipe),

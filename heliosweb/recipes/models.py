@@ -7,6 +7,8 @@ event); `services.policy_set` is the single write path that workflow will call.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 
@@ -59,3 +61,8 @@ class PolicySetting(models.Model):
 
     def __str__(self) -> str:
         return f"{self.recipe.name}: {self.policy} v{self.version}"
+
+    @property
+    def emergency_at(self) -> datetime | None:
+        """When the emergency rollback in force was made (for pages: `emergency` keeps it as text)."""
+        return datetime.fromisoformat(self.emergency["at"]) if self.emergency else None

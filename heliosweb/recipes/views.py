@@ -41,9 +41,17 @@ def _render(request: HttpRequest, recipe: Any, values: dict[str, Any], errors: d
         "errors": errors,
         "policies": selectable_policies(),
         "checklist": CHECKLIST,
-        "shapes_text": values.get("shapes_text") or json.dumps(values.get("shapes") or []),
+        "shapes_text": values["shapes_text"] if "shapes_text" in values else _shapes_text(values.get("shapes")),
     }
     return render(request, "recipes/form.html", context, status=400 if errors else 200)
+
+
+def _shapes_text(shapes: Any) -> str:
+    """Stored shapes as the form shows them: one per line; nothing when there are none (the
+    placeholder shows the format)."""
+    if not shapes:
+        return ""
+    return "[\n" + ",\n".join(f"  {json.dumps(s)}" for s in shapes) + "\n]"
 
 
 @login_required

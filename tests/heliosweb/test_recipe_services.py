@@ -154,3 +154,18 @@ def test_the_api_refuses_a_recipe_without_a_name_as_a_field_error(client, db):
     response = client.post("/api/recipes/", {"policy": "rule"}, content_type="application/json")
     assert response.status_code == 400 and response.json()["field"] == "name"
     assert Recipe.objects.count() == 0
+
+
+def test_the_recipe_form_shows_shapes_one_per_line_and_keeps_what_was_typed(client, recipe):
+    client.force_login(operator())
+    empty = client.get("/recipes/tiny-cpu/edit").content.decode()
+    assert '"decode": 0}]\'></textarea>' in empty  # no shapes: an empty box, its placeholder shows the format
+    assert client.post("/recipes/tiny-cpu/edit", {"description": "x", "shapes": '[{"prefill": 64, "decode": 0}, {"prefill": 0, "decode": 8}]'}).status_code == 302  # fmt: skip
+    form = client.get("/recipes/tiny-cpu/edit").content.decode()
+    assert (
+        "[\n  {&quot;prefill&quot;: 64, &quot;decode&quot;: 0},\n  {&quot;prefill&quot;: 0, &quot;decode&quot;: 8}\n]"
+        in form
+    )
+    assert 'href="/recipes/tiny-cpu">Cancel</a>' in form
+    back = client.post("/recipes/tiny-cpu/edit", {"description": "x", "shapes": "[{oops"}).content.decode()
+    assert ">[{oops</textarea>" in back and 'data-field="shapes"' in back

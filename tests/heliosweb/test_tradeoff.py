@@ -223,7 +223,11 @@ def test_an_emergency_rollback_shows_a_banner_until_a_follow_up_decision_is_revi
     policy_rollback_emergency(recipe=recipe, actor=User.objects.get(pk=olga.pk), reason="p99 TTFT doubled")
     client.force_login(reviewer)
     for url in ("/", "/recipes/tiny-cpu"):
-        assert "Emergency rollback of" in client.get(url).content.decode()
+        banner = client.get(url).content.decode().split('class="banner emergency"')[1].split("</div>")[0]
+        assert (
+            "Emergency rollback of" in banner and "reverted from rule to cost (v3) at once, without approval" in banner
+        )
+        assert "by olga on " in banner and "“p99 TTFT doubled”" in banner and "propose a follow-up decision" in banner
     assert api_for(reviewer).get("/api/recipes/").json()[0]["emergency"]["reason"] == "p99 TTFT doubled"
     follow_up = services.decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale="reviewed")
     services.decision_reject(actor=reviewer, decision=follow_up, reason="keep cost until the drift is fixed")
