@@ -150,9 +150,9 @@ def _check(params: dict[str, Any], shapes: list[tuple[int, int]], prompts: dict[
                 f"{capacity} is not a prefill capacity of this boot {sorted(p for p, d in shapes if d == 0)}",
             )
     for field, n in prompts.items():
-        if n > config.max_tokens:
+        if n > config.context_tokens:
             raise InvalidInput(
-                field, f"{n} tokens is longer than preset {config.name}'s context of {config.max_tokens} tokens"
+                field, f"{n} tokens is longer than preset {config.name}'s context of {config.context_tokens} tokens"
             )
 
 

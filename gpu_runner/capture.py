@@ -15,7 +15,7 @@ from .device import mode_of, provenance, shape_memory_guard
 from .drift import Disturbance
 from .events import Progress, shape_label
 from .execute import random_token_ids
-from .graphs import Boot, Launcher
+from .graphs import BootedModel, Launcher
 from .presets import ModelConfig
 from .timing import Stopwatch, summary
 
@@ -41,14 +41,16 @@ def time_launches(
     return watch.intervals_ms()
 
 
-def load_timing_tokens(boot: Boot, shape: tuple[int, int], seed: int) -> None:
+def load_timing_tokens(boot: BootedModel, shape: tuple[int, int], seed: int) -> None:
     """Seeded random token ids in a shape's static buffer, drawn as TTFT's prompts are: timing
     then runs the rows a real prompt would (all-zero ids would make every activation row equal)."""
     step = boot.launchers[shape].step
     step.tokens.copy_(random_token_ids(boot.config.vocab, step.prefill + step.decode, seed, boot.device))
 
 
-def measure(boot: Boot, shape: tuple[int, int], repeats: int, warmup: int, drift_load: int | None) -> dict[str, Any]:
+def measure(
+    boot: BootedModel, shape: tuple[int, int], repeats: int, warmup: int, drift_load: int | None
+) -> dict[str, Any]:
     """One shape's measurement; with `drift_load`, timed under competing work, then timed again
     without it: `clean_median_ms`, and the slowdown the drift achieved on this shape."""
     launcher = boot.launchers[shape]
@@ -79,11 +81,11 @@ def capture_boot(
     drift_load: int = 2,
     steps: Progress,
     boot_index: int = 0,
-) -> tuple[Boot, dict[str, Any]]:
+) -> tuple[BootedModel, dict[str, Any]]:
     """Boot the model, capture every shape, measure them in catalog order, streaming each
     measurement. Returns the live boot (to execute plans on) and its stored form."""
     meta = provenance(config, device, seed)
-    boot = Boot(config, device, shapes, seed)
+    boot = BootedModel(config, device, shapes, seed)
     boot.prepare(shapes)
     meta["attention"] = boot.attention
     steps.advance(f"boot {boot_index}: captured {len(shapes)} graphs")
@@ -120,7 +122,7 @@ def capture_boot(
     return boot, stored
 
 
-def output_fingerprint(boot: Boot, shape: tuple[int, int]) -> float:
+def output_fingerprint(boot: BootedModel, shape: tuple[int, int]) -> float:
     """The sum of a shape's last launch's logits: equal across boots of one model and seed, so two
     boots' catalogs can be shown to differ only in their timing."""
     return float(boot.launchers[shape].launch().double().sum())

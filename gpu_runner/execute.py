@@ -11,7 +11,7 @@ import torch
 
 from scheduler_core.planner import Plan
 
-from .graphs import Boot
+from .graphs import BootedModel
 from .timing import Stopwatch, synchronize
 
 
@@ -32,12 +32,12 @@ def random_token_ids(vocab: int, count: int, seed: int, device: torch.device) ->
     return torch.randint(0, vocab, (count,), generator=gen).to(device)
 
 
-def prompt_tokens(boot: Boot, count: int, seed: int) -> torch.Tensor:
+def prompt_tokens(boot: BootedModel, count: int, seed: int) -> torch.Tensor:
     """A seeded random prompt on the boot's device (the same seed gives the same prompt)."""
     return random_token_ids(boot.config.vocab, count, seed, boot.device)
 
 
-def execute(boot: Boot, plan: Plan, prompt: torch.Tensor) -> Execution:
+def execute(boot: BootedModel, plan: Plan, prompt: torch.Tensor) -> Execution:
     """TTFT runs from an idle device to the first token on the host; greedy sampling keeps it deterministic."""
     watch = Stopwatch(boot.device)
     synchronize(boot.device)

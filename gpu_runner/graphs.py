@@ -49,7 +49,7 @@ class Launcher:
         self.step.last.fill_(real - 1)
 
 
-class Boot:
+class BootedModel:
     """A model with one cache and a launcher per shape, as an engine holds them after boot."""
 
     def __init__(self, config: ModelConfig, device: torch.device, shapes: list[tuple[int, int]], seed: int = 0) -> None:

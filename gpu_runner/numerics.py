@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from .graphs import Boot
+from .graphs import BootedModel
 from .model import KVCache, Step
 
 BITWISE = "bitwise identical"
@@ -48,7 +48,7 @@ TOLERANCES: dict[str, Tolerance] = {
 }
 
 
-def one_shot(boot: Boot, prompt: torch.Tensor) -> tuple[torch.Tensor, KVCache]:
+def one_shot(boot: BootedModel, prompt: torch.Tensor) -> tuple[torch.Tensor, KVCache]:
     """The reference: the whole prompt in one eager step, no padding, on a cache of its own."""
     cache = KVCache(boot.config, boot.length, 1, boot.device)
     step = Step.allocate(len(prompt), 0, boot.device)

@@ -28,7 +28,7 @@ class ModelConfig:
     head_dim: int
     ffn: int
     vocab: int
-    max_tokens: int  # the longest prompt a boot accepts
+    context_tokens: int  # the model's context: the longest prompt a boot accepts
     decode_context: int  # cache length of each decode row
     dtype: str  # "float32" or "bfloat16"
     # The SDPA kernel each device type is pinned to (torch.nn.attention.sdpa_kernel): "efficient"
@@ -66,7 +66,7 @@ PRESETS: dict[str, ModelConfig] = {
             head_dim=64,
             ffn=688,
             vocab=2048,
-            max_tokens=4096,
+            context_tokens=4096,
             decode_context=256,
             dtype="float32",
         ),
@@ -79,7 +79,7 @@ PRESETS: dict[str, ModelConfig] = {
             head_dim=128,
             ffn=5632,
             vocab=32000,
-            max_tokens=16384,
+            context_tokens=16384,
             decode_context=2048,
             dtype="bfloat16",
         ),
@@ -92,7 +92,7 @@ PRESETS: dict[str, ModelConfig] = {
             head_dim=128,
             ffn=11008,
             vocab=32000,
-            max_tokens=16384,
+            context_tokens=16384,
             decode_context=2048,
             dtype="bfloat16",
         ),
@@ -127,7 +127,7 @@ def cache_tokens(config: ModelConfig, shapes: Iterable[tuple[int, int]]) -> int:
     """The prefill cache length: the longest prompt plus room for the largest graph's padding,
     which is written past the real tokens and never attended to; rounded up to a multiple of 64
     so the attention mask's rows stay aligned for the memory-efficient CUDA kernel."""
-    return -(-(config.max_tokens + max(p for p, _ in shapes)) // 64) * 64
+    return -(-(config.context_tokens + max(p for p, _ in shapes)) // 64) * 64
 
 
 def estimate_bytes(config: ModelConfig, shapes: list[tuple[int, int]]) -> tuple[int, tuple[int, int]]:

@@ -31,11 +31,11 @@ def replay_vs_eager(preset: str, shapes: list[tuple[int, int]], seed: int = 0) -
     import torch
 
     from .capture import DEFAULT_WARMUP, load_timing_tokens, time_launches
-    from .graphs import Boot
+    from .graphs import BootedModel
     from .presets import PRESETS
     from .timing import Stopwatch
 
-    boot = Boot(PRESETS[preset], torch.device("cuda"), shapes, seed)
+    boot = BootedModel(PRESETS[preset], torch.device("cuda"), shapes, seed)
     boot.prepare(shapes)
     rows = []
     for shape in shapes:

@@ -8,18 +8,18 @@ import dataclasses
 import pytest
 import torch
 
-from gpu_runner.graphs import Boot
+from gpu_runner.graphs import BootedModel
 from gpu_runner.presets import PRESETS, ModelConfig
 
 SHAPES = [(16, 0), (32, 0), (64, 0), (0, 2), (16, 2)]
 
 
 def small_context() -> ModelConfig:
-    return dataclasses.replace(PRESETS["tiny"], max_tokens=256, decode_context=256)
+    return dataclasses.replace(PRESETS["tiny"], context_tokens=256, decode_context=256)
 
 
 @pytest.fixture(scope="module")
-def boot() -> Boot:
-    b = Boot(small_context(), torch.device("cpu"), SHAPES)
+def boot() -> BootedModel:
+    b = BootedModel(small_context(), torch.device("cpu"), SHAPES)
     b.prepare(SHAPES)
     return b

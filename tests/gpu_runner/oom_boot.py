@@ -8,7 +8,7 @@ import torch
 from gpu_runner import boot_process, graphs
 
 MESSAGE = "CUDA out of memory. Tried to allocate 2.50 GiB. GPU 0 has a total capacity of 139.80 GiB of which 1.20 GiB is free."
-real_build = graphs.Boot._build
+real_build = graphs.BootedModel._build
 
 
 def build(self, prefill, decode):
@@ -17,5 +17,5 @@ def build(self, prefill, decode):
     return real_build(self, prefill, decode)
 
 
-graphs.Boot._build = build
+graphs.BootedModel._build = build
 sys.exit(boot_process.main())

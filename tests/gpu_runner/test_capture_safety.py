@@ -10,7 +10,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from gpu_runner.execute import prompt_tokens
-from gpu_runner.graphs import Boot
+from gpu_runner.graphs import BootedModel
 from gpu_runner.presets import PRESETS
 
 SHAPES = [(64, 0), (0, 2), (64, 2)]
@@ -38,13 +38,13 @@ class OpLog(TorchDispatchMode):
 
 
 @pytest.fixture(scope="module")
-def boot() -> Boot:
-    boot = Boot(PRESETS["tiny"], torch.device("cpu"), SHAPES)
+def boot() -> BootedModel:
+    boot = BootedModel(PRESETS["tiny"], torch.device("cpu"), SHAPES)
     boot.prepare(SHAPES)
     return boot
 
 
-def ops_of_launch(boot: Boot, shape: tuple[int, int], start: int, end: int) -> list[str]:
+def ops_of_launch(boot: BootedModel, shape: tuple[int, int], start: int, end: int) -> list[str]:
     launcher = boot.launchers[shape]
     if shape[0]:
         launcher.load_chunk(prompt_tokens(boot, end, seed=start), start, end)

@@ -10,7 +10,7 @@ import torch
 
 from gpu_runner.analyses import ANALYSES
 from gpu_runner.execute import execute, prompt_tokens
-from gpu_runner.graphs import Boot
+from gpu_runner.graphs import BootedModel
 from gpu_runner.numerics import one_shot
 from gpu_runner.presets import PRESETS
 from scheduler_core.catalog import Catalog, catalog_from_mapping
@@ -22,8 +22,8 @@ SHAPES = [(16, 0), (32, 0), (64, 0), (0, 2), (16, 2)]
 
 
 @pytest.fixture(scope="module")
-def cuda_boot() -> Boot:
-    boot = Boot(PRESETS["tiny"], torch.device("cuda"), SHAPES)
+def cuda_boot() -> BootedModel:
+    boot = BootedModel(PRESETS["tiny"], torch.device("cuda"), SHAPES)
     boot.prepare(SHAPES)
     return boot
 

@@ -15,7 +15,7 @@ from gpu_runner import fresh_boot, graphs
 from gpu_runner.analyses import ANALYSES
 from gpu_runner.device import shape_memory_guard
 from gpu_runner.errors import AttentionBackendError, BootFailed, BootOutOfMemory
-from gpu_runner.graphs import Boot
+from gpu_runner.graphs import BootedModel
 
 from .conftest import small_context
 
@@ -37,14 +37,14 @@ def test_out_of_memory_in_one_shape_fails_the_capture_naming_the_shape_and_memor
 
 
 def test_out_of_memory_in_an_in_process_boot_names_the_shape_too(monkeypatch):
-    real = graphs.Boot._build
+    real = graphs.BootedModel._build
 
     def build(self, prefill, decode):
         if prefill == 16:
             raise torch.OutOfMemoryError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 123 bytes.")
         return real(self, prefill, decode)
 
-    monkeypatch.setattr(graphs.Boot, "_build", build)
+    monkeypatch.setattr(graphs.BootedModel, "_build", build)
     with pytest.raises(BootOutOfMemory, match=r"shape prefill=16 decode=0 .* asked for 123 bytes, [0-9.]+ GiB free"):
         run("ttft", {"capacities": [16, 32], "repeats": 1, "device": "cpu", "prompt_tokens": [40], "runs": 1})
 
@@ -52,11 +52,13 @@ def test_out_of_memory_in_an_in_process_boot_names_the_shape_too(monkeypatch):
 def test_a_pinned_kernel_that_cannot_run_fails_naming_it():
     config = dataclasses.replace(small_context(), attention_cpu="efficient")  # CUDA-only kernel
     with pytest.raises(AttentionBackendError, match=r"attention backend 'efficient' cannot run this step"):
-        Boot(config, torch.device("cpu"), [(16, 0)]).prepare([(16, 0)])
+        BootedModel(config, torch.device("cpu"), [(16, 0)]).prepare([(16, 0)])
 
 
 def test_the_observed_kernel_is_the_pinned_one():
-    boot = Boot(dataclasses.replace(small_context(), attention_cpu="math"), torch.device("cpu"), [(16, 0), (0, 2)])
+    boot = BootedModel(
+        dataclasses.replace(small_context(), attention_cpu="math"), torch.device("cpu"), [(16, 0), (0, 2)]
+    )
     boot.prepare([(16, 0), (0, 2)])
     assert boot.attention == {"pinned": "math", "observed": ["math"]}
 
