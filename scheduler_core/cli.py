@@ -21,9 +21,11 @@ def fail(exc: InvalidInput) -> int:
 def add_analysis_parser(sub: Any, analysis: Analysis) -> None:
     p = sub.add_parser(analysis.name, help=analysis.summary, description=analysis.summary)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    old_names = {now: old for old, now in analysis.aliases.items()}
     for param in analysis.params:
+        names = [param.name] + ([old_names[param.name]] if param.name in old_names else [])
         p.add_argument(
-            "--" + param.name.replace("_", "-"),
+            *("--" + name.replace("_", "-") for name in names),
             dest=param.name,
             default=None,
             metavar=param.metavar,

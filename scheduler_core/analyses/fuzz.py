@@ -197,7 +197,7 @@ def _shifted(r: Json, k: int) -> Json:
 
 def work(params: dict[str, Any]) -> int:
     """Plans to make; each costs about a millisecond at the largest prompt sizes allowed."""
-    return int(params["cases"] * len(params["policies"]) * max(1, params["max_tokens"] // 2048))
+    return int(params["cases"] * len(params["policies"]) * max(1, params["prompt_max"] // 2048))
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -209,7 +209,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     }
     ticker = Ticker(emit, params["cases"])
     for index in range(params["cases"]):
-        case = random_case(rng, params["max_tokens"])
+        case = random_case(rng, params["prompt_max"])
         for name in policies:
             entry = report[name]
             entry["plans"] += 1
@@ -221,7 +221,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
                 entry["first_failing_case"] = index
                 entry["counterexample"] = _minimal(name, case, found["kind"])
         ticker.tick(index + 1, f"case {index + 1}")
-    return {"seed": params["seed"], "cases": params["cases"], "max_tokens": params["max_tokens"], "policies": report}
+    return {"seed": params["seed"], "cases": params["cases"], "prompt_max": params["prompt_max"], "policies": report}
 
 
 def _minimal(policy: str, case: Case, kind: str) -> Json:
@@ -270,11 +270,12 @@ ANALYSIS = Analysis(
     params=(
         IntParam("cases", 2000, "random catalog/request pairs", minimum=1, maximum=1_000_000),
         IntParam("seed", 0, "random seed (the same seed replays the same cases)", minimum=0, maximum=2**31 - 1),
-        IntParam("max_tokens", 2048, "longest random prompt", minimum=1, maximum=1 << 17),
+        IntParam("prompt_max", 2048, "longest random prompt (tokens)", minimum=1, maximum=1 << 17),
         PolicyListParam("policies", help="policies to fuzz", every_policy=True, all_by_default=True),
     ),
     run=run,
     work=work,
     max_work=1_000_000,
     format_text=format_text,
+    aliases={"max_tokens": "prompt_max"},  # renamed on 2026-11-30
 )

@@ -389,20 +389,27 @@ class Analysis:
     check: Callable[[dict[str, Any]], None] = field(default=lambda params: None)
     # The event records `run` may emit (scheduler_core.events): what listeners may rely on.
     events: tuple[type, ...] = (ProgressEvent,)
+    # Old parameter name -> its name now: still accepted (API, forms' posts, CLI flags) for one
+    # release after a rename, so scripts keep working (docs/api.md lists them).
+    aliases: Mapping[str, str] = field(default_factory=dict)
 
     def params_schema(self) -> dict[str, Any]:
         """The JSON schema of this analysis's parameters, from the declarations `validate` enforces:
         each one's type, bounds and choices; every one optional (defaults fill the rest); no other."""
-        return {
-            "type": "object",
-            "properties": {p.name: _described(p) for p in self.params},
-            "additionalProperties": False,
-        }
+        properties = {p.name: _described(p) for p in self.params}
+        for old, now in self.aliases.items():
+            properties[old] = {**properties[now], "deprecated": True, "description": f"the old name of {now}"}
+        return {"type": "object", "properties": properties, "additionalProperties": False}
 
     def validate(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
         """Fill defaults, parse every value, reject unknown names, broken cross-parameter rules and
         runs too large to finish in minutes."""
         data = dict(data or {})
+        for old, now in self.aliases.items():
+            if old in data:
+                if now in data:
+                    raise InvalidInput(old, f"is the old name of {now}: give only {now}")
+                data[now] = data.pop(old)
         known = {p.name for p in self.params}
         unknown = sorted(set(data) - known)
         if unknown:

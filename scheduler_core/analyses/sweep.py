@@ -30,8 +30,8 @@ FULL_CHUNK = 4096  # the pull request's catalogs' largest graph; sizes their wor
 
 
 def prompt_lengths(params: dict[str, Any]) -> list[int]:
-    """`count` lengths from min_tokens to max_tokens, log or linearly spaced, rounded and deduplicated."""
-    lo, hi, count = params["min_tokens"], params["max_tokens"], params["count"]
+    """`count` lengths from prompt_min to prompt_max, log or linearly spaced, rounded and deduplicated."""
+    lo, hi, count = params["prompt_min"], params["prompt_max"], params["count"]
     fractions = [i / (count - 1) for i in range(count)] if count > 1 else [1.0]
     if params["spacing"] == "log":
         points = (math.exp(math.log(lo) + f * (math.log(hi) - math.log(lo))) for f in fractions)
@@ -41,8 +41,8 @@ def prompt_lengths(params: dict[str, Any]) -> list[int]:
 
 
 def check(params: dict[str, Any]) -> None:
-    if params["min_tokens"] > params["max_tokens"]:
-        raise InvalidInput("min_tokens", f"must be <= max_tokens ({params['min_tokens']} > {params['max_tokens']})")
+    if params["prompt_min"] > params["prompt_max"]:
+        raise InvalidInput("prompt_min", f"must be <= prompt_max ({params['prompt_min']} > {params['prompt_max']})")
 
 
 def work(params: dict[str, Any]) -> int:
@@ -142,8 +142,8 @@ ANALYSIS = Analysis(
     name="sweep",
     summary="TTFT, launches and padding against prompt length for cost and rule, clean and drift catalogs.",
     params=(
-        IntParam("min_tokens", 1, "shortest prompt", minimum=1, maximum=MAX_TOKENS),
-        IntParam("max_tokens", 131072, "longest prompt", minimum=1, maximum=MAX_TOKENS),
+        IntParam("prompt_min", 1, "shortest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
+        IntParam("prompt_max", 131072, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
         IntParam(
             "count",
             256,
@@ -168,4 +168,5 @@ ANALYSIS = Analysis(
     work=work,
     max_work=20_000_000,
     format_text=format_text,
+    aliases={"min_tokens": "prompt_min", "max_tokens": "prompt_max"},  # renamed on 2026-11-30
 )

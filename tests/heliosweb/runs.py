@@ -10,9 +10,9 @@ from heliosweb.jobs.registry import get_kind
 
 SMALL: dict[str, dict[str, Any]] = {
     "pr22": {},
-    "sweep": {"count": 10, "max_tokens": 9000},
+    "sweep": {"count": 10, "prompt_max": 9000},
     "boots": {"boots": 6, "prompts": [3504, 14000], "sigma": 0.2},
-    "fuzz": {"cases": 60, "seed": 1, "max_tokens": 512},
+    "fuzz": {"cases": 60, "seed": 1, "prompt_max": 512},
     "simulate": {"requests": 12, "prompt_max": 6000, "output_min": 4, "output_max": 12, "launch_events": 30},
     "pulse": {"count": 20, "rate": 2000},
     "capture": {

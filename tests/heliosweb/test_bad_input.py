@@ -44,9 +44,9 @@ API_CASES = [
         "post",
         "/api/jobs/",
         '{"kind": "sweep", "params": {"boot_catalog": [{"prefill": 1, "decode": 0, "ms": 0.01}],'
-        ' "count": 20000, "max_tokens": 1048576}}',
+        ' "count": 20000, "prompt_max": 1048576}}',
         400,
-        "params.min_tokens",
+        "params.prompt_min",
     ),
     ("post", "/api/recipes/tiny-cpu/boots/", _boot('{"prefill": 64, "decode": 0, "ms": ' + HUGE_INT + "}"), 400, None),
     (

@@ -51,11 +51,12 @@ def scalar(schema: dict[str, Any]) -> dict[str, Any]:
 
 def stated_bounds(schemas: dict[str, Any]) -> list[tuple[str, str, dict[str, Any], str]]:
     """(kind, parameter, its schema, "minimum" or "maximum") for every bound a kind's params state
-    on a number or on a list's numbers."""
+    on a number or on a list's numbers (an old name's bounds are its new name's, checked there)."""
     out = []
     for kind in job_kinds():
         for name, schema in schemas[f"JobParams.{kind}"]["properties"].items():
-            out += [(kind, name, schema, b) for b in ("minimum", "maximum") if b in scalar(schema)]
+            if not schema.get("deprecated"):
+                out += [(kind, name, schema, b) for b in ("minimum", "maximum") if b in scalar(schema)]
     return out
 
 
@@ -98,7 +99,9 @@ def test_job_create_is_one_variant_per_kind_told_apart_by_kind(schemas):
 def test_the_schema_states_every_declared_parameter_with_its_bounds_and_choices(schemas):
     for name, kind in job_kinds().items():
         stated = schemas[f"JobParams.{name}"]["properties"]
-        assert list(stated) == [p.name for p in kind.analysis.params]
+        assert list(stated) == [p.name for p in kind.analysis.params] + list(kind.analysis.aliases)
+        for old, now in kind.analysis.aliases.items():  # an old name: deprecated, the new one's schema
+            assert stated[old]["deprecated"] is True and stated[old].get("maximum") == stated[now].get("maximum")
         for p in kind.analysis.params:
             spec = p.to_dict()
             schema = declared(stated[p.name])

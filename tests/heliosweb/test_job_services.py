@@ -282,7 +282,7 @@ def test_a_sweep_can_name_a_stored_boot_instead_of_spelling_out_its_catalog(main
     job = submission.job_create(
         kind="sweep",
         user=maintainer,
-        params={"boot_catalog": {"boot": boot.pk}, "min_tokens": 3504, "max_tokens": 3504, "count": 1},
+        params={"boot_catalog": {"boot": boot.pk}, "prompt_min": 3504, "prompt_max": 3504, "count": 1},
     )
     assert job.params["boot_catalog"] == boot.catalog  # the job keeps the catalog itself
     runner.job_run(job_id=job.pk)

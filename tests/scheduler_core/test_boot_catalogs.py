@@ -25,7 +25,7 @@ def run(name, params):
 def test_a_sweep_over_a_boot_uses_the_boots_own_durations_as_true_costs():
     boot = [dict(g, ms=2 * g["ms"]) for g in CLEAN.to_dicts()]  # every graph twice as slow as the affine model
     result = run(
-        "sweep", {"boot_catalog": boot, "min_tokens": 4096, "max_tokens": 4096, "count": 1, "first_token_ms": 0.0}
+        "sweep", {"boot_catalog": boot, "prompt_min": 4096, "prompt_max": 4096, "count": 1, "first_token_ms": 0.0}
     )
     assert list(result["series"]) == ["boot"]
     assert result["series"]["boot"]["rule"]["ttft_ms"] == [132.0]  # one 4096 launch, 2 x 66 ms

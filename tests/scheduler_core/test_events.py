@@ -10,7 +10,7 @@ from scheduler_core.events import ProgressEvent, conforms
 
 SMALL = {
     "pr22": {},
-    "sweep": {"count": 8, "max_tokens": 20000},
+    "sweep": {"count": 8, "prompt_max": 20000},
     "boots": {"boots": 3, "prompts": [3504, 14000]},
     "fuzz": {"cases": 40, "seed": 3},
     "simulate": {"requests": 12, "prompt_max": 4000, "output_max": 20, "launch_events": 5},

@@ -110,4 +110,4 @@ def test_the_report_is_plain_json_and_progress_reaches_the_last_case():
 
 def test_it_rejects_a_run_that_would_take_hours():
     with pytest.raises(InvalidInput, match="too large"):
-        ANALYSIS.validate({"cases": 1_000_000, "max_tokens": 1 << 17})
+        ANALYSIS.validate({"cases": 1_000_000, "prompt_max": 1 << 17})

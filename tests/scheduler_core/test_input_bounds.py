@@ -45,9 +45,9 @@ def test_a_sweep_over_a_boot_of_tiny_graphs_is_sized_by_that_boot():
     """A boot whose largest graph is 1 token makes one launch per token: 20,000 lengths up to 2^20
     tokens would hold the only slot for days, and must be refused like any oversized run."""
     tiny = [{"prefill": 1, "decode": 0, "ms": 0.01}]
-    params = {"boot_catalog": tiny, "count": 20000, "max_tokens": 1048576}
+    params = {"boot_catalog": tiny, "count": 20000, "prompt_max": 1048576}
     with pytest.raises(InvalidInput) as exc:
         ANALYSES["sweep"].validate(params)
     assert "too large" in exc.value.message
     # The same sweep over the pull request's catalogs (4096-token chunks) stays within the cap.
-    ANALYSES["sweep"].validate({"count": 20000, "max_tokens": 1048576})
+    ANALYSES["sweep"].validate({"count": 20000, "prompt_max": 1048576})

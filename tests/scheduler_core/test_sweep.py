@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -12,18 +14,18 @@ def sweep(**params):
 
 
 def test_log_spacing_covers_both_ends_with_distinct_sorted_lengths():
-    lengths = prompt_lengths(ANALYSIS.validate({"min_tokens": 1, "max_tokens": 131072, "count": 300}))
+    lengths = prompt_lengths(ANALYSIS.validate({"prompt_min": 1, "prompt_max": 131072, "count": 300}))
     assert lengths[0] == 1 and lengths[-1] == 131072
     assert lengths == sorted(set(lengths)) and len(lengths) <= 300
 
 
 def test_linear_spacing_is_evenly_spaced():
-    params = ANALYSIS.validate({"min_tokens": 100, "max_tokens": 500, "count": 5, "spacing": "linear"})
+    params = ANALYSIS.validate({"prompt_min": 100, "prompt_max": 500, "count": 5, "spacing": "linear"})
     assert prompt_lengths(params) == [100, 200, 300, 400, 500]
 
 
 def test_it_reproduces_the_pull_requests_arms_as_points_on_the_curve():
-    result, _ = sweep(min_tokens=3504, max_tokens=14000, count=2, spacing="linear")
+    result, _ = sweep(prompt_min=3504, prompt_max=14000, count=2, spacing="linear")
     assert result["prompt_tokens"] == [3504, 14000]
     clean, drift = result["series"]["clean"], result["series"]["drift"]
     assert clean["cost"]["ttft_ms"] == [62.1, 232.1] and clean["rule"]["ttft_ms"] == [66.1, 232.1]
@@ -34,7 +36,7 @@ def test_it_reproduces_the_pull_requests_arms_as_points_on_the_curve():
 
 def test_the_rule_never_beats_the_cost_model_on_a_faithful_catalog():
     """On the clean catalog predicted == true cost, so the cost model's plan is optimal in true TTFT."""
-    result, _ = sweep(count=400, spacing="linear", max_tokens=20000)
+    result, _ = sweep(count=400, spacing="linear", prompt_max=20000)
     clean = result["summary"]["clean"]
     assert clean["rule_wins"] == 0 and clean["rule_loses"] > 0
     assert all(d >= 0 for d in result["series"]["clean"]["delta_ms"])
@@ -58,7 +60,7 @@ def test_one_policy_gives_its_series_but_no_delta():
 
 
 def test_padding_is_zero_when_every_length_is_a_multiple_of_the_full_chunk():
-    result, _ = sweep(min_tokens=4096, max_tokens=40960, count=10, spacing="linear")
+    result, _ = sweep(prompt_min=4096, prompt_max=40960, count=10, spacing="linear")
     assert result["series"]["clean"]["rule"]["padded_tokens"] == [0] * 10
 
 
@@ -74,18 +76,54 @@ def test_the_result_is_plain_json():
     assert json.loads(json.dumps(result)) == result
 
 
-def test_it_rejects_min_tokens_above_max_tokens():
+def test_it_rejects_prompt_min_above_prompt_max():
     with pytest.raises(InvalidInput) as exc:
-        ANALYSIS.validate({"min_tokens": 500, "max_tokens": 100})
-    assert exc.value.field == "min_tokens"
+        ANALYSIS.validate({"prompt_min": 500, "prompt_max": 100})
+    assert exc.value.field == "prompt_min"
 
 
 def test_it_rejects_a_sweep_that_would_take_hours():
     with pytest.raises(InvalidInput, match="too large"):
-        ANALYSIS.validate({"count": 100_000, "max_tokens": 1 << 20, "spacing": "linear"})
+        ANALYSIS.validate({"count": 100_000, "prompt_max": 1 << 20, "spacing": "linear"})
 
 
 def test_the_text_names_each_catalog():
     result, _ = sweep(count=16)
     text = ANALYSIS.format_text(result)
     assert "clean" in text and "drift" in text and "max loss" in text
+
+
+def test_the_old_names_of_the_prompt_range_are_still_accepted_for_one_release():
+    assert ANALYSIS.validate({"min_tokens": 100, "max_tokens": 500}) == ANALYSIS.validate(
+        {"prompt_min": 100, "prompt_max": 500}
+    )
+    with pytest.raises(InvalidInput) as exc:
+        ANALYSIS.validate({"max_tokens": 500, "prompt_max": 500})
+    assert exc.value.field == "max_tokens" and "prompt_max" in exc.value.message
+    properties = ANALYSIS.params_schema()["properties"]
+    assert properties["max_tokens"]["deprecated"] is True
+    assert properties["max_tokens"]["maximum"] == properties["prompt_max"]["maximum"]
+
+
+def test_the_cli_takes_the_old_flag_as_the_new_one():
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scheduler_core",
+            "sweep",
+            "--json",
+            "--count",
+            "2",
+            "--min-tokens",
+            "3504",
+            "--max-tokens",
+            "4000",
+            "--catalogs",
+            "clean",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(run.stdout)["prompt_tokens"] == [3504, 4000]
