@@ -93,7 +93,7 @@ DRIFT_LOAD = IntParam(
     maximum=16,
 )
 CATALOG = CatalogParam(
-    "catalog",
+    "boot_catalog",
     None,
     "a boot's catalog to use instead of capacities (capture: its shapes; "
     "ttft/numerics: its durations to plan with); default: this run's own capture",
@@ -125,15 +125,15 @@ BOOT_PARAMS = (
 
 def _capture_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]:
     """The shapes a capture boots, and the parameter that named them (for errors)."""
-    if params["catalog"] is not None:
-        return [(g["prefill"], g["decode"]) for g in params["catalog"]], "catalog"
+    if params["boot_catalog"] is not None:
+        return [(g["prefill"], g["decode"]) for g in params["boot_catalog"]], "boot_catalog"
     return default_shapes(params["capacities"], params["decode_rows"], params["graphs"]), "capacities"
 
 
 def _prefill_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]:
     """Plans launch solo prefill graphs only: the planning catalog's capacities."""
-    if params["catalog"] is not None:
-        return [(c, 0) for c in Catalog.from_dicts(params["catalog"]).capacities], "catalog"
+    if params["boot_catalog"] is not None:
+        return [(c, 0) for c in Catalog.from_dicts(params["boot_catalog"]).capacities], "boot_catalog"
     return [(c, 0) for c in sorted(params["capacities"])], "capacities"
 
 
@@ -267,7 +267,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     steps = Progress(emit, len(shapes) + 1 + len(params["prompt_tokens"]) * len(params["policies"]))
     steps.start("booting")
     boot, stored = boot_here(params, shapes, field, steps)
-    planning = Catalog.from_dicts(params["catalog"] or stored["catalog"])
+    planning = Catalog.from_dicts(params["boot_catalog"] or stored["catalog"])
     truth = TableExecution.from_catalog(Catalog.from_dicts(catalog_dicts(stored["measurements"], "clean_median_ms")))
     arms = []
     for n in params["prompt_tokens"]:
@@ -283,7 +283,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     return {
         **stored,
         "planning_catalog": planning.to_dicts(),
-        "planning_catalog_source": "given" if params["catalog"] else "this boot",
+        "planning_catalog_source": "given" if params["boot_catalog"] else "this boot",
         "arms": arms,
     }
 
@@ -337,7 +337,7 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     steps.start("booting")
     boot, stored = boot_here(params, shapes, field, steps)
     tolerance = TOLERANCES[boot.config.dtype]
-    planning = Catalog.from_dicts(params["catalog"] or stored["catalog"])
+    planning = Catalog.from_dicts(params["boot_catalog"] or stored["catalog"])
     prompt = prompt_tokens(boot, n, params["seed"])
     reference, _ = one_shot(boot, prompt)
     steps.advance("one-shot reference")
@@ -359,7 +359,7 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     return {
         "provenance": stored["provenance"],
         "prompt_tokens": n,
-        "planning_catalog_source": "given" if params["catalog"] else "this boot",
+        "planning_catalog_source": "given" if params["boot_catalog"] else "this boot",
         "tolerance": {"dtype": boot.config.dtype, **tolerance.as_dict()},
         "chunkings": chunkings,
         "vs_one_shot": vs_one_shot,
@@ -369,6 +369,8 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "ok": all(passed(c) for c in comparisons),
     }
 
+
+OLD_NAMES = {"catalog": "boot_catalog"}  # renamed on 2026-11-30: one name for a boot's catalog in every kind
 
 ANALYSES: dict[str, Analysis] = {
     a.name: a
@@ -381,6 +383,7 @@ ANALYSES: dict[str, Analysis] = {
             work=lambda p: p["boots"] * len(_capture_shapes(p)[0]) * repeats(p),
             max_work=50_000,
             format_text=capture_text,
+            aliases=OLD_NAMES,
             check=check_capture,
             events=(ProgressEvent, MeasurementEvent),
         ),
@@ -394,6 +397,7 @@ ANALYSES: dict[str, Analysis] = {
             ),
             max_work=50_000,
             format_text=ttft_text,
+            aliases=OLD_NAMES,
             check=check_ttft,
             events=(ProgressEvent, MeasurementEvent, TtftLaunchEvent),
         ),
@@ -405,6 +409,7 @@ ANALYSES: dict[str, Analysis] = {
             work=lambda p: len(_prefill_shapes(p)[0]) * repeats(p),
             max_work=50_000,
             format_text=numerics_text,
+            aliases=OLD_NAMES,
             check=check_numerics,
             events=(ProgressEvent, MeasurementEvent),
         ),

@@ -140,14 +140,14 @@ def steps() -> list[Step]:
         Step("capture_small", _capture, _capture_summary),
         Step(
             "ttft_clean",
-            lambda done: _ttft({"catalog": done["capture_small"]["catalog"]}),
+            lambda done: _ttft({"boot_catalog": done["capture_small"]["catalog"]}),
             _ttft_summary,
             needs=("capture_small",),
         ),
         Step("ttft_drift_4096", lambda _: _ttft({"drift_capacities": [4096], "drift_load": 4}), _ttft_summary),
         Step(
             "numerics_bf16",
-            lambda done: _numerics({"catalog": done["capture_small"]["catalog"]}),
+            lambda done: _numerics({"boot_catalog": done["capture_small"]["catalog"]}),
             _numerics_summary,
             needs=("capture_small",),
         ),

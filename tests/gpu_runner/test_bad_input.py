@@ -29,8 +29,8 @@ def test_it_rejects_a_shape_too_large_for_memory_before_allocating():
 
 
 def test_it_rejects_a_catalog_without_prefill_shapes():
-    error = refuse("ttft", {"catalog": [{"prefill": 0, "decode": 8, "ms": 1.0}]})
-    assert error.field == "catalog" and "no solo prefill graph" in error.message
+    error = refuse("ttft", {"boot_catalog": [{"prefill": 0, "decode": 8, "ms": 1.0}]})
+    assert error.field == "boot_catalog" and "no solo prefill graph" in error.message
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

@@ -69,7 +69,7 @@ def test_each_shape_streams_a_measurement_event_as_it_lands(captured):
 
 def test_a_capture_of_a_given_catalog_boots_exactly_its_shapes():
     given = [{"prefill": 32, "decode": 0, "ms": None}, {"prefill": 16, "decode": 0, "ms": 5.0}]
-    result = CAPTURE.run(CAPTURE.validate({"catalog": given, "repeats": 2, "device": "cpu"}), lambda e: None)
+    result = CAPTURE.run(CAPTURE.validate({"boot_catalog": given, "repeats": 2, "device": "cpu"}), lambda e: None)
     assert [(g["prefill"], g["decode"]) for g in result["catalog"]] == [(32, 0), (16, 0)]
 
 

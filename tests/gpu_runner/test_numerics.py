@@ -19,7 +19,7 @@ def test_chunkings_agree_with_the_one_shot_prefill_and_repeat_bitwise():
         {"prefill": 32, "decode": 0, "ms": 1.5},
         {"prefill": 64, "decode": 0, "ms": 5.0},
     ]
-    params = NUMERICS.validate({"catalog": catalog, "repeats": 2, "prompt_tokens": 150, "device": "cpu"})
+    params = NUMERICS.validate({"boot_catalog": catalog, "repeats": 2, "prompt_tokens": 150, "device": "cpu"})
     events: list[dict] = []
     result = NUMERICS.run(params, events.append)
     for event in events:
