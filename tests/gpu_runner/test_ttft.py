@@ -66,7 +66,14 @@ def test_the_same_prompt_samples_the_same_first_token_under_both_policies(ttft):
 def test_a_given_catalog_is_what_the_plans_are_made_from():
     catalog = [{"prefill": 16, "decode": 0, "ms": 1.0}, {"prefill": 64, "decode": 0, "ms": 50.0}]
     params = TTFT.validate(
-        {"boot_catalog": catalog, "repeats": 2, "runs": 1, "prompt_tokens": [100], "policies": ["cost"], "device": "cpu"}
+        {
+            "boot_catalog": catalog,
+            "repeats": 2,
+            "runs": 1,
+            "prompt_tokens": [100],
+            "policies": ["cost"],
+            "device": "cpu",
+        }
     )
     result = TTFT.run(params, lambda e: None)
     assert result["planning_catalog_source"] == "given"
