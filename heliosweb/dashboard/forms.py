@@ -141,7 +141,7 @@ def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
         try:
             value = adapter(p).read(p, post, field_name(kind.name, p.name))
         except InvalidInput as exc:
-            raise InvalidInput(f"params.{p.name}", exc.message) from None
+            raise InvalidInput(f"params.{p.name}", exc.message, param=p.name) from None
         if value is not ABSENT:
             params[p.name] = value
     return params

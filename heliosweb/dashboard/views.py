@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from django.contrib import messages
@@ -180,10 +179,8 @@ def job_new(request: HttpRequest) -> HttpResponse:
                 kind=kind.name, recipe=recipe or None, params=params_from_post(kind, request.POST), user=request.user
             )
         except InvalidInput as exc:
-            key = exc.field
-            if key.startswith("params.") and selected in kinds:
-                # `params.<name>[2].ms` or `params.<name>.boot`: the error belongs under <name>'s field
-                key = field_name(selected, re.split(r"[.\[]", key.removeprefix("params."), maxsplit=1)[0])
+            # `params.<name>[2].ms` or `params.<name>.boot`: shown under <name>'s field
+            key = field_name(selected, exc.param) if exc.param and selected in kinds else exc.field
             errors[key] = exc.message
             status = 429 if isinstance(exc, Throttled) else 400
         else:

@@ -404,25 +404,46 @@ class Analysis:
     def validate(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
         """Fill defaults, parse every value, reject unknown names, broken cross-parameter rules and
         runs too large to finish in minutes."""
-        data = dict(data or {})
-        for old, now in self.aliases.items():
-            if old in data:
-                if now in data:
-                    raise InvalidInput(old, f"is the old name of {now}: give only {now}")
-                data[now] = data.pop(old)
+        data = self.with_current_names(data)
         known = {p.name for p in self.params}
         unknown = sorted(set(data) - known)
         if unknown:
             raise InvalidInput(unknown[0], f"unknown parameter for {self.name} (expected one of {sorted(known)})")
-        params = {p.name: p.parse(data[p.name]) if p.name in data else p.default_value() for p in self.params}
-        self.check(params)
+        params = {p.name: self._parse(p, data) for p in self.params}
+        try:
+            self.check(params)
+        except InvalidInput as exc:  # a rule across parameters names one of them
+            exc.param = exc.param or (exc.field if exc.field in known else None)
+            raise
         work = self.work(params)
         if work > self.max_work:
+            size = _size_param(self.params)
             raise InvalidInput(
-                _size_param(self.params),
+                size,
                 f"this {self.name} run is too large ({work:,} work units, limit {self.max_work:,}); reduce its size",
+                param=size,
             )
         return params
+
+    def with_current_names(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
+        """`data` with every old parameter name (`aliases`) replaced by its name now."""
+        data = dict(data or {})
+        for old, now in self.aliases.items():
+            if old in data:
+                if now in data:
+                    raise InvalidInput(old, f"is the old name of {now}: give only {now}", param=now)
+                data[now] = data.pop(old)
+        return data
+
+    @staticmethod
+    def _parse(p: Param, data: Mapping[str, Any]) -> Any:
+        if p.name not in data:
+            return p.default_value()
+        try:
+            return p.parse(data[p.name])
+        except InvalidInput as exc:
+            exc.param = p.name
+            raise
 
 
 def _described(p: Param) -> dict[str, Any]:

@@ -304,7 +304,22 @@ def test_naming_an_unknown_or_malformed_boot_is_refused_and_nothing_is_queued(ma
     with pytest.raises(InvalidInput) as err:
         submission.job_create(kind="boots", user=maintainer, params={"boot_catalogs": value})
     assert err.value.field == field
+    assert err.value.param == "boot_catalogs"  # what a form shows the error under
     assert not BenchmarkJob.objects.exists() and queued == []
+
+
+def test_a_boot_named_under_a_parameters_old_name_is_the_boot_under_its_name_now(maintainer, recipe, queued):
+    from heliosweb.catalogs.services import boot_create
+    from scheduler_core.execution import AffineExecution, measured_catalog
+
+    boot = boot_create(recipe=recipe, catalog=measured_catalog(AffineExecution()).to_dicts())
+    job = submission.job_create(
+        kind="ttft", recipe=recipe.name, user=maintainer, params={"catalog": {"boot": boot.pk}, "device": "cpu"}
+    )
+    assert job.params["boot_catalog"] == boot.catalog and "catalog" not in job.params
+    with pytest.raises(InvalidInput) as err:
+        submission.job_create(kind="ttft", user=maintainer, params={"catalog": {"boot": 999}})
+    assert (err.value.field, err.value.param) == ("params.boot_catalog.boot", "boot_catalog")
 
 
 def test_done_is_sent_only_after_the_result_is_committed(maintainer, monkeypatch, transactional_db):

@@ -54,9 +54,9 @@ def job_create(
         raise InvalidInput("params", "must be an object of parameter names to values")
     _check_queue_room(user)
     try:
-        clean = job_kind.analysis.validate(_with_boot_catalogs(job_kind, params or {}))
+        clean = job_kind.analysis.validate(_with_boot_catalogs(job_kind, job_kind.analysis.with_current_names(params)))
     except InvalidInput as exc:
-        raise InvalidInput(f"params.{exc.field}", exc.message) from None
+        raise exc.under("params") from None
     with transaction.atomic():
         job = BenchmarkJob.objects.create(
             kind=job_kind.name,
@@ -110,13 +110,17 @@ def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> dict[str, A
             continue
         ids = [value[ref]] if ref == "boot" else value[ref]
         if not isinstance(ids, list):
-            raise InvalidInput(f"{p.name}.{ref}", "must be a list of boot ids")
+            raise InvalidInput(f"{p.name}.{ref}", "must be a list of boot ids", param=p.name)
         repaired = value.get("repaired", False)
         if not isinstance(repaired, bool):
-            raise InvalidInput(f"{p.name}.repaired", f"must be true or false, got {repaired!r}")
-        catalogs = boot_catalogs(ids=ids, field=f"{p.name}.{ref}")
-        if repaired:
-            catalogs = [boot_repaired(boot_id=i, field=f"{p.name}.{ref}")[0] for i in ids]
+            raise InvalidInput(f"{p.name}.repaired", f"must be true or false, got {repaired!r}", param=p.name)
+        try:
+            catalogs = boot_catalogs(ids=ids, field=f"{p.name}.{ref}")
+            if repaired:
+                catalogs = [boot_repaired(boot_id=i, field=f"{p.name}.{ref}")[0] for i in ids]
+        except InvalidInput as exc:
+            exc.param = p.name
+            raise
         out[p.name] = catalogs[0] if ref == "boot" else catalogs
     return out
 
