@@ -11,7 +11,7 @@
    events figure grows (points counted) and the browser's long tasks (PerformanceObserver
    'longtask') are recorded. Target: no long task over 200 ms.
 
-Run: .venv/bin/python bench/figures_bench.py [--samples 40] [--events 5000] [--rate 500]
+Run: .venv/bin/python bench/figures_bench.py [--samples 40] [--events 5000] [--rate 500] [--only plan|simulate|live ...]
 """
 
 from __future__ import annotations
@@ -138,16 +138,21 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=40)
     parser.add_argument("--events", type=int, default=5000)
     parser.add_argument("--rate", type=float, default=500.0)
+    parser.add_argument("--only", choices=("plan", "simulate", "live"), action="append", help="run only these parts")
     args = parser.parse_args()
+    parts = set(args.only or ("plan", "simulate", "live"))
     tmp, procs, user = set_up()
     try:
         from django.test import Client
 
         client = Client()
         client.force_login(user)
-        plan(args, client)
-        simulate_page(client, user)
-        live(args, tmp, procs, user)
+        if "plan" in parts:
+            plan(args, client)
+        if "simulate" in parts:
+            simulate_page(client, user)
+        if "live" in parts:
+            live(args, tmp, procs, user)
     finally:
         stop(procs)
     return 0

@@ -36,14 +36,21 @@
     }
   }
 
-  // Live growth: events -> points appended to traces, batched every 100 ms (one extendTraces per
-  // figure per batch), each trace keeping at most its rule's max_points.
+  // Live growth: events -> points appended to traces. Points wait in a batch and are drawn in an
+  // animation frame (one Plotly.extendTraces per figure per frame), each trace keeping at most its
+  // rule's max_points. Plotly redraws a whole figure on each extend, so frames are spaced by at
+  // least MIN_GAP_MS and by four times what the last one cost: the page stays responsive at any
+  // event rate, drawing less often as the figures grow.
+  const MIN_GAP_MS = 100;
+  const RECENT = 5000;
   function Grower() {
     this.rules = [];          // [{el, rule}]
     this.seq = 0;             // the figures include events up to this number
     this.recent = [];         // growth events kept to re-apply after a redraw
     this.batch = new Map();   // el -> Map(trace -> {x: [], y: [], max})
-    this.timer = null;
+    this.frame = 0;           // a requested animation frame
+    this.timer = null;        // waiting for the gap before the next frame
+    this.notBefore = 0;       // performance.now() before which no frame is drawn
   }
   Grower.prototype.reset = function (drawn, entries) {
     this.rules = [];
@@ -68,17 +75,31 @@
       if (!this.batch.has(el)) this.batch.set(el, new Map());
       const byTrace = this.batch.get(el);
       if (!byTrace.has(trace)) byTrace.set(trace, { x: [], y: [], max: rule.max_points });
-      byTrace.get(trace).x.push(x);
-      byTrace.get(trace).y.push(y);
+      const points = byTrace.get(trace);
+      points.x.push(x);
+      points.y.push(y);
+      if (points.x.length > 2 * points.max) {  // a hidden tab draws no frames: keep the batch bounded
+        points.x.splice(0, points.x.length - points.max);
+        points.y.splice(0, points.y.length - points.max);
+      }
       used = true;
     }
     if (!used) return;
     this.recent.push(ev);
-    if (this.recent.length > 5000) this.recent.splice(0, this.recent.length - 5000);
-    if (!this.timer) this.timer = setTimeout(() => this.flush(), 100);
+    if (this.recent.length > 2 * RECENT) this.recent = this.recent.slice(-RECENT);
+    this.schedule();
+  };
+  Grower.prototype.schedule = function () {
+    if (this.frame || this.timer) return;
+    const wait = this.notBefore - performance.now();
+    if (wait > 0) {
+      this.timer = setTimeout(() => { this.timer = null; this.schedule(); }, wait);
+    } else {
+      this.frame = requestAnimationFrame(() => { this.frame = 0; this.flush(); });
+    }
   };
   Grower.prototype.flush = function () {
-    this.timer = null;
+    const started = performance.now();
     for (const [el, byTrace] of this.batch) {
       const traces = Array.from(byTrace.keys());
       const update = { x: traces.map((t) => byTrace.get(t).x), y: traces.map((t) => byTrace.get(t).y) };
@@ -86,6 +107,8 @@
       Plotly.extendTraces(el, update, traces, max);
     }
     this.batch.clear();
+    const now = performance.now();
+    this.notBefore = now + Math.max(MIN_GAP_MS, 4 * (now - started));
   };
 
   window.HeliosFigures = { draw: draw, Grower: Grower };

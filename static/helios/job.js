@@ -35,17 +35,35 @@
     if (message !== undefined) $("job-message").textContent = message;
   }
 
+  // The log shows the last MAX_LOG events and counts every one; events arriving between two
+  // animation frames are written in the next frame, together (one DOM update, not one per event).
+  let pendingLog = [];
+  let logFrame = 0;
   function logEvent(ev) {
     eventCount += 1;
-    $("event-count").textContent = String(eventCount);
+    pendingLog.push(ev);
+    if (pendingLog.length > 2 * MAX_LOG) pendingLog = pendingLog.slice(-MAX_LOG);
+    if (!logFrame) logFrame = requestAnimationFrame(writeLog);
+  }
+
+  function writeLog() {
+    logFrame = 0;
     const list = $("events");
-    const li = document.createElement("li");
-    li.value = ev.seq;
-    const copy = Object.assign({}, ev);
-    delete copy.seq; delete copy.ts;
-    li.textContent = JSON.stringify(copy);
-    list.appendChild(li);
-    while (list.children.length > MAX_LOG) list.removeChild(list.firstChild);
+    const lines = document.createDocumentFragment();
+    for (const ev of pendingLog.slice(-MAX_LOG)) {
+      const li = document.createElement("li");
+      li.value = ev.seq;
+      const copy = Object.assign({}, ev);
+      delete copy.seq; delete copy.ts;
+      li.textContent = JSON.stringify(copy);
+      lines.appendChild(li);
+    }
+    pendingLog = [];
+    const overflow = list.children.length + lines.childNodes.length - MAX_LOG;
+    if (overflow >= list.children.length) list.textContent = "";
+    else for (let i = 0; i < overflow; i++) list.removeChild(list.firstChild);
+    list.appendChild(lines);
+    $("event-count").textContent = String(eventCount);
   }
 
   // One fetch at a time; a call while one is under way fetches once more after it (the job may
@@ -122,7 +140,7 @@
     }
     if (grower.wants(ev)) grower.add(ev);
     else if (refreshOn.has(ev.type) && ev.seq > grower.seq) refreshSoon();
-    if (eventCount < MAX_LOG || !grower.wants(ev)) logEvent(ev);
+    logEvent(ev);
   }
 
   function connect() {
