@@ -73,10 +73,12 @@ def chunk_timeline(
     """The Gantt strip: a trace per graph capacity (useful tokens), one `padding` trace, and an
     optional marker (row, x, text), e.g. where a plan stalled."""
     bars = [b for row in rows for b in _bars(row, axis)]
-    fig = go.Figure(layout=base_layout(title, height=140 + 46 * len(rows), barmode="overlay"))
+    # Traces are collected and handed to go.Figure once: add_trace re-validates and copies the
+    # traces already added, quadratic in the number of graphs.
+    traces: list[go.Bar | go.Scatter] = []
     for graph in sorted({b.graph for b in bars}):
         mine = [b for b in bars if b.graph == graph]
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 name=f"graph {graph}",
                 orientation="h",
@@ -91,7 +93,7 @@ def chunk_timeline(
         )
     padded = [b for b in bars if b.padded > 0]
     if padded:
-        fig.add_trace(
+        traces.append(
             go.Bar(
                 name="padding",
                 orientation="h",
@@ -110,7 +112,7 @@ def chunk_timeline(
         )
     if marker is not None:
         row, x, text = marker
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 name=text,
                 x=[x],
@@ -122,9 +124,14 @@ def chunk_timeline(
             )
         )
     labels = [row.label for row in rows]
-    fig.update_yaxes(categoryorder="array", categoryarray=labels[::-1], type="category")
-    fig.update_xaxes(title_text="ms from the first launch" if axis == "ms" else "prompt position (tokens)")
-    return fig
+    layout = base_layout(
+        title,
+        height=140 + 46 * len(rows),
+        barmode="overlay",
+        yaxis={"categoryorder": "array", "categoryarray": labels[::-1], "type": "category"},
+        xaxis={"title": {"text": "ms from the first launch" if axis == "ms" else "prompt position (tokens)"}},
+    )
+    return go.Figure(traces, layout)
 
 
 def plan_rows(plans: Sequence[Mapping[str, Any]], label: str = "{policy}") -> list[TimelineRow]:
