@@ -1,5 +1,7 @@
 """capture: each graph shape's median duration with its p10-p90, a trace per boot (boots of one
-recipe overlaid), drifted shapes hatched. While the job runs, measurements grow the figure."""
+recipe overlaid), drifted shapes hatched with the slowdown the drift achieved written on them.
+While the job runs, measurements grow the figure. A finished drifted capture adds a figure of
+each drifted shape's median under the drift next to its undisturbed median, and the ratio."""
 
 from __future__ import annotations
 
@@ -38,35 +40,99 @@ def boot_measurements(job: JobData) -> list[list[dict[str, Any]]]:
     return streamed
 
 
+def _slowdown(m: dict[str, Any]) -> str:
+    """`x1.63` on a drifted shape (its median under the drift over its undisturbed median)."""
+    return f"\u00d7{m['drift_slowdown']:.2f}" if m.get("drifted") and "drift_slowdown" in m else ""
+
+
 def shapes_figure(boots: list[list[dict[str, Any]]], title: str) -> go.Figure:
-    fig = go.Figure(layout=base_layout(title, barmode="group"))
+    traces = []
     for index, rows in enumerate(boots):
-        fig.add_bar(
-            name=f"boot {index}",
-            x=[shape_label(m["prefill"], m["decode"]) for m in rows],
-            y=[m["median_ms"] for m in rows],
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [m["p90_ms"] - m["median_ms"] for m in rows],
-                "arrayminus": [m["median_ms"] - m["p10_ms"] for m in rows],
-            },
-            marker={
-                "color": BOOT_COLOURS[index % len(BOOT_COLOURS)],
-                "pattern": {"shape": ["x" if m.get("drifted") else "" for m in rows]},
-                "line": {"color": ["#d62728" if m.get("drifted") else "white" for m in rows], "width": 2},
-            },
-            customdata=[["drifted (timed under load)" if m.get("drifted") else "", m["samples"]] for m in rows],
-            hovertemplate="%{x}: median %{y:.4f} ms, %{customdata[1]} samples %{customdata[0]}<extra></extra>",
+        traces.append(
+            go.Bar(
+                name=f"boot {index}",
+                x=[shape_label(m["prefill"], m["decode"]) for m in rows],
+                y=[m["median_ms"] for m in rows],
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [m["p90_ms"] - m["median_ms"] for m in rows],
+                    "arrayminus": [m["median_ms"] - m["p10_ms"] for m in rows],
+                },
+                marker={
+                    "color": BOOT_COLOURS[index % len(BOOT_COLOURS)],
+                    "pattern": {"shape": ["x" if m.get("drifted") else "" for m in rows]},
+                    "line": {"color": ["#d62728" if m.get("drifted") else "white" for m in rows], "width": 2},
+                },
+                text=[_slowdown(m) for m in rows],
+                textposition="outside",
+                textfont={"color": "#d62728"},
+                customdata=[
+                    [
+                        f"drifted: {_slowdown(m)} its undisturbed {m['clean_median_ms']:.4f} ms"
+                        if "clean_median_ms" in m
+                        else ("drifted (timed under load)" if m.get("drifted") else ""),
+                        m["samples"],
+                    ]
+                    for m in rows
+                ],
+                hovertemplate="%{x}: median %{y:.4f} ms, %{customdata[1]} samples %{customdata[0]}<extra></extra>",
+            )
         )
-    fig.update_yaxes(title_text="ms", type="log")
-    fig.update_xaxes(title_text="graph shape")
-    return fig
+    layout = base_layout(
+        title, barmode="group", yaxis={"title": {"text": "ms"}, "type": "log"}, xaxis={"title": {"text": "graph shape"}}
+    )
+    return go.Figure(traces, layout)
+
+
+def drift_figure(boots: list[list[dict[str, Any]]], params: dict[str, Any]) -> go.Figure | None:
+    """Each drifted shape's median under the drift next to its undisturbed median (same boot, same
+    shape, timed right after), the achieved slowdown written on it; None without drifted shapes."""
+    rows = [(b, m) for b, ms in enumerate(boots) for m in ms if "drift_slowdown" in m]
+    if not rows:
+        return None
+    labels = [
+        shape_label(m["prefill"], m["decode"])
+        if len(boots) == 1
+        else f"boot {b} · {shape_label(m['prefill'], m['decode'])}"
+        for b, m in rows
+    ]
+    ratios = [m["drift_slowdown"] for _, m in rows]
+    low, high = min(ratios), max(ratios)
+    achieved = f"\u00d7{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"\u00d7{low:.2f} to \u00d7{high:.2f}"
+    title = f"Drift achieved: {achieved} (load {params.get('drift_load', '?')})"
+    if low < 1:
+        title += "; below \u00d71.00 the load did not slow that shape"
+    undisturbed = go.Bar(
+        name="undisturbed median",
+        x=labels,
+        y=[m["clean_median_ms"] for _, m in rows],
+        marker={"color": "#9aa0a6"},
+        hovertemplate="%{x}: undisturbed median %{y:.4f} ms<extra></extra>",
+    )
+    drifted = go.Bar(
+        name="median under drift (in the catalog)",
+        x=labels,
+        y=[m["median_ms"] for _, m in rows],
+        marker={"color": "#d62728", "pattern": {"shape": "x", "fgcolor": "white"}},
+        text=[_slowdown(m) for _, m in rows],
+        textposition="outside",
+        hovertemplate="%{x}: median under drift %{y:.4f} ms, %{text}<extra></extra>",
+    )
+    layout = base_layout(
+        title, barmode="group", yaxis={"title": {"text": "ms"}}, xaxis={"title": {"text": "drifted graph shape"}}
+    )
+    return go.Figure([undisturbed, drifted], layout)
 
 
 def figures(job: JobData) -> list[Figure]:
-    title = "Graph durations as measured (median, p10-p90; hatched red: drifted)"
-    return [Figure("shapes", "Graph durations", shapes_figure(boot_measurements(job), title))]
+    title = "Graph durations as measured (median, p10-p90; hatched red: drifted, with the slowdown achieved)"
+    boots = boot_measurements(job)
+    out = [Figure("shapes", "Graph durations", shapes_figure(boots, title))]
+    drift = drift_figure(boots, job.params) if job.result is not None else None
+    if drift is not None:
+        out.append(Figure("drift", "Drift achieved", drift))
+    return out
 
 
 def tables(job: JobData) -> dict[str, Table]:

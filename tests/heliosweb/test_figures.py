@@ -134,6 +134,59 @@ def test_capture_draws_a_trace_per_boot_with_its_drifted_shape_hatched():
     assert list(shapes.data[0].marker.pattern.shape) == ["", "x", ""]
 
 
+def test_capture_writes_the_slowdown_each_drifted_shape_achieved_and_draws_it_against_the_undisturbed_median():
+    _, result, _ = finished("capture")
+    figures = built("capture")
+    drifted = [(b, m) for b, boot in enumerate(result["boots"]) for m in boot["measurements"] if m["drifted"]]
+    assert [(b, m["prefill"]) for b, m in drifted] == [(0, 32), (1, 32)]
+    ratios = [f"\u00d7{m['drift_slowdown']:.2f}" for _, m in drifted]
+    assert [list(t.text) for t in figures["shapes"].data] == [["", r, ""] for r in ratios]
+    drift = figures["drift"]
+    assert [t.name for t in drift.data] == ["undisturbed median", "median under drift (in the catalog)"]
+    assert [list(t.x) for t in drift.data] == [["boot 0 \u00b7 prefill 32", "boot 1 \u00b7 prefill 32"]] * 2
+    assert list(drift.data[0].y) == [m["clean_median_ms"] for _, m in drifted]
+    assert list(drift.data[1].y) == [m["median_ms"] for _, m in drifted]
+    assert list(drift.data[1].text) == ratios
+    # The ratio drawn is the one the boot stored for its catalog.
+    stored = [a["slowdown"] for boot in result["boots"] for a in boot["provenance"]["drift"]["achieved"]]
+    assert [m["drift_slowdown"] for _, m in drifted] == stored
+
+
+def _capture(measurements: list[dict]) -> JobData:
+    result = {"measurements": measurements, "provenance": {}}
+    return JobData(3, "capture", "done", {"drift_capacities": [32], "drift_load": 2}, result)
+
+
+def _shape(prefill: int, median: float, clean: float | None = None) -> dict:
+    row = {"prefill": prefill, "decode": 0, "median_ms": median, "p10_ms": median, "p90_ms": median, "samples": 5}
+    if clean is None:
+        return {**row, "drifted": False}
+    return {**row, "drifted": True, "clean_median_ms": clean, "drift_slowdown": median / clean}
+
+
+def test_a_stored_drifted_capture_titles_its_drift_figure_with_the_achieved_slowdown():
+    job = _capture([_shape(16, 1.0), _shape(32, 3.0, clean=2.0)])
+    figures = {f.id: f.figure for f in views_for("capture").figures(job)}
+    drift = figures["drift"]
+    assert drift.layout.title.text == "Drift achieved: \u00d71.50 (load 2)"
+    assert [list(t.x) for t in drift.data] == [["prefill 32"], ["prefill 32"]]
+    assert [list(t.y) for t in drift.data] == [[2.0], [3.0]]
+    assert list(figures["shapes"].data[0].text) == ["", "\u00d71.50"]
+
+
+def test_a_drift_that_did_not_slow_its_shape_says_so():
+    job = _capture([_shape(32, 1.0, clean=2.0), _shape(64, 4.0, clean=2.0)])
+    [_, drift] = views_for("capture").figures(job)
+    assert drift.figure.layout.title.text == (
+        "Drift achieved: \u00d70.50 to \u00d72.00 (load 2); below \u00d71.00 the load did not slow that shape"
+    )
+
+
+def test_a_capture_without_drift_draws_no_drift_figure():
+    job = _capture([_shape(16, 1.0), _shape(32, 2.0)])
+    assert [f.id for f in views_for("capture").figures(job)] == ["shapes"]
+
+
 def test_a_running_capture_draws_what_it_streamed_and_declares_how_measurements_grow_it():
     params, _, events = finished("capture")
     streamed = [e for e in events if e["type"] == "measurement"][:2]
