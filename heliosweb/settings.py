@@ -326,7 +326,9 @@ CONTENT_SECURITY_POLICY = {
         "default-src": ["'self'"],
         "script-src": ["'self'"],
         "style-src": ["'self'", "'unsafe-inline'"],
-        "img-src": ["'self'", "data:"],
+        # blob: for Plotly's PNG export (the modebar camera): it draws the figure's SVG from a blob
+        # URL onto a canvas; without it the browser refuses the image and no PNG is saved.
+        "img-src": ["'self'", "data:", "blob:"],
         "connect-src": ["'self'"],
         "object-src": ["'none'"],
         "base-uri": ["'self'"],

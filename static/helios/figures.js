@@ -2,7 +2,9 @@
 // them from live events as each figure's growth rules say. Knows no job kind and no result shape.
 (function () {
   "use strict";
-  const CONFIG = { displaylogo: false, responsive: true };
+  // showSendToCloud: Plotly.js 4 adds a "Share chart" button that posts the figure to a Plotly
+  // server; this site is offline and sends figures nowhere.
+  const CONFIG = { displaylogo: false, responsive: true, showSendToCloud: false };
 
   function draw(container, entries, filePrefix) {
     const drawn = new Map();

@@ -31,7 +31,7 @@
       title: { text: title }, height: 260, margin: { l: 60, r: 20, t: 40, b: 40 },
       xaxis: { type: "date" }, yaxis: { title: { text: unit }, type: scale, rangemode: "tozero" },
       showlegend: id === "fig-itl" || id === "fig-chunks",
-    }, { displaylogo: false, responsive: true });
+    }, { displaylogo: false, responsive: true, showSendToCloud: false });
   }
 
   function markers() {
