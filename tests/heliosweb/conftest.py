@@ -275,13 +275,7 @@ class Stack:
         self.worker.wait()  # reap it: a zombie would still look alive
 
     def stop_worker(self) -> None:
-        if self.worker is not None and self.worker.poll() is None:
-            self.worker.terminate()
-            try:
-                self.worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.worker.kill()
-                self.worker.wait()
+        stop(self.worker, 20)
 
     def start_web(self) -> None:
         if self.web is not None:
@@ -304,34 +298,28 @@ class Stack:
 
     def stop_web(self) -> None:
         """Stop the ASGI server (a network cut, as its clients see it); `start_web` brings it back."""
-        if self.web is not None:
-            self.web.terminate()
-            try:
-                self.web.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.web.kill()
-                self.web.wait()
-            self.web = None
+        stop(self.web, 10)
+        self.web = None
 
     def worker_log(self) -> str:
         return self._worker_log.read_text() if self._worker_log else ""
 
     def close(self) -> None:
-        self.stop_worker()
-        if self.engine_worker is not None and self.engine_worker.poll() is None:
-            self.engine_worker.terminate()
-            try:
-                self.engine_worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.engine_worker.kill()
-                self.engine_worker.wait()
-        if self.web is not None and self.web.poll() is None:
-            self.web.terminate()
-            try:
-                self.web.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.web.kill()
-                self.web.wait()
+        stop(self.worker, 20)
+        stop(self.engine_worker, 20)
+        stop(self.web, 10)
+
+
+def stop(proc: subprocess.Popen | None, timeout: float) -> None:
+    """SIGTERM, then SIGKILL after `timeout` seconds; reaped either way."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def use_redis(redis_url: str, settings: Any) -> None:
