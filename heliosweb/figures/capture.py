@@ -114,7 +114,7 @@ def drift_figure(boots: list[list[dict[str, Any]]], params: dict[str, Any]) -> g
         name="median under drift (in the catalog)",
         x=labels,
         y=[m["median_ms"] for _, m in rows],
-        marker={"color": "#d62728", "pattern": {"shape": "x", "fgcolor": "white"}},
+        marker={"color": "#d62728", "pattern": {"shape": "x"}, "line": {"color": "#d62728", "width": 2}},
         text=[_slowdown(m) for _, m in rows],
         textposition="outside",
         hovertemplate="%{x}: median under drift %{y:.4f} ms, %{text}<extra></extra>",
