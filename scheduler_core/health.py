@@ -400,32 +400,45 @@ class Repair:
 
 def repaired(catalog: Catalog, recipe_boots: Sequence[Catalog]) -> Repair:
     """Flagged shapes replaced by the median of the recipe's other boots that measured them
-    (those not flagged there themselves), or by this boot's affine fit when there are none."""
-    boots = list(recipe_boots) if any(b is catalog for b in recipe_boots) else [catalog, *recipe_boots]
+    (those not flagged there themselves), or by this boot's affine fit when there are none.
+    Each replacement names the boots its median came from by their positions in `recipe_boots`
+    (`from_index`; empty for the fit), so a caller holding their ids can say which boots."""
+    given = list(recipe_boots)
+    boots = given if any(b is catalog for b in given) else [catalog, *given]
+    offset = len(boots) - len(given)  # 1 when `catalog` was put in front of the recipe's boots
     healths = boots_health(boots)
     health = next(h for b, h in zip(boots, healths, strict=True) if b is catalog)
-    trusted: dict[Shape, list[float]] = {}
-    for other, other_health in zip(boots, healths, strict=True):
+    trusted: dict[Shape, list[tuple[int, float]]] = {}  # shape -> (position in recipe_boots, ms)
+    for i, (other, other_health) in enumerate(zip(boots, healths, strict=True)):
         if other is catalog:
             continue
         doubtful = other_health.shapes()
         for g in other.graphs:
             if g.ms is not None and g.shape not in doubtful:
-                trusted.setdefault(g.shape, []).append(g.ms)
+                trusted.setdefault(g.shape, []).append((i - offset, g.ms))
     new_ms: dict[Shape, float] = {}
     replaced = []
     for flag in health.flagged:
         shape = (flag.prefill, flag.decode)
         was = catalog.graph(*shape)
         assert was is not None
-        if trusted.get(shape):
-            value, source = statistics.median(trusted[shape]), f"median of {len(trusted[shape])} other boots"
+        sources = trusted.get(shape, [])
+        if sources:
+            value, source = statistics.median(ms for _, ms in sources), f"median of {len(sources)} other boots"
         elif health.fit is not None and flag.decode == 0 and health.fit.predict(flag.prefill) > 0:
             value, source = health.fit.predict(flag.prefill), "affine fit of this boot"
         else:
-            replaced.append({**flag.to_dict(), "was_ms": was.ms, "ms": was.ms, "source": "kept: nothing to replace it"})
-            continue
-        new_ms[shape] = value
-        replaced.append({**flag.to_dict(), "was_ms": was.ms, "ms": round(value, 6), "source": source})
+            value, source = None, "kept: nothing to replace it"
+        if value is not None:
+            new_ms[shape] = value
+        replaced.append(
+            {
+                **flag.to_dict(),
+                "was_ms": was.ms,
+                "ms": was.ms if value is None else round(value, 6),
+                "source": source,
+                "from_index": [i for i, _ in sources],
+            }
+        )
     fixed = catalog.replace_ms(lambda g: new_ms.get(g.shape, g.ms))
     return Repair(fixed, tuple(replaced))

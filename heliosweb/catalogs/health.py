@@ -32,7 +32,8 @@ def recipe_noise(*, recipe_id: int) -> list[dict[str, Any]]:
 
 def boot_repaired(*, boot_id: int, field: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(catalog, provenance) of the boot with its flagged shapes replaced; the provenance lists
-    each replacement (shape, why, measured, new value, from what)."""
+    each replacement (shape, why, measured, new value, from what, and `from_boots`: the ids of the
+    boots whose median replaced it, empty when this boot's own fit did)."""
     boot = Boot.objects.filter(pk=boot_id).only("pk", "recipe_id").first()
     if boot is None:
         raise InvalidInput(field, f"no stored boot {boot_id}")
@@ -42,4 +43,11 @@ def boot_repaired(*, boot_id: int, field: str) -> tuple[list[dict[str, Any]], di
         mine = StoredBoot(boot.pk, Catalog.from_dicts(Boot.objects.get(pk=boot.pk).catalog))
         boots = [mine]
     repair = repaired(mine.catalog, [b.catalog for b in boots])
-    return repair.catalog.to_dicts(), {"boot": boot.pk, **repair.provenance()}
+    replaced = [
+        {
+            **{k: v for k, v in r.items() if k != "from_index"},
+            "from_boots": sorted(boots[i].id for i in r["from_index"]),
+        }
+        for r in repair.replaced
+    ]
+    return repair.catalog.to_dicts(), {"boot": boot.pk, **repair.provenance(), "replaced": replaced}

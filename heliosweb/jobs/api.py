@@ -32,6 +32,13 @@ JOB_FIELDS: dict[str, serializers.Field] = {
     "recipe": serializers.CharField(allow_null=True),
     "status": serializers.ChoiceField(["queued", "running", "done", "failed", "cancelled"]),
     "params": serializers.DictField(),
+    "catalog_sources": serializers.DictField(
+        allow_null=True,
+        child=serializers.ListField(child=serializers.DictField()),
+        help_text="per catalog parameter given as stored boots ({boot} / {boots}): one entry per boot, "
+        "{boot, repaired} and, repaired, replaced: [{prefill, decode, reason, ratio, was_ms, ms, source, "
+        "from_boots}]; empty when every catalog was spelled out; null in lists",
+    ),
     "progress": PROGRESS,
     "result": serializers.JSONField(allow_null=True),
     "summary": serializers.CharField(allow_null=True, help_text="the result as the analysis's text table"),

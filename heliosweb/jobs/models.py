@@ -22,6 +22,12 @@ class BenchmarkJob(models.Model):
     queue = models.CharField(max_length=16)
     recipe = models.ForeignKey("recipes.Recipe", null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
     params = models.JSONField(default=dict)
+    catalog_sources = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="per catalog parameter named by stored boots: each boot's id and, when repaired, "
+        "what was replaced (the params keep the catalogs themselves, as the analysis validated them)",
+    )
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)

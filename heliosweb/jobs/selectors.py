@@ -57,13 +57,14 @@ def jobs_for_compare(*, ids: list[int]) -> list[BenchmarkJob]:
 
 
 def job_as_api(job: BenchmarkJob, *, full: bool = True) -> dict[str, Any]:
-    """A job as the API shows it; lists leave out (`full=False`) params, result and summary."""
+    """A job as the API shows it; lists leave out (`full=False`) params, catalog sources, result and summary."""
     return {
         "id": job.pk,
         "kind": job.kind,
         "recipe": job.recipe.name if job.recipe else None,
         "status": job.status,
         "params": job.params if full else None,
+        "catalog_sources": job.catalog_sources if full else None,
         "progress": {
             "done": job.progress_done,
             "total": job.progress_total,
@@ -91,3 +92,32 @@ def job_summary(job: BenchmarkJob) -> str | None:
     except (KeyError, TypeError, ValueError):  # a result stored by an older version of the analysis
         log.warning("job %s: cannot format its %s result", job.pk, job.kind, exc_info=True)
         return None
+
+
+def catalog_source_lines(job: BenchmarkJob) -> list[str]:
+    """One sentence per catalog parameter the job took from stored boots, e.g. "boot_catalog: boot
+    #12, repaired: 4096 replaced by the median of boots #9, #10, #11 (105.60 → 66.66 ms; 1.59x → 1.00x
+    the recipe's usual)"; nothing for catalogs spelled out in the params."""
+    return [f"{name}: {'; '.join(_boot_source(s) for s in boots)}" for name, boots in job.catalog_sources.items()]
+
+
+def _boot_source(source: dict[str, Any]) -> str:
+    boot = f"boot #{source['boot']}"
+    if not source.get("repaired"):
+        return f"{boot} as stored"
+    replaced = source.get("replaced") or []
+    if not replaced:
+        return f"{boot}, repaired: nothing flagged, so as stored"
+    return f"{boot}, repaired: " + ", ".join(_replacement(r) for r in replaced)
+
+
+def _replacement(r: dict[str, Any]) -> str:
+    shape = str(r["prefill"]) if not r["decode"] else f"{r['prefill']}+{r['decode']}"
+    if r["ms"] == r["was_ms"]:
+        return f"{shape} kept ({r['reason']}; nothing to replace it)"
+    if r.get("from_boots"):
+        by = "the median of boots " + ", ".join(f"#{b}" for b in r["from_boots"])
+    else:
+        by = "this boot's affine fit" if "fit" in r["source"] else r["source"]
+    after = r["ratio"] * r["ms"] / r["was_ms"] if r["was_ms"] else r["ratio"]
+    return f"{shape} replaced by {by} ({r['was_ms']:.2f} → {r['ms']:.2f} ms; {r['ratio']:.2f}x → {after:.2f}x)"

@@ -259,3 +259,51 @@ def test_a_job_can_plan_with_a_repaired_boot(recipe, author, queued):
     assert planned[2048] == bad.catalog[5]["ms"]
     with pytest.raises(Exception, match="repaired"):
         job_create(kind="sweep", params={"boot_catalog": {"boot": bad.pk, "repaired": "yes"}})
+
+
+def test_a_job_on_a_repaired_boot_keeps_and_shows_where_its_catalog_came_from(recipe, author, queued, client):
+    from heliosweb.jobs.services.submission import job_create
+
+    clean = [
+        boot_create(recipe=recipe, catalog=CLEAN.replace_ms(lambda g, s=seed: g.ms * (1 + 0.01 * s)).to_dicts())
+        for seed in range(3)
+    ]
+    bad = boot_create(recipe=recipe, catalog=drift(CLEAN, 4096, 1.6).to_dicts())
+    job = job_create(kind="sweep", recipe="tiny-cpu", params={"boot_catalog": {"boot": bad.pk, "repaired": True}})
+    [source] = job.catalog_sources["boot_catalog"]
+    assert (source["boot"], source["repaired"]) == (bad.pk, True)
+    [r] = source["replaced"]
+    assert (r["prefill"], r["decode"], r["was_ms"], r["ms"]) == (4096, 0, pytest.approx(105.6), pytest.approx(66.66))
+    assert r["from_boots"] == [b.pk for b in clean] and r["source"] == "median of 3 other boots"
+    assert r["ratio"] == pytest.approx(1.6, rel=0.03)
+    assert set(job.params) == set(ANALYSES["sweep"].validate({}))  # the analysis's params stay what it validates
+
+    body = api_for(author).get(f"/api/jobs/{job.pk}/").json()
+    assert body["catalog_sources"] == {"boot_catalog": [source]}
+    assert api_for(author).get("/api/jobs/").json()[0]["catalog_sources"] is None  # lists stay light
+
+    client.force_login(author)
+    page = client.get(f"/jobs/{job.pk}").content.decode()
+    ids = ", ".join(f"#{b.pk}" for b in clean)
+    assert (
+        f"boot_catalog: boot #{bad.pk}, repaired: 4096 replaced by the median of boots {ids} (105.60 → 66.66 ms; "
+        f"{r['ratio']:.2f}x → " in page
+    )
+
+
+def test_a_job_on_a_stored_boot_says_which_and_a_spelled_out_catalog_says_nothing(recipe, author, queued, client):
+    from heliosweb.jobs.services.submission import job_create
+
+    boot = boot_create(recipe=recipe, catalog=CLEAN.to_dicts())
+    named = job_create(kind="sweep", recipe="tiny-cpu", params={"boot_catalog": {"boot": boot.pk}})
+    assert named.catalog_sources == {"boot_catalog": [{"boot": boot.pk, "repaired": False}]}
+    healthy = job_create(kind="sweep", recipe="tiny-cpu", params={"boot_catalog": {"boot": boot.pk, "repaired": True}})
+    assert healthy.catalog_sources == {"boot_catalog": [{"boot": boot.pk, "repaired": True, "replaced": []}]}
+    inline = job_create(kind="sweep", recipe="tiny-cpu", params={"boot_catalog": CLEAN.to_dicts()})
+    assert inline.catalog_sources == {}
+
+    client.force_login(author)
+    assert f"boot_catalog: boot #{boot.pk} as stored" in client.get(f"/jobs/{named.pk}").content.decode()
+    page = client.get(f"/jobs/{healthy.pk}").content.decode()
+    assert f"boot_catalog: boot #{boot.pk}, repaired: nothing flagged, so as stored" in page
+    assert "Catalogs from stored boots" not in client.get(f"/jobs/{inline.pk}").content.decode()

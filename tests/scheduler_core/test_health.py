@@ -171,6 +171,7 @@ def test_repaired_replaces_flagged_shapes_by_the_median_of_the_other_boots():
     assert repair.catalog.prefill_ms[2048] == catalogs[1].prefill_ms[2048]  # untouched
     [record] = repair.replaced
     assert record["source"] == "median of 3 other boots"
+    assert record["from_index"] == [0, 2, 3]  # the other boots, by their positions in the list given
     assert record["was_ms"] == catalogs[1].prefill_ms[4096] and (record["prefill"], record["decode"]) == (4096, 0)
     assert repair.provenance()["repaired"] is True
     assert boot_health(repair.catalog, [c for i, c in enumerate(catalogs) if i != 1] + [repair.catalog]).flagged == ()
@@ -181,6 +182,7 @@ def test_repaired_falls_back_to_the_fit_without_other_boots():
     repair = repaired(lone, [lone])
     assert repair.catalog.prefill_ms[2048] == pytest.approx(CLEAN.prefill_ms[2048])
     assert repair.replaced[0]["source"] == "affine fit of this boot"
+    assert repair.replaced[0]["from_index"] == []
 
 
 def test_a_healthy_boot_repairs_to_itself():

@@ -54,7 +54,8 @@ def job_create(
         raise InvalidInput("params", "must be an object of parameter names to values")
     _check_queue_room(user)
     try:
-        clean = job_kind.analysis.validate(_with_boot_catalogs(job_kind, job_kind.analysis.with_current_names(params)))
+        resolved, sources = _with_boot_catalogs(job_kind, job_kind.analysis.with_current_names(params))
+        clean = job_kind.analysis.validate(resolved)
     except InvalidInput as exc:
         raise exc.under("params") from None
     with transaction.atomic():
@@ -63,6 +64,7 @@ def job_create(
             queue=job_kind.queue_for(clean),
             recipe=recipe_obj,
             params=clean,
+            catalog_sources=sources,
             created_by=user if isinstance(user, User) else None,
         )
         audit_append(
@@ -92,12 +94,14 @@ def _check_queue_room(user: Actor | None) -> None:
         )
 
 
-def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> dict[str, Any]:
+def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """A catalog parameter may name stored boots instead of spelling a catalog out:
     `{"boot": id}` (catalog) or `{"boots": [id, ...]}` (catalog_list), with `"repaired": true`
     for their repaired versions (flagged shapes replaced: `catalogs.health`). The job keeps the
-    catalogs themselves, so it stays reproducible whatever happens to the boots later."""
-    out = dict(params)
+    catalogs themselves, so it stays reproducible whatever happens to the boots later, and where
+    they came from (the second value, stored as the job's `catalog_sources`): per parameter, each
+    boot's id and, repaired, what was replaced by what, from which boots."""
+    out, sources = dict(params), {}
     for p in kind.analysis.params:
         value = out.get(p.name)
         if isinstance(p, CatalogParam):
@@ -116,13 +120,16 @@ def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> dict[str, A
             raise InvalidInput(f"{p.name}.repaired", f"must be true or false, got {repaired!r}", param=p.name)
         try:
             catalogs = boot_catalogs(ids=ids, field=f"{p.name}.{ref}")
+            provenance = [{"boot": i, "repaired": False} for i in ids]
             if repaired:
-                catalogs = [boot_repaired(boot_id=i, field=f"{p.name}.{ref}")[0] for i in ids]
+                pairs = [boot_repaired(boot_id=i, field=f"{p.name}.{ref}") for i in ids]
+                catalogs, provenance = [c for c, _ in pairs], [why for _, why in pairs]
         except InvalidInput as exc:
             exc.param = p.name
             raise
         out[p.name] = catalogs[0] if ref == "boot" else catalogs
-    return out
+        sources[p.name] = provenance
+    return out, sources
 
 
 def _recipe_or_none(recipe: Any) -> Recipe | None:
