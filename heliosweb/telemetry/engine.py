@@ -1,11 +1,11 @@
 """The simulated engine: job kind `engine` (queue `engine`), so the loop runs on the embedded default.
 
 It runs `scheduler_core.engine.EngineLoop` on endless Poisson traffic in real time (times `pace`),
-on the recipe's latest boot or the pull request's clean or drift catalog, and is a real client of
-the engine API over HTTP with its own engine token: one thread long-polls the policy with
-`If-None-Match` and hands a change to the loop, which uses it from its next prefill decision;
-another posts the records in numbered batches, retrying a failed POST with the same number (the
-server stores a batch once). It runs until stopped (cancel) or for `duration_s`.
+on the recipe's latest boot (as stored or repaired) or the pull request's clean or drift catalog,
+and is a real client of the engine API over HTTP with its own engine token: one thread long-polls
+the policy with `If-None-Match` and hands a change to the loop, which uses it from its next prefill
+decision; another posts the records in numbered batches, retrying a failed POST with the same
+number (the server stores a batch once). It runs until stopped (cancel) or for `duration_s`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections
 
+from heliosweb.catalogs.health import boot_repaired
 from heliosweb.catalogs.models import Boot
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.registry import JobKind
@@ -135,17 +136,27 @@ class TelemetryPoster(threading.Thread):
         self.posted += 1
 
 
-def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Catalog, str]:
-    """The catalog and true costs: the recipe's latest boot, or the PR's clean or drift catalog."""
-    if params["catalog"] == "boot":
+def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Catalog, str, dict[str, Any] | None]:
+    """The catalog and true costs: the recipe's latest boot (as stored, or repaired: its flagged
+    shapes replaced, `catalogs.health`), or the PR's clean or drift catalog; and, for a boot, where
+    the catalog came from (as a job's `catalog_sources` entry)."""
+    if params["catalog"] in ("boot", "boot-repaired"):
         boot = Boot.objects.filter(recipe=recipe).order_by("-created_at", "-id").first()
         if boot is None:
             raise InvalidInput("catalog", f"recipe {recipe.name!r} has no stored boot; choose clean or drift")
-        simulate_check({**params, "boot_catalog": boot.catalog})  # decode graphs, and rows for max_lanes
-        execution, catalog, _ = boot_setting({"boot_catalog": boot.catalog, "first_token_ms": params["first_token_ms"]})
-        return execution, catalog, f"boot {boot.pk}"
+        stored: list[dict[str, Any]] = boot.catalog
+        source: dict[str, Any] = {"boot": boot.pk, "repaired": False}
+        if params["catalog"] == "boot-repaired":
+            stored, source = boot_repaired(boot_id=boot.pk, field="catalog")
+        simulate_check({**params, "boot_catalog": stored})  # decode graphs, and rows for max_lanes
+        execution, catalog, _ = boot_setting({"boot_catalog": stored, "first_token_ms": params["first_token_ms"]})
+        name = f"boot {boot.pk}"
+        if source["repaired"]:
+            n = len(source["replaced"])
+            name = f"repaired boot {boot.pk} ({n} shape{'' if n == 1 else 's'} replaced)"
+        return execution, catalog, name, source
     affine = execution_of(params)
-    return affine, build_catalog({**params, "mixed_rows": [8, 32]}, affine), params["catalog"]
+    return affine, build_catalog({**params, "mixed_rows": [8, 32]}, affine), params["catalog"], None
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -156,7 +167,9 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     other = BenchmarkJob.objects.filter(kind=ENGINE_KIND, recipe=recipe, status=JobStatus.RUNNING).exclude(pk=job.pk)
     if other.exists():  # started around engine_start (the generic job form or API): still one per recipe
         raise InvalidInput("recipe", f"a simulated engine already runs for {recipe.name} (job {other[0].pk})")
-    execution, catalog, catalog_name = setting(params, recipe)
+    execution, catalog, catalog_name, source = setting(params, recipe)
+    if source is not None:  # said on the job page and in the API, as for a job given a boot's catalog
+        BenchmarkJob.objects.filter(pk=job.pk).update(catalog_sources={"catalog": [source]})
     engine = engine_name(job.pk)
     token = engine_token_create(engine=engine, recipes=[recipe])
     close_old_connections()  # the loop runs for hours; it needs no connection of its own
@@ -174,9 +187,10 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         }
     finally:
         follower.stopping.set()
-        poster.batches.put(None)
-        poster.join(timeout=30)
-        engine_tokens_revoke(engine=engine)
+        if poster.ident is not None:  # started: it posts what is queued, then stops
+            poster.batches.put(None)
+            poster.join(timeout=30)
+        engine_tokens_revoke(engine=engine)  # also when the first policy read failed
 
 
 def _serve(
@@ -250,8 +264,9 @@ ANALYSIS = Analysis(
         ChoiceParam(
             "catalog",
             "clean",
-            "the recipe's latest boot, or the PR's clean or drift catalog",
-            choices=("boot", "clean", "drift"),
+            "the recipe's latest boot (boot-repaired: with its flagged shapes replaced), or the PR's clean or "
+            "drift catalog",
+            choices=("boot", "boot-repaired", "clean", "drift"),
         ),
         FloatParam("rate_per_s", 20.0, "mean arrivals per second (Poisson)", minimum=0.01, maximum=10_000.0),
         IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000),
