@@ -62,15 +62,18 @@
   function redraw() {
     if (!state.dirty) return;
     state.dirty = false;
+    const changed = state.changes.map((c) => c.decided_at).filter((t) => typeof t === "number");  // ms
     const lasts = ["chunks", "ttft", "itl", "padding"].filter((k) => state[k].length).map((k) => state[k][state[k].length - 1][0]);
-    const newest = lasts.length ? Math.max(...lasts) : Date.now();
+    const newest = lasts.length ? Math.max(...lasts, ...changed) : Date.now();
     const since = newest - WINDOW_MS;
     for (const key of ["chunks", "ttft", "itl", "padding"]) state[key] = trim(state[key], since);
     for (const second of state.perSecond.keys()) if (second * 1000 < since) state.perSecond.delete(second);
     const seconds = [...state.perSecond.keys()].sort((a, b) => a - b);
     const m = markers();
-    // One time range for every chart, from the oldest point kept to the newest, so they line up.
-    const firsts = ["chunks", "ttft", "itl", "padding"].filter((k) => state[k].length).map((k) => state[k][0][0]);
+    // One time range for every chart, from the oldest point or policy change kept to the newest, so
+    // they line up and every change's marker is drawn.
+    const firsts = ["chunks", "ttft", "itl", "padding"].filter((k) => state[k].length).map((k) => state[k][0][0])
+      .concat(changed.filter((t) => t >= since));
     const xaxis = firsts.length ? { type: "date", range: [time(Math.max(since, Math.min(...firsts))), time(newest)] } : { type: "date" };
     const relayout = (id, traces) => {
       const empty = EMPTY[id] && traces.every((t) => t.x.length === 0);
