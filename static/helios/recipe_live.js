@@ -39,7 +39,7 @@
     for (const c of state.changes) {
       shapes.push({ type: "line", xref: "x", yref: "paper", x0: time(c.decided_at), x1: time(c.decided_at), y0: 0, y1: 1,
                     line: { color: "#444", width: 1, dash: "dot" } });
-      annotations.push({ xref: "x", yref: "paper", x: time(c.decided_at), y: 1, yanchor: "bottom", showarrow: false,
+      annotations.push({ xref: "x", yref: "paper", x: time(c.decided_at), y: 1, yanchor: "bottom", xanchor: "right", showarrow: false,
                          text: `v${c.version}: ${c.policy}` + (c.decision ? ` (decision #${c.decision})` : ""),
                          font: { size: 10 }, bgcolor: "rgba(255,255,255,0.8)" });
     }
