@@ -90,6 +90,7 @@ def test_a_drifted_capture_shows_a_bar_per_graph_with_the_drifted_one_marked(sta
 def test_a_maintainer_picks_the_repaired_version_of_a_flagged_boot(stack, page, recipe):
     from pathlib import Path
 
+    from heliosweb.catalogs.models import Boot
     from heliosweb.catalogs.services import boot_create
     from scheduler_core.catalog import drift
     from scheduler_core.execution import AffineExecution, measured_catalog
@@ -100,6 +101,7 @@ def test_a_maintainer_picks_the_repaired_version_of_a_flagged_boot(stack, page, 
     bad = boot_create(recipe=recipe, catalog=drift(clean, 4096, 1.6).to_dicts())
     _maintainer()
     stack.start_web()
+    stack.start_worker()
 
     log_in_and_open(page, f"{stack.base_url}/jobs/new?kind=sweep", "browser-maint", "pw-browser-123")
     box = page.locator('[id="id_sweep.boot_catalog.repaired"]')
@@ -120,3 +122,22 @@ def test_a_maintainer_picks_the_repaired_version_of_a_flagged_boot(stack, page, 
     page.wait_for_url("**/jobs/*")
     planned = {g["prefill"]: g["ms"] for g in BenchmarkJob.objects.get().params["boot_catalog"]}
     assert planned[4096] == pytest.approx(clean.prefill_ms[4096] * 1.01)  # the median of the three others
+
+    # The job page says where its catalog came from, in one line.
+    page.wait_for_function("document.getElementById('job-status').textContent === 'done'", timeout=120_000)
+    source = page.text_content("#catalog-sources li")
+    others = sorted(b.pk for b in Boot.objects.exclude(pk=bad.pk))
+    assert source.startswith(
+        f"boot_catalog: boot #{bad.pk}, repaired: 4096 replaced by the median of boots "
+        + ", ".join(f"#{b}" for b in others)
+        + " (105.60 → 66.66 ms;"
+    )
+    page.screenshot(path=str(shots / "job-on-repaired-boot.png"), full_page=True)
+    page.locator("#catalog-sources").screenshot(path=str(shots / "job-catalog-sources.png"))
+
+    # The recipe page's simulated engine offers the latest boot repaired.
+    page.goto(f"{stack.base_url}/recipes/{recipe.name}")
+    options = page.locator("#engine-catalog option").all_text_contents()
+    assert f"latest boot #{bad.pk} repaired (1 flagged shape replaced)" in [o.strip() for o in options]
+    page.select_option("#engine-catalog", "boot-repaired")
+    page.locator("#engine").screenshot(path=str(shots / "recipe-engine-form.png"))
