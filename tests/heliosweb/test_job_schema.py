@@ -158,3 +158,12 @@ def test_a_value_outside_a_stated_enum_is_refused_naming_the_parameter(api, reci
         response = post(api, kind, {name: "not-one-of-them"})
         assert response.status_code == 400 and response.json()["field"] == f"params.{name}", (kind, name)
     assert not BenchmarkJob.objects.exists()
+
+
+def test_a_job_states_where_its_catalogs_came_from(schemas):
+    sources = schemas["Job"]["properties"]["catalog_sources"]
+    assert sources["type"] == "object" and sources["nullable"] is True
+    assert sources["additionalProperties"]["items"]["type"] == "object"  # one entry per boot named
+    assert "from_boots" in sources["description"]
+    engine = schemas["JobParams.engine"]["properties"]["catalog"]
+    assert "boot-repaired" in engine["enum"]
