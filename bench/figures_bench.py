@@ -132,10 +132,12 @@ def live(args: argparse.Namespace, tmp: Path, procs: list, user: Any) -> None:
         page.wait_for_function(f"{points} === {args.events}", timeout=30_000)
         grew.append(page.evaluate(points))
         long_tasks = page.evaluate("window.longTasks")
+        stored = job.events.count()
+        page.wait_for_function(f"document.getElementById('event-count').textContent === '{stored}'", timeout=10_000)
         browser.close()
     print(
         f"live: pulse of {args.events} events at {args.rate:.0f}/s; figure points {grew[0]} when first seen -> "
-        f"{grew[1]} at the end; browser long tasks while it grew: {len(long_tasks)}, longest "
+        f"{grew[1]} at the end, the page's event count equal to the {stored} stored; browser long tasks while it grew: {len(long_tasks)}, longest "
         f"{max(long_tasks, default=0):.0f} ms (target: none over 200 ms); during the page load: "
         f"{len(loading)}, longest {max(loading, default=0):.0f} ms"
     )
