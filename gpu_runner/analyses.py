@@ -126,14 +126,14 @@ BOOT_PARAMS = (
 def _capture_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]:
     """The shapes a capture boots, and the parameter that named them (for errors)."""
     if params["boot_catalog"] is not None:
-        return [(g["prefill"], g["decode"]) for g in params["boot_catalog"]], "boot_catalog"
+        return [g.shape for g in params["boot_catalog"].graphs], "boot_catalog"
     return default_shapes(params["capacities"], params["decode_rows"], params["graphs"]), "capacities"
 
 
 def _prefill_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]:
     """Plans launch solo prefill graphs only: the planning catalog's capacities."""
     if params["boot_catalog"] is not None:
-        return [(c, 0) for c in Catalog.from_dicts(params["boot_catalog"]).capacities], "boot_catalog"
+        return [(c, 0) for c in params["boot_catalog"].capacities], "boot_catalog"
     return [(c, 0) for c in sorted(params["capacities"])], "capacities"
 
 
@@ -222,8 +222,8 @@ def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     steps.start("booting")
     boots = []
     for index in range(params["boots"]):
-        request = {
-            "params": params,
+        request = {  # to the boot's process as JSON: the catalog as dicts
+            "params": {**params, CATALOG.name: CATALOG.to_json(params[CATALOG.name])},
             "shapes": shapes,
             "field": field,
             "index": index,
@@ -259,7 +259,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     from scheduler_core.planner import plan
     from scheduler_core.request import Request
 
-    from .capture import catalog_dicts
+    from .capture import catalog_of
     from .events import Progress
     from .execute import execute, prompt_tokens
 
@@ -267,8 +267,8 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     steps = Progress(emit, len(shapes) + 1 + len(params["prompt_tokens"]) * len(params["policies"]))
     steps.start("booting")
     boot, stored = boot_here(params, shapes, field, steps)
-    planning = Catalog.from_dicts(params["boot_catalog"] or stored["catalog"])
-    truth = TableExecution.from_catalog(Catalog.from_dicts(catalog_dicts(stored["measurements"], "clean_median_ms")))
+    planning: Catalog = params["boot_catalog"] or catalog_of(stored["measurements"])
+    truth = TableExecution.from_catalog(catalog_of(stored["measurements"], "clean_median_ms"))
     arms = []
     for n in params["prompt_tokens"]:
         prompt = prompt_tokens(boot, n, params["seed"])
@@ -327,6 +327,7 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     from scheduler_core.planner import plan
     from scheduler_core.request import Request
 
+    from .capture import catalog_of
     from .events import Progress
     from .execute import execute, prompt_tokens
     from .numerics import TOLERANCES, compare, one_shot, passed
@@ -337,7 +338,7 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     steps.start("booting")
     boot, stored = boot_here(params, shapes, field, steps)
     tolerance = TOLERANCES[boot.config.dtype]
-    planning = Catalog.from_dicts(params["boot_catalog"] or stored["catalog"])
+    planning: Catalog = params["boot_catalog"] or catalog_of(stored["measurements"])
     prompt = prompt_tokens(boot, n, params["seed"])
     reference, _ = one_shot(boot, prompt)
     steps.advance("one-shot reference")

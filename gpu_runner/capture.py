@@ -115,7 +115,7 @@ def capture_boot(
     )
     stored = {
         "provenance": meta,
-        "catalog": catalog_dicts(measurements),
+        "catalog": catalog_of(measurements).to_dicts(),  # the result is JSON
         "measurements": measurements,
         "output_fingerprint": output_fingerprint(boot, shapes[0]),
     }
@@ -128,7 +128,8 @@ def output_fingerprint(boot: BootedModel, shape: tuple[int, int]) -> float:
     return float(boot.launchers[shape].launch().double().sum())
 
 
-def catalog_dicts(measurements: list[dict[str, Any]], key: str = "median_ms") -> list[dict[str, Any]]:
-    """The catalog a scheduler reads: shape and median only, validated by Catalog.from_dicts."""
+def catalog_of(measurements: list[dict[str, Any]], key: str = "median_ms") -> Catalog:
+    """The catalog a scheduler reads, built once from a capture's measurements: shape and median
+    (or `key`) only, validated as every catalog is (`Catalog.from_dicts`)."""
     rows = [{"prefill": m["prefill"], "decode": m["decode"], "ms": m.get(key, m["median_ms"])} for m in measurements]
-    return Catalog.from_dicts(rows).to_dicts()
+    return Catalog.from_dicts(rows)

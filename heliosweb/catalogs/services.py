@@ -21,15 +21,17 @@ MAX_PROVENANCE_BYTES = 64 * 1024  # where a boot came from, not a place for its 
 def boot_create(
     *,
     recipe: Recipe,
-    catalog: Any,
+    catalog: Catalog | Any,
     provenance: Any = None,
     job_id: int | None = None,
     actor: Actor | None = None,
 ) -> Boot:
     """Store a measured catalog as a boot of `recipe`. Whether it comes from a capture job or an
-    upload, it is validated as scheduler_core reads it; an invalid one is refused naming the entry.
+    upload, it is validated as scheduler_core reads it (JSON dicts parsed once into a `Catalog`; a
+    `Catalog` taken as it is); an invalid one is refused naming the entry. It becomes dicts again
+    only to be stored.
     Audited: `boot_uploaded` (by `actor`) or `boot_captured` (by the capture job)."""
-    parsed = Catalog.from_dicts(catalog)
+    parsed = catalog if isinstance(catalog, Catalog) else Catalog.from_dicts(catalog)
     if provenance is not None and not isinstance(provenance, dict):
         raise InvalidInput("provenance", f"must be an object, got {type(provenance).__name__}")
     size = len(json.dumps(provenance or {}).encode())

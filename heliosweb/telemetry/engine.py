@@ -144,10 +144,11 @@ def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Cat
         boot = Boot.objects.filter(recipe=recipe).order_by("-created_at", "-id").first()
         if boot is None:
             raise InvalidInput("catalog", f"recipe {recipe.name!r} has no stored boot; choose clean or drift")
-        stored: list[dict[str, Any]] = boot.catalog
+        raw: list[dict[str, Any]] = boot.catalog
         source: dict[str, Any] = {"boot": boot.pk, "repaired": False}
         if params["catalog"] == "boot-repaired":
-            stored, source = boot_repaired(boot_id=boot.pk, field="catalog")
+            raw, source = boot_repaired(boot_id=boot.pk, field="catalog")
+        stored = Catalog.from_dicts(raw)  # read from storage: typed once, here
         simulate_check({**params, "boot_catalog": stored})  # decode graphs, and rows for max_lanes
         execution, catalog, _ = boot_setting({"boot_catalog": stored, "first_token_ms": params["first_token_ms"]})
         name = f"boot {boot.pk}"

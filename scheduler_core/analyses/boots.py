@@ -35,7 +35,7 @@ def boot_catalogs(params: dict[str, Any]) -> tuple[ExecutionModel, Callable[[int
 
     Real boots are judged against their per-shape median, the best estimate of the true cost."""
     if params["boot_catalogs"]:
-        real = [Catalog.from_dicts(c) for c in params["boot_catalogs"]]
+        real: list[Catalog] = params["boot_catalogs"]
         median = median_catalog(real)
         return TableExecution.from_catalog(median, params["first_token_ms"]), real.__getitem__, len(real)
     execution = execution_of(params)

@@ -32,9 +32,8 @@ def pr22_catalogs(execution: AffineExecution, drift_factor: float) -> dict[str, 
     return {"clean": clean, "drift": drift(clean, clean.full_chunk, drift_factor)}
 
 
-def boot_setting(catalog_dicts: list[dict[str, Any]], first_token_ms: float) -> tuple[ExecutionModel, Catalog]:
+def boot_setting(catalog: Catalog, first_token_ms: float) -> tuple[ExecutionModel, Catalog]:
     """A measured boot used both as the catalog and as the truth (its own durations, table model)."""
-    catalog = Catalog.from_dicts(catalog_dicts)
     return TableExecution.from_catalog(catalog, first_token_ms), catalog
 
 

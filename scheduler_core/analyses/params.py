@@ -49,6 +49,14 @@ class Param:
         """A CLI flag's (or a form field's) text as the JSON-like value `parse` takes."""
         return text
 
+    def to_json(self, value: Any) -> Any:
+        """A parsed value as it is stored (a job's params are JSON): most values already are."""
+        return value
+
+    def from_json(self, value: Any) -> Any:
+        """A stored value, validated by `parse` before it was stored, back as `parse` returned it."""
+        return value
+
     def cli_help(self) -> str:
         default = self.default_value()
         shown = ",".join(map(str, default)) if isinstance(default, list) else "none" if default is None else default
@@ -278,22 +286,30 @@ class PolicyListParam(ChoiceListParam):
 
 @dataclass(frozen=True)
 class CatalogParam(Param):
-    """A catalog: a list of graph dicts (a stored boot, say). With `measured` (the default) every
-    solo prefill graph must have a duration, so it can serve as the true costs too; a capture,
-    which needs only shapes, turns it off. `None` (not given) is allowed when it is the default."""
+    """A catalog, parsed once here into scheduler_core's `Catalog` (from a list of graph dicts, or
+    given as a `Catalog` already): analyses receive it typed, and it becomes dicts again only where
+    it is stored (`to_json`: a job's params, a result). With `measured` (the default) every solo
+    prefill graph must have a duration, so it can serve as the true costs too; a capture, which
+    needs only shapes, turns it off. `None` (not given) is allowed when it is the default."""
 
     kind: ClassVar[str] = "catalog"
     metavar: ClassVar[str] = "FILE"
 
     measured: bool = True
 
-    def parse(self, value: Any) -> list[dict[str, Any]] | None:
+    def parse(self, value: Any) -> Catalog | None:
         if value is None:
             return None
         return parse_catalog(value, self.name, measured=self.measured)
 
     def from_text(self, text: str) -> Any:
         return read_catalog_file(text.strip(), self.name)
+
+    def to_json(self, value: Any) -> list[dict[str, Any]] | None:
+        return None if value is None else value.to_dicts()
+
+    def from_json(self, value: Any) -> Catalog | None:
+        return None if value is None else Catalog.from_dicts(value, self.name)
 
     def cli_help(self) -> str:
         return f"{self.help} (a JSON file: a list of graphs or a capture's output)"
@@ -304,16 +320,24 @@ class CatalogParam(Param):
 
 @dataclass(frozen=True)
 class CatalogListParam(_ListParam):
+    """Catalogs (stored boots, say), each parsed once into a `Catalog` as `CatalogParam` does."""
+
     kind: ClassVar[str] = "catalog_list"
     metavar: ClassVar[str] = "FILE"
 
     measured: bool = True
 
-    def parse_item(self, value: Any, field: str) -> list[dict[str, Any]]:
+    def parse_item(self, value: Any, field: str) -> Catalog:
         return parse_catalog(value, field, measured=self.measured)
 
     def from_text(self, text: str) -> Any:
         return [read_catalog_file(path.strip(), self.name) for path in text.split(",") if path.strip()]
+
+    def to_json(self, value: Any) -> list[list[dict[str, Any]]] | None:
+        return None if value is None else [c.to_dicts() for c in value]
+
+    def from_json(self, value: Any) -> list[Catalog] | None:
+        return None if value is None else [Catalog.from_dicts(c, f"{self.name}[]") for c in value]
 
     def cli_help(self) -> str:
         return f"{self.help} (JSON files, comma-separated: a list of graphs or a capture's output)"
@@ -340,20 +364,21 @@ CATALOG_SCHEMA: dict[str, Any] = {
 }
 
 
-def parse_catalog(value: Any, field: str, *, measured: bool = True) -> list[dict[str, Any]]:
-    """Validate a catalog as scheduler_core reads it, as plain dicts; `measured`: every solo prefill graph timed."""
-    return measured_catalog_dicts(value, field) if measured else Catalog.from_dicts(value, field).to_dicts()
+def parse_catalog(value: Any, field: str, *, measured: bool = True) -> Catalog:
+    """The one parse of a catalog entering from outside (JSON dicts, or a `Catalog` already built);
+    `measured`: every solo prefill graph must be timed (it may be used as the true costs)."""
+    catalog = value if isinstance(value, Catalog) else Catalog.from_dicts(value, field)
+    return require_measured(catalog, field) if measured else catalog
 
 
-def measured_catalog_dicts(value: Any, field: str) -> list[dict[str, Any]]:
-    """Validate a catalog that must be fully measured (it may be used as the truth), as plain dicts."""
-    catalog = Catalog.from_dicts(value, field)
+def require_measured(catalog: Catalog, field: str) -> Catalog:
+    """`catalog` if every solo prefill graph has a duration, else InvalidInput naming `field`."""
     missing = [c for c in catalog.capacities if catalog.prefill_ms[c] is None]
     if missing:
         raise InvalidInput(
             field, f"prefill graphs {missing} are unmeasured; a catalog used as true costs must be fully measured"
         )
-    return catalog.to_dicts()
+    return catalog
 
 
 def read_catalog_file(path: str, field: str) -> Any:
@@ -424,6 +449,17 @@ class Analysis:
                 param=size,
             )
         return params
+
+    def to_json(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Validated params as they are stored (a job's params are JSON): the storage boundary,
+        where typed values (a `Catalog`) become dicts again."""
+        specs = {p.name: p for p in self.params}
+        return {k: specs[k].to_json(v) if k in specs else v for k, v in params.items()}
+
+    def from_json(self, stored: Mapping[str, Any]) -> dict[str, Any]:
+        """Stored params (validated before they were stored) typed again, as `validate` returned them."""
+        specs = {p.name: p for p in self.params}
+        return {k: specs[k].from_json(v) if k in specs else v for k, v in stored.items()}
 
     def with_current_names(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
         """`data` with every old parameter name (`aliases`) replaced by its name now."""

@@ -45,9 +45,10 @@ def check(params: dict[str, Any]) -> None:
     for low, high in (("prompt_min", "prompt_max"), ("output_min", "output_max")):
         if params[low] > params[high]:
             raise InvalidInput(low, f"must be <= {high} ({params[low]} > {params[high]})")
-    if not params["boot_catalog"]:
+    boot: Catalog | None = params["boot_catalog"]
+    if boot is None:
         return
-    rows = max((g["decode"] for g in params["boot_catalog"] if g["prefill"] == 0 and g["decode"] > 0), default=0)
+    rows = max((g.decode for g in boot.of_kind("decode")), default=0)
     if rows == 0:
         raise InvalidInput(
             "boot_catalog",
@@ -86,7 +87,7 @@ def build_catalog(params: dict[str, Any], execution: AffineExecution) -> Catalog
 def boot_setting(params: dict[str, Any]) -> tuple[TableExecution, Catalog, str]:
     """A measured boot as both the catalog and the truth. A boot rarely times the per-request init
     graph; then init costs nothing here, and the result says so."""
-    catalog = Catalog.from_dicts(params["boot_catalog"])
+    catalog: Catalog = params["boot_catalog"]
     table = {g.shape: g.ms for g in catalog.graphs if g.ms is not None}
     init = "measured" if (0, 0) in table else "not in the boot: counted as 0 ms"
     table.setdefault((0, 0), 0.0)
@@ -95,7 +96,7 @@ def boot_setting(params: dict[str, Any]) -> tuple[TableExecution, Catalog, str]:
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     execution: ExecutionModel
-    if params["boot_catalog"]:
+    if params["boot_catalog"] is not None:
         execution, catalog, init = boot_setting(params)
         catalog_name, execution_description = "boot", {**execution_dict(execution), "init": init}
     else:

@@ -48,14 +48,14 @@ def check(params: dict[str, Any]) -> None:
 def work(params: dict[str, Any]) -> int:
     """Launch decisions: each plan makes about one per full chunk of its prompt, the full chunk being
     the largest graph of the catalog it runs on (a boot of 1-token graphs makes one per token)."""
-    boot = params["boot_catalog"]
+    boot: Catalog | None = params["boot_catalog"]
     plans_per_length = len(params["policies"]) * (1 if boot else len(params["catalogs"]))
-    full_chunk = Catalog.from_dicts(boot, "boot_catalog").full_chunk if boot else FULL_CHUNK
+    full_chunk = boot.full_chunk if boot else FULL_CHUNK
     return plans_per_length * sum(n // full_chunk + 1 for n in prompt_lengths(params))
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
-    if params["boot_catalog"]:
+    if params["boot_catalog"] is not None:
         execution, boot = boot_setting(params["boot_catalog"], params["first_token_ms"])
         catalogs = {"boot": boot}
     else:

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from gpu_runner.analyses import ANALYSES
-from scheduler_core.analyses.params import measured_catalog_dicts
+from scheduler_core.analyses.params import parse_catalog
 from scheduler_core.catalog import Catalog
 
 CAPTURE = ANALYSES["capture"]
@@ -36,7 +36,7 @@ def test_capture_yields_a_catalog_with_every_shape_measured(captured):
 
 
 def test_the_catalog_is_a_measured_boot_any_scheduler_core_analysis_accepts(captured):
-    assert measured_catalog_dicts(captured[0]["catalog"], "boot_catalog") == captured[0]["catalog"]
+    assert parse_catalog(captured[0]["catalog"], "boot_catalog").to_dicts() == captured[0]["catalog"]
 
 
 def test_each_measurement_carries_its_spread_samples_and_capture_time(captured):

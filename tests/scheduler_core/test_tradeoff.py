@@ -11,8 +11,8 @@ CLEAN = measured_catalog(AffineExecution())
 
 def job(job_id, kind, recipe="tiny-cpu", **params):
     analysis = ANALYSES[kind]
-    clean = analysis.validate(params)
-    return Evidence(job_id, kind, recipe, clean, analysis.run(clean, lambda e: None))
+    clean = analysis.validate(params)  # evidence is stored jobs: their params as stored (JSON)
+    return Evidence(job_id, kind, recipe, analysis.to_json(clean), analysis.run(clean, lambda e: None))
 
 
 def by_arm(summary):

@@ -42,7 +42,7 @@ def job_run(*, job_id: int) -> None:
     pump.start()
     running = running_job.set(job)
     try:
-        result = kind.analysis.run(dict(job.params), pump.emit)
+        result = kind.analysis.run(kind.analysis.from_json(job.params), pump.emit)
     except JobAbandoned:
         pump.stop()  # failed from outside (stop, reaper): the job already carries its reason
     except JobCancelled:

@@ -43,6 +43,10 @@ def job_create(
 ) -> BenchmarkJob:
     """Validate everything, store the job `queued`, and queue it once the transaction commits.
 
+    Params are parsed once here (`Analysis.validate`: a catalog becomes a `Catalog`) and turned
+    back into JSON only to be stored (`Analysis.to_json`), which is the boundary: the stored job
+    keeps the same dicts it always did, and `job_run` types them again with `Analysis.from_json`.
+
     Raises InvalidInput naming the field (`kind`, `recipe`, `params.<name>`); nothing is stored
     or queued then.
     """
@@ -63,7 +67,7 @@ def job_create(
             kind=job_kind.name,
             queue=job_kind.queue_for(clean),
             recipe=recipe_obj,
-            params=clean,
+            params=job_kind.analysis.to_json(clean),
             catalog_sources=sources,
             created_by=user if isinstance(user, User) else None,
         )
