@@ -99,3 +99,20 @@ def test_simulate_refuses_a_boot_that_cannot_carry_the_traffic(boot, params, fie
     with pytest.raises(InvalidInput) as excinfo:
         ANALYSES["simulate"].validate({"boot_catalog": boot, **params})
     assert excinfo.value.field == field
+
+
+def test_a_catalog_parameter_is_parsed_once_into_a_catalog_and_stored_as_the_same_json():
+    analysis = ANALYSES["boots"]
+    params = analysis.validate({"boot_catalogs": BOOTS[:2], "prompts": [3504]})
+    assert params["boot_catalogs"] == [noise(CLEAN, seed=s, sigma=0.2) for s in range(2)]
+    stored = analysis.to_json(params)
+    assert stored["boot_catalogs"] == BOOTS[:2] and json.loads(json.dumps(stored)) == stored
+    assert analysis.from_json(stored) == params
+
+
+def test_a_catalog_already_typed_is_taken_as_it_is_and_still_must_be_measured():
+    sweep = ANALYSES["sweep"]
+    assert sweep.validate({"boot_catalog": CLEAN})["boot_catalog"] is CLEAN
+    with pytest.raises(InvalidInput) as caught:
+        sweep.validate({"boot_catalog": CLEAN.replace_ms(lambda g: None if g.prefill == 4096 else g.ms)})
+    assert caught.value.field == "boot_catalog" and "unmeasured" in caught.value.message
