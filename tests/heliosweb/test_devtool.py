@@ -40,4 +40,6 @@ def test_the_config_restarts_every_child_and_drains_the_job_workers_together(tmp
     assert all(p.autorestart and p.killasgroup and not p.stopasgroup for p in every)
     sim = next(p for p in groups["jobs"].process_configs if p.name == "worker-sim")
     assert sim.stopwaitsecs == 45 + 30 and "--concurrency=3" in sim.command and "sim@%h" in sim.command
-    assert "-p 8123" in next(p for p in every if p.name == "web").command
+    web = next(p for p in every if p.name == "web").command
+    assert f"-e tcp:port=8123:interface=127.0.0.1:backlog={stack.LISTEN_BACKLOG}" in web
+    assert f"--websocket_connect_timeout {stack.WS_CONNECT_TIMEOUT_S}" in web
