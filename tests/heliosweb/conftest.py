@@ -221,6 +221,9 @@ class Stack:
         return f"http://127.0.0.1:{self.port}"
 
     def start_worker(self) -> subprocess.Popen:
+        """A new worker, replacing the stack's one: a live one is stopped first, never left running
+        (an orphan consumes the session's queues, and later tests' jobs run on it)."""
+        stop(self.worker, 20)
         self._starts += 1
         self._worker_log = self.logdir / f"worker-{self._starts}.log"
         log = self._worker_log.open("w")

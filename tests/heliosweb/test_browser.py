@@ -100,8 +100,7 @@ def test_a_maintainer_picks_the_repaired_version_of_a_flagged_boot(stack, page, 
         boot_create(recipe=recipe, catalog=clean.replace_ms(lambda g, s=s: g.ms * (1 + 0.01 * s)).to_dicts())
     bad = boot_create(recipe=recipe, catalog=drift(clean, 4096, 1.6).to_dicts())
     _maintainer()
-    stack.start_web()
-    stack.start_worker()
+    stack.start_web()  # the `stack` fixture already runs a worker
 
     log_in_and_open(page, f"{stack.base_url}/jobs/new?kind=sweep", "browser-maint", "pw-browser-123")
     box = page.locator('[id="id_sweep.boot_catalog.repaired"]')
