@@ -127,7 +127,9 @@ def main() -> int:
             f"p95 {percentile(lat, 95):.0f} ms (target p95 <= 250 ms), over {len(lat)} live frames"
         )
     print(
-        f"live page: {len(tasks)} long tasks ({', '.join(f'{t:.0f}' for t in sorted(tasks)[-8:])} ms the longest; target: none over 200 ms); "
+        f"live page: {len(tasks)} long tasks"
+        + (f" ({', '.join(f'{t:.0f}' for t in sorted(tasks)[-8:])} ms the longest)" if tasks else "")
+        + "; target: none over 200 ms; "
         f"screenshot {tmp / 'live-page.png'}"
     )
     return 0

@@ -12,14 +12,16 @@
   // Kept as they arrive, trimmed as they age: a redraw never walks every frame of the window again.
   const state = {
     lastSeq: 0, changes: [], gaps: 0, count: 0, dirty: false, panelAt: 0,
-    chunks: [], ttft: [], itl: [], padding: [], perSecond: new Map(),
+    // chunks: one point [second start (ms), capacity] per second a capacity ran in (at most the
+    // window's seconds times the capacities, whatever the launch rate); the others, as they arrive.
+    chunks: [], chunkSeen: new Set(), ttft: [], itl: [], padding: [], perSecond: new Map(),
   };
 
   function colour(capacity) { return colours[String(capacity)] || "#7f7f7f"; }
   function time(ms) { return new Date(ms); }
 
   const layouts = {
-    "fig-chunks": ["Prefill chunks (graph capacity; colour = capacity)", "tokens", "log"],
+    "fig-chunks": ["Prefill chunks: the graph capacities run each second", "tokens", "log"],
     "fig-ttft": ["TTFT per finished request", "ms", "log"],
     "fig-itl": ["Inter-token latency per batch (p50, p99)", "ms", "log"],
     "fig-rate": ["Prefill launches per second", "launches/s", "linear"],
@@ -46,15 +48,16 @@
     return { shapes, annotations };
   }
 
-  // Points are [t_ms, ...]: drop those older than `since`, and past MAX_POINTS keep every other
-  // point of the older half (recent points in full, older ones sampled, the whole window shown).
-  function trim(points, since) {
+  // Points are [t_ms, ...]: drop those older than `since`, and past MAX_POINTS keep the newest
+  // MAX_POINTS/2 in full and sample the older ones down to as many (the whole window shown).
+  function trim(points, since, limit = MAX_POINTS) {
     let first = 0;
     while (first < points.length && points[first][0] < since) first += 1;
     let kept = first ? points.slice(first) : points;
-    if (kept.length > MAX_POINTS) {
-      const half = kept.length - Math.floor(MAX_POINTS / 2);
-      kept = kept.filter((_, i) => i >= half || i % 2 === 0);
+    if (kept.length > limit) {
+      const recent = kept.length - Math.floor(limit / 2);
+      const stride = Math.ceil(recent / Math.floor(limit / 2));
+      kept = kept.filter((_, i) => i >= recent || i % stride === 0);
     }
     return kept;
   }
@@ -66,7 +69,9 @@
     const lasts = ["chunks", "ttft", "itl", "padding"].filter((k) => state[k].length).map((k) => state[k][state[k].length - 1][0]);
     const newest = lasts.length ? Math.max(...lasts, ...changed) : Date.now();
     const since = newest - WINDOW_MS;
-    for (const key of ["chunks", "ttft", "itl", "padding"]) state[key] = trim(state[key], since);
+    for (const key of ["ttft", "itl", "padding"]) state[key] = trim(state[key], since);
+    state.chunks = trim(state.chunks, since, Infinity);
+    state.chunkSeen = new Set(state.chunks.map((p) => p[0] + ":" + p[1]));
     for (const second of state.perSecond.keys()) if (second * 1000 < since) state.perSecond.delete(second);
     const seconds = [...state.perSecond.keys()].sort((a, b) => a - b);
     const m = markers();
@@ -83,15 +88,19 @@
       // Each chart in a task of its own: five re-renders in one task blocked the page for ~0.5 s a second.
       setTimeout(() => Plotly.react(id, traces, layout), 0);
     };
+    // Each capacity a line at its height through the seconds it ran in: one SVG path per capacity
+    // (a marker per chunk cost 0.2-0.3 s to re-render at 10,000 launches/s).
     const byCapacity = new Map();
-    for (const p of state.chunks) {
-      let mine = byCapacity.get(p[1]);
-      if (!mine) byCapacity.set(p[1], (mine = { x: [], y: [] }));
-      mine.x.push(time(p[0])); mine.y.push(p[1]);
+    for (const [start, c] of state.chunks) {
+      let mine = byCapacity.get(c);
+      if (!mine) byCapacity.set(c, (mine = { x: [], y: [], last: -Infinity }));
+      if (start !== mine.last + 1000 && mine.x.length) { mine.x.push(null); mine.y.push(null); }
+      mine.x.push(time(start), time(start + 999)); mine.y.push(c, c);
+      mine.last = start;
     }
     relayout("fig-chunks", [...byCapacity.keys()].sort((a, b) => a - b).map((c) => ({
-      type: "scatter", mode: "markers", name: String(c), x: byCapacity.get(c).x, y: byCapacity.get(c).y,
-      marker: { size: 5, color: colour(c) } })));
+      type: "scatter", mode: "lines", name: String(c), x: byCapacity.get(c).x, y: byCapacity.get(c).y,
+      line: { width: 6, color: colour(c) }, hovertemplate: `graph ${c}<br>%{x}<extra></extra>` })));
     relayout("fig-ttft", [{ type: "scatter", mode: "markers", name: "TTFT", x: state.ttft.map((p) => time(p[0])),
       y: state.ttft.map((p) => p[1]), marker: { size: 4 } }]);
     relayout("fig-itl", [
@@ -111,7 +120,12 @@
       state.lastSeq = f.seq;
       state.count += 1;
       if (f.chunks === undefined) continue;  // a frame stored before frames were drawn: numbered, nothing to plot
-      for (const p of f.chunks) state.chunks.push(p);
+      for (const [t, c] of f.chunks) {
+        const start = Math.floor(t / 1000) * 1000;
+        if (state.chunkSeen.has(start + ":" + c)) continue;
+        state.chunkSeen.add(start + ":" + c);
+        state.chunks.push([start, c]);
+      }
       for (const p of f.ttft) state.ttft.push(p);
       if (f.itl_p50 !== null && f.itl_p50 !== undefined) state.itl.push([f.t1, f.itl_p50, f.itl_p99]);
       if (f.padding_share !== null && f.padding_share !== undefined) state.padding.push([f.t1, f.padding_share]);
