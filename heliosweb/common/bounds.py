@@ -52,13 +52,9 @@ def _parse_constant(name: str) -> _Unrepresentable:
     return _Unrepresentable(name)  # NaN, Infinity, -Infinity: not JSON, and not finite
 
 
-def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether `text` nests arrays and objects more than `limit` deep (read without recursion)."""
-    return _too_deep_bare(_STRING.sub("", text), limit)
-
-
 def _too_deep_bare(bare: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """`too_deep` for a document whose strings are already cut out. The scanning is `re`'s, so a
+    """Whether a document whose strings are already cut out nests arrays and objects more than
+    `limit` deep (read without recursion). The scanning is `re`'s, so a
     1 MB telemetry batch costs milliseconds, not a Python loop per token."""
     brackets = _BRACKET.findall(bare)
     return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > limit
