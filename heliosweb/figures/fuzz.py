@@ -35,7 +35,13 @@ def figures(job: JobData) -> list[Figure]:
         else:
             marker = (row, request["prompt_tokens"], failure["message"][:60])
         title = f"Minimal counterexample, {name}: {request['prompt_tokens']} tokens"
-        fig = chunk_timeline([TimelineRow(row, example.get("launches", []))], title=title, axis="tokens", marker=marker)
+        fig = chunk_timeline(
+            [TimelineRow(row, example.get("launches", []))],
+            title=title,
+            axis="tokens",
+            marker=marker,
+            span=request["prompt_tokens"],
+        )
         fig.update_traces(selector={"type": "scatter"}, marker_color=policy_colour(name))
         out.append(Figure(f"counterexample-{name}", title, fig))
     if len(out) == 1:

@@ -68,10 +68,16 @@ def _bars(row: TimelineRow, axis: str) -> list[_Bar]:
 
 
 def chunk_timeline(
-    rows: Sequence[TimelineRow], *, title: str, axis: str = "ms", marker: tuple[str, int, str] | None = None
+    rows: Sequence[TimelineRow],
+    *,
+    title: str,
+    axis: str = "ms",
+    marker: tuple[str, int, str] | None = None,
+    span: float | None = None,
 ) -> go.Figure:
     """The Gantt strip: a trace per graph capacity (useful tokens), one `padding` trace, and an
-    optional marker (row, x, text), e.g. where a plan stalled."""
+    optional marker (row, x, text), e.g. where a plan stalled. `span` fixes the x axis to [0, span]
+    (a prompt's length), so a plan that stalled early still shows how much it left undone."""
     bars = [b for row in rows for b in _bars(row, axis)]
     # Traces are collected and handed to go.Figure once: add_trace re-validates and copies the
     # traces already added, quadratic in the number of graphs.
@@ -128,9 +134,11 @@ def chunk_timeline(
         title,
         height=140 + 46 * len(rows),
         barmode="overlay",
-        yaxis={"categoryorder": "array", "categoryarray": labels[::-1], "type": "category"},
+        yaxis={"categoryorder": "array", "categoryarray": labels[::-1], "type": "category", "automargin": True},
         xaxis={"title": {"text": "ms from the first launch" if axis == "ms" else "prompt position (tokens)"}},
     )
+    if span is not None:
+        layout.xaxis.range = [0, span]
     return go.Figure(traces, layout)
 
 

@@ -122,6 +122,8 @@ def test_fuzz_draws_each_counterexample_up_to_its_stall_with_a_marker_at_the_pos
     assert marker.type == "scatter" and list(marker.x) == [example["failure"]["position"]]
     bars = [t for t in drawn.data if t.type == "bar" and t.name.startswith("graph ")]
     assert sum(len(t.x) for t in bars) == len(example["launches"])
+    # The axis spans the whole prompt, so a stall at position 0 still shows how much was left.
+    assert list(drawn.layout.xaxis.range) == [0, example["input"]["request"]["prompt_tokens"]]
 
 
 def test_capture_draws_a_trace_per_boot_with_its_drifted_shape_hatched():
