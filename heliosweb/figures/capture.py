@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from gpu_runner.events import shape_label
 
-from .contract import Figure, Growth, JobData, KindViews, Table, base_layout
+from .contract import LOG_AXIS, Figure, Growth, JobData, KindViews, Table, base_layout
 
 BOOT_COLOURS = (
     "#636efa",
@@ -80,7 +80,7 @@ def shapes_figure(boots: list[list[dict[str, Any]]], title: str) -> go.Figure:
             )
         )
     layout = base_layout(
-        title, barmode="group", yaxis={"title": {"text": "ms"}, "type": "log"}, xaxis={"title": {"text": "graph shape"}}
+        title, barmode="group", yaxis={"title": {"text": "ms"}, **LOG_AXIS}, xaxis={"title": {"text": "graph shape"}}
     )
     return go.Figure(traces, layout)
 

@@ -129,6 +129,11 @@ def empty(figure_id: str, title: str, message: str) -> Figure:
     return Figure(figure_id, title, fig)
 
 
+# A log axis ticked 1, 2, 5, 10, 20, 50 ... and labelled with whole values: Plotly's default labels
+# 20 and 50 as a small "2" and "5" between the powers of ten, which reads as 2 ms next to 10 ms.
+LOG_AXIS: dict[str, Any] = {"type": "log", "dtick": "D2", "tickformat": "~g"}
+
+
 def base_layout(title: str, *, height: int = 380, **extra: Any) -> go.Layout:
     """The house layout: title, compact margins, legend on top, no Plotly logo in the modebar."""
     return go.Layout(

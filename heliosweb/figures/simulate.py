@@ -13,7 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .contract import Figure, JobData, KindViews, Span, Table, base_layout, empty
+from .contract import LOG_AXIS, Figure, JobData, KindViews, Span, Table, base_layout, empty
 from .palette import DECODE_COLOUR, INIT_COLOUR, KIND_COLOURS, capacity_colour, policy_colour
 
 KINDS = ("init", "prefill", "mixed", "decode")
@@ -115,7 +115,7 @@ def figures(job: JobData) -> list[Figure]:
 def _cdf_layout(title: str, x_title: str, y_title: str) -> go.Layout:
     return base_layout(
         title,
-        xaxis={"title": {"text": x_title}, "type": "log"},
+        xaxis={"title": {"text": x_title}, **LOG_AXIS},
         yaxis={"title": {"text": y_title}, "range": [0, 1.02]},
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from plotly.subplots import make_subplots
 
-from .contract import Figure, JobData, KindViews, Table, base_layout, empty
+from .contract import LOG_AXIS, Figure, JobData, KindViews, Table, base_layout, empty
 from .palette import policy_colour
 
 DASH = {"clean": "solid", "drift": "dot", "boot": "dash"}
@@ -62,16 +62,16 @@ def figures(job: JobData) -> list[Figure]:
                 row=2,
                 col=1,
             )
-    axis = "log" if result.get("spacing") == "log" else "linear"
+    axis = LOG_AXIS if result.get("spacing") == "log" else {"type": "linear"}
     ttft.update_layout(
         base_layout("TTFT vs prompt length (top), rule - cost (bottom); click a point to explain it", height=560)
     )
-    ttft.update_xaxes(type=axis)
+    ttft.update_xaxes(**axis)
     ttft.update_xaxes(title_text="prompt tokens", row=2, col=1)
-    ttft.update_yaxes(title_text="TTFT (ms)", type="log", row=1, col=1)
+    ttft.update_yaxes(title_text="TTFT (ms)", **LOG_AXIS, row=1, col=1)
     ttft.update_yaxes(title_text="rule - cost (ms)", zeroline=True, row=2, col=1)
     counts.update_layout(base_layout("Launches (top) and padded tokens (bottom) vs prompt length", height=520))
-    counts.update_xaxes(type=axis)
+    counts.update_xaxes(**axis)
     counts.update_xaxes(title_text="prompt tokens", row=2, col=1)
     counts.update_yaxes(title_text="launches", row=1, col=1)
     counts.update_yaxes(title_text="padded tokens", row=2, col=1)

@@ -125,7 +125,8 @@ def chunk_timeline(
                 y=[row],
                 mode="markers+text",
                 text=[text],
-                textposition="top center",
+                # Beside the marker, toward the middle: at either end of a fixed axis it would be cut off.
+                textposition="top center" if span is None else "top right" if x <= span / 2 else "top left",
                 marker={"symbol": "x", "size": 14, "color": "black"},
             )
         )

@@ -72,6 +72,9 @@ def test_sweep_draws_ttft_delta_launches_and_padding_and_links_points_to_explain
     assert counts["drift rule launches"] == result["series"]["drift"]["rule"]["launches"]
     assert counts["clean cost padded tokens"] == result["series"]["clean"]["cost"]["padded_tokens"]
     assert figures["ttft"].data[0].meta["link"] == "/explain?job=7&catalog=clean&prompt_tokens={x}"
+    # Log axes labelled 20 and 50, not a small "2" and "5" after 10.
+    layout = figures["ttft"].layout
+    assert [(a.type, a.dtick, a.tickformat) for a in (layout.xaxis, layout.yaxis)] == [("log", "D2", "~g")] * 2
 
 
 def test_simulate_draws_lanes_the_latency_cdfs_and_launches_per_policy():
