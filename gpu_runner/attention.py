@@ -8,6 +8,7 @@ which has known problems with additive `-inf` masks, and nothing would record th
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -43,16 +44,33 @@ def pinned(name: str) -> Iterator[None]:
 
 
 def attend(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Scaled dot-product attention on the pinned kernel, its refusal turned into an error naming it."""
+    """Scaled dot-product attention on the pinned kernel, its refusal turned into an error naming it.
+    Out of memory is not a refusal: it propagates as it is, for the shape's guard to name."""
     try:
         with pinned(name):
             return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    except torch.OutOfMemoryError:
+        raise
     except RuntimeError as exc:
         raise AttentionBackendError(
             f"attention backend {name!r} cannot run this step (query {tuple(q.shape)}, keys {tuple(k.shape)}, "
             f"{q.dtype}, additive mask {tuple(mask.shape)} on {q.device}); pin another in the preset "
-            f"(attention_{q.device.type}). torch: {str(exc).splitlines()[0]}"
+            f"(attention_{q.device.type}). torch: {str(exc).splitlines()[0]}{_reasons(name, q, k, v, mask)}"
         ) from exc
+
+
+def _reasons(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> str:
+    """Why SDPA refused the kernel, as it says in warnings (on CUDA: `Memory efficient kernel not used
+    because: ...`), collected by calling it once more; the happy path pays nothing for this."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with pinned(name):
+                torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        except RuntimeError:
+            pass
+    said = list(dict.fromkeys(str(w.message).strip() for w in caught))
+    return "".join(f"; {line}" for line in said)
 
 
 class _OpLog(TorchDispatchMode):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import torch
 
 from gpu_runner import fresh_boot, graphs
 from gpu_runner.analyses import ANALYSES
+from gpu_runner.attention import attend
 from gpu_runner.device import shape_memory_guard
 from gpu_runner.errors import AttentionBackendError, BootFailed, BootOutOfMemory
 from gpu_runner.graphs import BootedModel
@@ -53,6 +55,38 @@ def test_a_pinned_kernel_that_cannot_run_fails_naming_it():
     config = dataclasses.replace(small_context(), attention_cpu="efficient")  # CUDA-only kernel
     with pytest.raises(AttentionBackendError, match=r"attention backend 'efficient' cannot run this step"):
         BootedModel(config, torch.device("cpu"), [(16, 0)]).prepare([(16, 0)])
+
+
+def refusing_kernel(*args, **kwargs):
+    """SDPA as CUDA's refuses a pinned kernel: the reasons as warnings, then the error."""
+    warnings.warn("Memory efficient kernel not used because:", stacklevel=2)
+    warnings.warn("Mem efficient attention requires last dimension of inputs to be divisible by 4.", stacklevel=2)
+    raise RuntimeError("No available kernel. Aborting execution.")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # the refused call's own warnings, as torch prints them
+def test_a_refused_kernel_error_carries_the_reasons_torch_gave(monkeypatch):
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", refusing_kernel)
+    with pytest.raises(AttentionBackendError) as caught:
+        BootedModel(small_context(), torch.device("cpu"), [(16, 0)]).prepare([(16, 0)])
+    message = str(caught.value)
+    assert message.startswith("attention backend 'flash' cannot run this step")
+    assert message.endswith(
+        "torch: No available kernel. Aborting execution.; Memory efficient kernel not used because:; "
+        "Mem efficient attention requires last dimension of inputs to be divisible by 4."
+    )
+
+
+def test_out_of_memory_inside_attention_is_not_blamed_on_the_kernel(monkeypatch):
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.00 GiB.")
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", out_of_memory)
+    q = torch.zeros(1, 4, 16, 64)
+    with pytest.raises(torch.OutOfMemoryError):  # as it is, outside a shape's guard (the one-shot reference)
+        attend("flash", q, q, q, torch.zeros(16, 16))
+    with pytest.raises(BootOutOfMemory, match=r"shape prefill=32 decode=0 .* asked for 3.00 GiB"):
+        BootedModel(small_context(), torch.device("cpu"), [(16, 0), (32, 0)]).prepare([(16, 0), (32, 0)])
 
 
 def test_the_observed_kernel_is_the_pinned_one():
