@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpu_runner import check
+from gpu_runner import check, targets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,19 +47,131 @@ def test_a_failed_first_step_skips_the_steps_that_need_it_and_the_report_is_stil
     assert "skipped: needs capture_small" in lines[1] and lines[-1].startswith("gpu-check: 1 ok, 3 failed, 3 skipped")
 
 
-def test_a_numerics_verdict_beyond_tolerance_fails_its_step(monkeypatch):
-    differs = {"verdict": "differs beyond tolerance"}
+@pytest.mark.parametrize("verdict", ["differs beyond tolerance", "not bitwise identical"])
+def test_the_same_chunking_twice_not_bitwise_identical_fails_the_numerics_step(monkeypatch, verdict):
     passes = {"verdict": "bitwise identical"}
     result = {
         "ok": False,
         "vs_one_shot": {"cost": passes, "rule": passes},
         "cost_vs_rule": passes,
-        "same_chunking_twice": {"cost": differs, "rule": passes},
+        "same_chunking_twice": {"cost": {"verdict": verdict}, "rule": passes},
         "tolerance": {"dtype": "bfloat16", "max_rel_diff": 0.05},
     }
     monkeypatch.setattr(check, "_run", lambda kind, params: result)
-    with pytest.raises(check.StepFailed, match=r"'cost twice': 'differs beyond tolerance'"):
+    with pytest.raises(check.StepFailed, match=rf"'cost twice': '{verdict}'"):
         check._numerics({})
+
+
+def test_a_numerics_verdict_beyond_tolerance_against_the_one_shot_fails_its_step(monkeypatch):
+    passes = {"verdict": "bitwise identical"}
+    result = {
+        "ok": False,
+        "vs_one_shot": {"cost": passes, "rule": {"verdict": "differs beyond tolerance"}},
+        "cost_vs_rule": {"verdict": "within tolerance"},
+        "same_chunking_twice": {"cost": passes, "rule": passes},
+        "tolerance": {"dtype": "bfloat16", "max_rel_diff": 0.05},
+    }
+    monkeypatch.setattr(check, "_run", lambda kind, params: result)
+    with pytest.raises(
+        check.StepFailed, match=r"^numerics verdicts: \{'rule vs one-shot': 'differs beyond tolerance'\}"
+    ):
+        check._numerics({})
+
+
+def crafted(kind: str, params: dict) -> dict:
+    """What each analysis returns on a GPU, crafted: 3 boots, two arms, passing numerics."""
+    if kind == "capture":
+        boots = [
+            {
+                "provenance": {
+                    "pid": 100 + i,
+                    "boot_s": 20.0 + i,
+                    "attention": {"pinned": "efficient", "observed": ["efficient"]},
+                },
+                "measurements": [
+                    {"prefill": 64, "decode": 0, "median_ms": 1.0, "p10_ms": 0.99, "p90_ms": 1.0 + i / 100}
+                ],
+            }
+            for i in range(3)
+        ]
+        return {**boots[0], "catalog": [{"prefill": 64, "decode": 0, "ms": 1.0}], "boots": boots}
+    if kind == "ttft":
+        arm = {"launch_count": 1, "graphs": [4096], "launch_sum_ms": 40.0, "table_ms": 40.0, "predicted_ms": 40.0}
+        return {"arms": [{**arm, "prompt_tokens": 3504, "policy": p, "ttft_ms": 41.2} for p in ("cost", "rule")]}
+    comparison = {"verdict": "within tolerance", "max_rel_diff": 0.012}
+    dtype, bound = ("float32", 1e-4) if params.get("preset") == "tiny" else ("bfloat16", 0.05)
+    return {
+        "ok": True,
+        "vs_one_shot": {"cost": comparison, "rule": comparison},
+        "cost_vs_rule": comparison,
+        "same_chunking_twice": {"cost": {"verdict": "bitwise identical"}, "rule": {"verdict": "bitwise identical"}},
+        "tolerance": {"dtype": dtype, "max_rel_diff": bound, "top_k": 5},
+    }
+
+
+def test_a_check_whose_steps_all_pass_exits_0_and_prints_the_table_of_its_figures(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(check, "_run", crafted)
+    monkeypatch.setattr(
+        targets, "replay_vs_eager", lambda preset, shapes: [{"prefill": 64, "decode": 0, "eager_over_replay": 1.4}]
+    )
+    monkeypatch.setattr(check, "_cuda_tests", lambda done: {"summary": "7 passed"})
+    status = check.run_check(tmp_path / "report.json", {"device": "simulated"}, check.steps())
+
+    assert status == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["ok"] and {s["status"] for s in report["steps"].values()} == {"ok"}
+    out = capsys.readouterr().out.splitlines()
+    assert out[7].startswith("gpu-check: 7 ok, 0 failed, 0 skipped")
+    assert out[8].split() == ["step", "figure", "measured", "against", "verdict"]
+    rows = report["table"]
+    assert len(out) == 9 + len(rows)
+    assert ["capture_small", "attention kernel run", "efficient", "pinned efficient", ""] in rows
+    assert ["capture_small", "boots", "3", "pids 100, 101, 102", ""] in rows
+    assert ["ttft_clean", "TTFT 3504 tokens cost", "41.20 ms", "predicted 40.00 ms", "+3.0%"] in rows
+    assert ["ttft_drift_4096", "TTFT 3504 tokens rule", "41.20 ms", "predicted 40.00 ms", "+3.0%"] in rows
+    assert ["numerics_bf16", "bfloat16 worst |diff| / max |logit|", "0.012", "<= 0.05", "pass"] in rows
+    assert ["numerics_fp32", "float32 same chunking twice", "bitwise identical", "bitwise required", "pass"] in rows
+    assert ["targets", "p90/p10, worst: boot 2 64+0", "1.030", "p90/p10 <= 1.05 per graph", "met"] in rows
+    assert ["targets", "eager / replay, least: 64+0", "1.40x", "replay faster than eager per shape", "met"] in rows
+    assert ["targets", "slowest boot", "22.0 s", "a boot <= 60 s", "met"] in rows
+    assert any(line.split()[:3] == ["ttft_clean", "TTFT", "3504"] and line.endswith("+3.0%") for line in out[9:])
+
+
+def test_steps_not_started_within_the_time_budget_are_skipped(tmp_path):
+    plan = [check.Step("first", lambda done: {}, lambda r: "ran")]
+    assert check.run_check(tmp_path / "report.json", {}, plan, budget_s=-1.0) == 1
+    step = json.loads((tmp_path / "report.json").read_text())["steps"]["first"]
+    assert (step["status"], step["line"]) == ("skipped", "skipped: time budget of -1 s spent")
+
+
+STUCK = """
+import sys, threading
+from pathlib import Path
+from gpu_runner import check, targets
+plan = [
+    check.Step("first", lambda done: {}, lambda r: "ran"),
+    check.Step("stuck", lambda done: threading.Event().wait(), str),
+    check.Step("after", lambda done: {}, str),
+]
+sys.exit(check.run_check(Path(sys.argv[1]), {"device": "simulated"}, plan, deadline_s=2.0))
+"""
+
+
+def test_a_step_still_running_at_the_hard_limit_is_stopped_and_the_report_finished(tmp_path):
+    report = tmp_path / "report.json"
+    out = subprocess.run(
+        [sys.executable, "-c", STUCK, str(report)], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 1, out.stderr
+    steps = json.loads(report.read_text())["steps"]
+    assert [(s["status"], s["line"]) for s in steps.values()] == [
+        ("ok", "ran"),
+        ("failed", "stopped: still running at the check's 2 s limit"),
+        ("skipped", "skipped: the check's 2 s limit was reached"),
+    ]
+    lines = out.stdout.splitlines()
+    assert [line.split()[0] for line in lines[:3]] == ["first", "stuck", "after"]
+    assert lines[3].startswith("gpu-check: 1 ok, 1 failed, 1 skipped")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
