@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -254,6 +255,27 @@ def test_a_real_cpu_capture_stores_one_boot_per_repeated_boot(maintainer, recipe
     for boot in boots:
         assert [(g["prefill"], g["decode"]) for g in boot.catalog] == [(16, 0), (32, 0)]
         assert all(g["ms"] > 0 for g in boot.catalog) and boot.provenance["mode"] == "eager-cpu"
+
+
+def test_a_capture_whose_shape_runs_out_of_memory_fails_naming_the_shape_and_stores_no_boot(
+    maintainer, recipe, monkeypatch, transactional_db
+):
+    """Out of memory simulated in the boot process (tests/gpu_runner/oom_boot.py: no device here can
+    be filled on purpose); the job fails with the shape, the memory asked for and the memory free."""
+    from gpu_runner import fresh_boot
+
+    oom_boot = Path(__file__).resolve().parents[1] / "gpu_runner" / "oom_boot.py"
+    monkeypatch.setattr(fresh_boot, "BOOT_COMMAND", [sys.executable, str(oom_boot)])
+    params = {"preset": "tiny", "device": "cpu", "capacities": [16, 32], "graphs": "prefill", "repeats": 1, "warmup": 0}
+    job = submission.job_create(kind="capture", recipe="tiny-cpu", user=maintainer, params=params)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.result is None
+    assert job.error.startswith(
+        "BootOutOfMemory: out of memory in shape prefill=32 decode=0 of preset tiny on cpu: asked for 2.50 GiB, "
+    )
+    assert " GiB free (torch: CUDA out of memory." in job.error
+    assert not Boot.objects.exists()
 
 
 def test_a_capture_whose_catalog_is_invalid_fails_and_stores_no_boot(maintainer, recipe, monkeypatch, transactional_db):
