@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from .device import shape_memory_guard
 from .graphs import BootedModel
 from .model import KVCache, Step
 
@@ -49,11 +50,13 @@ TOLERANCES: dict[str, Tolerance] = {
 
 
 def one_shot(boot: BootedModel, prompt: torch.Tensor) -> tuple[torch.Tensor, KVCache]:
-    """The reference: the whole prompt in one eager step, no padding, on a cache of its own."""
-    cache = KVCache(boot.config, boot.length, 1, boot.device)
-    step = Step.allocate(len(prompt), 0, boot.device)
-    step.tokens.copy_(prompt)
-    return boot.model(step, cache)[0].float(), cache
+    """The reference: the whole prompt in one eager step, no padding, on a cache of its own (the
+    largest step a numerics job runs: out of memory in it is named as that shape's)."""
+    with shape_memory_guard(boot.config, boot.device, (len(prompt), 0)):
+        cache = KVCache(boot.config, boot.length, 1, boot.device)
+        step = Step.allocate(len(prompt), 0, boot.device)
+        step.tokens.copy_(prompt)
+        return boot.model(step, cache)[0].float(), cache
 
 
 def _top_k_agree(a: torch.Tensor, b: torch.Tensor, k: int, ties: float) -> bool:

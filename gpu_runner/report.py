@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from .events import shape_label
+
 
 def _provenance(result: dict[str, Any]) -> str:
     p = result["provenance"]
     cuda = f", CUDA {p['cuda']}" if p.get("cuda") else ""
     attention = f", attention {p['attention']['pinned']}" if p.get("attention") else ""
     return f"{p['device']}, {p['mode']}, {p['preset']} {p['dtype']}, torch {p['torch']}{cuda}{attention}"
-
-
-def _shape(prefill: int, decode: int) -> str:
-    return f"prefill {prefill}" if decode == 0 else f"decode {decode}" if prefill == 0 else f"mixed {prefill}+{decode}"
 
 
 def capture_text(result: dict[str, Any]) -> str:
@@ -29,11 +27,11 @@ def capture_text(result: dict[str, Any]) -> str:
         spread = m["p90_ms"] / m["p10_ms"] if m["p10_ms"] else float("inf")
         drift = f"  (drifted: x{m['drift_slowdown']:.2f} its undisturbed median)" if m.get("drifted") else ""
         lines.append(
-            f"{_shape(m['prefill'], m['decode']):<18} {m['median_ms']:>10.3f} {m['p10_ms']:>9.3f} "
+            f"{shape_label(m['prefill'], m['decode']):<18} {m['median_ms']:>10.3f} {m['p10_ms']:>9.3f} "
             f"{m['p90_ms']:>9.3f} {spread:>8.3f} {m['samples']:>8}{drift}"
         )
     for row in result.get("boot_spread", []):
-        lines.append(f"boots: {_shape(row['prefill'], row['decode'])} medians max/min {row['max_over_min']:.3f}")
+        lines.append(f"boots: {shape_label(row['prefill'], row['decode'])} medians max/min {row['max_over_min']:.3f}")
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpu_runner import fresh_boot, graphs
+from gpu_runner import fresh_boot, graphs, numerics
 from gpu_runner.analyses import ANALYSES
 from gpu_runner.attention import attend
 from gpu_runner.device import shape_memory_guard
@@ -49,6 +49,15 @@ def test_out_of_memory_in_an_in_process_boot_names_the_shape_too(monkeypatch):
     monkeypatch.setattr(graphs.BootedModel, "_build", build)
     with pytest.raises(BootOutOfMemory, match=r"shape prefill=16 decode=0 .* asked for 123 bytes, [0-9.]+ GiB free"):
         run("ttft", {"capacities": [16, 32], "repeats": 1, "device": "cpu", "prompt_tokens": [40], "runs": 1})
+
+
+def test_out_of_memory_in_the_numerics_one_shot_reference_names_its_shape(monkeypatch):
+    def cache(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.50 GiB.")
+
+    monkeypatch.setattr(numerics, "KVCache", cache)
+    with pytest.raises(BootOutOfMemory, match=r"shape prefill=40 decode=0 .* asked for 1.50 GiB"):
+        run("numerics", {"capacities": [16, 32], "repeats": 1, "device": "cpu", "prompt_tokens": 40})
 
 
 def test_a_pinned_kernel_that_cannot_run_fails_naming_it():
