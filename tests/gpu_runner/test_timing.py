@@ -4,13 +4,19 @@ hold seeded random token ids, drawn as TTFT's prompts are."""
 from __future__ import annotations
 
 import types
+from collections import Counter
 
 import pytest
 import torch
 
 from gpu_runner import timing
-from gpu_runner.capture import load_timing_tokens, time_launches
+from gpu_runner.capture import capture_boot, load_timing_tokens, time_launches
+from gpu_runner.events import Progress
 from gpu_runner.execute import prompt_tokens
+from gpu_runner.graphs import Launcher
+from scheduler_core.analyses.params import ignore_events
+
+from .conftest import small_context
 
 
 class ColdThenWarm:
@@ -50,3 +56,22 @@ def test_timing_runs_seeded_random_token_ids_not_zeros(boot):
         tokens = boot.launchers[shape].step.tokens
         assert torch.equal(tokens, prompt_tokens(boot, sum(shape), seed=4))  # TTFT's distribution and seeding
         assert len(set(tokens.tolist())) > sum(shape) // 2  # varied rows, not one id repeated
+
+
+def test_a_capture_launches_each_shape_warmup_plus_repeats_times_and_samples_only_the_repeats(monkeypatch):
+    """The real capture path (one boot in process): W untimed launches, K samples, per shape; the
+    boot's fingerprint adds one launch of the first shape."""
+    calls: Counter[tuple[int, int]] = Counter()
+    real = Launcher.launch
+
+    def counted(self: Launcher) -> torch.Tensor:
+        calls[(self.step.prefill, self.step.decode)] += 1
+        return real(self)
+
+    monkeypatch.setattr(Launcher, "launch", counted)
+    shapes = [(16, 0), (32, 0), (0, 2)]
+    _, stored = capture_boot(
+        small_context(), torch.device("cpu"), shapes, repeats=4, warmup=2, seed=0, steps=Progress(ignore_events, 4)
+    )
+    assert calls == {(16, 0): 1 + 2 + 4 + 1, (32, 0): 1 + 2 + 4, (0, 2): 1 + 2 + 4}  # build, warm-up, samples
+    assert [(m["samples"], m["warmup"]) for m in stored["measurements"]] == [(4, 2)] * 3
