@@ -328,10 +328,7 @@ class _Check:
         steps = self.report["steps"]
         self.report["ok"] = all(s["status"] == "ok" for s in steps.values())
         self.report["table"] = [
-            [step.name, *row]
-            for step in self.plan
-            if step.name in self.results
-            for row in step.rows(self.results[step.name])
+            [step.name, *row] for step in self.plan if step.name in self.results for row in _rows(step, self.results)
         ]
         _write(self.path, self.report, self.began)
         counts = {s: sum(e["status"] == s for e in steps.values()) for s in ("ok", "failed", "skipped")}
@@ -342,6 +339,15 @@ class _Check:
             print(line)
         sys.stdout.flush()
         return 0 if self.report["ok"] else 1
+
+
+def _rows(step: Step, results: Results) -> list[Row]:
+    """A step's figures; a result they cannot be read from (code never run on a GPU before) costs
+    its rows, not the end of the check."""
+    try:
+        return step.rows(results[step.name])
+    except Exception as exc:
+        return [("no figures", f"{type(exc).__name__}: {exc}", "", "")]
 
 
 def table(rows: list[list[str]]) -> list[str]:

@@ -137,6 +137,15 @@ def test_a_check_whose_steps_all_pass_exits_0_and_prints_the_table_of_its_figure
     assert any(line.split()[:3] == ["ttft_clean", "TTFT", "3504"] and line.endswith("+3.0%") for line in out[9:])
 
 
+def test_a_step_whose_figures_cannot_be_read_still_ends_in_a_finished_report(tmp_path, capsys):
+    plan = [check.Step("odd", lambda done: {}, lambda r: "ran", rows=lambda r: [("x", r["missing"], "", "")])]
+    assert check.run_check(tmp_path / "report.json", {}, plan) == 0
+    assert json.loads((tmp_path / "report.json").read_text())["table"] == [
+        ["odd", "no figures", "KeyError: 'missing'", "", ""]
+    ]
+    assert capsys.readouterr().out.splitlines()[-1].split() == ["odd", "no", "figures", "KeyError:", "'missing'"]
+
+
 def test_steps_not_started_within_the_time_budget_are_skipped(tmp_path):
     plan = [check.Step("first", lambda done: {}, lambda r: "ran")]
     assert check.run_check(tmp_path / "report.json", {}, plan, budget_s=-1.0) == 1
