@@ -25,8 +25,12 @@ _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _BRACKET = re.compile(r"[\[\]{}]")
 _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 # Outside strings, the only text that can make a number no float or 64-bit integer holds: 19 or more
-# digits in a row, a three-digit exponent, or the non-JSON constants Python would accept.
-_SUSPECT_NUMBER = re.compile(r"\d{19,}|[eE][+-]?\d{3,}|NaN|Infinity")
+# digits in a row, a three-digit exponent, or the non-JSON constants Python would accept (NaN,
+# Infinity: JSON has no other N or I outside strings). Looked for as substrings of the text with
+# every digit made 0, E made e and - made + (C searches: ~10x faster than one regex of alternatives,
+# which tries each of them at every digit).
+_SHAPE = bytes.maketrans(b"123456789E-", b"000000000e+")
+_SUSPECTS = (b"0" * 19, b"e000", b"e+000", b"N", b"I")
 
 
 class BadJSON(InvalidInput):
@@ -50,6 +54,15 @@ def _parse_int(text: str) -> int | _Unrepresentable:
 
 def _parse_constant(name: str) -> _Unrepresentable:
     return _Unrepresentable(name)  # NaN, Infinity, -Infinity: not JSON, and not finite
+
+
+def _outside_strings(text: str) -> str:
+    """`text` without its JSON strings. With no backslash in it there are no escapes, so every `"`
+    opens or closes a string as json reads it, and the pieces between quotes alternate outside and
+    inside: splitting is ~2x faster than the regex, which stays for text with escapes."""
+    if "\\" in text:
+        return _STRING.sub("", text)
+    return "".join(text.split('"')[::2])
 
 
 def _too_deep_bare(bare: str, limit: int = MAX_JSON_DEPTH) -> bool:
@@ -101,10 +114,11 @@ def parse_json(text: str | bytes, root: str = "body") -> Any:
             text = text.decode()
         except UnicodeDecodeError:
             raise BadJSON(root, "must be UTF-8") from None
-    bare = _STRING.sub("", text)
+    bare = _outside_strings(text)
     if _too_deep_bare(bare):
         raise BadJSON(root, f"nested deeper than {MAX_JSON_DEPTH} levels")
-    if _SUSPECT_NUMBER.search(bare) is None:  # the common case, read by json's C scanner alone
+    shape = bare.encode(errors="replace").translate(_SHAPE)
+    if not any(suspect in shape for suspect in _SUSPECTS):  # the common case, read by json's C scanner alone
         try:
             return json.loads(text)
         except ValueError as exc:

@@ -27,7 +27,9 @@ def nested(depth: int) -> list:
             '{"s": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\"]]]"}',
             {"s": '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["]]]'},
         ),
+        ('{"s": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "n": 1}', {"s": "[" * 40, "n": 1}),
         ('{"x": -9223372036854775807, "y": 1e308}', {"x": -9223372036854775807, "y": 1e308}),
+        ('{"tiny": 1e-400, "s": "\\n"}', {"tiny": 0.0, "s": "\n"}),
         ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, nested(MAX_JSON_DEPTH)),
     ],
 )
@@ -39,6 +41,8 @@ def test_documents_within_bounds_read_as_json_reads_them(text, value):
     "text, field, says",
     [
         ('{"a": {"b": [1, 1e400]}}', "a.b[1]", "finite"),
+        ('{"a": [1E+400]}', "a[0]", "finite"),
+        ('{"s": "\\"", "a": [-1e400]}', "a[0]", "finite"),
         ('{"a": [0, 123456789012345678901]}', "a[1]", "123456789012345678901"),
         ('{"a": 9223372036854775808}', "a", "9223372036854775808"),
         ('{"n": NaN}', "n", "NaN"),
@@ -46,6 +50,7 @@ def test_documents_within_bounds_read_as_json_reads_them(text, value):
         ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), "body", "nested deeper"),
         ("[" * 100_000, "body", "nested deeper"),
         ('{"a": 1,}', "body", "not JSON"),
+        ('"' + "[" * 100_000, "body", "not JSON"),  # all inside one (unterminated) string
     ],
 )
 def test_out_of_bounds_documents_are_refused_naming_the_place(text, field, says):
