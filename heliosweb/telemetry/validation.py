@@ -1,6 +1,6 @@
 """Parsing one telemetry batch: every field checked, the first bad one named (`records[17].graph`),
 before anything is stored. Kept flat and allocation-light: ingestion aims at 50,000 launch records
-per second in one web process (`bench/telemetry_bench.py`)."""
+per second in one web process (`bench/engine_bench.py`)."""
 
 from __future__ import annotations
 
@@ -111,6 +111,7 @@ def _launch_ok(r: dict[str, Any], latest_ms: float, current_version: int, polici
         and r["request"] >= 0
         and type(version) is int
         and 1 <= version <= current_version
+        and type(policy) is str
         and policy in POLICIES
         and policies.setdefault(version, policy) == policy
         and type(r["chooser"]) is str
@@ -129,7 +130,7 @@ def _check_common(
     if version > current_version:
         raise InvalidInput(f"{f}.version", f"this recipe has had versions 1 to {current_version}, not {version}")
     policy = record.get("policy")
-    if policy not in POLICIES:
+    if type(policy) is not str or policy not in POLICIES:  # a list would make `in` raise TypeError
         raise InvalidInput(f"{f}.policy", f"unknown policy {policy!r} (expected one of {sorted(POLICIES)})")
     expected = policies.setdefault(version, policy)
     if policy != expected:

@@ -16,6 +16,8 @@ from heliosweb.recipes.services import policy_set
 from heliosweb.telemetry import buckets
 from heliosweb.telemetry.models import Rollup, TelemetryBatch, Totals
 from heliosweb.telemetry.services import telemetry_prune
+from heliosweb.telemetry.validation import parse_batch
+from scheduler_core.errors import InvalidInput
 
 NOW_MS = time.time() * 1000
 
@@ -162,3 +164,88 @@ def test_a_maintainer_may_post_and_a_reader_may_not(recipe, maintainer, django_u
     assert post(client, {"engine": "e", "batch": 1, "records": [launch()]}).status_code == 403
     client.force_login(maintainer)
     assert post(client, {"engine": "e", "batch": 1, "records": [launch()]}).status_code == 201
+
+
+def launches(n: int, bad_at: int, **bad) -> list[dict]:
+    """`n` valid launch records, the one at `bad_at` with `bad` fields."""
+    return [launch(i, **(bad if i == bad_at else {})) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("records", "field"),
+    [
+        (launches(30, 17, graph=True), "records[17].graph"),
+        (launches(30, 17, start=0.0), "records[17].start"),
+        (launches(30, 17, request=-1), "records[17].request"),
+        (launches(30, 17, ms=float("nan")), "records[17].ms"),
+        (launches(30, 17, t_ms=float("inf")), "records[17].t_ms"),
+        (launches(30, 17, chooser="c" * 33), "records[17].chooser"),
+        (launches(30, 17, policy=["cost"]), "records[17].policy"),
+        (launches(30, 17, version=1, policy="rule"), "records[17].policy"),  # version 1 was "cost" from record 0
+        ([*launches(3, 0), finished(0, type="decode")], "records[3].type"),
+        ([finished(0), launch(1, policy="rule")], "records[1].policy"),  # the request came first
+    ],
+)
+def test_the_first_bad_field_is_named_whichever_record_type_holds_it(records, field):
+    """Launch records are checked a field at a time across the batch: a failure is still named in
+    batch order (this test calls the parser directly, so it can send NaN, which JSON cannot)."""
+    with pytest.raises(InvalidInput) as refused:
+        parse_batch(
+            {"engine": "eng-1", "batch": 1, "records": records},
+            current_version=2,
+            current_policy="rule",
+            now_ms=NOW_MS,
+        )
+    assert refused.value.field == field
+
+
+def test_a_mixed_batch_over_two_minutes_and_versions_rolls_up_to_independent_sums(engine, recipe):
+    policy_set(recipe=recipe, policy="rule")
+    minute = NOW_MS // 60_000 * 60_000
+    records = []
+    for i in range(40):
+        version, t = (1, minute - 30_000 + i) if i % 3 else (2, minute + i)
+        policy = "cost" if version == 1 else "rule"
+        graph = (256, 512, 1024)[i % 3]
+        if i % 4:
+            records.append(launch(i, t_ms=t, graph=graph, end=200, padded=graph - 200, policy=policy, version=version))
+        else:
+            gaps = [0.5 * (i % 7), 3.0 + i]
+            records.append(
+                finished(
+                    i,
+                    t_ms=t,
+                    ttft_ms=1.0 + i,
+                    itl_ms=gaps,
+                    launches=[graph, 64],
+                    prompt_tokens=300,
+                    policy=policy,
+                    version=version,
+                )
+            )
+    assert post(engine, {"engine": "eng-1", "batch": 1, "records": records}).status_code == 201
+    for version in (1, 2):
+        mine = [r for r in records if r["version"] == version]
+        runs = [r for r in mine if r["type"] == "launch"]
+        done = [r for r in mine if r["type"] == "request"]
+        expected = {
+            "policy": "cost" if version == 1 else "rule",
+            "prefill_launches": len(runs),
+            "launched_tokens": sum(r["graph"] for r in runs),
+            "padded_tokens": sum(r["padded"] for r in runs),
+            "requests": len(done),
+            "request_launches": 2 * len(done),
+            "ttft_sum_ms": sum(r["ttft_ms"] for r in done),
+            "itl_sum_ms": sum(sum(r["itl_ms"]) for r in done),
+        }
+        ttft, itl = buckets.empty(), buckets.empty()
+        for r in done:
+            ttft[buckets.bucket_of(r["ttft_ms"])] += 1
+            for gap in r["itl_ms"]:
+                itl[buckets.bucket_of(gap)] += 1
+        for row in (Rollup.objects.get(version=version), Totals.objects.get(version=version)):
+            assert {k: getattr(row, k) for k in expected} == pytest.approx(expected)
+            assert (row.ttft_buckets, row.itl_buckets) == (ttft, itl)
+        rollup = Rollup.objects.get(version=version)
+        assert rollup.minute.timestamp() * 1000 == (minute - 60_000 if version == 1 else minute)
+        assert rollup.sequences == {"300": sorted({f"{r['launches'][0]},64" for r in done})}
