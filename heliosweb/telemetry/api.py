@@ -61,7 +61,9 @@ class RecipeTelemetryView(APIView):
         if size > MAX_BYTES:
             raise InvalidInput("body", f"is {size} bytes, at most {MAX_BYTES} per batch")
         engine = request.user.name if isinstance(request.user, Engine) else None
-        batch, created = services.telemetry_ingest(recipe=recipe_get(name=name), data=request.data, engine=engine)
+        recipe = recipe_get(name=name)
+        with services.telemetry_turn():
+            batch, created = services.telemetry_ingest(recipe=recipe, data=request.data, engine=engine)
         body = {
             "engine": batch.engine,
             "batch": batch.batch,
