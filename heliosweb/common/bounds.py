@@ -20,10 +20,12 @@ from scheduler_core.errors import InvalidInput
 MAX_JSON_DEPTH = 32
 DB_INT_MAX = 2**63 - 1  # the largest id or count a database integer column holds
 
-# A JSON string, skipped whole (brackets inside it do not count); and one bracket.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
-_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+# The gates below read the document's UTF-8 bytes: every byte of a multi-byte character is >= 0x80,
+# so quotes, backslashes, brackets and digits are what they seem. A JSON string, skipped whole
+# (brackets inside it do not count); everything but brackets, and each bracket's step in depth.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 # Outside strings, the only text that can make a number no float or 64-bit integer holds: 19 or more
 # digits in a row, a three-digit exponent, or the non-JSON constants Python would accept (NaN,
 # Infinity: JSON has no other N or I outside strings). Looked for as substrings of the text with
@@ -56,20 +58,20 @@ def _parse_constant(name: str) -> _Unrepresentable:
     return _Unrepresentable(name)  # NaN, Infinity, -Infinity: not JSON, and not finite
 
 
-def _outside_strings(text: str) -> str:
-    """`text` without its JSON strings. With no backslash in it there are no escapes, so every `"`
+def _outside_strings(data: bytes) -> bytes:
+    """`data` without its JSON strings. With no backslash in it there are no escapes, so every `"`
     opens or closes a string as json reads it, and the pieces between quotes alternate outside and
-    inside: splitting is ~2x faster than the regex, which stays for text with escapes."""
-    if "\\" in text:
-        return _STRING.sub("", text)
-    return "".join(text.split('"')[::2])
+    inside: splitting is ~3x faster than the regex, which stays for text with escapes."""
+    if b"\\" in data:
+        return _STRING.sub(b"", data)
+    return b"".join(data.split(b'"')[::2])
 
 
-def _too_deep_bare(bare: str, limit: int = MAX_JSON_DEPTH) -> bool:
+def _too_deep_bare(bare: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether a document whose strings are already cut out nests arrays and objects more than
-    `limit` deep (read without recursion). The scanning is `re`'s, so a
-    1 MB telemetry batch costs milliseconds, not a Python loop per token."""
-    brackets = _BRACKET.findall(bare)
+    `limit` deep (read without recursion; the brackets picked out by `bytes.translate`, so a 1 MB
+    telemetry batch costs well under a millisecond)."""
+    brackets = bare.translate(None, _NOT_BRACKETS)
     return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > limit
 
 
@@ -110,14 +112,17 @@ def _raise_at_first_bad(value: Any, root: str) -> None:
 def parse_json(text: str | bytes, root: str = "body") -> Any:
     """`text` as JSON, or BadJSON naming the place (`params.fixed_ms`, or `root` for the whole)."""
     if isinstance(text, bytes):
+        data = text
         try:
             text = text.decode()
         except UnicodeDecodeError:
             raise BadJSON(root, "must be UTF-8") from None
-    bare = _outside_strings(text)
+    else:
+        data = text.encode(errors="surrogatepass")
+    bare = _outside_strings(data)
     if _too_deep_bare(bare):
         raise BadJSON(root, f"nested deeper than {MAX_JSON_DEPTH} levels")
-    shape = bare.encode(errors="replace").translate(_SHAPE)
+    shape = bare.translate(_SHAPE)
     if not any(suspect in shape for suspect in _SUSPECTS):  # the common case, read by json's C scanner alone
         try:
             return json.loads(text)
