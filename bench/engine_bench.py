@@ -86,6 +86,7 @@ def main() -> int:
     parser.add_argument("--only", choices=PARTS, help="run one part only")
     args = parser.parse_args()
 
+    os.environ.setdefault("HELIOS_DEBUG", "0")  # as deployed (HELIOS_ENV=production); HELIOS_DEBUG=1 to compare
     tmp, procs = throwaway_site("helios-engine-bench-")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     port = free_port()
@@ -140,6 +141,8 @@ def post(url: str, token: str, body: bytes) -> int:
 
 
 def ingestion(base: str, args: argparse.Namespace) -> None:
+    from django.conf import settings
+
     token = engine_token("ingest", "bench-ingest")
     url = f"{base}/api/recipes/ingest/telemetry/"
     now = time.time() * 1000
@@ -161,7 +164,22 @@ def ingestion(base: str, args: argparse.Namespace) -> None:
         f"ingestion: {args.batches} batches of 1,000 launch records over HTTP, 4 clients, one daphne: "
         f"{rate:,.0f} records/s (target >= 50,000), {elapsed / args.batches * 1000:.1f} ms per batch, {ok} stored; "
         f"the web process's CPU: {cpu / args.batches * 1000:.1f} ms per batch = {args.batches * 1000 / cpu:,.0f} records "
-        f"per CPU-second; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+        f"per CPU-second; DEBUG {'on' if settings.DEBUG else 'off'}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    # What a request costs whatever its size: batches of one record, one client.
+    first = args.batches + 4
+    small = [
+        json.dumps(
+            {"engine": "bench-ingest", "batch": first + b, "records": launch_records(1, now, first + b)}
+        ).encode()
+        for b in range(args.batches)
+    ]
+    cpu = web_cpu_seconds()
+    for body in small:
+        post(url, token, body)
+    cpu = web_cpu_seconds() - cpu
+    print(
+        f"  the fixed cost: {len(small)} batches of one record: {cpu / len(small) * 1000:.1f} ms of web CPU per request"
     )
 
 
