@@ -274,6 +274,8 @@ HELIOS_DRAIN_SECONDS = float(os.environ.get("HELIOS_DRAIN_SECONDS") or DEFAULT_D
 HELIOS_TELEMETRY_RAW_HOURS = float(os.environ.get("HELIOS_TELEMETRY_RAW_HOURS", "24"))
 HELIOS_TELEMETRY_MAX_RECORDS = env_int("HELIOS_TELEMETRY_MAX_RECORDS", 2_000_000)  # raw records per recipe
 HELIOS_TELEMETRY_ROLLUP_DAYS = float(os.environ.get("HELIOS_TELEMETRY_ROLLUP_DAYS", "90"))
+# A web process trusts an engine token it checked this long: a revoked token is refused within it.
+HELIOS_ENGINE_TOKEN_CACHE_SECONDS = float(os.environ.get("HELIOS_ENGINE_TOKEN_CACHE_SECONDS", "10"))
 # Where the simulated engine (a job on the `engine` worker) reaches the engine API; `./dev up` sets it.
 HELIOS_ENGINE_API_URL = os.environ.get("HELIOS_ENGINE_API_URL", "http://127.0.0.1:8000")
 # /metrics: a bearer token when set, else only these client addresses (docs/telemetry.md).

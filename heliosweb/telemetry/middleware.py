@@ -13,7 +13,7 @@ from django.urls import Resolver404, resolve
 from django.utils.decorators import sync_and_async_middleware
 
 from .models import TOKEN_PREFIX
-from .selectors import engine_token_get
+from .selectors import engine_grant_get
 
 ENGINE_ROUTES = frozenset({"api_recipe_policy", "api_recipe_telemetry"})
 _BEARER = "Bearer " + TOKEN_PREFIX
@@ -58,10 +58,10 @@ def engine_token_scope(get_response: Callable[[HttpRequest], HttpResponse | Awai
 
 def _admit(request: HttpRequest) -> JsonResponse | None:
     """Set `request.engine`, or the refusal: 401 for an unknown or revoked token, 403 off its routes."""
-    row = engine_token_get(token=request.headers["Authorization"][len("Bearer ") :].strip())
-    if row is None:
+    grant = engine_grant_get(token=request.headers["Authorization"][len("Bearer ") :].strip())
+    if grant is None:
         return JsonResponse({"error": "unknown or revoked engine token", "field": "authorization"}, status=401)
-    engine = Engine(row.engine, frozenset(r.name for r in row.recipes.all()))
+    engine = Engine(grant.engine, grant.recipes)
     try:
         match = resolve(request.path_info)
     except Resolver404:

@@ -8,6 +8,7 @@ import threading
 from io import StringIO
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.test import AsyncClient, Client
 
@@ -109,6 +110,22 @@ def test_an_engine_token_is_stored_hashed_and_can_be_revoked(recipe):
     assert "revoked 1" in out.getvalue()
     response = Client(**bearer(token)).get("/api/recipes/tiny-cpu/policy")
     assert response.status_code == 401 and response.json()["field"] == "authorization"
+
+
+def test_a_token_revoked_elsewhere_is_refused_once_the_checked_one_is_older_than_the_bound(recipe, monkeypatch):
+    from heliosweb.telemetry import selectors
+    from heliosweb.telemetry.services import engine_tokens_revoke
+
+    client = Client(**bearer(engine_token()))
+    clock = [1000.0]
+    monkeypatch.setattr(selectors, "_clock", lambda: clock[0])
+    assert client.get("/api/recipes/tiny-cpu/policy").status_code == 200
+    engine_tokens_revoke(engine="eng-1")  # as another process would: this one still holds the token it read
+    clock[0] += settings.HELIOS_ENGINE_TOKEN_CACHE_SECONDS - 0.5
+    assert client.get("/api/recipes/tiny-cpu/policy").status_code == 200
+    clock[0] += 1
+    refused = client.get("/api/recipes/tiny-cpu/policy")
+    assert refused.status_code == 401 and refused.json()["field"] == "authorization"
 
 
 def test_creating_an_engine_token_names_a_bad_recipe_or_engine(recipe):
