@@ -68,6 +68,18 @@ class TelemetryBatch(models.Model):
         return f"batch {self.batch} of {self.engine} ({self.launches} launches, {self.requests} requests)"
 
 
+class LiveSequence(models.Model):
+    """A recipe's last live frame number (`TelemetryBatch.seq`). A batch takes the next one with one
+    upsert that also holds this row until the batch commits (one writer per recipe), where locking
+    the recipe and reading Max(seq) took two queries."""
+
+    recipe = models.OneToOneField("recipes.Recipe", on_delete=models.CASCADE, primary_key=True, related_name="+")
+    seq = models.PositiveBigIntegerField()
+
+    def __str__(self) -> str:
+        return f"live frame {self.seq} of recipe {self.recipe_id}"
+
+
 class Aggregate(models.Model):
     """Sums that merge by addition: latency histograms on `buckets.EDGES_MS`, launch and token counts."""
 

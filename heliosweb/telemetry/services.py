@@ -14,8 +14,8 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
-from django.db.models import F, Max
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -31,7 +31,7 @@ from scheduler_core.errors import InvalidInput
 
 from . import buckets
 from .frames import frame_of
-from .models import TOKEN_PREFIX, EngineToken, Rollup, TelemetryBatch, Totals, token_hash
+from .models import TOKEN_PREFIX, EngineToken, LiveSequence, Rollup, TelemetryBatch, Totals, token_hash
 from .validation import ENGINE_NAME, Batch, parse_batch
 
 ENGINE_KIND = "engine"  # the simulated engine's job kind (declared in engine.py)
@@ -144,13 +144,9 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
         raise InvalidInput("engine", f"this token is engine {engine!r}'s, not {batch.engine!r}'s")
     if batch.boot is not None and not Boot.objects.filter(pk=batch.boot, recipe=recipe).exists():
         raise InvalidInput("boot", f"recipe {recipe.name!r} has no boot {batch.boot}")
-    stored = TelemetryBatch.objects.filter(engine=batch.engine, batch=batch.batch).first()
-    if stored is not None:
-        return stored, False
     try:
         with transaction.atomic():
-            Recipe.objects.select_for_update().filter(pk=recipe.pk).first()  # frame numbers: one writer per recipe
-            seq = (TelemetryBatch.objects.filter(recipe=recipe).aggregate(m=Max("seq"))["m"] or 0) + 1
+            seq = _next_seq(recipe)  # first: its row lock makes this the recipe's one writer until commit
             whole = _fold(recipe, batch)
             row = TelemetryBatch.objects.create(
                 recipe=recipe,
@@ -176,9 +172,21 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
             transaction.on_commit(
                 lambda: publish(live_topic(recipe.name), {**frame, "published_ms": time.time() * 1000})
             )
-    except IntegrityError:  # the same batch number committed by a concurrent retry
+    except IntegrityError:  # a retry: the unique (engine, batch) refused it, and the fold rolled back with it
         return TelemetryBatch.objects.get(engine=batch.engine, batch=batch.batch), False
     return row, True
+
+
+def _next_seq(recipe: Recipe) -> int:
+    """The recipe's next live frame number, in one statement (SQLite >= 3.35 and PostgreSQL)."""
+    table = LiveSequence._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (recipe_id, seq) VALUES (%s, 1) "
+            f"ON CONFLICT (recipe_id) DO UPDATE SET seq = {table}.seq + 1 RETURNING seq",
+            [recipe.pk],
+        )
+        return int(cursor.fetchone()[0])
 
 
 def live_topic(recipe_name: str) -> str:

@@ -3,18 +3,22 @@ batch stored once, rollups per policy version, and pruning that keeps them."""
 
 from __future__ import annotations
 
+import importlib
 import time
 from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django.apps import apps as django_apps
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from heliosweb.recipes.services import policy_set
 from heliosweb.telemetry import buckets
-from heliosweb.telemetry.models import Rollup, TelemetryBatch, Totals
+from heliosweb.telemetry.models import LiveSequence, Rollup, TelemetryBatch, Totals
 from heliosweb.telemetry.services import telemetry_prune
 from heliosweb.telemetry.validation import parse_batch
 from scheduler_core.errors import InvalidInput
@@ -133,6 +137,26 @@ def test_a_retried_batch_is_answered_200_and_stored_once(engine):
         and Rollup.objects.get().requests == 1
         and Totals.objects.get().requests == 1
     )
+    assert post(engine, {**body, "batch": 4}).status_code == 201
+    assert list(TelemetryBatch.objects.order_by("seq").values_list("seq", flat=True)) == [1, 2]  # no gap left
+
+
+def test_a_batch_within_a_minute_costs_the_recipe_the_rollup_the_totals_the_frame_and_the_insert(engine):
+    """An upper bound on the queries of the hot path (timing is the bench's job)."""
+    post(engine, {"engine": "eng-1", "batch": 1, "records": [launch()]})  # the token checked, the rows created
+    with CaptureQueriesContext(connection) as queries:
+        assert post(engine, {"engine": "eng-1", "batch": 2, "records": [launch(1), finished(1)]}).status_code == 201
+    assert len(queries) <= 9, [q["sql"][:80] for q in queries]
+
+
+def test_frame_numbers_go_on_from_the_highest_stored_once_the_counter_is_seeded(engine):
+    seed = importlib.import_module("heliosweb.telemetry.migrations.0004_live_sequence").seed
+    for number in (1, 2):
+        post(engine, {"engine": "eng-1", "batch": number, "records": [launch()]})
+    LiveSequence.objects.all().delete()  # a database from before the counter
+    seed(django_apps, None)
+    assert post(engine, {"engine": "eng-1", "batch": 3, "records": [launch()]}).status_code == 201
+    assert TelemetryBatch.objects.get(batch=3).seq == 3
 
 
 def test_a_version_the_recipe_has_had_is_accepted_with_its_policy(engine, recipe):
