@@ -186,9 +186,9 @@ def ingestion(base: str, args: argparse.Namespace) -> None:
 WEB_PID: list[int] = []
 
 
-def web_cpu_seconds() -> float:
-    """User + system CPU time of the daphne process so far (from /proc)."""
-    fields = Path(f"/proc/{WEB_PID[0]}/stat").read_text().rsplit(")", 1)[1].split()
+def web_cpu_seconds(pid: int | None = None) -> float:
+    """User + system CPU time of the daphne process (`pid`, else Helios's) so far (from /proc)."""
+    fields = Path(f"/proc/{pid or WEB_PID[0]}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -277,7 +277,11 @@ async def ws_messages(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
             buffer = b""
 
 
-async def follow(port: int, path: str, headers: dict[str, str], seconds: float, stats: dict) -> None:
+async def follow(
+    port: int, path: str, headers: dict[str, str], opening: bool, done: asyncio.Event, stats: dict
+) -> None:
+    """One viewer: ready once connected (or, with `opening`, once its first message came); reads
+    until `done`."""
     try:
         reader, writer = await ws_open(port, path, headers)
     except (OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
@@ -285,11 +289,15 @@ async def follow(port: int, path: str, headers: dict[str, str], seconds: float, 
         stats.setdefault("why", repr(exc))
         return
     stats["connected"] += 1
+    stats["ready"] += not opening
     seen: list[int] = []
 
     async def read() -> None:
+        ready = not opening
         async for text in ws_messages(reader, writer):
             now = time.time() * 1000
+            stats["ready"] += not ready
+            ready = True
             message = json.loads(text)
             if message.get("type") == "frames":
                 for frame in message["frames"]:
@@ -299,12 +307,13 @@ async def follow(port: int, path: str, headers: dict[str, str], seconds: float, 
                         stats["fanout"].append(now - frame["published_ms"])
         raise ConnectionError("closed by the server")
 
-    try:
-        await asyncio.wait_for(read(), seconds)
-    except TimeoutError:
+    reading = asyncio.create_task(read())
+    await asyncio.wait([reading, asyncio.create_task(done.wait())], return_when=asyncio.FIRST_COMPLETED)
+    if reading.done():  # closed or failed before the run ended: dropped
+        reading.exception()
+    else:
+        reading.cancel()
         stats["kept"] += 1  # still open when the run ended
-    except (OSError, ConnectionError, asyncio.IncompleteReadError):
-        pass
     writer.close()
     stats["seen"].append(seen)
 
@@ -342,7 +351,6 @@ def viewers(base: str, port: int, args: argparse.Namespace, tmp: Path, env: dict
     client = Client()
     client.force_login(User.objects.create_user("viewer"))  # axes guards login(); the bench needs a session
     cookie = f"sessionid={client.cookies['sessionid'].value}"
-    results = {}
     (tmp / "bare_app.py").write_text(BARE_APP)
     bare_port = free_port()
     serve(
@@ -352,45 +360,84 @@ def viewers(base: str, port: int, args: argparse.Namespace, tmp: Path, env: dict
         tmp / "bare.log",
         procs,
     )
-    for label, target, bare in (("baseline (bare in-process fan-out)", bare_port, True), ("helios", port, False)):
+    p95 = {}
+    for label, target, pid, bare in (
+        ("baseline (bare in-process fan-out)", bare_port, procs[-1].pid, True),
+        ("helios", port, WEB_PID[0], False),
+    ):
         name = "bare" if bare else "live"
         recipe_ensure(name=name)
-        stats = {"connected": 0, "refused": 0, "kept": 0, "latencies": [], "fanout": [], "seen": []}
         headers = {"Origin": f"http://127.0.0.1:{target}", "Cookie": cookie}
-        path = f"/ws/recipes/{name}/live/"
-
-        async def run(target: int = target, path: str = path, headers: dict = headers, stats: dict = stats) -> None:
-            tasks = [
-                asyncio.create_task(follow(target, path, headers, args.seconds + 6, stats)) for _ in range(args.viewers)
-            ]
-            await asyncio.sleep(3)  # everyone connected before the first frame
-            await asyncio.gather(*tasks)
-
-        def feed(label: str = label, name: str = name, bare: bool = bare) -> None:
-            results[label] = frames_into(name, 20.0, args.seconds, bare)
-
-        feeder = threading.Thread(target=feed)
-        loop_thread = threading.Thread(target=lambda: asyncio.run(run()))
-        loop_thread.start()
-        time.sleep(3)
-        feeder.start()
-        feeder.join()
-        loop_thread.join()
-        sent = results[label]
+        # Helios sends the policy changes first: a viewer is ready once they came.
+        stats = watch_while(
+            args,
+            target,
+            f"/ws/recipes/{name}/live/",
+            headers,
+            opening=not bare,
+            feed=lambda n=name, b=bare: frames_into(n, 20.0, args.seconds, b),
+            pid=pid,
+        )
+        sent, cpu = stats["sent"], stats["cpu"]
         lost = sum(max(0, sent - len(set(s))) for s in stats["seen"])
         lat, fan = stats["latencies"], stats["fanout"]
-        results[label + " p95"] = percentile(fan, 95) if fan else float("nan")
+        p95[label] = percentile(fan, 95) if fan else float("nan")
         print(
             f"viewers {label}: {stats['connected']}/{args.viewers} connected, {stats['refused']} refused, "
             f"{args.viewers - stats['kept'] - stats['refused']} dropped; {sent} frames at 20/s, {lost} lost; "
-            f"from publish p50 {statistics.median(fan) if fan else float('nan'):.1f} ms, p95 {results[label + ' p95']:.1f} ms; "
+            f"from publish p50 {statistics.median(fan) if fan else float('nan'):.1f} ms, p95 {p95[label]:.1f} ms; "
             f"from the newest record (Helios: stored first) p50 {statistics.median(lat) if lat else float('nan'):.1f} ms, "
-            f"p95 {percentile(lat, 95) if lat else float('nan'):.1f} ms"
+            f"p95 {percentile(lat, 95) if lat else float('nan'):.1f} ms; the server's CPU while frames flowed: "
+            f"{cpu / sent * 1000:.1f} ms per frame ({cpu / args.seconds:.0%} of a core)"
         )
         if "why" in stats:
             print(f"viewers {label}: first refusal: {stats['why']}")
-    ratio = results["helios p95"] / results["baseline (bare in-process fan-out) p95"]
-    print(f"viewers: helios p95 / baseline p95 (from publish) = {ratio:.2f} (target <= 2)")
+    ratio = p95["helios"] / p95["baseline (bare in-process fan-out)"]
+    print(
+        f"viewers: helios p95 / baseline p95 (from publish) = {ratio:.2f} (target <= 2); "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+
+
+def watch_while(
+    args: argparse.Namespace, port: int, path: str, headers: dict[str, str], *, opening: bool, feed, pid: int
+) -> dict:
+    """`args.viewers` clients follow `path`; once all are ready (connected, and opened), `feed()`
+    runs (it returns how many frames it sent) while the server's CPU time is counted; the clients
+    read until 3 s after it ends. What the clients saw, with `sent` and `cpu` (seconds)."""
+    stats: dict = {"connected": 0, "ready": 0, "refused": 0, "kept": 0, "latencies": [], "fanout": [], "seen": []}
+    go, fed = threading.Event(), threading.Event()
+
+    async def run() -> None:
+        done = asyncio.Event()
+        tasks = [asyncio.create_task(follow(port, path, headers, opening, done, stats)) for _ in range(args.viewers)]
+        deadline = time.monotonic() + 60
+        try:
+            while stats["ready"] + stats["refused"] < args.viewers and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(1)  # everyone connected and opened before the first frame
+        finally:
+            go.set()
+        await asyncio.get_running_loop().run_in_executor(None, fed.wait)
+        await asyncio.sleep(3)  # the last frames in flight
+        done.set()
+        await asyncio.gather(*tasks)
+
+    def feeding() -> None:
+        go.wait()
+        try:
+            cpu = web_cpu_seconds(pid)
+            stats["sent"] = feed()
+            stats["cpu"] = web_cpu_seconds(pid) - cpu
+        finally:
+            fed.set()
+
+    threads = [threading.Thread(target=lambda: asyncio.run(run())), threading.Thread(target=feeding)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return stats
 
 
 if __name__ == "__main__":
