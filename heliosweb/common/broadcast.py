@@ -5,8 +5,10 @@ for every event (0.2-0.3 ms of server CPU per delivered message), the Redis laye
 events past its `capacity`, and redis-py's async pool stops at 100 connections. Measured on two
 cores, 200 followers of one stream saw p95 7.7 s; one reader per process writing to local
 queues held 30 ms at 200 and 77 ms at 500 (docs/architecture.md). So: `publish(topic, message)`
-sends one Redis message; each process's single reader hands it to every local `subscribe(topic)`
-queue. Long-polling engines (`GET /api/recipes/<name>/policy?wait=`) and live pages wait here
+sends one Redis message; each process's single reader decodes it once and hands it to every local
+`subscribe(topic)` queue as a `Message`: the parsed data, and the JSON text as published, so that a
+subscriber forwarding it to a socket does not encode it again (at 500 viewers of a stream, once
+per process instead of once per socket). Long-polling engines (`GET /api/recipes/<name>/policy?wait=`) and live pages wait here
 without holding a thread or a database connection.
 
 Best effort, like every realtime send: the database is the source of truth. A subscriber whose
@@ -23,6 +25,7 @@ import json
 import logging
 import threading
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -33,18 +36,34 @@ log = logging.getLogger(__name__)
 
 PREFIX = "helios:"
 QUEUE_LIMIT = 1_000  # messages a slow subscriber may fall behind before it is told to resync
-RESYNC: dict[str, Any] = {"type": "resync"}
 READY_TIMEOUT_S = 2.0
 _RETRY_S = (0.1, 0.5, 1.0, 2.0)
 
 
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One published message as subscribers get it: `data` parsed once per process and shared by
+    every subscriber (read it, never change it), and `text`, its JSON as published."""
+
+    data: dict[str, Any]
+    text: str
+
+    @classmethod
+    def of_text(cls, text: str) -> Message:
+        return cls(json.loads(text), text)
+
+
+RESYNC = Message.of_text('{"type": "resync"}')
+
+
 def publish(topic: str, message: dict[str, Any]) -> None:
     """Send `message` to every subscriber of `topic` in every web process (best effort)."""
-    if not settings.REDIS_URL:
-        _hub.deliver(topic, message)
+    text = json.dumps(message)
+    if not settings.REDIS_URL:  # delivered as Redis would: decoded from the text, not the caller's dict
+        _hub.deliver(topic, Message.of_text(text))
         return
     try:
-        _sync_client().publish(PREFIX + topic, json.dumps(message))
+        _sync_client().publish(PREFIX + topic, text)
     except redis.RedisError as exc:
         log.warning("publish to %s failed (%s); subscribers will catch up from the database", topic, exc)
 
@@ -63,9 +82,9 @@ def _sync_client() -> redis.Redis:
 
 
 @contextlib.asynccontextmanager
-async def subscribe(*topics: str) -> AsyncIterator[asyncio.Queue[dict[str, Any]]]:
+async def subscribe(*topics: str) -> AsyncIterator[asyncio.Queue[Message]]:
     """One queue of the messages published to any of `topics` from now on, while the block runs."""
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_LIMIT)
+    queue: asyncio.Queue[Message] = asyncio.Queue(QUEUE_LIMIT)
     for topic in topics:
         await _hub.add(topic, queue)
     try:
@@ -80,11 +99,11 @@ class _Hub:
 
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.topics: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
+        self.topics: dict[str, set[asyncio.Queue[Message]]] = {}
         self.reader: asyncio.Task[None] | None = None
         self.ready: asyncio.Event | None = None
 
-    async def add(self, topic: str, queue: asyncio.Queue[dict[str, Any]]) -> None:
+    async def add(self, topic: str, queue: asyncio.Queue[Message]) -> None:
         loop = asyncio.get_running_loop()
         if loop is not self.loop:  # a new server loop (or a test's): start over on it
             self.loop, self.topics, self.ready = loop, {}, asyncio.Event()
@@ -98,21 +117,21 @@ class _Hub:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self.ready.wait()), READY_TIMEOUT_S)
 
-    def remove(self, topic: str, queue: asyncio.Queue[dict[str, Any]]) -> None:
+    def remove(self, topic: str, queue: asyncio.Queue[Message]) -> None:
         queues = self.topics.get(topic)
         if queues is not None:
             queues.discard(queue)
             if not queues:
                 del self.topics[topic]
 
-    def deliver(self, topic: str, message: dict[str, Any]) -> None:
+    def deliver(self, topic: str, message: Message) -> None:
         """Thread-safe: hand `message` to the loop that owns the subscribers."""
         loop = self.loop
         if loop is None or loop.is_closed():
             return
         loop.call_soon_threadsafe(self._fan_out, topic, message)
 
-    def _fan_out(self, topic: str, message: dict[str, Any]) -> None:
+    def _fan_out(self, topic: str, message: Message) -> None:
         for queue in tuple(self.topics.get(topic, ())):
             _put(queue, message)
 
@@ -138,7 +157,7 @@ class _Hub:
                         if raw.get("type") != "pmessage":
                             continue
                         topic = raw["channel"].decode()[len(PREFIX) :]
-                        self._fan_out(topic, json.loads(raw["data"]))
+                        self._fan_out(topic, Message.of_text(raw["data"].decode()))
             except asyncio.CancelledError:
                 raise
             except (redis.RedisError, OSError) as exc:
@@ -149,7 +168,7 @@ class _Hub:
             attempt += 1
 
 
-def _put(queue: asyncio.Queue[dict[str, Any]], message: dict[str, Any]) -> None:
+def _put(queue: asyncio.Queue[Message], message: Message) -> None:
     try:
         queue.put_nowait(message)
     except asyncio.QueueFull:

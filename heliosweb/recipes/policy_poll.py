@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from rest_framework.authtoken.models import Token
 
-from heliosweb.common.broadcast import subscribe
+from heliosweb.common.broadcast import Message, subscribe
 from heliosweb.common.errors import NotFound
 
 from .selectors import recipe_policy_get
@@ -56,16 +56,14 @@ async def recipe_policy(request: HttpRequest, name: str) -> HttpResponse:
     return response
 
 
-async def _until_changed(
-    name: str, changes: asyncio.Queue[dict[str, Any]], known: set[str], wait: float
-) -> dict[str, Any]:
+async def _until_changed(name: str, changes: asyncio.Queue[Message], known: set[str], wait: float) -> dict[str, Any]:
     """The policy once its tag is none of `known`, or as it stands at the deadline."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     policy: dict[str, Any] | None = None
     while (left := deadline - loop.time()) > 0:
         try:
-            message = await asyncio.wait_for(changes.get(), left)
+            message = (await asyncio.wait_for(changes.get(), left)).data
         except TimeoutError:
             break
         if message.get("type") == "policy" and _tag(message) in known:

@@ -3,11 +3,12 @@ database after a reconnect, and its policy changes.
 
 Frames arrive through `heliosweb.common.broadcast` (one Redis subscription per web process, fanned out
 here in-process), not a channel-layer group: at hundreds of viewers the stock layers cost every
-consumer a wake-up per event and drop events past their capacity (docs/architecture.md). The
-socket is written at most every `SEND_INTERVAL_S` (20 messages per second): whatever arrived
-meanwhile goes in one `{"type": "frames", "frames": [...]}`. A frame numbered past the next
-expected one, or a `resync` from the broadcast, refills the gap from the database, so the page
-never has a hole in its numbers. Messages: `frames`, `policies` (`{changes: [{version, policy,
+consumer a wake-up per event and drop events past their capacity (docs/architecture.md). A live
+frame that is the next in sequence is forwarded as the JSON text it was published as (encoded once
+per process, not once per socket). The socket gets at most 20 messages a second (`Pace`); whatever
+arrived while it waited goes in one `{"type": "frames", "frames": [...]}`. A frame numbered past
+the next expected one, or a `resync` from the broadcast, refills the gap from the database, so the
+page never has a hole in its numbers. Messages: `frames`, `policies` (`{changes: [{version, policy,
 decided_at, decision}], current}`), and the stream's `ping`.
 """
 
@@ -15,12 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import math
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
-from heliosweb.common.broadcast import subscribe
+from heliosweb.common.broadcast import Message, subscribe
 from heliosweb.common.inputs import int_or_none
 from heliosweb.common.streams import CLOSE_NOT_FOUND, Stream
 from heliosweb.recipes.models import Recipe
@@ -32,6 +36,25 @@ from .services import live_topic
 
 SEND_INTERVAL_S = 0.05
 FRAMES_PER_MESSAGE = 100
+
+
+@dataclass
+class Pace:
+    """One send per `interval` on average, and at most two back to back (a token bucket of two,
+    kept as the time the next send is due, GCRA-style). Frames come at up to the same rate, and a
+    strict minimum gap would carry every late arrival over to all the frames after it: one frame
+    published 10 ms late held each following one 10 ms, for good. A bucket of two absorbs the jitter;
+    over any second a socket still gets at most one message more than 1 / `interval`."""
+
+    interval: float
+    due: float = -math.inf  # when the next send is due at the steady rate
+
+    def wait(self, now: float) -> float:
+        """Seconds to wait before a send at `now`."""
+        return max(0.0, self.due - self.interval - now)
+
+    def spend(self, now: float) -> None:
+        self.due = max(self.due, now) + self.interval
 
 
 class LiveConsumer(Stream):
@@ -58,7 +81,7 @@ class LiveConsumer(Stream):
         await self._send_frames(frames)
         self._pump = asyncio.get_running_loop().create_task(self._forward(messages))
 
-    def _opening(self, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    def _opening(self, name: str) -> tuple[dict[str, Any], list[str]] | None:
         """The recipe's policy changes and the frames after `last_seq` (None: no such recipe)."""
         recipe = Recipe.objects.filter(name=name).first()
         if recipe is None:
@@ -75,46 +98,53 @@ class LiveConsumer(Stream):
             await self._exits.aclose()
         await super().disconnect(code)
 
-    async def _forward(self, messages: asyncio.Queue[dict[str, Any]]) -> None:
+    async def _forward(self, messages: asyncio.Queue[Message]) -> None:
         loop = asyncio.get_running_loop()
-        sent_at = 0.0
+        pace = Pace(SEND_INTERVAL_S)
         while True:
             pending = [await messages.get()]
-            await asyncio.sleep(max(0.0, sent_at + SEND_INTERVAL_S - loop.time()))
+            if wait := pace.wait(loop.time()):  # sent too often of late: what arrives meanwhile joins it
+                await asyncio.sleep(wait)
+            pace.spend(loop.time())
             while not messages.empty():
                 pending.append(messages.get_nowait())
-            frames: list[dict[str, Any]] = []
+            frames: list[str] = []
             for message in pending:
-                if message["type"] == "frame":
+                kind = message.data["type"]
+                if kind == "frame":
                     frames.extend(await self._accept(message))
-                elif message["type"] == "policy":
+                elif kind == "policy":
                     await self._send_policies()
                 else:  # resync: the broadcast lost messages
                     frames.extend(await self._missing())
             await self._send_frames(frames)
-            sent_at = loop.time()
 
-    async def _accept(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
-        """The frame itself when it is the next one; the gap up to it from the database when not."""
-        if frame["seq"] <= self.last_seq:
+    async def _accept(self, message: Message) -> list[str]:
+        """The frame's text when it is the next one; the gap up to it from the database when not."""
+        seq = message.data["seq"]
+        if seq <= self.last_seq:
             return []
-        if frame["seq"] > self.last_seq + 1:
+        if seq > self.last_seq + 1:
             return await self._missing()
-        self.last_seq = frame["seq"]
-        return [frame]
+        self.last_seq = seq
+        return [message.text]
 
-    async def _missing(self) -> list[dict[str, Any]]:
+    async def _missing(self) -> list[str]:
         return await database_sync_to_async(self._frames_after_last)()
 
-    def _frames_after_last(self) -> list[dict[str, Any]]:
+    def _frames_after_last(self) -> list[str]:
+        """The stored frames after `last_seq`, as JSON texts."""
         frames = frames_after(recipe=self.recipe, after=self.last_seq)
         if frames:
             self.last_seq = frames[-1]["seq"]
-        return frames
+        return [json.dumps(frame) for frame in frames]
 
-    async def _send_frames(self, frames: list[dict[str, Any]]) -> None:
+    async def _send_frames(self, frames: list[str]) -> None:
+        """`frames` (JSON texts) in `frames` messages of at most FRAMES_PER_MESSAGE each."""
         for i in range(0, len(frames), FRAMES_PER_MESSAGE):
-            await self.send_json({"type": "frames", "frames": frames[i : i + FRAMES_PER_MESSAGE]})
+            await self.send(
+                text_data='{"type": "frames", "frames": [' + ", ".join(frames[i : i + FRAMES_PER_MESSAGE]) + "]}"
+            )
 
     async def _send_policies(self) -> None:
         await self.send_json(await database_sync_to_async(self._policies)())
