@@ -7,6 +7,7 @@ static files handler: one machine needs no separate web server. Behind a reverse
 
 from __future__ import annotations
 
+import gc
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "heliosweb.settings")
@@ -27,3 +28,8 @@ application = ProtocolTypeRouter(
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+# Everything loaded so far (Django, the apps, the server's own modules) lives as long as the process:
+# moved out of the collector's reach, a full collection no longer walks it. With 500 live sockets the
+# process ran one every ~4-5 s, each stalling every socket 150-220 ms (about 65 ms once frozen).
+gc.freeze()
