@@ -409,11 +409,9 @@ def viewers(base: str, port: int, args: argparse.Namespace, tmp: Path, env: dict
 
 
 def django_setup() -> None:
-    """The feeder's Django, as a production web process runs it: with DEBUG on, every query's SQL
-    is formatted and kept (`connection.queries`)."""
+    """The feeder's Django (its environment, HELIOS_DEBUG included, is the bench's)."""
     import django
 
-    os.environ["HELIOS_DEBUG"] = "0"
     django.setup()
 
 
