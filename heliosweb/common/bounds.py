@@ -25,6 +25,7 @@ DB_INT_MAX = 2**63 - 1  # the largest id or count a database integer column hold
 # (brackets inside it do not count); everything but brackets, and each bracket's step in depth.
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+_NOT_BRACKETS_OR_QUOTES = bytes(set(range(256)) - set(b'[]{}"'))
 _DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 # Outside strings, the only text that can make a number no float or 64-bit integer holds: 19 or more
 # digits in a row, a three-digit exponent, or the non-JSON constants Python would accept (NaN,
@@ -67,12 +68,34 @@ def _outside_strings(data: bytes) -> bytes:
     return b"".join(data.split(b'"')[::2])
 
 
-def _too_deep_bare(bare: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether a document whose strings are already cut out nests arrays and objects more than
-    `limit` deep (read without recursion; the brackets picked out by `bytes.translate`, so a 1 MB
-    telemetry batch costs well under a millisecond)."""
-    brackets = bare.translate(None, _NOT_BRACKETS)
+def _brackets(data: bytes) -> bytes:
+    """The document's brackets outside its strings, in order. Most documents have no bracket inside
+    a string: with only quotes and brackets kept, each string is then a `""`, and once those are
+    removed no quote is left (removing leftmost pairs leaves none only if the 1st and 2nd quote, the
+    3rd and 4th ... were adjacent: each string's opening and closing quote, nothing between). That
+    is ~4x cheaper than cutting the strings out, which stays for the other documents."""
+    if b"\\" not in data:  # no escapes: every quote opens or closes a string
+        kept = data.translate(None, _NOT_BRACKETS_OR_QUOTES).replace(b'""', b"")
+        if b'"' not in kept:
+            return kept
+    return _outside_strings(data).translate(None, _NOT_BRACKETS)
+
+
+def _too_deep(brackets: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `brackets` (a document's, outside its strings) nest more than `limit` deep (read
+    without recursion, so a 1 MB telemetry batch costs well under a millisecond)."""
     return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > limit
+
+
+def _may_hold_bad_numbers(data: bytes) -> bool:
+    """Whether a number no float or 64-bit integer holds may be in the document: looked for in the
+    whole text first (one pass; strings rarely look like such a number), then outside its strings."""
+    return _has_suspect(data) and _has_suspect(_outside_strings(data))
+
+
+def _has_suspect(text: bytes) -> bool:
+    shape = text.translate(_SHAPE)
+    return any(suspect in shape for suspect in _SUSPECTS)
 
 
 def check_numbers(value: Any, root: str) -> None:
@@ -119,11 +142,9 @@ def parse_json(text: str | bytes, root: str = "body") -> Any:
             raise BadJSON(root, "must be UTF-8") from None
     else:
         data = text.encode(errors="surrogatepass")
-    bare = _outside_strings(data)
-    if _too_deep_bare(bare):
+    if _too_deep(_brackets(data)):
         raise BadJSON(root, f"nested deeper than {MAX_JSON_DEPTH} levels")
-    shape = bare.translate(_SHAPE)
-    if not any(suspect in shape for suspect in _SUSPECTS):  # the common case, read by json's C scanner alone
+    if not _may_hold_bad_numbers(data):  # the common case, read by json's C scanner alone
         try:
             return json.loads(text)
         except ValueError as exc:

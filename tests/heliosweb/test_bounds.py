@@ -32,6 +32,7 @@ def nested(depth: int) -> list:
         ('{"x": -9223372036854775807, "y": 1e308}', {"x": -9223372036854775807, "y": 1e308}),
         ('{"tiny": 1e-400, "s": "\\n"}', {"tiny": 0.0, "s": "\n"}),
         ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, nested(MAX_JSON_DEPTH)),
+        ('["[", "", "]", {"a": [1]}]', ["[", "", "]", {"a": [1]}]),  # brackets inside strings, no escapes
     ],
 )
 def test_documents_within_bounds_read_as_json_reads_them(text, value):
@@ -50,6 +51,7 @@ def test_documents_within_bounds_read_as_json_reads_them(text, value):
         ('{"n": -Infinity}', "n", "Infinity"),
         ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), "body", "nested deeper"),
         ("[" * 100_000, "body", "nested deeper"),
+        ('["]]]]", ' + "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH + "]", "body", "nested deeper"),  # ] in a string
         ('{"a": 1,}', "body", "not JSON"),
         ('"' + "[" * 100_000, "body", "not JSON"),  # all inside one (unterminated) string
     ],
