@@ -10,6 +10,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import compress, repeat
+from operator import floordiv
 from typing import Any
 
 from django.conf import settings
@@ -32,7 +34,7 @@ from scheduler_core.errors import InvalidInput
 from . import buckets
 from .frames import frame_of
 from .models import TOKEN_PREFIX, EngineToken, LiveSequence, Rollup, TelemetryBatch, Totals, token_hash
-from .validation import ENGINE_NAME, Batch, parse_batch
+from .validation import ENGINE_NAME, Batch, Launches, parse_batch
 
 ENGINE_KIND = "engine"  # the simulated engine's job kind (declared in engine.py)
 TOKEN_ADMIN = "manage.py"  # tokens are issued from the command line, by whoever runs it there
@@ -154,14 +156,16 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
                 batch=batch.batch,
                 boot_id=batch.boot,
                 received_at=timezone.now(),
-                launches=batch.launches,
-                requests=batch.requests,
+                launches=len(batch.launches),
+                requests=len(batch.requests),
                 records=batch.records,
                 seq=seq,
                 frame=frame_of(
                     seq=seq,
                     engine=batch.engine,
                     records=batch.records,
+                    launches=batch.launches,
+                    requests=batch.requests,
                     itl_counts=whole.itl,
                     padded=whole.padded_tokens,
                     launched=whole.launched_tokens,
@@ -197,24 +201,20 @@ def live_topic(recipe_name: str) -> str:
 def _fold(recipe: Recipe, batch: Batch) -> _Partial:
     """Add the batch to its minute rollups and its per-version totals; the batch's own sums."""
     parts: dict[tuple[int, int], _Partial] = {}
-    for r in batch.records:
+    _fold_launches(parts, batch.launches, batch.policies)
+    for r in batch.requests:
         key = (r["version"], int(r["t_ms"] // 60_000))
         part = parts.get(key)
         if part is None:
             part = parts[key] = _Partial(r["policy"])
-        if r["type"] == "launch":
-            part.prefill_launches += 1
-            part.launched_tokens += r["graph"]
-            part.padded_tokens += r["padded"]
-        else:
-            part.requests += 1
-            part.ttft[buckets.bucket_of(r["ttft_ms"])] += 1
-            part.ttft_sum += r["ttft_ms"]
-            for gap in r["itl_ms"]:
-                part.itl[buckets.bucket_of(gap)] += 1
-            part.itl_sum += sum(r["itl_ms"])
-            part.request_launches += len(r["launches"])
-            part.sequences.setdefault(str(r["prompt_tokens"]), set()).add(",".join(map(str, r["launches"])))
+        part.requests += 1
+        part.ttft[buckets.bucket_of(r["ttft_ms"])] += 1
+        part.ttft_sum += r["ttft_ms"]
+        for gap in r["itl_ms"]:
+            part.itl[buckets.bucket_of(gap)] += 1
+        part.itl_sum += sum(r["itl_ms"])
+        part.request_launches += len(r["launches"])
+        part.sequences.setdefault(str(r["prompt_tokens"]), set()).add(",".join(map(str, r["launches"])))
     per_version: dict[int, _Partial] = {}
     for (version, minute), part in parts.items():
         when = datetime.fromtimestamp(minute * 60, tz=UTC)
@@ -234,6 +234,18 @@ def _fold(recipe: Recipe, batch: Batch) -> _Partial:
         totals.save()
         _merge(whole, part)
     return whole
+
+
+def _fold_launches(parts: dict[tuple[int, int], _Partial], launches: Launches, policies: dict[int, str]) -> None:
+    """Count and sum the launch records per (version, minute), a column at a time: a batch spans
+    one or two minutes and versions, so each key's sums are C loops over the records it selects."""
+    keys = list(zip(launches.version, map(int, map(floordiv, launches.t_ms, repeat(60_000)))))
+    for key in dict.fromkeys(keys):
+        mine = list(map(key.__eq__, keys))
+        part = parts[key] = _Partial(policies[key[0]])
+        part.prefill_launches = sum(mine)
+        part.launched_tokens = sum(compress(launches.graph, mine))
+        part.padded_tokens = sum(compress(launches.padded, mine))
 
 
 def _union(stored: dict[str, list[str]], new: dict[str, set[str]]) -> dict[str, list[str]]:

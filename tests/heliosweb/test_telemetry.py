@@ -208,6 +208,10 @@ def launches(n: int, bad_at: int, **bad) -> list[dict]:
         (launches(30, 17, version=1, policy="rule"), "records[17].policy"),  # version 1 was "cost" from record 0
         ([*launches(3, 0), finished(0, type="decode")], "records[3].type"),
         ([finished(0), launch(1, policy="rule")], "records[1].policy"),  # the request came first
+        ([launch(0), finished(1, ttft_ms=-1.0), launch(2, graph=True)], "records[1].ttft_ms"),
+        ([launch(0), launch(1, padded=0), finished(2, ttft_ms=-1.0)], "records[1].padded"),
+        ([launch(0), launch(1, extra=1), finished(2)], "records[1].extra"),
+        (launches(30, 29, t_ms=NOW_MS + 10 * 60_000), "records[29].t_ms"),
     ],
 )
 def test_the_first_bad_field_is_named_whichever_record_type_holds_it(records, field):
