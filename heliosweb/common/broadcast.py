@@ -11,6 +11,11 @@ subscriber forwarding it to a socket does not encode it again (at 500 viewers of
 per process instead of once per socket). Long-polling engines (`GET /api/recipes/<name>/policy?wait=`) and live pages wait here
 without holding a thread or a database connection.
 
+A subscriber may also pass `take`, an async callable the reader offers each message to first: a
+live page's socket writes the next frame in sequence there and then, as a bare fan-out loop would,
+instead of waking a task per socket for every message (at 500 viewers those wake-ups put the reader
+itself behind the 50 ms between frames). What `take` declines (returns False) goes to the queue.
+
 Best effort, like every realtime send: the database is the source of truth. A subscriber whose
 queue overflows, or any subscriber after the reader lost Redis, gets `{"type": "resync"}` and
 re-reads what it shows from the database. Without `REDIS_URL` (tests, a single process) messages
@@ -24,7 +29,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,12 +86,16 @@ def _sync_client() -> redis.Redis:
         return _clients[url]
 
 
+Take = Callable[[Message], Awaitable[bool]]
+
+
 @contextlib.asynccontextmanager
-async def subscribe(*topics: str) -> AsyncIterator[asyncio.Queue[Message]]:
-    """One queue of the messages published to any of `topics` from now on, while the block runs."""
+async def subscribe(*topics: str, take: Take | None = None) -> AsyncIterator[asyncio.Queue[Message]]:
+    """One queue of the messages published to any of `topics` from now on, while the block runs;
+    with `take`, only those `take` declines."""
     queue: asyncio.Queue[Message] = asyncio.Queue(QUEUE_LIMIT)
     for topic in topics:
-        await _hub.add(topic, queue)
+        await _hub.add(topic, queue, take)
     try:
         yield queue
     finally:
@@ -99,18 +108,18 @@ class _Hub:
 
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.topics: dict[str, set[asyncio.Queue[Message]]] = {}
+        self.topics: dict[str, dict[asyncio.Queue[Message], Take | None]] = {}
         self.reader: asyncio.Task[None] | None = None
         self.ready: asyncio.Event | None = None
 
-    async def add(self, topic: str, queue: asyncio.Queue[Message]) -> None:
+    async def add(self, topic: str, queue: asyncio.Queue[Message], take: Take | None = None) -> None:
         loop = asyncio.get_running_loop()
         if loop is not self.loop:  # a new server loop (or a test's): start over on it
             self.loop, self.topics, self.ready = loop, {}, asyncio.Event()
             self.reader = loop.create_task(self._read()) if settings.REDIS_URL else None
             if self.reader is None:
                 self.ready.set()
-        self.topics.setdefault(topic, set()).add(queue)
+        self.topics.setdefault(topic, {})[queue] = take
         assert self.ready is not None
         # Subscribed in Redis before the caller reads the database; if Redis is down, go on: the
         # reader tells every subscriber to resync once it is back.
@@ -120,7 +129,7 @@ class _Hub:
     def remove(self, topic: str, queue: asyncio.Queue[Message]) -> None:
         queues = self.topics.get(topic)
         if queues is not None:
-            queues.discard(queue)
+            queues.pop(queue, None)
             if not queues:
                 del self.topics[topic]
 
@@ -129,10 +138,16 @@ class _Hub:
         loop = self.loop
         if loop is None or loop.is_closed():
             return
-        loop.call_soon_threadsafe(self._fan_out, topic, message)
+        asyncio.run_coroutine_threadsafe(self._fan_out(topic, message), loop)
 
-    def _fan_out(self, topic: str, message: Message) -> None:
-        for queue in tuple(self.topics.get(topic, ())):
+    async def _fan_out(self, topic: str, message: Message) -> None:
+        for queue, take in tuple(self.topics.get(topic, {}).items()):
+            if take is not None:
+                try:
+                    if await take(message):
+                        continue
+                except Exception:  # a socket closing under us: the queue (and its owner's cleanup) decides
+                    log.debug("broadcast: take declined by error on %s", topic, exc_info=True)
             _put(queue, message)
 
     def _resync_all(self) -> None:
@@ -157,7 +172,7 @@ class _Hub:
                         if raw.get("type") != "pmessage":
                             continue
                         topic = raw["channel"].decode()[len(PREFIX) :]
-                        self._fan_out(topic, Message.of_text(raw["data"].decode()))
+                        await self._fan_out(topic, Message.of_text(raw["data"].decode()))
             except asyncio.CancelledError:
                 raise
             except (redis.RedisError, OSError) as exc:

@@ -8,7 +8,9 @@ frame that is the next in sequence is forwarded as the JSON text it was publishe
 per process, not once per socket). The socket gets at most 20 messages a second (`Pace`); whatever
 arrived while it waited goes in one `{"type": "frames", "frames": [...]}`. A frame numbered past
 the next expected one, or a `resync` from the broadcast, refills the gap from the database, so the
-page never has a hole in its numbers. Messages: `frames`, `policies` (`{changes: [{version, policy,
+page never has a hole in its numbers. The common case, the next frame with the pace allowing it and
+nothing waiting, is written by the broadcast's reader itself (`_take`), with no task woken per
+socket; everything else goes through the socket's queue and its pump, one send at a time. Messages: `frames`, `policies` (`{changes: [{version, policy,
 decided_at, decision}], current}`), and the stream's `ping`.
 """
 
@@ -62,6 +64,12 @@ class LiveConsumer(Stream):
     last_seq: int
     _exits: contextlib.AsyncExitStack | None = None
     _pump: asyncio.Task[None] | None = None
+    _messages: asyncio.Queue[Message] | None = None  # set once the opening is sent: `_take` may then write
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pace = Pace(SEND_INTERVAL_S)
+        self._sending = asyncio.Lock()  # one writer at a time: the reader's `_take` or the pump
 
     async def start(self) -> None:
         name = self.scope["url_route"]["kwargs"]["name"]
@@ -69,7 +77,9 @@ class LiveConsumer(Stream):
         self.last_seq = int_or_none((query.get("after") or ["0"])[0], minimum=0) or 0
         self._exits = contextlib.AsyncExitStack()
         # Subscribed before reading the database: nothing falls between the refill and live frames.
-        messages = await self._exits.enter_async_context(subscribe(live_topic(name), policy_topic(name)))
+        messages = await self._exits.enter_async_context(
+            subscribe(live_topic(name), policy_topic(name), take=self._take)
+        )
         # One trip to the database thread for all a new viewer needs: hundreds of pages reconnecting
         # at once queue on that one thread, so each trip counts.
         opening = await database_sync_to_async(self._opening)(name)
@@ -79,6 +89,7 @@ class LiveConsumer(Stream):
         policies, frames = opening
         await self.send_json(policies)
         await self._send_frames(frames)
+        self._messages = messages
         self._pump = asyncio.get_running_loop().create_task(self._forward(messages))
 
     def _opening(self, name: str) -> tuple[dict[str, Any], list[str]] | None:
@@ -98,26 +109,47 @@ class LiveConsumer(Stream):
             await self._exits.aclose()
         await super().disconnect(code)
 
+    async def _take(self, message: Message) -> bool:
+        """Offered every message by the broadcast's reader first: write it now when it is the next
+        frame, the pace allows a send and nothing is queued or being sent; else decline (False)."""
+        data = message.data
+        if (
+            self._messages is None
+            or self._sending.locked()
+            or not self._messages.empty()
+            or data["type"] != "frame"
+            or data["seq"] != self.last_seq + 1
+        ):
+            return False
+        now = asyncio.get_running_loop().time()
+        if self._pace.wait(now):
+            return False
+        async with self._sending:
+            self._pace.spend(now)
+            self.last_seq = data["seq"]
+            await self._send_frames([message.text])
+        return True
+
     async def _forward(self, messages: asyncio.Queue[Message]) -> None:
         loop = asyncio.get_running_loop()
-        pace = Pace(SEND_INTERVAL_S)
         while True:
             pending = [await messages.get()]
-            if wait := pace.wait(loop.time()):  # sent too often of late: what arrives meanwhile joins it
+            if wait := self._pace.wait(loop.time()):  # sent too often of late: what arrives meanwhile joins it
                 await asyncio.sleep(wait)
-            pace.spend(loop.time())
-            while not messages.empty():
-                pending.append(messages.get_nowait())
-            frames: list[str] = []
-            for message in pending:
-                kind = message.data["type"]
-                if kind == "frame":
-                    frames.extend(await self._accept(message))
-                elif kind == "policy":
-                    await self._send_policies()
-                else:  # resync: the broadcast lost messages
-                    frames.extend(await self._missing())
-            await self._send_frames(frames)
+            async with self._sending:
+                self._pace.spend(loop.time())
+                while not messages.empty():
+                    pending.append(messages.get_nowait())
+                frames: list[str] = []
+                for message in pending:
+                    kind = message.data["type"]
+                    if kind == "frame":
+                        frames.extend(await self._accept(message))
+                    elif kind == "policy":
+                        await self._send_policies()
+                    else:  # resync: the broadcast lost messages
+                        frames.extend(await self._missing())
+                await self._send_frames(frames)
 
     async def _accept(self, message: Message) -> list[str]:
         """The frame's text when it is the next one; the gap up to it from the database when not."""

@@ -4,6 +4,7 @@ database; the send pace absorbs a late frame instead of delaying every frame aft
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -13,9 +14,9 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from heliosweb.asgi import application
-from heliosweb.common.broadcast import publish
+from heliosweb.common.broadcast import Message, publish
 from heliosweb.telemetry import services
-from heliosweb.telemetry.consumers import Pace
+from heliosweb.telemetry.consumers import LiveConsumer, Pace
 from heliosweb.telemetry.selectors import frames_after
 
 from .conftest import ORIGIN, use_redis
@@ -139,3 +140,35 @@ def test_a_frame_arriving_late_delays_none_of_the_frames_after_it():
     for t in (0.0, 0.05, 0.11, 0.15, 0.20, 0.25, 0.30):  # 20 frames a second, the third 10 ms late
         assert pace.wait(t) == 0  # a strict 50 ms gap would hold 0.15 until 0.16, 0.20 until 0.21, ...
         pace.spend(t)
+
+
+@pytest.mark.asyncio
+async def test_the_reader_writes_the_next_frame_itself_and_leaves_the_rest_to_the_queue():
+    """`_take`, the broadcast reader's fast path: only the next frame in sequence, with the pace
+    allowing a send and nothing queued or being sent, is written there and then."""
+    consumer = LiveConsumer()
+    consumer._pace = Pace(3600.0)  # a bucket of two, then nothing for an hour: no clock in the test
+    consumer.last_seq = 4
+    sent: list[list[str]] = []
+
+    async def send_frames(frames: list[str]) -> None:
+        sent.append(frames)
+
+    consumer._send_frames = send_frames  # type: ignore[method-assign]
+
+    def frame(seq: int) -> Message:
+        return Message.of_text(json.dumps({"type": "frame", "seq": seq}))
+
+    assert not await consumer._take(frame(5))  # the opening is not sent yet: everything waits in the queue
+    consumer._messages = asyncio.Queue()
+    assert await consumer._take(frame(5)) and consumer.last_seq == 5
+    assert not await consumer._take(frame(7))  # a gap: the pump refills it from the database
+    assert not await consumer._take(Message.of_text('{"type": "policy"}'))
+    await consumer._messages.put(frame(6))
+    assert not await consumer._take(frame(6))  # something queued goes first
+    consumer._messages.get_nowait()
+    async with consumer._sending:
+        assert not await consumer._take(frame(6))  # the pump is sending
+    assert await consumer._take(frame(6))  # the bucket's second send
+    assert not await consumer._take(frame(7))  # the pace: the pump sends it when due
+    assert sent == [[frame(5).text], [frame(6).text]] and consumer.last_seq == 6
