@@ -46,6 +46,8 @@ from heliosweb.stack import web_cmd  # noqa: E402
 BARE_APP = '''
 """The baseline: one Redis pub/sub reader for the process, each message written to every local socket."""
 import asyncio, os, redis.asyncio as aioredis
+import autobahn.util
+autobahn.util._HAS_CLICK = False  # as heliosweb.asgi does: no colour styling of debug lines per frame sent
 
 sockets = set()
 reader = None
