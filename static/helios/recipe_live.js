@@ -31,7 +31,10 @@
   for (const [id, [title, unit, scale]] of Object.entries(layouts)) {
     Plotly.newPlot(id, [], {
       title: { text: title }, height: 260, margin: { l: 60, r: 20, t: 40, b: 40 },
-      xaxis: { type: "date" }, yaxis: { title: { text: unit }, type: scale, rangemode: "tozero" },
+      xaxis: { type: "date" },
+      // Whole labels on log axes (20 and 50, not a small "2" and "5" after 10), as the job pages'
+      // figures; Plotly picks the ticks, since an empty chart spans five decades.
+      yaxis: { title: { text: unit }, type: scale, rangemode: "tozero", tickformat: scale === "log" ? "~g" : "" },
       showlegend: id === "fig-itl" || id === "fig-chunks",
     }, { displaylogo: false, responsive: true, showSendToCloud: false });
   }
