@@ -41,7 +41,9 @@ def engine_grant_get(*, token: str) -> EngineGrant | None:
     hit = _checked.get(key)
     if hit is not None and now - hit[0] < bound:
         return hit[1]
-    for old in [k for k, (checked, _) in _checked.items() if now - checked >= bound]:
+    # A copy of the items (taken in one step): requests check tokens in threads of their own, and
+    # iterating the dict itself while another thread adds to it raises RuntimeError.
+    for old in [k for k, (checked, _) in tuple(_checked.items()) if now - checked >= bound]:
         _checked.pop(old, None)  # tokens no longer used (a simulated engine's, one per job) leave
     row = EngineToken.objects.prefetch_related("recipes").filter(key_hash=key, revoked_at=None).first()
     if row is None:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from itertools import compress, repeat
+from itertools import repeat
 from operator import floordiv
 from typing import Any
 
@@ -237,15 +237,18 @@ def _fold(recipe: Recipe, batch: Batch) -> _Partial:
 
 
 def _fold_launches(parts: dict[tuple[int, int], _Partial], launches: Launches, policies: dict[int, str]) -> None:
-    """Count and sum the launch records per (version, minute), a column at a time: a batch spans
-    one or two minutes and versions, so each key's sums are C loops over the records it selects."""
-    keys = list(zip(launches.version, map(int, map(floordiv, launches.t_ms, repeat(60_000)))))
-    for key in dict.fromkeys(keys):
-        mine = list(map(key.__eq__, keys))
+    """Count and sum the launch records per (version, minute): the records' places grouped by key
+    in one pass, then each key's sums by C loops over its places. Linear however many minutes a
+    batch spans (selecting each key's records from the whole batch was quadratic in them: 2 s for
+    a batch over 5,000 minutes)."""
+    places: dict[tuple[int, int], list[int]] = {}
+    for i, key in enumerate(zip(launches.version, map(int, map(floordiv, launches.t_ms, repeat(60_000))))):
+        places.setdefault(key, []).append(i)
+    for key, mine in places.items():
         part = parts[key] = _Partial(policies[key[0]])
-        part.prefill_launches = sum(mine)
-        part.launched_tokens = sum(compress(launches.graph, mine))
-        part.padded_tokens = sum(compress(launches.padded, mine))
+        part.prefill_launches = len(mine)
+        part.launched_tokens = sum(map(launches.graph.__getitem__, mine))
+        part.padded_tokens = sum(map(launches.padded.__getitem__, mine))
 
 
 def _union(stored: dict[str, list[str]], new: dict[str, set[str]]) -> dict[str, list[str]]:
