@@ -8,8 +8,9 @@ queues held 30 ms at 200 and 77 ms at 500 (docs/architecture.md). So: `publish(t
 sends one Redis message; each process's single reader decodes it once and hands it to every local
 `subscribe(topic)` queue as a `Message`: the parsed data, and the JSON text as published, so that a
 subscriber forwarding it to a socket does not encode it again (at 500 viewers of a stream, once
-per process instead of once per socket). Long-polling engines (`GET /api/recipes/<name>/policy?wait=`) and live pages wait here
-without holding a thread or a database connection.
+per process instead of once per socket). Long-polling engines
+(`GET /api/recipes/<name>/policy?wait=`) and live pages wait here without holding a thread or a
+database connection.
 
 A subscriber may also pass `take`, an async callable the reader offers each message to first: a
 live page's socket writes the next frame in sequence there and then, as a bare fan-out loop would,

@@ -10,8 +10,9 @@ arrived while it waited goes in one `{"type": "frames", "frames": [...]}`. A fra
 the next expected one, or a `resync` from the broadcast, refills the gap from the database, so the
 page never has a hole in its numbers. The common case, the next frame with the pace allowing it and
 nothing waiting, is written by the broadcast's reader itself (`_take`), with no task woken per
-socket; everything else goes through the socket's queue and its pump, one send at a time. Messages: `frames`, `policies` (`{changes: [{version, policy,
-decided_at, decision}], current}`), and the stream's `ping`.
+socket; everything else goes through the socket's queue and its pump, one send at a time.
+Messages: `frames`, `policies` (`{changes: [{version, policy, decided_at, decision}], current}`),
+and the stream's `ping`.
 """
 
 from __future__ import annotations
