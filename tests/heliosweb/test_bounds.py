@@ -3,9 +3,12 @@ careful one must agree on every document: bad numbers and deep nesting named, st
 
 from __future__ import annotations
 
+import json
+import random
+
 import pytest
 
-from heliosweb.common.bounds import MAX_JSON_DEPTH, BadJSON, parse_json
+from heliosweb.common.bounds import MAX_JSON_DEPTH, BadJSON, _may_hold_bad_numbers, parse_json
 
 
 def nested(depth: int) -> list:
@@ -33,10 +36,28 @@ def nested(depth: int) -> list:
         ('{"tiny": 1e-400, "s": "\\n"}', {"tiny": 0.0, "s": "\n"}),
         ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, nested(MAX_JSON_DEPTH)),
         ('["[", "", "]", {"a": [1]}]', ["[", "", "]", {"a": [1]}]),  # brackets inside strings, no escapes
+        ('{"s": "\\ud800", "a": 1, "a": 2}', {"s": "\ud800", "a": 2}),  # orjson refuses a lone surrogate; json reads it
     ],
 )
 def test_documents_within_bounds_read_as_json_reads_them(text, value):
     assert parse_json(text) == value
+    assert parse_json(text.encode(errors="surrogatepass")) == value
+
+
+def test_numbers_read_as_json_reads_them_digit_for_digit():
+    """The common case is read by orjson: every number must come out as json's, type included."""
+    rng = random.Random(7)
+    numbers = [
+        "0", "-0", "0.1e1", "1E2", "-1.5e-7", "5e-32", "1.00000000000000001", "123456789012345678",
+        "0.30000000000000004", "2.2250738585072014e-30",
+    ]  # fmt: skip
+    numbers += [repr(rng.uniform(-1e6, 1e6)) for _ in range(300)] + [
+        str(rng.randint(-(10**17), 10**17)) for _ in range(300)
+    ]
+    text = "[" + ", ".join(numbers) + "]"
+    assert not _may_hold_bad_numbers(text.encode())  # so orjson reads it
+    read = parse_json(text.encode())
+    assert read == json.loads(text) and list(map(type, read)) == list(map(type, json.loads(text)))
 
 
 @pytest.mark.parametrize(
