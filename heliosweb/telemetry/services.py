@@ -181,6 +181,17 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
     return row, True
 
 
+def batch_receipt(batch: TelemetryBatch, created: bool) -> dict[str, Any]:
+    """What the API answers for a posted batch (`stored`: false for a retry of a stored one)."""
+    return {
+        "engine": batch.engine,
+        "batch": batch.batch,
+        "stored": created,
+        "launches": batch.launches,
+        "requests": batch.requests,
+    }
+
+
 def _next_seq(recipe: Recipe) -> int:
     """The recipe's next live frame number, in one statement (SQLite >= 3.35 and PostgreSQL)."""
     table = LiveSequence._meta.db_table
@@ -218,22 +229,32 @@ def _fold(recipe: Recipe, batch: Batch) -> _Partial:
     per_version: dict[int, _Partial] = {}
     for (version, minute), part in parts.items():
         when = datetime.fromtimestamp(minute * 60, tz=UTC)
-        rollup = Rollup.objects.select_for_update().filter(
-            recipe=recipe, engine=batch.engine, version=version, minute=when
-        ).first() or Rollup(recipe=recipe, engine=batch.engine, version=version, minute=when, **_zero(part.policy))
-        _add(rollup, part)
-        rollup.sequences = _union(rollup.sequences, part.sequences)
-        rollup.save()
-        total = per_version.setdefault(version, _Partial(part.policy))
-        _merge(total, part)
+        _add_to_row(Rollup, {"recipe": recipe, "engine": batch.engine, "version": version, "minute": when}, part)
+        _merge(per_version.setdefault(version, _Partial(part.policy)), part)
     whole = _Partial("")
     for version, part in per_version.items():
-        totals = Totals.objects.select_for_update().filter(recipe=recipe, engine=batch.engine, version=version).first()
-        totals = totals or Totals(recipe=recipe, engine=batch.engine, version=version, **_zero(part.policy))
-        _add(totals, part)
-        totals.save()
+        _add_to_row(Totals, {"recipe": recipe, "engine": batch.engine, "version": version}, part)
         _merge(whole, part)
     return whole
+
+
+def _add_to_row(model: type[Rollup] | type[Totals], key: dict[str, Any], part: _Partial) -> None:
+    """Add `part` to `model`'s row at `key`, created at zero if missing. Launch records change three
+    counters only, added by one UPDATE (the fold of a launch-only batch was 4 ORM round trips, ~4 ms
+    of a 20 ms budget); request records also change JSON buckets (and a rollup's sequences), which
+    are read, added to and written back. No other writer races either: the recipe's `_next_seq` row
+    lock is held until commit."""
+    if not part.requests and model.objects.filter(**key).update(
+        prefill_launches=F("prefill_launches") + part.prefill_launches,
+        launched_tokens=F("launched_tokens") + part.launched_tokens,
+        padded_tokens=F("padded_tokens") + part.padded_tokens,
+    ):
+        return
+    row = model.objects.select_for_update().filter(**key).first() or model(**key, **_zero(part.policy))
+    _add(row, part)
+    if isinstance(row, Rollup):
+        row.sequences = _union(row.sequences, part.sequences)
+    row.save()
 
 
 def _fold_launches(parts: dict[tuple[int, int], _Partial], launches: Launches, policies: dict[int, str]) -> None:
