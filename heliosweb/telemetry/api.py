@@ -64,11 +64,6 @@ class RecipeTelemetryView(APIView):
         recipe = recipe_get(name=name)
         with services.telemetry_turn():
             batch, created = services.telemetry_ingest(recipe=recipe, data=request.data, engine=engine)
-        body = {
-            "engine": batch.engine,
-            "batch": batch.batch,
-            "stored": created,
-            "launches": batch.launches,
-            "requests": batch.requests,
-        }
-        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(
+            services.batch_receipt(batch, created), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
