@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import http.client
 import json
 import multiprocessing
 import os
@@ -33,6 +34,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
@@ -86,7 +88,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--viewers", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=15.0)
-    parser.add_argument("--batches", type=int, default=60)
+    parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--applies", type=int, default=20)
     parser.add_argument("--only", choices=PARTS, help="run one part only")
     args = parser.parse_args()
@@ -137,12 +139,21 @@ def launch_records(n: int, t_ms: float, first: int = 0) -> list[dict]:
     ]
 
 
+_connections = threading.local()
+
+
 def post(url: str, token: str, body: bytes) -> int:
-    request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    """One POST on this thread's kept-alive connection, as an engine's HTTP client pool would send it."""
+    parts = urllib.parse.urlsplit(url)
+    connection = getattr(_connections, "http", None)
+    if connection is None:
+        connection = _connections.http = http.client.HTTPConnection(parts.netloc, timeout=60)
+    connection.request(
+        "POST", parts.path, body, headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return response.status
+    response = connection.getresponse()
+    response.read()
+    return response.status
 
 
 def ingestion(base: str, args: argparse.Namespace) -> None:
