@@ -9,7 +9,7 @@ from io import StringIO
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.testing import ApplicationCommunicator, HttpCommunicator
 from django.core.management import call_command
 from django.db import connections
@@ -72,7 +72,7 @@ async def post(app, body: Any, token: str, **options: str) -> tuple[int, dict[st
     return response["status"], json.loads(response["body"])
 
 
-@sync_to_async
+@database_sync_to_async  # closes its connection after: the test database is dropped at the end
 def stored() -> tuple[int, int, int]:
     return TelemetryBatch.objects.count(), Rollup.objects.count(), Totals.objects.count()
 
@@ -88,7 +88,7 @@ async def test_a_batch_is_answered_and_stored_without_django_and_a_retry_is_stor
         {"engine": "eng-1", "batch": 1, "stored": False, "launches": 2, "requests": 1},
     )
     assert await stored() == (1, 1, 1)
-    row = await Rollup.objects.aget()
+    row = await database_sync_to_async(Rollup.objects.get)()
     assert (row.prefill_launches, row.launched_tokens, row.padded_tokens, row.requests) == (2, 1024, 424, 1)
     assert django.requests == 0
 
@@ -102,7 +102,7 @@ async def test_launch_only_batches_add_to_the_rollup_in_one_update_each(app, tok
     sql = [q["sql"] for q in capture.captured_queries]
     # the recipe, the frame number, the rollup's and the totals' counters, the insert (and BEGIN/COMMIT)
     assert sum(not s.startswith(("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE")) for s in sql) <= 5, sql
-    row, totals = await Rollup.objects.aget(), await Totals.objects.aget()
+    row, totals = await database_sync_to_async(lambda: (Rollup.objects.get(), Totals.objects.get()))()
     for r in (row, totals):
         assert (r.prefill_launches, r.launched_tokens, r.padded_tokens, r.requests) == (3, 1536, 636, 1)
 
@@ -141,9 +141,9 @@ async def test_requests_off_the_common_case_get_djangos_own_answers(app, django,
 async def test_a_token_for_another_recipe_is_refused_by_the_token_scope(app, django, recipe):
     from heliosweb.recipes.services import recipe_create
 
-    await sync_to_async(recipe_create)(name="other", policy="cost")
+    await database_sync_to_async(recipe_create)(name="other", policy="cost")
     out = StringIO()
-    await sync_to_async(call_command)("create_api_token", engine="eng-2", recipes="other", stdout=out)
+    await database_sync_to_async(call_command)("create_api_token", engine="eng-2", recipes="other", stdout=out)
     status, answer = await post(app, {"engine": "eng-2", "batch": 1, "records": [launch()]}, out.getvalue().strip())
     assert (status, answer["field"]) == (403, "authorization") and django.requests == 1
 
