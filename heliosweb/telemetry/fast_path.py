@@ -73,7 +73,8 @@ class EngineTelemetryFastPath:
         if answer is None:
             return await self.app(scope, _replay(body, complete, receive), send)
         status, content = answer
-        await send({"type": "http.response.start", "status": status, "headers": _HEADERS})
+        headers = [*_HEADERS, (b"content-length", str(len(content)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": content})
 
 

@@ -69,6 +69,7 @@ async def post(app, body: Any, token: str, **options: str) -> tuple[int, dict[st
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     sent = [*headers(token, **options), (b"content-length", str(len(data)).encode())]
     response = await HttpCommunicator(app, "POST", PATH, data, sent).get_response(timeout=10)
+    assert dict(response["headers"])[b"content-length"] == str(len(response["body"])).encode()
     return response["status"], json.loads(response["body"])
 
 
