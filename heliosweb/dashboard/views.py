@@ -218,7 +218,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         {
             "job": job,
             "params_json": json.dumps(job.params, indent=2),
-            "catalog_sources": selectors.catalog_source_lines(job),
+            "catalog_sources": selectors.catalog_sources_of(job),
             "can_run": request.user.has_perm("jobs.run_jobs"),
             "tables": table_names(job_data(job, views, with_events=False), views) if job.result is not None else [],
             "has_trace": views.spans is not None,

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from heliosweb.catalogs.models import Boot
 from heliosweb.common.inputs import get_by_id
 from scheduler_core.errors import InvalidInput
 
@@ -94,21 +95,27 @@ def job_summary(job: BenchmarkJob) -> str | None:
         return None
 
 
-def catalog_source_lines(job: BenchmarkJob) -> list[str]:
-    """One sentence per catalog parameter the job took from stored boots, e.g. "boot_catalog: boot
-    #12, repaired: 4096 replaced by the median of boots #9, #10, #11 (105.60 → 66.66 ms; 1.59x → 1.00x
-    the recipe's usual)"; nothing for catalogs spelled out in the params."""
-    return [f"{name}: {'; '.join(_boot_source(s) for s in boots)}" for name, boots in job.catalog_sources.items()]
+def catalog_sources_of(job: BenchmarkJob) -> list[tuple[str, list[tuple[int, str | None, str]]]]:
+    """Per catalog parameter the job took from stored boots, each boot's id, its recipe (None once
+    the boot is deleted) and what became of it, e.g. ("boot_catalog", [(12, "tiny-cpu", ", repaired:
+    4096 replaced by the median of boots #9, #10, #11 (105.60 → 66.66 ms; 1.59x → 1.00x the recipe's
+    usual)")]): the page links "boot #12" to its row on the recipe page and reads on. Nothing for
+    catalogs spelled out in the params."""
+    ids = {s["boot"] for boots in job.catalog_sources.values() for s in boots}
+    recipes = dict(Boot.objects.filter(pk__in=ids).values_list("pk", "recipe__name"))
+    return [
+        (name, [(s["boot"], recipes.get(s["boot"]), _boot_source(s)) for s in boots])
+        for name, boots in job.catalog_sources.items()
+    ]
 
 
 def _boot_source(source: dict[str, Any]) -> str:
-    boot = f"boot #{source['boot']}"
     if not source.get("repaired"):
-        return f"{boot} as stored"
+        return " as stored"
     replaced = source.get("replaced") or []
     if not replaced:
-        return f"{boot}, repaired: nothing flagged, so as stored"
-    return f"{boot}, repaired: " + ", ".join(_replacement(r) for r in replaced)
+        return ", repaired: nothing flagged, so as stored"
+    return ", repaired: " + ", ".join(_replacement(r) for r in replaced)
 
 
 def _replacement(r: dict[str, Any]) -> str:
