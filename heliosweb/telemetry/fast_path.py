@@ -88,7 +88,8 @@ def _target(scope: Scope) -> tuple[str, str] | None:
         return None
     if headers.get(b"content-type", b"").split(b";")[0].strip() != b"application/json":
         return None
-    if int(headers.get(b"content-length", b"0") or b"0") > MAX_BYTES:
+    length = headers.get(b"content-length", b"0")
+    if not length.isdigit() or int(length) > MAX_BYTES:  # Django refuses a malformed or too large one
         return None
     host, _port = split_domain_port(headers.get(b"host", b"").decode("latin-1"))
     if not host or not validate_host(host, settings.ALLOWED_HOSTS):
