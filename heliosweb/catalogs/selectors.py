@@ -58,10 +58,13 @@ def boot_choices(*, limit: int = 100) -> list[BootChoice]:
     return out
 
 
-def boots_with_health(*, recipe: Recipe, limit: int = 20) -> list[Boot]:
-    """The recipe's recent boots, each with `.health` (judged against the recipe's boots) and `.badge`."""
+def boots_with_health(*, recipe: Recipe, limit: int = 20, also: int | None = None) -> list[Boot]:
+    """The recipe's recent boots, each with `.health` (judged against the recipe's boots) and `.badge`;
+    then the recipe's boot `also` when it is older than those (a job page links to it)."""
     healths = boot_healths(recipe_id=recipe.pk)
     boots = list(boot_list(recipe_name=recipe.name, limit=limit))
+    if also is not None and all(boot.pk != also for boot in boots):
+        boots += Boot.objects.select_related("recipe").filter(recipe=recipe, pk=also)
     for boot in boots:
         boot.health = healths.get(boot.pk)  # type: ignore[attr-defined]
         boot.badge = health_label(boot.health)  # type: ignore[attr-defined]

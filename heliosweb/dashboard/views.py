@@ -142,7 +142,7 @@ def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
         "dashboard/recipe_detail.html",
         {
             "recipe": recipe,
-            "boots": boots_with_health(recipe=recipe, limit=20),
+            "boots": boots_with_health(recipe=recipe, limit=20, also=int_or_none(request.GET.get("boot"), minimum=1)),
             "noise": recipe_noise(recipe_id=recipe.pk),
             "decisions": decision_list(recipe=name, limit=20),
             "can_roll_back": request.user.has_perm(ROLLBACK_PERM),

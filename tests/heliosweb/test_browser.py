@@ -132,8 +132,9 @@ def test_a_maintainer_picks_the_repaired_version_of_a_flagged_boot(stack, page, 
         + " (105.60 → 66.66 ms;"
     )
     page.click(f"#catalog-sources a[href$='#boot-{bad.pk}']")  # the boot is a link to its row
-    page.wait_for_url(f"**/recipes/{recipe.name}#boot-{bad.pk}")
+    page.wait_for_url(f"**/recipes/{recipe.name}?boot={bad.pk}#boot-{bad.pk}")
     assert page.locator(f"tr#boot-{bad.pk}").is_visible()
+    page.screenshot(path=str(shots / "recipe-boot-linked.png"))
     page.go_back()
     page.screenshot(path=str(shots / "job-on-repaired-boot.png"), full_page=True)
     page.locator("#catalog-sources").screenshot(path=str(shots / "job-catalog-sources.png"))

@@ -286,7 +286,7 @@ def test_a_job_on_a_repaired_boot_keeps_and_shows_where_its_catalog_came_from(re
     page = client.get(f"/jobs/{job.pk}").content.decode()
     ids = ", ".join(f"#{b.pk}" for b in clean)
     assert (
-        f'boot_catalog: <a href="/recipes/tiny-cpu#boot-{bad.pk}">boot #{bad.pk}</a>, repaired: 4096 replaced by the median of boots {ids} (105.60 → 66.66 ms; '
+        f'boot_catalog: <a href="/recipes/tiny-cpu?boot={bad.pk}#boot-{bad.pk}">boot #{bad.pk}</a>, repaired: 4096 replaced by the median of boots {ids} (105.60 → 66.66 ms; '
         f"{r['ratio']:.2f}x → " in page
     )
 
@@ -303,9 +303,14 @@ def test_a_job_on_a_stored_boot_says_which_and_a_spelled_out_catalog_says_nothin
     assert inline.catalog_sources == {}
 
     client.force_login(author)
-    link = f'<a href="/recipes/tiny-cpu#boot-{boot.pk}">boot #{boot.pk}</a>'
+    link = f'<a href="/recipes/tiny-cpu?boot={boot.pk}#boot-{boot.pk}">boot #{boot.pk}</a>'
     assert f"boot_catalog: {link} as stored" in client.get(f"/jobs/{named.pk}").content.decode()
     page = client.get(f"/jobs/{healthy.pk}").content.decode()
     assert f"boot_catalog: {link}, repaired: nothing flagged, so as stored" in page
-    assert f'<tr id="boot-{boot.pk}"' in client.get("/recipes/tiny-cpu").content.decode()  # where the link lands
+    newer = [boot_create(recipe=recipe, catalog=CLEAN.to_dicts()).pk for _ in range(20)]
+    listed = client.get("/recipes/tiny-cpu").content.decode()
+    assert f'<tr id="boot-{newer[0]}"' in listed and f'<tr id="boot-{boot.pk}"' not in listed  # the 20 newest
+    linked = client.get(f"/recipes/tiny-cpu?boot={boot.pk}").content.decode()
+    assert f'<tr id="boot-{boot.pk}"' in linked  # and, linked from a job page, the older one too
+    assert client.get("/recipes/tiny-cpu?boot=99999999999999999999").status_code == 200  # a bad id is ignored
     assert "Catalogs from stored boots" not in client.get(f"/jobs/{inline.pk}").content.decode()
