@@ -216,6 +216,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # (never run twice: see jobs.services.runner.job_run).
     "visibility_timeout": env_int("HELIOS_VISIBILITY_TIMEOUT", 3600),
     "polling_interval": 0.01 if CELERY_BROKER_URL == "memory://" else 1,
+    # Prepended to every queue key: stacks sharing one Redis database see only their own tasks (each
+    # test session takes its own, so a stray worker of another run cannot take its jobs).
+    "global_keyprefix": os.environ.get("HELIOS_BROKER_KEY_PREFIX", ""),
 }
 CELERY_TASK_DEFAULT_QUEUE = "sim"
 # Maintenance has its own queue and worker (`maint`, with beat): it never waits behind a job.

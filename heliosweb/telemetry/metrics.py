@@ -24,6 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
+from heliosweb.celery import QUEUES
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.models import PolicySetting
 
@@ -32,7 +33,6 @@ from .models import Totals
 
 log = logging.getLogger(__name__)
 LABELS = ["recipe", "engine", "version", "policy"]
-QUEUES = ("sim", "gpu", "engine")
 
 
 class DatabaseCollector(Collector):
@@ -74,7 +74,8 @@ def _queue_depths() -> dict[str, int] | None:
     try:
         client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
         with client:
-            return {q: int(client.llen(q)) for q in QUEUES}
+            prefix = str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"])  # HELIOS_BROKER_KEY_PREFIX
+            return {q: int(client.llen(prefix + q)) for q in QUEUES}
     except redis.RedisError as exc:
         log.warning("queue depth unavailable: %s", exc)
         return None

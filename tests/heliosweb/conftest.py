@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -189,6 +190,11 @@ def _database_url(settings_dict: dict[str, Any]) -> str:
     return f"postgres://{user}{password}@{host}{port}/{name}"
 
 
+# This test session's queues on a shared Redis (CI's PostgreSQL pass uses the machine's): a stray
+# worker of another run, listening on the same database, cannot take this session's jobs.
+BROKER_KEY_PREFIX = f"helios-test-{uuid.uuid4().hex[:12]}:"
+
+
 class Stack:
     """Redis + one Celery worker (queues sim, sim_long, gpu; solo pool: killing it kills the running job) + daphne."""
 
@@ -211,6 +217,7 @@ class Stack:
             HELIOS_SECRET_KEY="test-only-secret-key-not-used-elsewhere",
             HELIOS_AUDIT_KEY=settings.AUDIT_KEY,  # one chain, one key: the test process verifies it
             HELIOS_VISIBILITY_TIMEOUT="30",
+            HELIOS_BROKER_KEY_PREFIX=BROKER_KEY_PREFIX,
             HELIOS_HEARTBEAT_SECONDS="1",
             HELIOS_ENGINE_API_URL=f"http://127.0.0.1:{self.port}",
         )
@@ -335,7 +342,7 @@ def use_redis(redis_url: str, settings: Any) -> None:
     channel_layers.backends.clear()
     if app.conf.broker_url != redis_url:
         app.conf.broker_url = redis_url
-        app.conf.broker_transport_options = {"visibility_timeout": 30}
+        app.conf.broker_transport_options = {"visibility_timeout": 30, "global_keyprefix": BROKER_KEY_PREFIX}
         # kombu keeps one connection pool per broker URL for the whole process: closing only ours
         # would leave that closed pool registered, and a later switch back to its URL would get
         # "Acquire on closed pool" (the idle-websocket test, after the Redis-restart test).

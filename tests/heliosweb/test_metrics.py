@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -67,3 +68,32 @@ def test_metrics_need_the_token_when_one_is_set_and_a_local_client_otherwise(rec
     settings.HELIOS_METRICS_TOKEN = "s3cret"
     assert Client().get("/metrics").status_code == 403
     assert "helios_policy_version" in scrape(Client(), HTTP_AUTHORIZATION="Bearer s3cret")
+
+
+@pytest.mark.e2e  # a real broker: the `queued` fixture lets the send through
+def test_queue_depth_counts_the_tasks_waiting_under_this_stacks_key_prefix(db, redis_url, settings):
+    """A task sent through Celery, as a job is, waits under the session's own key prefix
+    (`HELIOS_BROKER_KEY_PREFIX`): the gauge reads it there, and nothing another stack queued."""
+    import redis
+
+    from heliosweb.celery import app
+
+    from .conftest import BROKER_KEY_PREFIX, use_redis
+
+    use_redis(redis_url, settings)
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **settings.CELERY_BROKER_TRANSPORT_OPTIONS,
+        "global_keyprefix": BROKER_KEY_PREFIX,
+    }
+    client = redis.Redis.from_url(redis_url)
+    key = BROKER_KEY_PREFIX + "maint"  # no worker of the test session consumes `maint`
+    client.delete(key)
+    try:
+        client.rpush("maint", b"another stack's task")
+        app.send_task("heliosweb.not_a_task", queue="maint")
+        assert client.llen(key) == 1
+        depth = {s.labels["queue"]: s.value for s in scrape(Client())["helios_queue_depth"]}
+        assert depth["maint"] == 1 and set(depth) == {"sim", "sim_long", "gpu", "engine", "maint"}
+    finally:
+        client.delete(key)
+        client.lrem("maint", 0, b"another stack's task")
