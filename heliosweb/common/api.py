@@ -24,7 +24,7 @@ from rest_framework.views import set_rollback
 
 from scheduler_core.errors import InvalidInput
 
-from .errors import Throttled, TooLarge, http_status
+from .errors import Throttled, TooLarge, http_status, internal_error
 from .http_errors import JSON_ONLY
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if response is None:
         log.error("unexpected error in %s", context.get("view"), exc_info=exc)
         set_rollback()
-        return Response({"error": "internal error (logged on the server)", "field": "server"}, status=500)
+        return Response(internal_error(), status=500)
     if isinstance(response.data, dict) and "detail" in response.data:
         field = next((name for kind, name in _DRF_FIELDS if isinstance(exc, kind)), "request")
         error = str(response.data["detail"])

@@ -30,6 +30,11 @@ class Throttled(InvalidInput):
         self.retry_after = retry_after
 
 
+def internal_error() -> dict[str, str]:
+    """The body of every JSON 500: the cause stays in the server's log."""
+    return {"error": "internal error (logged on the server)", "field": "server"}
+
+
 def http_status(exc: InvalidInput) -> int:
     """The status a page or the API answers for `exc`; plain bad input is 400."""
     for flavour, status in ((NotFound, 404), (Forbidden, 403), (Conflict, 409), (TooLarge, 413), (Throttled, 429)):

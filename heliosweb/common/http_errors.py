@@ -13,6 +13,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views import csrf, defaults
 
+from .errors import internal_error
+
 JSON_ONLY = "the API reads JSON bodies only (Content-Type: application/json)"
 
 
@@ -54,4 +56,4 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 def server_error(request: HttpRequest) -> HttpResponse:
     if not _api(request):
         return defaults.server_error(request)
-    return JsonResponse({"error": "internal error (logged on the server)", "field": "server"}, status=500)
+    return JsonResponse(internal_error(), status=500)
