@@ -10,8 +10,8 @@ stores it (`services.telemetry_ingest`).
 Only the common case takes this path: a POST to `api_recipe_telemetry` with a JSON body of at most
 `MAX_BYTES`, an allowed Host, and a live engine token for that recipe. Anything else (no token, an
 unknown or revoked one, another recipe, an unknown recipe, a body too large, another content type)
-is handed to Django unread, its body replayed, so every refusal is the one the view and the token
-middleware already answer.
+is handed to Django, given first whatever of its body was read, so every refusal is the one the
+view and the token middleware already answer.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from django.http.request import split_domain_port, validate_host
 from django.urls import Resolver404, resolve
 
 from heliosweb.common.bounds import parse_json
-from heliosweb.common.errors import http_status
+from heliosweb.common.errors import http_status, internal_error
 from heliosweb.recipes.selectors import recipe_get
 from scheduler_core.errors import InvalidInput
 
 from . import services
-from .models import TOKEN_PREFIX
+from .middleware import engine_token_in
 from .selectors import engine_grant_get
 from .validation import MAX_BYTES
 
@@ -47,7 +47,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]  # Django's handler types its arguments its own way
 
 ROUTE = "api_recipe_telemetry"
-_BEARER = b"bearer " + TOKEN_PREFIX.encode()
 _HEADERS = [(b"content-type", b"application/json"), (b"x-content-type-options", b"nosniff")]
 
 # One thread for every batch of this process: it keeps its database connection from one batch to
@@ -83,8 +82,8 @@ def _target(scope: Scope) -> tuple[str, str] | None:
     if scope["type"] != "http" or scope["method"] != "POST" or scope.get("root_path"):
         return None
     headers = dict(scope["headers"])  # ASGI names are lower case; a repeated header keeps its last value
-    authorization = headers.get(b"authorization", b"")
-    if authorization[: len(_BEARER)].lower() != _BEARER:
+    token = engine_token_in(headers.get(b"authorization", b"").decode("latin-1"))
+    if token is None:
         return None
     if headers.get(b"content-type", b"").split(b";")[0].strip() != b"application/json":
         return None
@@ -100,7 +99,7 @@ def _target(scope: Scope) -> tuple[str, str] | None:
         return None
     if match.url_name != ROUTE:
         return None
-    return match.kwargs["name"], authorization[len("bearer ") :].strip().decode("latin-1")
+    return match.kwargs["name"], token
 
 
 async def _read(receive: Receive) -> tuple[bytes, bool]:
@@ -154,7 +153,7 @@ def _answer(name: str, token: str, body: bytes) -> tuple[int, bytes] | None:
         # unexpected error, and this thread's connections reopened for the next batch.
         log.exception("telemetry batch for %s failed", name)
         connections.close_all()
-        return 500, json.dumps({"error": "internal error (logged on the server)", "field": "server"}).encode()
+        return 500, json.dumps(internal_error()).encode()
 
 
 def _reopen_unusable() -> None:

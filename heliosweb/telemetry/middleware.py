@@ -33,13 +33,20 @@ class Engine:
         return False
 
 
+def engine_token_in(authorization: str) -> str | None:
+    """The engine token an `Authorization` header carries (`Bearer heng_...`), or None: the one
+    reading of it, for this middleware and the telemetry fast path alike."""
+    return authorization[len("Bearer ") :].strip() if authorization.startswith(_BEARER) else None
+
+
 @sync_and_async_middleware
 def engine_token_scope(get_response: Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]):
     if iscoroutinefunction(get_response):
 
         async def async_middleware(request: HttpRequest) -> HttpResponse:
-            if request.headers.get("Authorization", "").startswith(_BEARER):
-                refusal = await sync_to_async(_admit)(request)
+            token = engine_token_in(request.headers.get("Authorization", ""))
+            if token is not None:
+                refusal = await sync_to_async(_admit)(request, token)
                 if refusal is not None:
                     return refusal
             return await get_response(request)
@@ -47,8 +54,9 @@ def engine_token_scope(get_response: Callable[[HttpRequest], HttpResponse | Awai
         return async_middleware
 
     def middleware(request: HttpRequest) -> HttpResponse:
-        if request.headers.get("Authorization", "").startswith(_BEARER):
-            refusal = _admit(request)
+        token = engine_token_in(request.headers.get("Authorization", ""))
+        if token is not None:
+            refusal = _admit(request, token)
             if refusal is not None:
                 return refusal
         return get_response(request)  # type: ignore[return-value]
@@ -56,9 +64,9 @@ def engine_token_scope(get_response: Callable[[HttpRequest], HttpResponse | Awai
     return middleware
 
 
-def _admit(request: HttpRequest) -> JsonResponse | None:
+def _admit(request: HttpRequest, token: str) -> JsonResponse | None:
     """Set `request.engine`, or the refusal: 401 for an unknown or revoked token, 403 off its routes."""
-    grant = engine_grant_get(token=request.headers["Authorization"][len("Bearer ") :].strip())
+    grant = engine_grant_get(token=token)
     if grant is None:
         return JsonResponse({"error": "unknown or revoked engine token", "field": "authorization"}, status=401)
     engine = Engine(grant.engine, grant.recipes)

@@ -57,9 +57,11 @@ def token(recipe) -> str:
     return out.getvalue().strip()
 
 
-def headers(token: str, content_type: str = "application/json", host: str = "testserver") -> list:
+def headers(
+    token: str, content_type: str = "application/json", host: str = "testserver", scheme: str = "Bearer"
+) -> list:
     return [
-        (b"authorization", f"Bearer {token}".encode()),
+        (b"authorization", f"{scheme} {token}".encode()),
         (b"content-type", content_type.encode()),
         (b"host", host.encode()),
     ]
@@ -138,12 +140,14 @@ async def test_requests_off_the_common_case_get_djangos_own_answers(app, django,
     assert (status, answer["field"]) == (415, "content_type")
     status, _ = await post(app, body, token, host="evil.example")
     assert status == 400
+    status, _ = await post(app, body, token, scheme="bearer")  # the scheme as the token middleware reads it
+    assert status == 403
     scope = {"type": "http", "method": "POST", "path": PATH, "query_string": b""}
     scope["headers"] = [*headers(token), (b"content-length", b"12x")]
     communicator = ApplicationCommunicator(app, scope)
     await communicator.send_input({"type": "http.request", "body": json.dumps(body).encode()})
     assert (await communicator.receive_output(timeout=10))["type"] == "http.response.start"
-    assert django.requests == 4 and await stored() == (0, 0, 0)
+    assert django.requests == 5 and await stored() == (0, 0, 0)
 
 
 async def test_a_token_for_another_recipe_is_refused_by_the_token_scope(app, django, recipe):
