@@ -108,3 +108,18 @@ def policy_audit_mismatches() -> list[str]:
 
 def _state(state: dict[str, Any] | None) -> str:
     return f"{state['policy']} v{state['version']}" if state else "nothing"
+
+
+def policy_of_version(*, recipe: Recipe, version: int) -> str | None:
+    """The policy `version` of the recipe ran (None: it has had no such version). The current one
+    is the setting's; an older one is read from the audit chain, where every version change is
+    recorded with `{policy, version}` after it (and before it)."""
+    setting = setting_of(recipe)
+    if setting is not None and version == setting.version:
+        return setting.policy
+    events = AuditEvent.objects.filter(object_type="recipe", object_id=recipe.name)
+    for side in ("after", "before"):
+        for state in events.filter(**{f"{side}__version": version}).values_list(side, flat=True)[:5]:
+            if isinstance(state, dict) and isinstance(state.get("policy"), str):
+                return state["policy"]
+    return None

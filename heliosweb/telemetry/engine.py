@@ -2,26 +2,23 @@
 
 It runs `scheduler_core.engine.EngineLoop` on endless Poisson traffic in real time (times `pace`),
 on the recipe's latest boot (as stored or repaired) or the pull request's clean or drift catalog,
-and is a real client of the engine API over HTTP with its own engine token: one thread long-polls
-the policy with `If-None-Match` and hands a change to the loop, which uses it from its next prefill
-decision; another posts the records in numbered batches, retrying a failed POST with the same
-number (the server stores a batch once). It runs until stopped (cancel) or for `duration_s`.
+and is a real client of the engine API over HTTP with its own engine token, through the client
+package engines use (`clients/python`, `helios_client`): its `PolicyWatcher` long-polls the policy
+with `If-None-Match` and the loop takes a change from its next prefill decision; its
+`TelemetryReporter` posts the records in numbered batches of one session, retrying a failed POST
+with the same number (the server stores a batch once). It runs until stopped (cancel) or for
+`duration_s`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import queue
-import threading
 import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections
+from helios_client import Policy, PolicyWatcher, TelemetryReporter
 
 from heliosweb.catalogs.health import boot_repaired
 from heliosweb.catalogs.models import Boot
@@ -46,94 +43,11 @@ QUEUE = "engine"
 TICK_S = 0.02  # the loop catches up with the wall clock this often (and looks for a new policy)
 REPORT_S = 1.0  # a progress event this often: the job page's status, and where a cancel is noticed
 POLL_WAIT_S = 25
+MAX_BATCH = 10_000  # records per batch (the server's bound)
 
 
 def engine_name(job_id: int) -> str:
     return f"sim-job-{job_id}"
-
-
-@dataclass
-class _Policy:
-    """The newest policy the follower has read; the loop takes it between two launches."""
-
-    name: str
-    version: int
-
-
-class PolicyFollower(threading.Thread):
-    """Long-polls `GET /api/recipes/<name>/policy?wait=` with If-None-Match; keeps the newest policy."""
-
-    def __init__(self, api: str, recipe: str, token: str) -> None:
-        super().__init__(daemon=True, name=f"policy-follower-{recipe}")
-        self.url, self.token = f"{api}/api/recipes/{recipe}/policy", token
-        self.stopping = threading.Event()
-        self.lock = threading.Lock()
-        self.latest: _Policy | None = None
-
-    def read(self, wait: float = 0) -> _Policy | None:
-        """One GET; the new policy, or None on 304."""
-        tag = f'"v{self.latest.version}"' if self.latest else ""
-        request = urllib.request.Request(
-            f"{self.url}?wait={wait:g}" if wait else self.url,
-            headers={"Authorization": f"Bearer {self.token}", **({"If-None-Match": tag} if tag else {})},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=wait + 10) as response:
-                body = json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            if exc.code == 304:
-                return None
-            raise
-        policy = _Policy(body["policy"], body["version"])
-        with self.lock:
-            self.latest = policy
-        return policy
-
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                self.read(wait=POLL_WAIT_S)
-            except (OSError, ValueError) as exc:
-                log.warning("policy read failed (%s); retrying", exc)
-                self.stopping.wait(1.0)
-
-
-class TelemetryPoster(threading.Thread):
-    """Posts numbered batches in order; a failed POST is retried with the same number."""
-
-    def __init__(self, api: str, recipe: str, token: str, engine: str) -> None:
-        super().__init__(daemon=True, name=f"telemetry-poster-{recipe}")
-        self.url, self.token, self.engine = f"{api}/api/recipes/{recipe}/telemetry/", token, engine
-        self.batches: queue.Queue[list[dict[str, Any]] | None] = queue.Queue()
-        self.posted = 0
-        self.next_batch = 1
-
-    def run(self) -> None:
-        while (records := self.batches.get()) is not None:
-            self._post(records)
-
-    def _post(self, records: list[dict[str, Any]]) -> None:
-        body = json.dumps({"engine": self.engine, "batch": self.next_batch, "records": records}).encode()
-        request = urllib.request.Request(
-            self.url,
-            data=body,
-            method="POST",
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
-        )
-        for attempt in range(5):
-            try:
-                with urllib.request.urlopen(request, timeout=30):
-                    break
-            except urllib.error.HTTPError as exc:
-                if exc.code == 400:  # our bug: retrying cannot help; say what the server said
-                    log.error("telemetry batch %s refused: %s", self.next_batch, exc.read()[:500])
-                    break
-                time.sleep(0.5 * (attempt + 1))
-            except OSError as exc:
-                log.warning("telemetry batch %s not posted (%s); retrying", self.next_batch, exc)
-                time.sleep(0.5 * (attempt + 1))
-        self.next_batch += 1
-        self.posted += 1
 
 
 def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Catalog, str, dict[str, Any] | None]:
@@ -175,22 +89,28 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     token = engine_token_create(engine=engine, recipes=[recipe])
     close_old_connections()  # the loop runs for hours; it needs no connection of its own
     api = settings.HELIOS_ENGINE_API_URL.rstrip("/")
-    follower = PolicyFollower(api, recipe.name, token)
-    poster = TelemetryPoster(api, recipe.name, token, engine)
+    watcher = PolicyWatcher(api, recipe.name, token, wait_s=POLL_WAIT_S)
+    reporter: TelemetryReporter | None = None
     try:
-        first = follower.read()
-        assert first is not None
-        follower.start()
-        poster.start()
-        return _serve(params, emit, execution, catalog, first, follower, poster) | {
+        first = watcher.start()
+        reporter = TelemetryReporter(
+            api,
+            recipe.name,
+            token,
+            engine,
+            batch_records=MAX_BATCH,
+            interval_s=params["batch_ms"] / 1000.0,
+            validate=False,  # the loop's records are the server's own shape; the server checks them
+            flush_on_exit=False,  # closed below, before the token is revoked
+        )
+        return _serve(params, emit, execution, catalog, first, watcher, reporter) | {
             "engine": engine,
             "catalog": catalog_name,
         }
     finally:
-        follower.stopping.set()
-        if poster.ident is not None:  # started: it posts what is queued, then stops
-            poster.batches.put(None)
-            poster.join(timeout=30)
+        watcher.stop()
+        if reporter is not None:  # it posts what is queued, then stops
+            reporter.close(timeout_s=30)
         engine_tokens_revoke(engine=engine)  # also when the first policy read failed
 
 
@@ -199,49 +119,45 @@ def _serve(
     emit: Emit,
     execution: ExecutionModel,
     catalog: Catalog,
-    first: _Policy,
-    follower: PolicyFollower,
-    poster: TelemetryPoster,
+    first: Policy,
+    watcher: PolicyWatcher,
+    reporter: TelemetryReporter,
 ) -> dict[str, Any]:
-    """The real-time loop: catch up with the wall clock, batch the records, report once a second."""
+    """The real-time loop: catch up with the wall clock, hand the records to the reporter, report once a second."""
     shape = TrafficShape(**{f: params[f] for f in TrafficShape.__dataclass_fields__})
     loop = EngineLoop(
-        catalog, execution, SchedulerConfig(first.name, params["max_lanes"], params["max_decode_wait"]), shape
+        catalog, execution, SchedulerConfig(first.policy, params["max_lanes"], params["max_decode_wait"]), shape
     )
-    loop.set_policy(first.name, first.version)
-    pace, batch_s, duration = params["pace"], params["batch_ms"] / 1000.0, params["duration_s"]
+    loop.set_policy(first.policy, first.version)
+    pace, duration = params["pace"], params["duration_s"]
     start_wall, start = time.time() * 1000.0, time.monotonic()
-    pending: list[dict[str, Any]] = []
     counts = {"launch": 0, "request": 0}
     versions = [first.version]
-    last_batch = last_report = start
+    last_report = start
     while duration == 0 or time.monotonic() - start < duration:
-        with follower.lock:
-            latest = follower.latest
+        latest = watcher.current
         if latest is not None and latest.version != loop.version:
-            loop.set_policy(latest.name, latest.version)
+            loop.set_policy(latest.policy, latest.version)
             versions.append(latest.version)
         now = time.monotonic()
         for record in loop.advance((now - start) * 1000.0 * pace):
             record["t_ms"] = start_wall + record["t_ms"] / pace
             counts[record["type"]] += 1
-            pending.append(record)
-        if pending and (now - last_batch >= batch_s or len(pending) >= 10_000):
-            for i in range(0, len(pending), 10_000):
-                poster.batches.put(pending[i : i + 10_000])
-            pending, last_batch = [], now
+            reporter.add(record)
         if now - last_report >= REPORT_S:
             last_report = now
             message = f"{loop.policy} v{loop.version}: {counts['launch']} launches, {counts['request']} requests"
+            dropped = reporter.stats.dropped_records
+            message += f" ({dropped} records dropped: the API is not answering)" if dropped else ""
             progress(emit, int(now - start), duration or 0, message)  # raises JobCancelled once stopped
         time.sleep(max(0.0, TICK_S - (time.monotonic() - now)))
-    if pending:
-        poster.batches.put(pending)
+    reporter.flush()
     return {
         "launches": counts["launch"],
         "requests": counts["request"],
         "versions": versions,
-        "batches": poster.next_batch - 1,
+        "batches": reporter.next_batch - 1,
+        "session": reporter.session,
     }
 
 

@@ -32,6 +32,10 @@ class Engine:
     def has_perm(self, perm: str, obj: object = None) -> bool:
         return False
 
+    def get_username(self) -> str:
+        """How the audit trail names it (a refused post, such as a 409, is recorded with its name)."""
+        return f"engine:{self.name}"
+
 
 def engine_token_in(authorization: str) -> str | None:
     """The engine token an `Authorization` header carries (`Bearer heng_...`), or None: the one

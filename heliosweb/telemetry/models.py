@@ -49,7 +49,12 @@ class RecordsEncoder(json.JSONEncoder):
 class TelemetryBatch(models.Model):
     recipe = models.ForeignKey("recipes.Recipe", on_delete=models.CASCADE, related_name="telemetry_batches")
     engine = models.SlugField(max_length=64)
-    batch = models.PositiveBigIntegerField(help_text="the engine's own number: a retried POST repeats it")
+    session = models.CharField(
+        max_length=36, default="", help_text="the UUID the engine picked at its start ('' before schema 2)"
+    )
+    batch = models.PositiveBigIntegerField(
+        help_text="the engine's own number in its session: a retried POST repeats it"
+    )
     boot = models.ForeignKey("catalogs.Boot", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     received_at = models.DateTimeField(db_index=True)
     launches = models.PositiveIntegerField()
@@ -60,7 +65,9 @@ class TelemetryBatch(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["engine", "batch"], name="one_batch_per_engine_number"),
+            models.UniqueConstraint(
+                fields=["recipe", "engine", "session", "batch"], name="one_batch_per_engine_session_number"
+            ),
             models.UniqueConstraint(fields=["recipe", "seq"], name="one_frame_per_recipe_number"),
         ]
 
@@ -96,6 +103,11 @@ class Aggregate(models.Model):
     prefill_launches = models.PositiveBigIntegerField(default=0, help_text="launch records")
     launched_tokens = models.PositiveBigIntegerField(default=0, help_text="graph capacity of the launches")
     padded_tokens = models.PositiveBigIntegerField(default=0)
+    repaired = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="what the bounds repair (migration 0006) reset, as stored before it: {field: value}, and when",
+    )
 
     class Meta:
         abstract = True

@@ -1,4 +1,4 @@
-"""Writes for telemetry: ingest a batch (idempotent by engine and batch number), fold it into
+"""Writes for telemetry: ingest a batch (idempotent by recipe, engine, session and batch number), fold it into
 minute rollups and per-version totals in the same transaction, prune what the window no longer
 holds, issue or revoke engine tokens, and start or stop a recipe's simulated engine."""
 
@@ -24,22 +24,24 @@ from rest_framework.authtoken.models import Token
 from heliosweb.audit.services import audit_append
 from heliosweb.catalogs.models import Boot
 from heliosweb.common.broadcast import publish
+from heliosweb.common.errors import Conflict, Forbidden
 from heliosweb.common.permissions import Actor
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.services.submission import job_cancel, job_create
 from heliosweb.recipes.models import Recipe
-from heliosweb.recipes.selectors import setting_of
+from heliosweb.recipes.selectors import policy_of_version, setting_of
 from scheduler_core.errors import InvalidInput
 
 from . import buckets
 from .frames import frame_of
 from .models import TOKEN_PREFIX, EngineToken, LiveSequence, Rollup, TelemetryBatch, Totals, token_hash
-from .validation import ENGINE_NAME, Batch, Launches, parse_batch
+from .validation import ENGINE_NAME, Batch, Launches, Window, parse_batch
 
 ENGINE_KIND = "engine"  # the simulated engine's job kind (declared in engine.py)
 TOKEN_ADMIN = "manage.py"  # tokens are issued from the command line, by whoever runs it there
 MAX_PROMPT_LENGTHS_PER_MINUTE = 2_000  # bounds a rollup's `sequences`
 MAX_SEQUENCES_PER_PROMPT = 16
+MAX_COUNTER = 2**63 - 1  # the database's bigint: a counter is checked against it before each write
 
 
 def engine_token_create(*, engine: str, recipes: Iterable[Recipe]) -> str:
@@ -133,17 +135,28 @@ def telemetry_turn() -> threading.Lock:
 
 
 def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) -> tuple[TelemetryBatch, bool]:
-    """Store one batch; (batch, False) when this engine's batch number is already stored (a retry).
+    """Store one batch; (batch, False) when the same batch, with the same records, is already
+    stored under this recipe, engine, session and number (a retry). The same number with other
+    records is a Conflict naming it.
 
-    `engine`, for an engine token, is the only engine name the batch may carry. Raises
-    InvalidInput naming the first bad field; then nothing is stored.
+    `engine`, for an engine token, is the only engine name the batch may carry; without one (a
+    maintainer) the batch may not carry the name of an engine that has tokens. Raises InvalidInput
+    naming the first bad field; then nothing is stored. Called by both the DRF view and the fast path.
     """
     setting = setting_of(recipe)
     if setting is None:
         raise InvalidInput("recipe", f"recipe {recipe.name!r} has no policy setting")
-    batch = parse_batch(data, current_version=setting.version, current_policy=setting.policy, now_ms=time.time() * 1000)
+    now_ms = time.time() * 1000
+    batch = parse_batch(
+        data,
+        current_version=setting.version,
+        policy_of=lambda version: policy_of_version(recipe=recipe, version=version),
+        window=Window(now_ms=now_ms, oldest_ms=now_ms - settings.HELIOS_TELEMETRY_RAW_HOURS * 3_600_000),
+    )
     if engine is not None and batch.engine != engine:
         raise InvalidInput("engine", f"this token is engine {engine!r}'s, not {batch.engine!r}'s")
+    if engine is None and EngineToken.objects.filter(engine=batch.engine).exists():
+        raise Forbidden("engine", f"{batch.engine!r} is a registered engine: only its own token may post as it")
     if batch.boot is not None and not Boot.objects.filter(pk=batch.boot, recipe=recipe).exists():
         raise InvalidInput("boot", f"recipe {recipe.name!r} has no boot {batch.boot}")
     try:
@@ -153,6 +166,7 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
             row = TelemetryBatch.objects.create(
                 recipe=recipe,
                 engine=batch.engine,
+                session=batch.session,
                 batch=batch.batch,
                 boot_id=batch.boot,
                 received_at=timezone.now(),
@@ -176,8 +190,19 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
             transaction.on_commit(
                 lambda: publish(live_topic(recipe.name), {**frame, "published_ms": time.time() * 1000})
             )
-    except IntegrityError:  # a retry: the unique (engine, batch) refused it, and the fold rolled back with it
-        return TelemetryBatch.objects.get(engine=batch.engine, batch=batch.batch), False
+    except IntegrityError:  # the unique (recipe, engine, session, batch) refused it; the fold rolled back with it
+        stored = TelemetryBatch.objects.filter(
+            recipe=recipe, engine=batch.engine, session=batch.session, batch=batch.batch
+        ).first()
+        if stored is None:
+            raise
+        if stored.records != batch.records or stored.boot_id != batch.boot:
+            raise Conflict(
+                "batch",
+                f"batch {batch.batch} of engine {batch.engine!r}, session {batch.session}, is already stored with "
+                "other records: a number is used once per session (a restarted engine picks a new session)",
+            ) from None
+        return stored, False  # a retry
     return row, True
 
 
@@ -185,6 +210,7 @@ def batch_receipt(batch: TelemetryBatch, created: bool) -> dict[str, Any]:
     """What the API answers for a posted batch (`stored`: false for a retry of a stored one)."""
     return {
         "engine": batch.engine,
+        "session": batch.session,
         "batch": batch.batch,
         "stored": created,
         "launches": batch.launches,
@@ -212,12 +238,12 @@ def live_topic(recipe_name: str) -> str:
 def _fold(recipe: Recipe, batch: Batch) -> _Partial:
     """Add the batch to its minute rollups and its per-version totals; the batch's own sums."""
     parts: dict[tuple[int, int], _Partial] = {}
-    _fold_launches(parts, batch.launches, batch.policies)
+    _fold_launches(parts, batch.launches, batch.policy)
     for r in batch.requests:
-        key = (r["version"], int(r["t_ms"] // 60_000))
+        key = (batch.version, int(r["t_ms"] // 60_000))
         part = parts.get(key)
         if part is None:
-            part = parts[key] = _Partial(r["policy"])
+            part = parts[key] = _Partial(batch.policy)
         part.requests += 1
         part.ttft[buckets.bucket_of(r["ttft_ms"])] += 1
         part.ttft_sum += r["ttft_ms"]
@@ -243,8 +269,10 @@ def _add_to_row(model: type[Rollup] | type[Totals], key: dict[str, Any], part: _
     counters only, added by one UPDATE (the fold of a launch-only batch was 4 ORM round trips, ~4 ms
     of a 20 ms budget); request records also change JSON buckets (and a rollup's sequences), which
     are read, added to and written back. No other writer races either: the recipe's `_next_seq` row
-    lock is held until commit."""
-    if not part.requests and model.objects.filter(**key).update(
+    lock is held until commit. No counter passes MAX_COUNTER: the UPDATE applies only below it, and
+    the read path (`_add`) refuses the batch, naming the counter."""
+    room = {f"{name}__lte": MAX_COUNTER - getattr(part, name) for name in _LAUNCH_COUNTERS}
+    if not part.requests and model.objects.filter(**key, **room).update(
         prefill_launches=F("prefill_launches") + part.prefill_launches,
         launched_tokens=F("launched_tokens") + part.launched_tokens,
         padded_tokens=F("padded_tokens") + part.padded_tokens,
@@ -257,7 +285,11 @@ def _add_to_row(model: type[Rollup] | type[Totals], key: dict[str, Any], part: _
     row.save()
 
 
-def _fold_launches(parts: dict[tuple[int, int], _Partial], launches: Launches, policies: dict[int, str]) -> None:
+_LAUNCH_COUNTERS = ("prefill_launches", "launched_tokens", "padded_tokens")
+_COUNTERS = ("requests", "request_launches", *_LAUNCH_COUNTERS)
+
+
+def _fold_launches(parts: dict[tuple[int, int], _Partial], launches: Launches, policy: str) -> None:
     """Count and sum the launch records per (version, minute): the records' places grouped by key
     in one pass, then each key's sums by C loops over its places. Linear however many minutes a
     batch spans (selecting each key's records from the whole batch was quadratic in them: 2 s for
@@ -266,7 +298,7 @@ def _fold_launches(parts: dict[tuple[int, int], _Partial], launches: Launches, p
     for i, key in enumerate(zip(launches.version, map(int, map(floordiv, launches.t_ms, repeat(60_000))))):
         places.setdefault(key, []).append(i)
     for key, mine in places.items():
-        part = parts[key] = _Partial(policies[key[0]])
+        part = parts[key] = _Partial(policy)
         part.prefill_launches = len(mine)
         part.launched_tokens = sum(map(launches.graph.__getitem__, mine))
         part.padded_tokens = sum(map(launches.padded.__getitem__, mine))
@@ -294,27 +326,28 @@ def _zero(policy: str) -> dict[str, Any]:
 
 
 def _merge(into: _Partial, part: _Partial) -> None:
-    into.requests += part.requests
+    for name in _COUNTERS:
+        setattr(into, name, getattr(into, name) + getattr(part, name))
     buckets.add(into.ttft, part.ttft)
     into.ttft_sum += part.ttft_sum
     buckets.add(into.itl, part.itl)
     into.itl_sum += part.itl_sum
-    into.request_launches += part.request_launches
-    into.prefill_launches += part.prefill_launches
-    into.launched_tokens += part.launched_tokens
-    into.padded_tokens += part.padded_tokens
 
 
 def _add(row: Rollup | Totals, part: _Partial) -> None:
-    row.requests += part.requests
+    for name in _COUNTERS:
+        total = getattr(row, name) + getattr(part, name)
+        if total > MAX_COUNTER:
+            raise InvalidInput(
+                "records",
+                f"this batch would take {type(row).__name__.lower()} {name} of engine {row.engine!r} "
+                f"v{row.version} past {MAX_COUNTER} (the database's integer); nothing was stored",
+            )
+        setattr(row, name, total)
     buckets.add(row.ttft_buckets, part.ttft)
     row.ttft_sum_ms += part.ttft_sum
     buckets.add(row.itl_buckets, part.itl)
     row.itl_sum_ms += part.itl_sum
-    row.request_launches += part.request_launches
-    row.prefill_launches += part.prefill_launches
-    row.launched_tokens += part.launched_tokens
-    row.padded_tokens += part.padded_tokens
 
 
 def telemetry_prune(*, now: datetime | None = None) -> dict[str, int]:

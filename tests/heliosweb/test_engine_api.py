@@ -14,6 +14,8 @@ from django.test import AsyncClient, Client
 
 from heliosweb.recipes.services import policy_set, recipe_create
 
+from .telemetry_records import body
+
 
 def engine_token(engine: str = "eng-1", recipes: str = "tiny-cpu") -> str:
     out = StringIO()
@@ -93,9 +95,7 @@ def test_an_engine_token_reads_and_posts_only_for_its_recipes(recipe, maintainer
         assert response.json()["field"] == "authorization"
     refused = client.post("/api/jobs/", {"kind": "pr22"}, content_type="application/json")
     assert refused.status_code == 403
-    posted = client.post(
-        "/api/recipes/other/telemetry/", {"engine": "eng-1", "batch": 1, "records": []}, content_type="application/json"
-    )
+    posted = client.post("/api/recipes/other/telemetry/", body([]), content_type="application/json")
     assert posted.status_code == 403
 
 

@@ -20,6 +20,7 @@ from heliosweb.telemetry.consumers import LiveConsumer, Pace
 from heliosweb.telemetry.selectors import frames_after
 
 from .conftest import ORIGIN, use_redis
+from .telemetry_records import body, launch
 
 INTERVAL = 0.05
 
@@ -46,23 +47,11 @@ async def _receive(communicator: WebsocketCommunicator) -> dict:
 def _ingest(recipe, batch: int) -> None:
     now = time.time() * 1000
     records = [
-        {
-            "type": "launch",
-            "t_ms": now - 10 + i,
-            "request": batch * 100 + i,
-            "graph": 2048,
-            "start": 0,
-            "end": 2000,
-            "padded": 48,
-            "chooser": "catalog",
-            "ms": 3.0,
-            "policy": "cost",
-            "version": 1,
-        }
+        launch(batch * 100 + i, t_ms=now - 10 + i, graph=2048, end=2000, padded=48, chooser="catalog", ms=3.0)
         for i in range(5)
     ]
     recipe.refresh_from_db()
-    services.telemetry_ingest(recipe=recipe, data={"engine": "eng-1", "batch": batch, "records": records})
+    services.telemetry_ingest(recipe=recipe, data=body(records, batch))
 
 
 def _stored(recipe) -> list[dict]:

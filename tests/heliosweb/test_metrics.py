@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from heliosweb.recipes.services import policy_set
 from heliosweb.telemetry.models import TelemetryBatch
-from tests.heliosweb.test_telemetry import finished, launch
+from tests.heliosweb.telemetry_records import body, finished, launch
 
 
 def scrape(client: Client, **headers) -> dict[str, list]:
@@ -26,8 +26,8 @@ def test_the_metrics_equal_the_stored_telemetry(recipe, maintainer):
         [launch(2, policy="rule", version=2), finished(2, policy="rule", version=2, itl_ms=[1.0, 1.0, 90.0])],
     ]
     for n, records in enumerate(batches):
-        body = {"engine": "eng-1", "batch": n, "records": records}
-        assert client.post("/api/recipes/tiny-cpu/telemetry/", body, content_type="application/json").status_code == 201
+        sent = body(records, n)
+        assert client.post("/api/recipes/tiny-cpu/telemetry/", sent, content_type="application/json").status_code == 201
     families = scrape(client)
     stored = [r for b in TelemetryBatch.objects.all() for r in b.records]
     for version in (1, 2):

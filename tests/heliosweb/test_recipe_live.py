@@ -14,6 +14,7 @@ from heliosweb.telemetry.models import TelemetryBatch
 from heliosweb.telemetry.services import telemetry_ingest
 
 from .conftest import log_in_and_open, needs_chromium
+from .telemetry_records import body, finished, launch
 from .test_dashboard_live import off_the_browser_thread
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transaction=True), needs_chromium]
@@ -24,36 +25,11 @@ def post_batch(recipe, n: int, policy: str = "cost", version: int = 1) -> None:
     records = []
     for i in range(20):
         graph = (512, 1024, 2048)[i % 3]
-        records.append(
-            {
-                "type": "launch",
-                "t_ms": now - 20 + i,
-                "request": n * 100 + i,
-                "graph": graph,
-                "start": 0,
-                "end": graph - 10,
-                "padded": 10,
-                "chooser": "catalog",
-                "ms": 3.0,
-                "policy": policy,
-                "version": version,
-            }
-        )
-        records.append(
-            {
-                "type": "request",
-                "t_ms": now - 20 + i,
-                "request": n * 100 + i,
-                "prompt_tokens": graph - 10,
-                "ttft_ms": 5.0 + i,
-                "itl_ms": [2.0, 2.5],
-                "launches": [graph],
-                "policy": policy,
-                "version": version,
-            }
-        )
+        common = {"t_ms": now - 20 + i, "policy": policy, "version": version}
+        records.append(launch(n * 100 + i, graph=graph, end=graph - 10, padded=10, chooser="catalog", ms=3.0, **common))
+        records.append(finished(n * 100 + i, prompt_tokens=graph - 10, ttft_ms=5.0 + i, launches=[graph], **common))
     recipe.refresh_from_db()
-    telemetry_ingest(recipe=recipe, data={"engine": "eng-1", "batch": n, "records": records})
+    telemetry_ingest(recipe=recipe, data=body(records, n))
 
 
 def test_the_live_page_marks_an_apply_and_has_no_frame_gap_after_a_cut(stack, page, recipe, author, reviewer):

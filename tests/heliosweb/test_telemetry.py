@@ -4,7 +4,6 @@ batch stored once, rollups per policy version, and pruning that keeps them."""
 from __future__ import annotations
 
 import importlib
-import time
 from datetime import timedelta
 from io import StringIO
 
@@ -20,42 +19,12 @@ from heliosweb.recipes.services import policy_set
 from heliosweb.telemetry import buckets
 from heliosweb.telemetry.models import LiveSequence, Rollup, TelemetryBatch, Totals
 from heliosweb.telemetry.services import telemetry_prune
-from heliosweb.telemetry.validation import parse_batch
+from heliosweb.telemetry.validation import Window, parse_batch
 from scheduler_core.errors import InvalidInput
 
-NOW_MS = time.time() * 1000
+from .telemetry_records import NOW_MS, SESSION, body, finished, launch
 
-
-def launch(i: int = 0, **over):
-    return {
-        "type": "launch",
-        "t_ms": NOW_MS,
-        "request": i,
-        "graph": 512,
-        "start": 0,
-        "end": 300,
-        "padded": 212,
-        "chooser": "rule",
-        "ms": 5.5,
-        "policy": "cost",
-        "version": 1,
-        **over,
-    }
-
-
-def finished(i: int = 0, **over):
-    return {
-        "type": "request",
-        "t_ms": NOW_MS,
-        "request": i,
-        "prompt_tokens": 300,
-        "ttft_ms": 12.0,
-        "itl_ms": [2.0, 2.5],
-        "launches": [512],
-        "policy": "cost",
-        "version": 1,
-        **over,
-    }
+MAX_TOKENS = 1_048_576
 
 
 @pytest.fixture
@@ -71,9 +40,16 @@ def post(client: Client, body):
 
 def test_a_batch_is_stored_and_rolled_up_per_policy_version(engine, recipe):
     records = [launch(0), launch(1, graph=1024, end=1024, padded=0), finished(0), finished(1, ttft_ms=40.0)]
-    response = post(engine, {"engine": "eng-1", "batch": 1, "records": records})
+    response = post(engine, body(records, 1))
     assert response.status_code == 201
-    assert response.json() == {"engine": "eng-1", "batch": 1, "stored": True, "launches": 2, "requests": 2}
+    assert response.json() == {
+        "engine": "eng-1",
+        "session": SESSION,
+        "batch": 1,
+        "stored": True,
+        "launches": 2,
+        "requests": 2,
+    }
     rollup = Rollup.objects.get()
     assert (rollup.version, rollup.policy, rollup.requests, rollup.prefill_launches) == (1, "cost", 2, 2)
     assert (rollup.launched_tokens, rollup.padded_tokens, rollup.request_launches) == (1536, 212, 2)
@@ -94,9 +70,26 @@ def test_a_batch_is_stored_and_rolled_up_per_policy_version(engine, recipe):
         (launch(policy="fastest"), "records[1].policy"),
         (launch(policy="rule"), "records[1].policy"),
         (launch(t_ms=NOW_MS * 1000), "records[1].t_ms"),
+        (launch(t_ms=NOW_MS / 1000), "records[1].t_ms"),  # Unix seconds
+        (launch(t_ms=NOW_MS - 25 * 3_600_000), "records[1].t_ms"),  # older than the raw window
+        (launch(graph=MAX_TOKENS + 1, end=MAX_TOKENS + 1, padded=0), "records[1].graph"),
+        (launch(graph=2**63 - 1, end=2**63 - 1, padded=0), "records[1].graph"),
+        (launch(start=MAX_TOKENS, end=MAX_TOKENS + 1, graph=1, padded=0), "records[1].end"),
+        (launch(ms=1e6 + 1), "records[1].ms"),
+        (launch(request=-1), "records[1].request"),
+        (launch(request=2**63), "records[1].request"),
+        (launch(request=""), "records[1].request"),
+        (launch(request="x" * 129), "records[1].request"),
+        (launch(request="cmpl-\x00"), "records[1].request"),
+        (launch(request=1.5), "records[1].request"),
+        (finished(ttft_ms=1.7e308), "records[1].ttft_ms"),
+        (finished(ttft_ms=1e6 + 0.5), "records[1].ttft_ms"),
+        (finished(itl_ms=[1.0, 1e7]), "records[1].itl_ms"),
+        (finished(prompt_tokens=MAX_TOKENS + 1), "records[1].prompt_tokens"),
+        (finished(launches=[512, MAX_TOKENS + 1]), "records[1].launches"),
         ({**launch(), "colour": "red"}, "records[1].colour"),
         ({k: v for k, v in launch().items() if k != "chooser"}, "records[1].chooser"),
-        (finished(itl_ms=[1.0, -2.0]), "records[1].itl_ms[1]"),
+        (finished(itl_ms=[1.0, -2.0]), "records[1].itl_ms"),
         (finished(launches=[]), "records[1].launches"),
         (finished(prompt_tokens="many"), "records[1].prompt_tokens"),
         ({"type": "decode"}, "records[1].type"),
@@ -104,71 +97,135 @@ def test_a_batch_is_stored_and_rolled_up_per_policy_version(engine, recipe):
     ],
 )
 def test_a_bad_record_is_named_and_nothing_is_stored(engine, record, field):
-    response = post(engine, {"engine": "eng-1", "batch": 7, "records": [launch(), record]})
+    response = post(engine, body([launch(), record], 7))
     assert response.status_code == 400 and response.json()["field"] == field, response.json()
     assert not TelemetryBatch.objects.exists() and not Rollup.objects.exists() and not Totals.objects.exists()
 
 
 @pytest.mark.parametrize(
-    ("body", "field"),
+    ("sent", "field"),
     [
-        ({"engine": "eng-2", "batch": 1, "records": [launch()]}, "engine"),
-        ({"engine": "eng-1", "batch": -1, "records": [launch()]}, "batch"),
-        ({"engine": "eng-1", "batch": 1, "records": []}, "records"),
-        ({"engine": "eng-1", "batch": 1, "records": [launch()] * 10_001}, "records"),
-        ({"engine": "eng-1", "batch": 1, "boot": 99, "records": [launch()]}, "boot"),
-        ({"engine": "eng-1", "batch": 1, "records": [launch()], "extra": 1}, "extra"),
+        (body([launch()], engine="eng-2"), "engine"),
+        (body([launch()], -1), "batch"),
+        (body([launch()], 2**63), "batch"),
+        (body([]), "records"),
+        (body([launch()] * 10_001), "records"),
+        (body([launch()], boot=99), "boot"),
+        (body([launch()], extra=1), "extra"),
+        ({k: v for k, v in body([launch()]).items() if k != "schema"}, "schema"),
+        (body([launch()], schema=1), "schema"),
+        ({k: v for k, v in body([launch()]).items() if k != "session"}, "session"),
+        (body([launch()], session="not-a-uuid"), "session"),
+        (body([launch()], session=SESSION.upper()), "session"),
         ([launch()], "body"),
     ],
 )
-def test_a_bad_batch_is_named_and_nothing_is_stored(engine, body, field):
-    response = post(engine, body)
+def test_a_bad_batch_is_named_and_nothing_is_stored(engine, sent, field):
+    response = post(engine, sent)
     assert response.status_code == 400 and response.json()["field"] == field, response.json()
     assert not TelemetryBatch.objects.exists()
 
 
 def test_a_retried_batch_is_answered_200_and_stored_once(engine):
-    body = {"engine": "eng-1", "batch": 3, "records": [launch(), finished()]}
-    assert post(engine, body).status_code == 201
-    again = post(engine, body)
+    sent = body([launch(), finished()], 3)
+    assert post(engine, sent).status_code == 201
+    again = post(engine, sent)
     assert again.status_code == 200 and again.json()["stored"] is False
     assert (
         TelemetryBatch.objects.count() == 1
         and Rollup.objects.get().requests == 1
         and Totals.objects.get().requests == 1
     )
-    assert post(engine, {**body, "batch": 4}).status_code == 201
+    assert post(engine, {**sent, "batch": 4}).status_code == 201
     assert list(TelemetryBatch.objects.order_by("seq").values_list("seq", flat=True)) == [1, 2]  # no gap left
+
+
+def test_the_same_number_with_other_records_is_a_409_naming_it_and_stores_nothing(engine):
+    assert post(engine, body([launch(0)], 5)).status_code == 201
+    other = post(engine, body([launch(1)], 5))
+    assert other.status_code == 409 and other.json()["field"] == "batch", other.json()
+    assert "batch 5" in other.json()["error"] and SESSION in other.json()["error"]
+    assert TelemetryBatch.objects.count() == 1 and Totals.objects.get().prefill_launches == 1
+
+
+def test_a_restarted_engine_numbering_from_1_in_a_new_session_loses_nothing(engine, recipe):
+    assert post(engine, body([launch(0)], 1)).status_code == 201
+    restarted = "7d0c7a8e-2f57-4df4-8d0e-5b6a0f3c9e21"
+    answer = post(engine, body([launch(0, request="cmpl-after-restart")], 1, session=restarted))
+    assert answer.status_code == 201 and answer.json()["stored"] is True
+    assert sorted(TelemetryBatch.objects.values_list("session", "batch")) == sorted([(SESSION, 1), (restarted, 1)])
+    assert Totals.objects.get().prefill_launches == 2
+
+
+def test_batch_numbers_of_two_recipes_do_not_collide(engine, recipe):
+    from heliosweb.recipes.services import recipe_create
+
+    recipe_create(name="other", policy="cost")
+    out = StringIO()
+    call_command("create_api_token", engine="eng-1", recipes="tiny-cpu,other", stdout=out)
+    both = Client(HTTP_AUTHORIZATION=f"Bearer {out.getvalue().strip()}")
+    assert post(both, body([launch()], 1)).status_code == 201
+    answer = both.post("/api/recipes/other/telemetry/", body([launch()], 1), content_type="application/json")
+    assert answer.status_code == 201 and TelemetryBatch.objects.count() == 2
+
+
+def test_string_request_ids_are_stored_as_sent(engine):
+    records = [launch(0, request="cmpl-8f2e" + "a" * 100), finished(0, request="6f1c9b1e-2b1d-4c1b-9a0e-2d3f4e5a6b7c")]
+    assert post(engine, body(records)).status_code == 201
+    assert [r["request"] for r in TelemetryBatch.objects.get().records] == [r["request"] for r in records]
+
+
+def test_a_batch_holds_one_version_with_the_policy_that_version_had(engine, recipe):
+    policy_set(recipe=recipe, policy="rule")  # v2
+    policy_set(recipe=recipe, policy="cost")  # v3
+    mixed = post(engine, body([launch(), launch(1, policy="rule", version=2)]))
+    assert mixed.status_code == 400 and mixed.json()["field"] == "records[1].version", mixed.json()
+    wrong = post(engine, body([launch(policy="cost", version=2)]))  # v2 ran "rule": not renamed silently
+    assert wrong.status_code == 400 and wrong.json()["field"] == "records[0].policy", wrong.json()
+    assert post(engine, body([launch(policy="rule", version=2)], 1)).status_code == 201
+    assert post(engine, body([launch(policy="cost", version=1)], 2)).status_code == 201
+    assert sorted(Totals.objects.values_list("version", "policy")) == [(1, "cost"), (2, "rule")]
+
+
+def test_a_maintainer_cannot_post_as_a_registered_engine(engine, maintainer):
+    client = Client()
+    client.force_login(maintainer)
+    answer = post(client, body([launch()], engine="eng-1"))
+    assert answer.status_code == 403 and answer.json()["field"] == "engine", answer.json()
+    assert not TelemetryBatch.objects.exists()
+    assert post(client, body([launch()], engine="bench-by-hand")).status_code == 201
+
+
+def test_a_counter_that_would_pass_the_database_integer_is_refused_before_the_write(engine):
+    assert post(engine, body([launch()], 1)).status_code == 201
+    Totals.objects.update(launched_tokens=2**63 - 100)  # as if from a long life
+    answer = post(engine, body([launch(1)], 2))  # + 512
+    assert answer.status_code == 400 and answer.json()["field"] == "records", answer.json()
+    assert "launched_tokens" in answer.json()["error"]
+    assert TelemetryBatch.objects.count() == 1 and Totals.objects.get().launched_tokens == 2**63 - 100
 
 
 def test_a_batch_within_a_minute_costs_the_recipe_the_rollup_the_totals_the_frame_and_the_insert(engine):
     """An upper bound on the queries of the hot path (timing is the bench's job)."""
-    post(engine, {"engine": "eng-1", "batch": 1, "records": [launch()]})  # the token checked, the rows created
+    post(engine, body([launch()], 1))  # the token checked, the rows created
     with CaptureQueriesContext(connection) as queries:
-        assert post(engine, {"engine": "eng-1", "batch": 2, "records": [launch(1), finished(1)]}).status_code == 201
+        assert post(engine, body([launch(1), finished(1)], 2)).status_code == 201
     assert len(queries) <= 9, [q["sql"][:80] for q in queries]
 
 
 def test_frame_numbers_go_on_from_the_highest_stored_once_the_counter_is_seeded(engine):
     seed = importlib.import_module("heliosweb.telemetry.migrations.0004_live_sequence").seed
     for number in (1, 2):
-        post(engine, {"engine": "eng-1", "batch": number, "records": [launch()]})
+        post(engine, body([launch()], number))
     LiveSequence.objects.all().delete()  # a database from before the counter
     seed(django_apps, None)
-    assert post(engine, {"engine": "eng-1", "batch": 3, "records": [launch()]}).status_code == 201
+    assert post(engine, body([launch()], 3)).status_code == 201
     assert TelemetryBatch.objects.get(batch=3).seq == 3
 
 
-def test_a_version_the_recipe_has_had_is_accepted_with_its_policy(engine, recipe):
-    policy_set(recipe=recipe, policy="rule")
-    records = [launch(), finished(policy="rule", version=2)]
-    assert post(engine, {"engine": "eng-1", "batch": 1, "records": records}).status_code == 201
-    assert sorted(Rollup.objects.values_list("version", "policy")) == [(1, "cost"), (2, "rule")]
-
-
 def test_pruning_drops_old_batches_and_keeps_rollups(engine, settings):
-    assert post(engine, {"engine": "eng-1", "batch": 1, "records": [launch(), finished()]}).status_code == 201
-    assert post(engine, {"engine": "eng-1", "batch": 2, "records": [launch()]}).status_code == 201
+    assert post(engine, body([launch(), finished()], 1)).status_code == 201
+    assert post(engine, body([launch()], 2)).status_code == 201
     TelemetryBatch.objects.filter(batch=1).update(received_at=timezone.now() - timedelta(hours=25))
     assert telemetry_prune() == {"batches": 1, "rollups": 0}
     assert list(TelemetryBatch.objects.values_list("batch", flat=True)) == [2]
@@ -185,9 +242,9 @@ def test_pruning_drops_old_batches_and_keeps_rollups(engine, settings):
 def test_a_maintainer_may_post_and_a_reader_may_not(recipe, maintainer, django_user_model):
     client = Client()
     client.force_login(django_user_model.objects.create_user("reader", password="pw-reader-123"))
-    assert post(client, {"engine": "e", "batch": 1, "records": [launch()]}).status_code == 403
+    assert post(client, body([launch()], engine="e")).status_code == 403
     client.force_login(maintainer)
-    assert post(client, {"engine": "e", "batch": 1, "records": [launch()]}).status_code == 201
+    assert post(client, body([launch()], engine="e")).status_code == 201
 
 
 def launches(n: int, bad_at: int, **bad) -> list[dict]:
@@ -212,6 +269,11 @@ def launches(n: int, bad_at: int, **bad) -> list[dict]:
         ([launch(0), launch(1, padded=0), finished(2, ttft_ms=-1.0)], "records[1].padded"),
         ([launch(0), launch(1, extra=1), finished(2)], "records[1].extra"),
         (launches(30, 29, t_ms=NOW_MS + 10 * 60_000), "records[29].t_ms"),
+        (launches(30, 17, version=2, policy="rule"), "records[17].version"),  # one version a batch
+        (launches(30, 17, request="r" * 129), "records[17].request"),
+        (launches(30, 17, request="\udfff"), "records[17].request"),  # a lone surrogate
+        (launches(30, 17, graph=MAX_TOKENS * 2, end=MAX_TOKENS * 2, padded=0), "records[17].graph"),
+        (launches(30, 17, ms=1e6 + 1), "records[17].ms"),
     ],
 )
 def test_the_first_bad_field_is_named_whichever_record_type_holds_it(records, field):
@@ -219,15 +281,15 @@ def test_the_first_bad_field_is_named_whichever_record_type_holds_it(records, fi
     batch order (this test calls the parser directly, so it can send NaN, which JSON cannot)."""
     with pytest.raises(InvalidInput) as refused:
         parse_batch(
-            {"engine": "eng-1", "batch": 1, "records": records},
+            body(records, 1),
             current_version=2,
-            current_policy="rule",
-            now_ms=NOW_MS,
+            policy_of={1: "cost", 2: "rule"}.get,
+            window=Window(now_ms=NOW_MS, oldest_ms=NOW_MS - 24 * 3_600_000),
         )
     assert refused.value.field == field
 
 
-def test_a_mixed_batch_over_two_minutes_and_versions_is_stored_and_rolls_up_to_independent_sums(engine, recipe):
+def test_mixed_batches_over_two_minutes_and_versions_are_stored_and_roll_up_to_independent_sums(engine, recipe):
     policy_set(recipe=recipe, policy="rule")
     minute = NOW_MS // 60_000 * 60_000
     records = []
@@ -251,8 +313,10 @@ def test_a_mixed_batch_over_two_minutes_and_versions_is_stored_and_rolls_up_to_i
                     version=version,
                 )
             )
-    assert post(engine, {"engine": "eng-1", "batch": 1, "records": records}).status_code == 201
-    assert TelemetryBatch.objects.get().records == records  # stored as posted
+    for version in (1, 2):  # a batch per version
+        mine = [r for r in records if r["version"] == version]
+        assert post(engine, body(mine, version)).status_code == 201
+        assert TelemetryBatch.objects.get(batch=version).records == mine  # stored as posted
     for version in (1, 2):
         mine = [r for r in records if r["version"] == version]
         runs = [r for r in mine if r["type"] == "launch"]

@@ -20,6 +20,7 @@ from scheduler_core.analyses import ANALYSES
 from scheduler_core.catalog import drift
 from scheduler_core.execution import AffineExecution, measured_catalog
 
+from .telemetry_records import body, finished, launch
 from .test_decisions import RATIONALE
 
 CLEAN = measured_catalog(AffineExecution())
@@ -96,16 +97,16 @@ def served(recipe: Any, *, engine: str, batch: int, version: int, policy: str, t
         for graph in chunks:
             end = min(start + graph, 1000)
             records.append(
-                {"type": "launch", "t_ms": now, "request": request, "graph": graph, "start": start, "end": end,
-                 "padded": graph - (end - start), "chooser": policy, "ms": 3.0, "policy": policy, "version": version}
+                launch(request, t_ms=now, graph=graph, start=start, end=end, padded=graph - (end - start),
+                       chooser=policy, ms=3.0, policy=policy, version=version)
             )  # fmt: skip
             start = end
         records.append(
-            {"type": "request", "t_ms": now, "request": request, "prompt_tokens": 1000, "ttft_ms": ttft,
-             "itl_ms": [2.0], "launches": chunks, "policy": policy, "version": version}
+            finished(request, t_ms=now, prompt_tokens=1000, ttft_ms=ttft, itl_ms=[2.0], launches=chunks,
+                     policy=policy, version=version)
         )  # fmt: skip
     recipe.refresh_from_db()
-    telemetry_ingest(recipe=recipe, data={"engine": engine, "batch": batch, "records": records})
+    telemetry_ingest(recipe=recipe, data=body(records, batch, engine=engine))
 
 
 def test_the_tradeoff_reads_engine_telemetry_per_policy_version(author, reviewer, recipe, client):

@@ -1,0 +1,303 @@
+"""The telemetry record, declared once.
+
+A batch (`Batch`) carries launch records (`LaunchRecord`: one prefill launch) and request records
+(`RequestRecord`: one finished request). Each field is declared here with its type, its bounds and
+what it means; the server's validator (`heliosweb/telemetry/validation.py`), the simulated engine,
+the benches, the tests' record builders and the field table in `docs/telemetry.md` all read these
+declarations, so adding a field is one edit here (plus its test). `SCHEMA` is sent in every batch:
+a change to what a record means is a new number.
+
+Standard library only: this module is shared by the server and by engines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import MISSING, Field, dataclass, field, fields
+from itertools import repeat
+from operator import ge, le
+from typing import Any, ClassVar
+
+SCHEMA = 2  # 1: integer request ids, no session (refused since)
+MAX_RECORDS = 10_000  # per batch
+MAX_TOKENS = 1_048_576  # any token count or graph capacity
+MAX_MS = 1_000_000.0  # any duration
+MAX_ID_CHARS = 128  # a string request id
+MAX_INT = 2**63 - 1  # an integer id or batch number (the database's bigint)
+MAX_VERSION = 2**31 - 1
+MAX_NAME = 32  # a policy or chooser name
+MAX_ENGINE = 64  # an engine's name
+MAX_T_MS = 1e14  # Unix milliseconds (the year 5138): the server's raw window is the real bound
+MAX_ITL_VALUES = 100_000  # token gaps of one request
+MAX_PREFILL_LAUNCHES = 10_000  # prefill launches of one request
+
+RequestId = int | str
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What one field may hold. `kind`: int, number (int or float, finite), id (an integer or a
+    string of printable characters), name (a short printable string), uuid, int_list, number_list."""
+
+    kind: str
+    doc: str
+    minimum: float = 0
+    maximum: float = 0
+    min_items: int = 0
+    max_items: int = 0
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` does not fit, or None when it does."""
+        kind = self.kind
+        if kind == "int":
+            return _int_problem(value, self.minimum, self.maximum)
+        if kind == "number":
+            return _number_problem(value, self.minimum, self.maximum)
+        if kind == "id":
+            if type(value) is int:
+                return _int_problem(value, 0, MAX_INT)
+            return _text_problem(value, MAX_ID_CHARS, "an integer >= 0 or a string")
+        if kind == "name":
+            return _text_problem(value, MAX_NAME, "a name")
+        if kind == "uuid":
+            return _uuid_problem(value)
+        if kind == "slug":
+            if type(value) is not str or not 0 < len(value) <= MAX_ENGINE or not set(value) <= _SLUG:
+                return f"must be 1-{MAX_ENGINE} letters, digits, '-' or '_', got {_shown(value)}"
+            return None
+        if not isinstance(value, list) or not self.min_items <= len(value) <= self.max_items:
+            return f"must be a list of {self.min_items} to {self.max_items} values, got {_shown(value)}"
+        check = _int_problem if kind == "int_list" else _number_problem
+        for j, item in enumerate(value):
+            why = check(item, self.minimum, self.maximum)
+            if why is not None:
+                return f"[{j}] {why}"
+        return None
+
+    def column_ok(self, column: Sequence[Any]) -> bool:
+        """Whether every value of a non-empty column fits, by C loops (`map`, `set`, `min`) rather
+        than a Python call per value; False may also mean "check them one by one" (a mixed id column)."""
+        kind = self.kind
+        if kind == "int":
+            return set(map(type, column)) == _INT and min(column) >= self.minimum and max(column) <= self.maximum
+        if kind == "number":
+            return (
+                set(map(type, column)) <= _NUMBER
+                and all(map(le, repeat(self.minimum), column))  # NaN fails both comparisons
+                and all(map(ge, repeat(self.maximum), column))
+            )
+        if kind == "id":
+            types = set(map(type, column))
+            if types == _INT:
+                return bool(min(column) >= 0 and max(column) <= MAX_INT)
+            return types == _STR and _texts_ok(column, MAX_ID_CHARS)
+        if kind == "name":
+            return set(map(type, column)) == _STR and _texts_ok(column, MAX_NAME)
+        return all(self.problem(value) is None for value in column)
+
+    def bounds(self) -> str:
+        """The bounds as the field table shows them."""
+        kind = self.kind
+        if kind in ("int", "number"):
+            return f"{_num(self.minimum)} to {_num(self.maximum)}"
+        if kind == "id":
+            return f"integer 0 to 2^63-1, or 1 to {MAX_ID_CHARS} printable characters"
+        if kind == "name":
+            return f"1 to {MAX_NAME} printable characters"
+        if kind == "slug":
+            return f"1 to {MAX_ENGINE} letters, digits, `-` or `_`"
+        if kind == "uuid":
+            return "canonical lower-case form (`str(uuid.uuid4())`)"
+        return f"{self.min_items:,} to {self.max_items:,} values, each {_num(self.minimum)} to {_num(self.maximum)}"
+
+
+_INT = {int}
+_NUMBER = {int, float}
+_STR = {str}
+_HEX = frozenset("0123456789abcdef")
+_SLUG = frozenset("-_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_TYPES = {
+    "int": "integer",
+    "number": "number",
+    "id": "integer or string",
+    "name": "string",
+    "uuid": "string",
+    "slug": "string",
+}
+_TYPES |= {"int_list": "list of integers", "number_list": "list of numbers"}
+
+
+def spec(kind: str, doc: str, minimum: float = 0, maximum: float = 0, *, items: tuple[int, int] = (0, 0)) -> Any:
+    """A required dataclass field declared with its `Spec`."""
+    return field(metadata={"spec": Spec(kind, doc, minimum, maximum, *items)})
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _num(x: float) -> str:
+    return f"{int(x):,}" if x == int(x) else f"{x:g}"
+
+
+def _int_problem(value: Any, minimum: float, maximum: float) -> str | None:
+    if type(value) is not int or not minimum <= value <= maximum:
+        return f"must be an integer from {_num(minimum)} to {_num(maximum)}, got {_shown(value)}"
+    return None
+
+
+def _number_problem(value: Any, minimum: float, maximum: float) -> str | None:
+    if type(value) not in _NUMBER or not (math.isfinite(value) if type(value) is float else True):
+        return f"must be a finite number from {_num(minimum)} to {_num(maximum)}, got {_shown(value)}"
+    if not minimum <= value <= maximum:
+        return f"must be a finite number from {_num(minimum)} to {_num(maximum)}, got {_shown(value)}"
+    return None
+
+
+def _text_problem(value: Any, longest: int, what: str) -> str | None:
+    if type(value) is not str or not 0 < len(value) <= longest or not value.isprintable():
+        return f"must be {what} of 1 to {longest} printable characters, got {_shown(value)}"
+    return None
+
+
+def _texts_ok(column: Sequence[str], longest: int) -> bool:
+    lengths = set(map(len, column))
+    return min(lengths) > 0 and max(lengths) <= longest and all(map(str.isprintable, column))
+
+
+def _uuid_problem(value: Any) -> str | None:
+    if (
+        type(value) is not str
+        or len(value) != 36
+        or [i for i, c in enumerate(value) if c == "-"] != [8, 13, 18, 23]
+        or not set(value.replace("-", "")) <= _HEX
+    ):
+        return f"must be a UUID in canonical lower-case form (str(uuid.uuid4())), got {_shown(value)}"
+    return None
+
+
+class _Record:
+    """What both record kinds share: the dict that is posted (`type` first)."""
+
+    type: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, **{f.name: getattr(self, f.name) for f in fields(self)}}  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class LaunchRecord(_Record):
+    """One prefill launch (a CUDA graph replay, or an eager step) and the prompt chunk it carried."""
+
+    type: ClassVar[str] = "launch"
+    t_ms: float = spec("number", "when it started: Unix time in milliseconds (within the raw window)", 0, MAX_T_MS)
+    request: RequestId = spec("id", "the request whose prompt chunk it carried (vLLM's `cmpl-...`, SGLang's `rid`)")
+    graph: int = spec("int", "its capacity in tokens (the captured graph size)", 1, MAX_TOKENS)
+    start: int = spec("int", "first prompt token it carried", 0, MAX_TOKENS)
+    end: int = spec("int", "one past the last prompt token it carried: `end - start <= graph`", 1, MAX_TOKENS)
+    padded: int = spec("int", "padding tokens: must equal `graph - (end - start)`", 0, MAX_TOKENS)
+    chooser: str = spec("name", "what picked the graph (`catalog`, `rule`, `fallback`, or the engine's own name)")
+    ms: float = spec("number", "its duration in milliseconds", 0, MAX_MS)
+    policy: str = spec("name", "the prefill policy that planned it (`cost` or `rule`)")
+    version: int = spec("int", "the policy version it ran under (one per batch)", 1, MAX_VERSION)
+
+
+@dataclass(frozen=True)
+class RequestRecord(_Record):
+    """One finished request: its first-token latency, its token gaps and its prefill launches."""
+
+    type: ClassVar[str] = "request"
+    t_ms: float = spec("number", "when it finished: Unix time in milliseconds (within the raw window)", 0, MAX_T_MS)
+    request: RequestId = spec("id", "the request's id, as in its launch records")
+    prompt_tokens: int = spec("int", "its prompt length in tokens", 1, MAX_TOKENS)
+    ttft_ms: float = spec("number", "time to its first token in milliseconds", 0, MAX_MS)
+    itl_ms: list[float] = spec(
+        "number_list", "the gaps between its output tokens in milliseconds", 0, MAX_MS, items=(0, MAX_ITL_VALUES)
+    )
+    launches: list[int] = spec(
+        "int_list",
+        "the capacity of each of its prefill launches, in order",
+        1,
+        MAX_TOKENS,
+        items=(1, MAX_PREFILL_LAUNCHES),
+    )
+    policy: str = spec("name", "the prefill policy it ran under (`cost` or `rule`)")
+    version: int = spec("int", "the policy version it ran under (one per batch)", 1, MAX_VERSION)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One POST: records of one engine session and one policy version, numbered by the engine."""
+
+    schema: int = spec("int", f"the record schema this batch follows: {SCHEMA}", SCHEMA, SCHEMA)
+    engine: str = spec("slug", "the engine's name (its token's, when it posts with one)")
+    session: str = spec("uuid", "picked by the engine at each start; a restart picks a new one")
+    batch: int = spec("int", "the engine's number for this batch in this session; a retry repeats it", 0, MAX_INT)
+    records: list[dict[str, Any]] = spec("records", f"1 to {MAX_RECORDS:,} launch and request records")
+    boot: int | None = field(
+        default=None, metadata={"spec": Spec("int", "a stored boot the engine runs on", 1, MAX_INT)}
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        body = {f.name: getattr(self, f.name) for f in fields(self)}
+        if body["boot"] is None:
+            del body["boot"]
+        return body
+
+
+RECORDS: dict[str, type[LaunchRecord] | type[RequestRecord]] = {"launch": LaunchRecord, "request": RequestRecord}
+
+
+def specs(cls: type) -> dict[str, Spec]:
+    """Each declared field's `Spec`, in declaration order."""
+    return {f.name: f.metadata["spec"] for f in fields(cls)}
+
+
+def required(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls) if _is_required(f))
+
+
+def _is_required(f: Field[Any]) -> bool:
+    return f.default is MISSING and f.default_factory is MISSING
+
+
+def record_problem(record: Any) -> tuple[str, str] | None:
+    """(field, why) for the first field of `record` (a posted dict) that does not fit its
+    declaration, or None. Rules across fields and records (`end - start <= graph`, one version a
+    batch, the window) are the server's; an engine may call this before it queues a record."""
+    if not isinstance(record, dict):
+        return "", f"must be an object, got {type(record).__name__}"
+    cls = RECORDS.get(record.get("type"))  # type: ignore[arg-type]
+    if cls is None:
+        return "type", f"must be 'launch' or 'request', got {_shown(record.get('type'))}"
+    declared = specs(cls)
+    for key in record:
+        if key != "type" and key not in declared:
+            return key, f"unknown field (expected one of {sorted(declared)})"
+    for name, rule in declared.items():
+        if name not in record:
+            return name, "is required"
+        why = rule.problem(record[name])
+        if why is not None:
+            return name, why
+    return None
+
+
+def field_table(classes: Iterable[type] = (Batch, LaunchRecord, RequestRecord)) -> str:
+    """The Markdown table of every declared field (what `docs/telemetry.md` shows, checked by a test)."""
+    lines = ["| record | field | type | required | bounds | meaning |", "| --- | --- | --- | --- | --- | --- |"]
+    for cls in classes:
+        kind = getattr(cls, "type", "batch")
+        if kind == "batch":
+            lines.append(f"| batch | `type` | - | - | - | (no type: the body itself, schema {SCHEMA}) |")
+        else:
+            lines.append(f"| {kind} | `type` | string | yes | `{kind}` | the record's kind |")
+        for f in fields(cls):
+            rule: Spec = f.metadata["spec"]
+            kind_name = _TYPES.get(rule.kind, "list of records")
+            bounds = "see below" if rule.kind == "records" else rule.bounds()
+            need = "yes" if _is_required(f) else "no"
+            lines.append(f"| {kind} | `{f.name}` | {kind_name} | {need} | {bounds} | {rule.doc} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,224 @@
+"""`TelemetryReporter`: an engine's launch and request records, posted in numbered batches.
+
+Records are queued by `add` (never blocking on the network) and sealed into a batch when it holds
+`batch_records`, when `interval_s` has passed since its first record, or when the policy version
+changes (the server takes one version per batch). A background thread posts the batches in
+order, each as `{schema, engine, session, batch, records}`: `session` is a UUID picked when the
+reporter is made, so a restarted engine numbering from 1 again is a new session, never a
+duplicate; a failed post (network, 5xx, 429) is retried with backoff and jitter under the same
+number and session, which the server stores once. Memory is bounded: past `max_queued_records`
+records waiting, `add` drops the record and counts it (`stats.dropped_records`). `close()` (also
+run at interpreter exit) posts what is left.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gzip
+import json
+import logging
+import threading
+import time
+import urllib.parse
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from .http import DEFAULT_BACKOFF, ApiError, Backoff, exchange
+from .records import MAX_RECORDS, SCHEMA, Batch, LaunchRecord, RequestRecord, record_problem
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReporterStats:
+    """Counters an engine may export or log; read them any time (each is one int)."""
+
+    queued_records: int = 0  # waiting in memory now
+    posted_batches: int = 0
+    posted_records: int = 0
+    retried_posts: int = 0  # posts repeated after a failure
+    dropped_records: int = 0  # refused by `add` (memory bound) or still unsent when `close` gave up
+    refused_batches: int = 0  # refused by the server (a 4xx other than 429): logged, not retried
+
+
+@dataclass(frozen=True)
+class _Sealed:
+    number: int
+    records: list[dict[str, Any]]
+
+
+class TelemetryReporter:
+    """Posts telemetry for one engine and one recipe (see the module's docstring).
+
+    `gzip` compresses each body (`Content-Encoding: gzip`); leave it off for a server that does
+    not read compressed bodies yet. `validate` checks each record against `helios_client.records`
+    in `add`, raising ValueError naming the field (a bug in the engine's mapping), so a bad record
+    never costs a whole batch at the server.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        recipe: str,
+        token: str,
+        engine: str,
+        *,
+        session: str | None = None,
+        batch_records: int = 1_000,
+        interval_s: float = 0.5,
+        max_queued_records: int = 100_000,
+        gzip: bool = False,
+        boot: int | None = None,
+        backoff: Backoff = DEFAULT_BACKOFF,
+        timeout_s: float = 30.0,
+        validate: bool = True,
+        flush_on_exit: bool = True,
+    ) -> None:
+        if not 0 < batch_records <= MAX_RECORDS:
+            raise ValueError(f"batch_records must be 1 to {MAX_RECORDS}")
+        self.url = f"{base_url.rstrip('/')}/api/recipes/{urllib.parse.quote(recipe, safe='')}/telemetry/"
+        self.token, self.engine, self.boot = token, engine, boot
+        self.session = session or str(uuid.uuid4())
+        self.batch_records, self.interval_s, self.max_queued = batch_records, interval_s, max_queued_records
+        self.gzip, self.backoff, self.timeout_s, self.validate = gzip, backoff, timeout_s, validate
+        self.stats = ReporterStats()
+        self._cond = threading.Condition()
+        self._open: list[dict[str, Any]] = []
+        self._open_since = 0.0
+        self._sealed: deque[_Sealed] = deque()
+        self._next = 1
+        self._closing = False
+        self._abandon = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"helios-telemetry-{engine}")
+        self._thread.start()
+        self._at_exit = flush_on_exit
+        if flush_on_exit:
+            atexit.register(self.close)
+
+    @property
+    def next_batch(self) -> int:
+        """The number the next sealed batch will carry (batches so far + 1)."""
+        return self._next
+
+    def add(self, record: LaunchRecord | RequestRecord | dict[str, Any]) -> bool:
+        """Queue one record; False when it was dropped (the memory bound was reached)."""
+        data = record if isinstance(record, dict) else record.to_dict()
+        if self.validate:
+            problem = record_problem(data)
+            if problem is not None:
+                raise ValueError(f"telemetry record field {problem[0] or 'record'!r} {problem[1]}")
+        with self._cond:
+            if self._closing:
+                raise RuntimeError("this reporter is closed")
+            if self.stats.queued_records >= self.max_queued:
+                self.stats.dropped_records += 1
+                return False
+            if self._open and self._open[0]["version"] != data["version"]:
+                self._seal()
+            if not self._open:
+                self._open_since = time.monotonic()
+                self._cond.notify_all()  # the sender now waits for this batch's interval
+            self._open.append(data)
+            self.stats.queued_records += 1
+            if len(self._open) >= self.batch_records:
+                self._seal()
+        return True
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Seal what is queued and wait until every batch is posted (or refused); False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            if self._open:
+                self._seal()
+            while self._sealed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Post what is left (for up to `timeout_s`), then stop; what could not be posted is dropped."""
+        with self._cond:
+            if self._closing and not self._thread.is_alive():
+                return
+        done = self.flush(timeout_s)
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if not done:
+            self._abandon.set()
+        self._thread.join(5.0)
+        with self._cond:
+            self.stats.dropped_records += self.stats.queued_records
+            if self.stats.queued_records:
+                log.error("telemetry: %d records not posted at close", self.stats.queued_records)
+            self.stats.queued_records = 0
+            self._sealed.clear()
+        if self._at_exit:
+            atexit.unregister(self.close)
+            self._at_exit = False
+
+    def __enter__(self) -> TelemetryReporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _seal(self) -> None:
+        """Close the open batch under the next number (the lock is held)."""
+        self._sealed.append(_Sealed(self._next, self._open))
+        self._next += 1
+        self._open = []
+        self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._sealed:
+                    if self._closing:
+                        return
+                    if self._open and time.monotonic() - self._open_since >= self.interval_s:
+                        self._seal()
+                        continue
+                    wait = self.interval_s - (time.monotonic() - self._open_since) if self._open else None
+                    self._cond.wait(wait)
+                batch = self._sealed[0]
+            if not self._post(batch):
+                return  # abandoned by `close`: its records count as dropped there
+            with self._cond:
+                if self._sealed and self._sealed[0] is batch:
+                    self._sealed.popleft()
+                    self.stats.queued_records -= len(batch.records)
+                self._cond.notify_all()
+
+    def _post(self, batch: _Sealed) -> bool:
+        """Post one batch until the server answers it (stored, a retry, or refused): True; False
+        when `close` gave up first."""
+        body = Batch(SCHEMA, self.engine, self.session, batch.number, batch.records, self.boot).to_dict()
+        data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.gzip:
+            data = gzip.compress(data, compresslevel=5)
+            headers["Content-Encoding"] = "gzip"
+        attempt = 0
+        while not self._abandon.is_set():
+            try:
+                exchange(self.url, token=self.token, timeout_s=self.timeout_s, data=data, headers=headers)
+            except ApiError as exc:
+                if not exc.retryable:
+                    self.stats.refused_batches += 1
+                    log.error("telemetry batch %d (session %s) refused: %s", batch.number, self.session, exc)
+                    return True
+            except OSError as exc:
+                log.warning("telemetry batch %d not posted (%s); retrying", batch.number, exc)
+            else:
+                self.stats.posted_batches += 1
+                self.stats.posted_records += len(batch.records)
+                return True
+            self.stats.retried_posts += 1
+            self._abandon.wait(self.backoff.delay(attempt))
+            attempt += 1
+        return False

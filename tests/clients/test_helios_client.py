@@ -1,0 +1,186 @@
+"""The client package on its own, against a small stdlib HTTP server that answers as told: the
+reporter's batching, retries under the same number and session, memory bound, gzip and refusals;
+the watcher's If-None-Match, callbacks and backoff. (Against the real server: test_engine_client_e2e.)"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from helios_client import Backoff, LaunchRecord, PolicyWatcher, TelemetryReporter, record_problem
+
+FAST = Backoff(first_s=0.01, maximum_s=0.05)
+
+
+class Fake:
+    """Answers the queued statuses first (then 201, or the policy), and records every request."""
+
+    def __init__(self) -> None:
+        self.statuses: list[int] = []
+        self.posts: list[tuple[dict[str, str], dict[str, Any]]] = []
+        self.gets: list[dict[str, str]] = []
+        self.version = 1
+        self.hold = threading.Event()
+        self.hold.set()
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[Fake, str]]:
+    state = Fake()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _answer(self, status: int, body: dict[str, Any] | None = None) -> None:
+            data = json.dumps(body).encode() if body is not None else b""
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            state.hold.wait()
+            raw = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.headers.get("Content-Encoding") == "gzip":
+                raw = gzip.decompress(raw)
+            state.posts.append((dict(self.headers), json.loads(raw)))
+            status = state.statuses.pop(0) if state.statuses else 201
+            self._answer(status, {"error": "as told", "field": "batch"} if status >= 400 else {"stored": True})
+
+        def do_GET(self) -> None:
+            state.gets.append(dict(self.headers))
+            if state.statuses:
+                return self._answer(state.statuses.pop(0), {"error": "as told", "field": ""})
+            if self.headers.get("If-None-Match") == f'"v{state.version}"':
+                time.sleep(0.05)
+                return self._answer(304)
+            policy = "cost" if state.version % 2 else "rule"
+            self._answer(
+                200, {"recipe": "r", "policy": policy, "version": state.version, "decided_at": None, "decision": None}
+            )
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield state, f"http://127.0.0.1:{server.server_address[1]}"
+    state.hold.set()
+    server.shutdown()
+
+
+def launch(i: int, version: int = 1) -> LaunchRecord:
+    return LaunchRecord(
+        t_ms=1.8e12, request=f"cmpl-{i}", graph=512, start=0, end=300, padded=212, chooser="c", ms=1.0,
+        policy="cost", version=version,
+    )  # fmt: skip
+
+
+def reporter(url: str, **kw: Any) -> TelemetryReporter:
+    return TelemetryReporter(url, "r", "heng_x", "eng-1", backoff=FAST, flush_on_exit=False, **kw)
+
+
+def test_batches_by_count_and_version_numbered_from_1_in_one_session(fake):
+    state, url = fake
+    rep = reporter(url, batch_records=3, interval_s=60)
+    for i in range(5):
+        rep.add(launch(i))
+    rep.add(launch(5, version=2))  # a new version seals the open batch
+    assert rep.flush(5)
+    rep.close()
+    bodies = [b for _, b in state.posts]
+    assert [(b["batch"], len(b["records"])) for b in bodies] == [(1, 3), (2, 2), (3, 1)]
+    assert {b["session"] for b in bodies} == {rep.session} and {b["schema"] for b in bodies} == {2}
+    assert [r["request"] for b in bodies for r in b["records"]] == [f"cmpl-{i}" for i in range(6)]
+    assert rep.stats.posted_records == 6 and rep.stats.queued_records == 0
+
+
+def test_a_batch_is_sealed_by_time(fake):
+    state, url = fake
+    rep = reporter(url, batch_records=1000, interval_s=0.1)
+    rep.add(launch(0))
+    deadline = time.monotonic() + 5
+    while not state.posts and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert [len(b["records"]) for _, b in state.posts] == [1]
+    rep.close()
+
+
+def test_a_failed_post_is_retried_under_the_same_number_and_session(fake):
+    state, url = fake
+    state.statuses = [503, 503, 429]
+    rep = reporter(url, batch_records=2)
+    rep.add(launch(0))
+    rep.add(launch(1))
+    assert rep.flush(5)
+    rep.close()
+    assert [(b["session"], b["batch"]) for _, b in state.posts] == [(rep.session, 1)] * 4
+    assert len({json.dumps(b) for _, b in state.posts}) == 1  # the same content each time
+    assert (rep.stats.retried_posts, rep.stats.posted_batches) == (3, 1)
+
+
+def test_a_refused_batch_is_not_retried_and_the_next_one_goes_on(fake):
+    state, url = fake
+    state.statuses = [409]
+    rep = reporter(url, batch_records=1)
+    rep.add(launch(0))
+    rep.add(launch(1))
+    assert rep.flush(5)
+    rep.close()
+    assert [b["batch"] for _, b in state.posts] == [1, 2]
+    assert (rep.stats.refused_batches, rep.stats.posted_batches) == (1, 1)
+
+
+def test_memory_is_bounded_with_a_drop_counter_and_close_gives_up_in_time(fake):
+    state, url = fake
+    state.hold.clear()  # the server takes the first post and does not answer
+    rep = reporter(url, batch_records=2, max_queued_records=5, timeout_s=0.2)
+    state.statuses = [503] * 1000
+    results = [rep.add(launch(i)) for i in range(8)]
+    assert results == [True] * 5 + [False] * 3 and rep.stats.dropped_records == 3
+    started = time.monotonic()
+    rep.close(timeout_s=0.3)
+    assert time.monotonic() - started < 10
+    assert rep.stats.dropped_records == 8 and rep.stats.queued_records == 0
+
+
+def test_gzip_bodies_say_so(fake):
+    state, url = fake
+    rep = reporter(url, batch_records=1, gzip=True)
+    rep.add(launch(0))
+    assert rep.flush(5)
+    rep.close()
+    headers, body = state.posts[0]
+    assert headers["Content-Encoding"] == "gzip" and body["records"][0]["request"] == "cmpl-0"
+
+
+def test_a_bad_record_is_named_before_it_is_queued(fake):
+    _, url = fake
+    rep = reporter(url)
+    bad = {**launch(0).to_dict(), "graph": 2**40}
+    assert record_problem(bad) is not None and record_problem(bad)[0] == "graph"
+    with pytest.raises(ValueError, match="graph"):
+        rep.add(bad)
+    rep.close()
+
+
+def test_the_watcher_follows_changes_with_if_none_match_and_backs_off(fake):
+    state, url = fake
+    watcher = PolicyWatcher(url, "r", "heng_x", wait_s=0.2, backoff=FAST)
+    seen: list[int] = []
+    watcher.on_change(lambda p: seen.append(p.version))
+    assert watcher.start().version == 1 and watcher.current is not None
+    state.statuses = [503, 503]  # the server away for two polls
+    time.sleep(0.3)
+    state.version = 2
+    deadline = time.monotonic() + 5
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.02)
+    watcher.stop()
+    assert seen == [2] and watcher.current.policy == "rule"
+    assert any(h.get("If-None-Match") == '"v1"' for h in state.gets)
+    assert all(h["Authorization"] == "Bearer heng_x" for h in state.gets)
