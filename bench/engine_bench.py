@@ -37,11 +37,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from helios_client.records import SCHEMA, Batch, LaunchRecord  # noqa: E402
 
 from bench.support import free_port, percentile, serve, stop, throwaway_site  # noqa: E402
 from heliosweb.stack import web_cmd  # noqa: E402
@@ -122,22 +125,29 @@ def engine_token(recipe: str, engine: str) -> str:
 
 
 def launch_records(n: int, t_ms: float, first: int = 0) -> list[dict]:
+    """`n` launch records built from the one declaration (`helios_client.records`)."""
     return [
-        {
-            "type": "launch",
-            "t_ms": t_ms,
-            "request": first + i,
-            "graph": 2048,
-            "start": 0,
-            "end": 2000,
-            "padded": 48,
-            "chooser": "catalog",
-            "ms": 34.5,
-            "policy": "cost",
-            "version": 1,
-        }
+        LaunchRecord(
+            t_ms=t_ms,
+            request=first + i,
+            graph=2048,
+            start=0,
+            end=2000,
+            padded=48,
+            chooser="catalog",
+            ms=34.5,
+            policy="cost",
+            version=1,
+        ).to_dict()
         for i in range(n)
     ]
+
+
+SESSION = str(uuid.uuid4())  # the bench's one engine session per run
+
+
+def batch_body(engine: str, number: int, records: list[dict]) -> dict:
+    return Batch(SCHEMA, engine, SESSION, number, records).to_dict()
 
 
 _connections = threading.local()
@@ -164,7 +174,7 @@ def ingestion(base: str, args: argparse.Namespace) -> None:
     url = f"{base}/api/recipes/ingest/telemetry/"
     now = time.time() * 1000
     bodies = [
-        json.dumps({"engine": "bench-ingest", "batch": b, "records": launch_records(1000, now, b * 1000)}).encode()
+        json.dumps(batch_body("bench-ingest", b, launch_records(1000, now, b * 1000))).encode()
         for b in range(args.batches + 4)
     ]
     for body in bodies[:4]:  # warm up: first requests import and connect
@@ -186,9 +196,7 @@ def ingestion(base: str, args: argparse.Namespace) -> None:
     # What a request costs whatever its size: batches of one record, one client.
     first = args.batches + 4
     small = [
-        json.dumps(
-            {"engine": "bench-ingest", "batch": first + b, "records": launch_records(1, now, first + b)}
-        ).encode()
+        json.dumps(batch_body("bench-ingest", first + b, launch_records(1, now, first + b))).encode()
         for b in range(args.batches)
     ]
     cpu = web_cpu_seconds()
@@ -355,9 +363,7 @@ def frames_into(recipe_name: str, rate: float, seconds: float, bare: bool) -> in
             )
         else:
             records = launch_records(10, now, n * 10)
-            telemetry_ingest(
-                recipe=recipe, data={"engine": f"bench-live-{recipe_name}", "batch": n, "records": records}
-            )
+            telemetry_ingest(recipe=recipe, data=batch_body(f"bench-live-{recipe_name}", n, records))
         time.sleep(max(0.0, start + n / rate - time.perf_counter()))
     return n
 

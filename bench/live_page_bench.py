@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.engine_bench import launch_records  # noqa: E402
+from bench.engine_bench import batch_body, launch_records  # noqa: E402
 from bench.support import free_port, percentile, serve, stop, throwaway_site  # noqa: E402
 from bench.web_bench import ARGS, CHROMIUM  # noqa: E402
 from heliosweb.stack import web_cmd  # noqa: E402
@@ -65,7 +65,7 @@ def feed(recipe, rate: float, batch: int, seconds: float, sent: list[int]) -> No
     while time.perf_counter() - start < seconds:
         n += 1
         records = launch_records(batch, time.time() * 1000, n * batch)
-        telemetry_ingest(recipe=recipe, data={"engine": "bench-engine", "batch": n, "records": records})
+        telemetry_ingest(recipe=recipe, data=batch_body("bench-engine", n, records))
         sent.append(n)
         time.sleep(max(0.0, start + n / per_second - time.perf_counter()))
 

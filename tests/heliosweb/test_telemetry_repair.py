@@ -13,8 +13,8 @@ from django.test import Client
 from heliosweb.decisions import services as decisions
 from heliosweb.telemetry.models import Rollup, Totals
 
-from .test_telemetry import engine, post  # noqa: F401  (the engine fixture)
 from .telemetry_records import body, finished, launch
+from .test_telemetry import engine, post  # noqa: F401  (the engine fixture)
 
 repair = importlib.import_module("heliosweb.telemetry.migrations.0006_engines_bounds_repair").repair
 

@@ -100,6 +100,8 @@ class Spec:
         """The bounds as the field table shows them."""
         kind = self.kind
         if kind in ("int", "number"):
+            if self.minimum == self.maximum:
+                return _num(self.minimum)
             return f"{_num(self.minimum)} to {_num(self.maximum)}"
         if kind == "id":
             return f"integer 0 to 2^63-1, or 1 to {MAX_ID_CHARS} printable characters"
@@ -290,9 +292,7 @@ def field_table(classes: Iterable[type] = (Batch, LaunchRecord, RequestRecord)) 
     lines = ["| record | field | type | required | bounds | meaning |", "| --- | --- | --- | --- | --- | --- |"]
     for cls in classes:
         kind = getattr(cls, "type", "batch")
-        if kind == "batch":
-            lines.append(f"| batch | `type` | - | - | - | (no type: the body itself, schema {SCHEMA}) |")
-        else:
+        if kind != "batch":
             lines.append(f"| {kind} | `type` | string | yes | `{kind}` | the record's kind |")
         for f in fields(cls):
             rule: Spec = f.metadata["spec"]
