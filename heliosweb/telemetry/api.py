@@ -10,13 +10,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from heliosweb.common.api import ERROR
 from heliosweb.common.auth import BearerTokenAuthentication, EngineAuthentication
 from heliosweb.recipes.selectors import recipe_get
 from scheduler_core.errors import InvalidInput
 
 from . import services
 from .middleware import Engine
-from .validation import MAX_BYTES, MAX_RECORDS
+from .validation import MAX_BYTES, MAX_RECORDS, SCHEMA
 
 
 class MayPostTelemetry(BasePermission):
@@ -30,8 +31,11 @@ STORED = inline_serializer(
     "TelemetryStored",
     {
         "engine": serializers.CharField(),
+        "session": serializers.CharField(),
         "batch": serializers.IntegerField(),
-        "stored": serializers.BooleanField(help_text="false: this engine's batch number was already stored"),
+        "stored": serializers.BooleanField(
+            help_text="false: this batch (same session, number, records) was already stored"
+        ),
         "launches": serializers.IntegerField(),
         "requests": serializers.IntegerField(),
     },
@@ -46,15 +50,19 @@ class RecipeTelemetryView(APIView):
         request=inline_serializer(
             "TelemetryBatch",
             {
+                "schema": serializers.IntegerField(help_text=f"the record schema: {SCHEMA}"),
                 "engine": serializers.CharField(),
-                "batch": serializers.IntegerField(help_text="the engine's number for this batch; a retry repeats it"),
+                "session": serializers.UUIDField(help_text="picked by the engine at each start (lower-case)"),
+                "batch": serializers.IntegerField(
+                    help_text="the engine's number for this batch in this session; a retry repeats it"
+                ),
                 "boot": serializers.IntegerField(required=False),
                 "records": serializers.ListField(
                     child=serializers.DictField(), help_text=f"at most {MAX_RECORDS}; see docs/telemetry.md"
                 ),
             },
         ),
-        responses={201: STORED, 200: STORED},
+        responses={201: STORED, 200: STORED, 400: ERROR, 403: ERROR, 409: ERROR},
     )
     def post(self, request: Request, name: str) -> Response:
         size = int(request.META.get("CONTENT_LENGTH") or 0)

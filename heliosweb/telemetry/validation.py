@@ -18,6 +18,7 @@ from scheduler_core.policies import POLICIES
 from scheduler_core.validation import require_list, require_mapping
 
 MAX_RECORDS = schema.MAX_RECORDS
+SCHEMA = schema.SCHEMA
 MAX_BYTES = 5 * 1024 * 1024
 FUTURE_SLACK_MS = 5 * 60_000  # engine clocks run a little ahead; more is a unit mistake
 ENGINE_NAME = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
