@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -184,3 +186,16 @@ def test_the_watcher_follows_changes_with_if_none_match_and_backs_off(fake):
     assert seen == [2] and watcher.current.policy == "rule"
     assert any(h.get("If-None-Match") == '"v1"' for h in state.gets)
     assert all(h["Authorization"] == "Bearer heng_x" for h in state.gets)
+
+
+def test_what_is_queued_is_posted_at_interpreter_exit(fake):
+    state, url = fake
+    script = (
+        "from helios_client import TelemetryReporter, LaunchRecord\n"
+        f"r = TelemetryReporter({url!r}, 'r', 'heng_x', 'eng-1', batch_records=1000, interval_s=60)\n"
+        "for i in range(3):\n"
+        "    r.add(LaunchRecord(t_ms=1.8e12, request=i, graph=512, start=0, end=300, padded=212,"
+        " chooser='c', ms=1.0, policy='cost', version=1))\n"
+    )  # exits without close(): the reporter's atexit hook posts the open batch
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert [len(b["records"]) for _, b in state.posts] == [3]
