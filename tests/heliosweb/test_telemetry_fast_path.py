@@ -116,7 +116,7 @@ async def test_launch_only_batches_add_to_the_rollup_in_one_update_each(app, tok
     ("records", "field"),
     [
         ([launch(), launch(graph=0)], "records[1].graph"),
-        ([launch(), finished(itl_ms=[1.0, -2.0])], "records[1].itl_ms"),
+        ([launch(), finished(itl_ms=[1.0, -2.0])], "records[1].itl_ms[1]"),
         ([launch(version=2)], "records[0].version"),
     ],
 )

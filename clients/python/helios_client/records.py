@@ -49,6 +49,25 @@ class Spec:
 
     def problem(self, value: Any) -> str | None:
         """Why `value` does not fit, or None when it does."""
+        where = self.where(value)
+        return None if where is None else f"{where[0]} {where[1]}".lstrip()
+
+    def where(self, value: Any) -> tuple[str, str] | None:
+        """Where in `value` (`""`, or `"[j]"` for a list's item) and why it does not fit, or None."""
+        kind = self.kind
+        if kind.endswith("_list"):
+            if not isinstance(value, list) or not self.min_items <= len(value) <= self.max_items:
+                return "", f"must be a list of {self.min_items:,} to {self.max_items:,} values, got {_shown(value)}"
+            check = _int_problem if kind == "int_list" else _number_problem
+            for j, item in enumerate(value):
+                why = check(item, self.minimum, self.maximum)
+                if why is not None:
+                    return f"[{j}]", why
+            return None
+        why = self._scalar_problem(value)
+        return None if why is None else ("", why)
+
+    def _scalar_problem(self, value: Any) -> str | None:
         kind = self.kind
         if kind == "int":
             return _int_problem(value, self.minimum, self.maximum)
@@ -66,14 +85,7 @@ class Spec:
             if type(value) is not str or not 0 < len(value) <= MAX_ENGINE or not set(value) <= _SLUG:
                 return f"must be 1-{MAX_ENGINE} letters, digits, '-' or '_', got {_shown(value)}"
             return None
-        if not isinstance(value, list) or not self.min_items <= len(value) <= self.max_items:
-            return f"must be a list of {self.min_items} to {self.max_items} values, got {_shown(value)}"
-        check = _int_problem if kind == "int_list" else _number_problem
-        for j, item in enumerate(value):
-            why = check(item, self.minimum, self.maximum)
-            if why is not None:
-                return f"[{j}] {why}"
-        return None
+        raise ValueError(f"no such kind of field: {kind!r}")
 
     def column_ok(self, column: Sequence[Any]) -> bool:
         """Whether every value of a non-empty column fits, by C loops (`map`, `set`, `min`) rather
@@ -281,9 +293,9 @@ def record_problem(record: Any) -> tuple[str, str] | None:
     for name, rule in declared.items():
         if name not in record:
             return name, "is required"
-        why = rule.problem(record[name])
-        if why is not None:
-            return name, why
+        where = rule.where(record[name])
+        if where is not None:
+            return name + where[0], where[1]
     return None
 
 
