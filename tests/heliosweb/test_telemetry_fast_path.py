@@ -192,3 +192,12 @@ async def test_a_connection_lost_between_batches_is_replaced(app, token):
     statuses = [(await post(app, body([launch()], n), token))[0] for n in (2, 3)]
     assert statuses[-1] == 201 and set(statuses) <= {201, 500}
     assert (await stored())[0] == 1 + statuses.count(201)
+
+
+async def test_a_number_reused_with_other_records_is_a_409_on_the_fast_path_too(app, django, token):
+    assert (await post(app, body([launch(0)], 9), token))[0] == 201
+    status, answer = await post(app, body([launch(1)], 9), token)
+    assert (status, answer["field"]) == (409, "batch") and "batch 9" in answer["error"]
+    restarted = await post(app, body([launch(1)], 9, session="7d0c7a8e-2f57-4df4-8d0e-5b6a0f3c9e21"), token)
+    assert restarted[0] == 201 and django.requests == 0
+    assert (await stored())[0] == 2
