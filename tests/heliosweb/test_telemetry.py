@@ -342,3 +342,42 @@ def test_mixed_batches_over_two_minutes_and_versions_are_stored_and_roll_up_to_i
         rollup = Rollup.objects.get(version=version)
         assert rollup.minute.timestamp() * 1000 == (minute - 60_000 if version == 1 else minute)
         assert rollup.sequences == {"300": sorted({f"{r['launches'][0]},64" for r in done})}
+
+
+EDGES = [0, 1, -1, 211, 212, 300, 511, 512, 513, MAX_TOKENS, MAX_TOKENS + 1, 2**63 - 1, 2**63, 1e6, 1e6 + 1, 0.5]
+EDGES += [float("nan"), float("inf"), True, None, "", "x", "cmpl-1", "\x00", "r" * 128, "r" * 129, [], [1], "rule"]
+EDGES += ["cost", 2, NOW_MS, NOW_MS - 25 * 3_600_000, NOW_MS + 10 * 60_000, NOW_MS / 1000]
+
+
+def test_the_column_checks_accept_exactly_what_the_record_checks_accept():
+    """Launch records are read a column at a time; any batch that way accepted must pass the
+    record-by-record checks too, and the reverse (2,000 batches, each with one to three fields of
+    random records set to edge values)."""
+    import random
+
+    from heliosweb.telemetry.validation import _check_record, _Versions
+
+    rng = random.Random(20)
+    window = Window(now_ms=NOW_MS, oldest_ms=NOW_MS - 24 * 3_600_000)
+    policy_of = {1: "cost", 2: "rule"}.get
+    fields = [k for k in launch() if k != "type"]
+    accepted = refused = 0
+    for _ in range(2_000):
+        records = [launch(i) for i in range(rng.randint(1, 6))]
+        for _ in range(rng.randint(1, 3)):
+            rng.choice(records)[rng.choice(fields)] = rng.choice(EDGES)
+        try:
+            parse_batch(body(records), current_version=2, policy_of=policy_of, window=window)
+            fast = True
+        except InvalidInput:
+            fast = False
+        versions = _Versions(2, policy_of)
+        try:
+            for i, record in enumerate(records):
+                _check_record(record, f"records[{i}]", window, versions)
+            slow = True
+        except InvalidInput:
+            slow = False
+        assert fast == slow, records
+        accepted, refused = accepted + fast, refused + (not fast)
+    assert accepted > 50 and refused > 1_000  # both sides exercised
