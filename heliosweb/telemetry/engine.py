@@ -100,7 +100,6 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
             engine,
             batch_records=MAX_BATCH,
             interval_s=params["batch_ms"] / 1000.0,
-            validate=False,  # the loop's records are the server's own shape; the server checks them
             flush_on_exit=False,  # closed below, before the token is revoked
         )
         return _serve(params, emit, execution, catalog, first, watcher, reporter) | {
