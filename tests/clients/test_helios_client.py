@@ -28,6 +28,8 @@ class Fake:
         self.posts: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.gets: list[dict[str, str]] = []
         self.version = 1
+        self.connections = 0
+        self.drop_idle = False  # close each connection after its answer, without saying so
         self.hold = threading.Event()
         self.hold.set()
 
@@ -37,6 +39,12 @@ def fake() -> Iterator[tuple[Fake, str]]:
     state = Fake()
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keeps connections alive (every answer has its length)
+
+        def setup(self) -> None:
+            state.connections += 1
+            super().setup()
+
         def log_message(self, *args: Any) -> None:
             pass
 
@@ -46,6 +54,8 @@ def fake() -> Iterator[tuple[Fake, str]]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+            if state.drop_idle:
+                self.close_connection = True
 
         def do_POST(self) -> None:
             state.hold.wait()
@@ -199,3 +209,19 @@ def test_what_is_queued_is_posted_at_interpreter_exit(fake):
     )  # exits without close(): the reporter's atexit hook posts the open batch
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
     assert [len(b["records"]) for _, b in state.posts] == [3]
+
+
+def test_one_connection_is_kept_alive_and_one_the_server_dropped_is_replaced(fake):
+    state, url = fake
+    rep = reporter(url, batch_records=1)
+    for i in range(5):
+        rep.add(launch(i))
+    assert rep.flush(5)
+    assert (len(state.posts), state.connections) == (5, 1)
+    state.drop_idle = True  # from now on the server closes each connection after answering
+    for i in range(5, 8):
+        rep.add(launch(i))
+        assert rep.flush(5)
+    rep.close()
+    assert [b["batch"] for _, b in state.posts] == list(range(1, 9))  # each once: a stale socket is retried
+    assert rep.stats.retried_posts == 0 and state.connections >= 3

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .http import DEFAULT_BACKOFF, ApiError, Backoff, exchange
+from .http import DEFAULT_BACKOFF, ApiError, Backoff, Connection
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +65,9 @@ class PolicyWatcher:
     ) -> None:
         if not 0 < wait_s <= 30:
             raise ValueError("wait_s must be in (0, 30]: the server's long-poll bound")
-        self.url = f"{base_url.rstrip('/')}/api/recipes/{urllib.parse.quote(recipe, safe='')}/policy"
-        self.token, self.wait_s, self.backoff, self.timeout_s = token, wait_s, backoff, timeout_s
+        self.path = f"/api/recipes/{urllib.parse.quote(recipe, safe='')}/policy"
+        self._http = Connection(base_url, token)
+        self.wait_s, self.backoff, self.timeout_s = wait_s, backoff, timeout_s
         self._current: Policy | None = None
         self._callbacks: list[Callback] = []
         self._stopping = threading.Event()
@@ -86,8 +87,8 @@ class PolicyWatcher:
         """One read (long-polled when `wait_s` > 0): the new policy, or None when unchanged (304)."""
         known = self._current
         headers = {"If-None-Match": known.etag} if known else {}
-        url = f"{self.url}?wait={wait_s:g}" if wait_s else self.url
-        answer = exchange(url, token=self.token, timeout_s=wait_s + self.timeout_s, headers=headers)
+        path = f"{self.path}?wait={wait_s:g}" if wait_s else self.path
+        answer = self._http.request(path, timeout_s=wait_s + self.timeout_s, headers=headers)
         if answer.status == 304:
             return None
         policy = Policy.from_json(json.loads(answer.body))
@@ -120,7 +121,7 @@ class PolicyWatcher:
         finally:
             timer.cancel()
         assert first is not None  # no If-None-Match was sent
-        self._thread = threading.Thread(target=self._run, daemon=True, name=f"helios-policy-{self.url}")
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"helios-policy-{self.path}")
         self._thread.start()
         return first
 
@@ -128,7 +129,9 @@ class PolicyWatcher:
         """Stop following (a long-poll in flight is abandoned: the thread is a daemon)."""
         self._stopping.set()
         if self._thread is not None:
-            self._thread.join(timeout_s)
+            self._thread.join(timeout_s)  # it closes its connection as it ends
+        else:
+            self._http.close()
 
     def __enter__(self) -> PolicyWatcher:
         self.start()
@@ -138,6 +141,12 @@ class PolicyWatcher:
         self.stop()
 
     def _run(self) -> None:
+        try:
+            self._follow()
+        finally:
+            self._http.close()
+
+    def _follow(self) -> None:
         while not self._stopping.is_set():
             try:
                 self.poll(self.wait_s)

@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from .http import DEFAULT_BACKOFF, ApiError, Backoff, exchange
+from .http import DEFAULT_BACKOFF, ApiError, Backoff, Connection
 from .records import MAX_RECORDS, SCHEMA, Batch, LaunchRecord, RequestRecord, record_problem
 
 log = logging.getLogger(__name__)
@@ -78,8 +78,9 @@ class TelemetryReporter:
     ) -> None:
         if not 0 < batch_records <= MAX_RECORDS:
             raise ValueError(f"batch_records must be 1 to {MAX_RECORDS}")
-        self.url = f"{base_url.rstrip('/')}/api/recipes/{urllib.parse.quote(recipe, safe='')}/telemetry/"
-        self.token, self.engine, self.boot = token, engine, boot
+        self.path = f"/api/recipes/{urllib.parse.quote(recipe, safe='')}/telemetry/"
+        self._http = Connection(base_url, token)  # used by the sender thread only
+        self.engine, self.boot = engine, boot
         self.session = session or str(uuid.uuid4())
         self.batch_records, self.interval_s, self.max_queued = batch_records, interval_s, max_queued_records
         self.gzip, self.backoff, self.timeout_s, self.validate = gzip, backoff, timeout_s, validate
@@ -179,6 +180,7 @@ class TelemetryReporter:
             with self._cond:
                 while not self._sealed:
                     if self._closing:
+                        self._http.close()
                         return
                     if self._open and time.monotonic() - self._open_since >= self.interval_s:
                         self._seal()
@@ -187,6 +189,7 @@ class TelemetryReporter:
                     self._cond.wait(wait)
                 batch = self._sealed[0]
             if not self._post(batch):
+                self._http.close()
                 return  # abandoned by `close`: its records count as dropped there
             with self._cond:
                 if self._sealed and self._sealed[0] is batch:
@@ -206,7 +209,7 @@ class TelemetryReporter:
         attempt = 0
         while not self._abandon.is_set():
             try:
-                exchange(self.url, token=self.token, timeout_s=self.timeout_s, data=data, headers=headers)
+                self._http.request(self.path, timeout_s=self.timeout_s, data=data, headers=headers)
             except ApiError as exc:
                 if not exc.retryable:
                     self.stats.refused_batches += 1
