@@ -12,6 +12,8 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from .clients import client_ip
+
 
 class TokenFailureThrottle(SimpleRateThrottle):
     """Counts failed token checks per client address (rate `token_failure` in DEFAULT_THROTTLE_RATES).
@@ -29,6 +31,9 @@ class TokenFailureThrottle(SimpleRateThrottle):
         self.key = self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
         self.now = self.timer()
         self.history = [t for t in self.cache.get(self.key, []) if t > self.now - self.duration]
+
+    def get_ident(self, request: Request) -> str:
+        return client_ip(request)  # the one reading of HELIOS_TRUSTED_PROXIES (NUM_PROXIES is the same number)
 
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         return self.key
