@@ -11,7 +11,6 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from heliosweb.audit.models import AuditEvent
 from heliosweb.audit.services import audit_append
 from heliosweb.common.broadcast import publish
 from heliosweb.common.errors import Conflict, Forbidden
@@ -23,6 +22,7 @@ from scheduler_core.policies import selectable_policies
 from scheduler_core.tradeoff import parse_required
 
 from .models import PolicySetting, Recipe
+from .selectors import emergency_banner
 
 MANAGE_PERM = "recipes.manage_recipes"
 ROLLBACK_PERM = "recipes.rollback_policy"
@@ -184,18 +184,6 @@ def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any, from
         setting.emergency = emergency_banner(event)
         setting.save(update_fields=["emergency"])
     return setting
-
-
-def emergency_banner(event: AuditEvent) -> dict[str, Any]:
-    """The banner an `emergency_rollback` event puts on its recipe, made from the event alone, so
-    `audit_verify` can tell a banner edited around the service from the one the chain vouches for."""
-    return {
-        "by": event.actor_name,
-        "at": event.created_at.isoformat(),
-        "reason": event.reason,
-        "version": (event.after or {}).get("version"),
-        "from_policy": (event.before or {}).get("policy"),
-    }
 
 
 def _since_text(setting: PolicySetting) -> str:
