@@ -13,6 +13,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from .clients import client_ip
+from .tokens import user_token_key
 
 
 class TokenFailureThrottle(SimpleRateThrottle):
@@ -47,11 +48,15 @@ class TokenFailureThrottle(SimpleRateThrottle):
 
 
 class BearerTokenAuthentication(TokenAuthentication):
-    """`Authorization: Bearer <token>`; tokens come from `manage.py create_api_token <username>`.
+    """`Authorization: Bearer <token>`; tokens come from `manage.py create_api_token <username>`
+    (or the admin), shown once; the token presented is hashed and looked up by its stored key.
     After too many wrong tokens from one address, every token from it is refused with 429 until
     the oldest failure leaves the window (Retry-After)."""
 
     keyword = "Bearer"
+
+    def authenticate_credentials(self, key: str) -> Any:
+        return super().authenticate_credentials(user_token_key(key))
 
     def authenticate(self, request: Request) -> Any:
         if not request.META.get("HTTP_AUTHORIZATION", "").startswith(self.keyword):

@@ -172,3 +172,24 @@ def test_the_banner_is_made_from_the_audit_event(bad_policy_applied):
         "version": 3,
         "from_policy": "rule",
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_recipes_engine_started_or_stopped_at_once_is_started_and_stopped_once(bad_policy_applied, queued):
+    from heliosweb.jobs.models import BenchmarkJob
+    from heliosweb.telemetry.services import engine_start, engine_stop
+
+    starters = []
+    for i in range(4):
+        user = User.objects.create_user(f"m-{i}")
+        user.user_permissions.add(Permission.objects.get(codename="run_jobs"))
+        starters.append(User.objects.get(pk=user.pk))
+    started = all_at_once([lambda u=u: engine_start(recipe=bad_policy_applied, user=u) for u in starters])
+    assert sum(isinstance(r, BenchmarkJob) for r in started) == 1
+    assert all(isinstance(r, Conflict) and "already runs" in r.message for r in started if isinstance(r, Exception))
+    assert BenchmarkJob.objects.filter(kind="engine").count() == 1 and len(queued) == 1
+    BenchmarkJob.objects.filter(kind="engine").update(status="running")  # a worker took it
+    stopped = all_at_once([lambda u=u: engine_stop(recipe=bad_policy_applied, user=u) for u in starters])
+    assert sum(isinstance(r, BenchmarkJob) for r in stopped) == 1
+    assert all(isinstance(r, Conflict) for r in stopped if isinstance(r, Exception)), stopped
+    assert AuditEvent.objects.filter(action="engine_stopped").count() == 1
