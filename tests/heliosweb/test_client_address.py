@@ -6,21 +6,13 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client, RequestFactory
 from rest_framework.test import APIClient
 
 from heliosweb.audit.models import AuditEvent
 from heliosweb.common.clients import client_ip
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counters():
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 
 
 def request(remote: str = "10.0.0.1", forwarded: str | None = None):

@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from rest_framework.test import APIClient
 
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.telemetry.services import user_token_issue
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counters():
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 
 
 def _log_in(client: Client, username: str, password: str, address: str = "10.0.0.1"):
