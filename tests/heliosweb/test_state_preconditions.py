@@ -193,3 +193,19 @@ def test_a_recipes_engine_started_or_stopped_at_once_is_started_and_stopped_once
     assert sum(isinstance(r, BenchmarkJob) for r in stopped) == 1
     assert all(isinstance(r, Conflict) for r in stopped if isinstance(r, Exception)), stopped
     assert AuditEvent.objects.filter(action="engine_stopped").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("status", ["queued", "running"])
+def test_a_job_cancelled_at_once_is_cancelled_once(bad_policy_applied, status):
+    from heliosweb.jobs.models import BenchmarkJob
+    from heliosweb.jobs.services.submission import job_cancel
+
+    job = BenchmarkJob.objects.create(kind="pr22", queue="sim", recipe=bad_policy_applied, status=status)
+    results = all_at_once([lambda: job_cancel(job=BenchmarkJob.objects.get(pk=job.pk)) for _ in range(4)])
+    assert sum(isinstance(r, BenchmarkJob) for r in results) == 1
+    refused = [r for r in results if isinstance(r, Exception)]
+    assert len(refused) == 3 and all(getattr(r, "field", None) == "status" for r in refused), refused
+    assert AuditEvent.objects.filter(action="job_cancelled").count() == 1
+    job.refresh_from_db()
+    assert (job.status, job.cancel_requested) == (("cancelled", False) if status == "queued" else ("running", True))
