@@ -18,7 +18,7 @@ from django.conf import settings
 def client_ip(request: Any) -> str:
     meta = getattr(request, "META", {})
     remote = str(meta.get("REMOTE_ADDR", "") or "")
-    proxies = int(getattr(settings, "HELIOS_TRUSTED_PROXIES", 0))
+    proxies = settings.HELIOS_TRUSTED_PROXIES
     if proxies <= 0:
         return remote
     forwarded = [a.strip() for a in str(meta.get("HTTP_X_FORWARDED_FOR", "")).split(",") if a.strip()]

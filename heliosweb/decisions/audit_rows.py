@@ -18,23 +18,9 @@ from heliosweb.recipes.selectors import emergency_banner
 
 from .models import PolicyDecision
 
-STEPS = ("proposed", "approved", "rejected", "withdrawn", "applied")  # the events that set a decision's row
+ROW_EVENTS = ("proposed", "approved", "rejected", "withdrawn", "applied")  # the events that set a decision's row
 BANNER_AT_SLACK_S = 2.0  # a banner written before its event carried the event's time was stamped just before it
-_FIELDS = (
-    "recipe",
-    "status",
-    "from_policy",
-    "to_policy",
-    "base_version",
-    "rationale",
-    "created_by",
-    "rollback_of",
-    "reviewed_by",
-    "review_reason",
-    "applied_by",
-    "applied_version",
-    "evidence",
-)
+_PROPOSED = {"policy": "from_policy", "proposed_policy": "to_policy", "base_version": "base_version"}
 
 
 def decision_audit_mismatches() -> list[str]:
@@ -48,10 +34,10 @@ def decision_audit_mismatches() -> list[str]:
             problems.append(f"decision {decision.pk} has no proposed event in the audit chain")
             continue
         now = _decision_row(decision)
-        for field in _FIELDS:
-            if field in said and said[field] != now[field]:
+        for field, value in now.items():
+            if field in said and said[field] != value:
                 problems.append(
-                    f"decision {decision.pk}: {field} is {_short(now[field])} but its events "
+                    f"decision {decision.pk}: {field} is {_short(value)} but its events "
                     f"(last #{said['seq']}) say {_short(said[field])}"
                 )
                 break
@@ -77,7 +63,7 @@ def emergency_audit_mismatches() -> list[str]:
 
 def _decisions_from_events() -> dict[str, dict[str, Any]]:
     expected: dict[str, dict[str, Any]] = {}
-    events = AuditEvent.objects.filter(object_type="decision", action__in=STEPS).order_by("seq")
+    events = AuditEvent.objects.filter(object_type="decision", action__in=ROW_EVENTS).order_by("seq")
     for seq, action, object_id, actor_id, recipe, after, reason in events.values_list(
         "seq", "action", "object_id", "actor_id", "recipe_name", "after", "reason"
     ).iterator(chunk_size=2000):
@@ -88,9 +74,6 @@ def _decisions_from_events() -> dict[str, dict[str, Any]]:
             row.update(
                 recipe=recipe,
                 status="pending",
-                from_policy=after.get("policy"),
-                to_policy=after.get("proposed_policy"),
-                base_version=after.get("base_version"),
                 rationale=reason,
                 created_by=actor_id,
                 rollback_of=after.get("rollback_of"),
@@ -99,6 +82,8 @@ def _decisions_from_events() -> dict[str, dict[str, Any]]:
                 applied_by=None,
                 applied_version=None,
             )
+            # What the event states (an event that lacks a key leaves that column unchecked).
+            row.update({column: after[key] for key, column in _PROPOSED.items() if key in after})
             if "evidence" in after:
                 row["evidence"] = sorted(after["evidence"])
         elif action in ("approved", "rejected"):
@@ -106,7 +91,9 @@ def _decisions_from_events() -> dict[str, dict[str, Any]]:
         elif action == "withdrawn":
             row["status"] = action
         else:  # applied
-            row.update(status=action, applied_by=actor_id, applied_version=after.get("version"))
+            row.update(status=action, applied_by=actor_id)
+            if "version" in after:
+                row["applied_version"] = after["version"]
     return expected
 
 
