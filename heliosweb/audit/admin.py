@@ -50,8 +50,9 @@ class AuditedAdmin(admin.ModelAdmin):
         return super().log_addition(request, obj, message)
 
     def log_change(self, request: Any, obj: Any, message: Any) -> Any:
-        before = getattr(obj, "_audit_before", None)
-        self._audit(request, obj, "changed", before, self.audit_snapshot(obj), message)
+        before, after = getattr(obj, "_audit_before", None), self.audit_snapshot(obj)
+        if before != after:  # a save that changed nothing is no event (as the services skip a no-op)
+            self._audit(request, obj, "changed", before, after, message)
         return super().log_change(request, obj, message)
 
     def log_deletions(self, request: Any, queryset: Any) -> Any:

@@ -150,6 +150,8 @@ def test_groups_created_and_changed_in_the_admin_are_audited(admin_client):
     assert (
         admin_client.post(f"/admin/auth/group/{group.pk}/change/", {"name": "oncall", "permissions": [perm.pk]})
     ).status_code == 302
+    unchanged = {"name": "oncall", "permissions": [perm.pk]}
+    assert admin_client.post(f"/admin/auth/group/{group.pk}/change/", unchanged).status_code == 302  # no event
     assert admin_client.post(f"/admin/auth/group/{group.pk}/delete/", {"post": "yes"}).status_code == 302
     created, changed, deleted = AuditEvent.objects.filter(action__startswith="group_").order_by("seq")
     assert [e.action for e in (created, changed, deleted)] == ["group_created", "group_changed", "group_deleted"]
