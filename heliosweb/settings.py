@@ -166,6 +166,10 @@ AXES_RESET_ON_SUCCESS = True
 # 429 with Retry-After (the seconds until the lock lifts) and a page saying until when.
 AXES_LOCKOUT_CALLABLE = "heliosweb.common.lockout.lockout_response"
 AXES_VERBOSE = False
+# The client's address behind HELIOS_TRUSTED_PROXIES proxies (X-Forwarded-For ignored when 0):
+# the lockout, the token throttle (NUM_PROXIES below), /metrics and the audit trail read it the same way.
+HELIOS_TRUSTED_PROXIES = env_int("HELIOS_TRUSTED_PROXIES", 0)
+AXES_CLIENT_IP_CALLABLE = "heliosweb.common.clients.client_ip"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
@@ -310,6 +314,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "heliosweb.common.api.exception_handler",
     # Wrong API tokens per client address (common.auth.TokenFailureThrottle), e.g. "10/min".
     "DEFAULT_THROTTLE_RATES": {"token_failure": os.environ.get("HELIOS_TOKEN_FAILURE_RATE", "10/min")},
+    # 0, not DRF's default None (which believes any X-Forwarded-For): see common.clients.
+    "NUM_PROXIES": HELIOS_TRUSTED_PROXIES,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Helios Scheduler Observatory API",

@@ -13,6 +13,8 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
 
+from heliosweb.common.clients import client_ip
+
 from .hashing import GENESIS, event_hash, event_payload
 from .models import AuditChainLock, AuditEvent
 
@@ -59,5 +61,5 @@ def audit_append(
 
 
 def client_address(request: Any) -> str:
-    """The address the request came from, as the server saw it (no forwarded headers trusted)."""
-    return str(getattr(request, "META", {}).get("REMOTE_ADDR", "") or "")
+    """The address the request came from (`X-Forwarded-For` only behind `HELIOS_TRUSTED_PROXIES`)."""
+    return client_ip(request)

@@ -12,6 +12,9 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from .clients import client_ip
+from .tokens import user_token_key
+
 
 class TokenFailureThrottle(SimpleRateThrottle):
     """Counts failed token checks per client address (rate `token_failure` in DEFAULT_THROTTLE_RATES).
@@ -30,6 +33,9 @@ class TokenFailureThrottle(SimpleRateThrottle):
         self.now = self.timer()
         self.history = [t for t in self.cache.get(self.key, []) if t > self.now - self.duration]
 
+    def get_ident(self, request: Request) -> str:
+        return client_ip(request)  # the one reading of HELIOS_TRUSTED_PROXIES (NUM_PROXIES is the same number)
+
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         return self.key
 
@@ -42,11 +48,15 @@ class TokenFailureThrottle(SimpleRateThrottle):
 
 
 class BearerTokenAuthentication(TokenAuthentication):
-    """`Authorization: Bearer <token>`; tokens come from `manage.py create_api_token <username>`.
+    """`Authorization: Bearer <token>`; tokens come from `manage.py create_api_token <username>`
+    (or the admin), shown once; the token presented is hashed and looked up by its stored key.
     After too many wrong tokens from one address, every token from it is refused with 429 until
     the oldest failure leaves the window (Retry-After)."""
 
     keyword = "Bearer"
+
+    def authenticate_credentials(self, key: str) -> Any:
+        return super().authenticate_credentials(user_token_key(key))
 
     def authenticate(self, request: Request) -> Any:
         if not request.META.get("HTTP_AUTHORIZATION", "").startswith(self.keyword):

@@ -16,11 +16,29 @@ from django.shortcuts import render
 
 from heliosweb.audit.models import AuditEvent
 from heliosweb.audit.selectors import FILTERS, audit_choices, audit_events, change_text, event_as_api
+from heliosweb.common.csv_cells import csv_row
 from scheduler_core.errors import InvalidInput
 
 from .selectors import audit_verify
 
 PAGE_SIZE = 50
+EXPORT_NAMES = {"csv": "helios-audit.csv", "json": "helios-audit.json"}  # every format served, by name
+
+
+class ExportFormat:
+    """The `<export_format:fmt>` URL part: `csv` or `json` and nothing else (any other text, a quote,
+    CR/LF or NUL included, matches no route: 404), so neither the format nor the file name carries
+    user text."""
+
+    regex = "|".join(EXPORT_NAMES)
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
 CSV_COLUMNS = (
     "seq",
     "created_at",
@@ -72,7 +90,8 @@ def audit_page(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def audit_export(request: HttpRequest, fmt: str) -> HttpResponseBase:
-    """Every filtered row, oldest first, streamed (an export of a year's trail stays small in memory)."""
+    """Every filtered row, oldest first, streamed (an export of a year's trail stays small in memory).
+    `fmt` is `csv` or `json` (the URL converter admits nothing else); the file name is the server's."""
     _, events, error = _filtered(request)
     if events is None:
         return HttpResponse(json.dumps({"error": error}), status=400, content_type="application/json")
@@ -81,7 +100,7 @@ def audit_export(request: HttpRequest, fmt: str) -> HttpResponseBase:
         response = StreamingHttpResponse(_json_lines(rows), content_type="application/json")
     else:
         response = StreamingHttpResponse(_csv_lines(rows), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="helios-audit.{fmt}"'
+    response["Content-Disposition"] = f'attachment; filename="{EXPORT_NAMES[fmt]}"'
     return response
 
 
@@ -102,4 +121,4 @@ def _csv_lines(rows: Any) -> Any:
     yield writer.writerow(CSV_COLUMNS)
     for row in rows:
         cells = {**row, "before": json.dumps(row["before"]), "after": json.dumps(row["after"])}
-        yield writer.writerow([cells[c] for c in CSV_COLUMNS])
+        yield writer.writerow(csv_row(cells[c] for c in CSV_COLUMNS))

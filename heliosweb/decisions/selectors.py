@@ -17,6 +17,7 @@ from heliosweb.jobs.selectors import job_summary
 from heliosweb.recipes.selectors import policy_audit_mismatches
 from scheduler_core.errors import InvalidInput
 
+from .audit_rows import decision_audit_mismatches, emergency_audit_mismatches
 from .models import OPEN, DecisionComment, DecisionStatus, PolicyDecision
 
 
@@ -102,12 +103,13 @@ def audit_list(*, decision_id: int | None = None, limit: int = 200) -> list[Audi
 
 
 def audit_verify() -> ChainReport:
-    """The whole check: the keyed chain, then every recipe's policy against its last policy event
-    (a policy changed by raw SQL leaves no event, or one that says otherwise)."""
+    """The whole check: the keyed chain, then the rows its events describe: every recipe's policy
+    against its last policy event (a policy changed by raw SQL leaves no event, or one that says
+    otherwise), every decision row and every emergency banner (`audit_rows`)."""
     report = chain_verify()
     if not report.ok:
         return report
-    mismatches = policy_audit_mismatches()
+    mismatches = policy_audit_mismatches() + decision_audit_mismatches() + emergency_audit_mismatches()
     return replace(report, ok=False, reason="; ".join(mismatches)) if mismatches else report
 
 

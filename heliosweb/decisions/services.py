@@ -90,7 +90,7 @@ def decision_propose(
             decision=decision,
             action="proposed",
             before={**state, "status": None},
-            after=state,
+            after={**state, "evidence": [j.pk for j in jobs]},  # so audit_verify covers the cited jobs
             reason=clean_rationale,
         )
     return decision

@@ -1,8 +1,10 @@
 """Pages under /decisions/, JSON under /api/decisions/ (included from heliosweb/urls.py)."""
 
-from django.urls import path
+from django.urls import path, register_converter
 
 from . import api, audit_views, views
+
+register_converter(audit_views.ExportFormat, "export_format")
 
 urlpatterns = [
     path("decisions/", views.decision_list, name="decision_list"),
@@ -11,7 +13,7 @@ urlpatterns = [
     path("decisions/<int:decision_id>/comment", views.decision_comment, name="decision_comment"),
     path("decisions/<int:decision_id>/<slug:step>", views.decision_step, name="decision_step"),
     path("audit/", audit_views.audit_page, name="audit"),
-    path("audit/export.<str:fmt>", audit_views.audit_export, name="audit_export"),
+    path("audit/export.<export_format:fmt>", audit_views.audit_export, name="audit_export"),
     path("api/decisions/", api.DecisionListView.as_view(), name="api_decisions"),
     path("api/decisions/<int:decision_id>/tradeoff/", api.TradeoffView.as_view(), name="api_decision_tradeoff"),
     path("api/decisions/<int:decision_id>/comments/", api.CommentsView.as_view(), name="api_decision_comments"),

@@ -7,6 +7,7 @@ import csv
 import io
 from typing import Any
 
+from heliosweb.common.csv_cells import csv_cell
 from heliosweb.common.errors import NotFound
 
 from .contract import JobData, KindViews
@@ -19,7 +20,9 @@ def table_names(job: JobData, views: KindViews) -> list[str]:
 
 
 def table_csv(job: JobData, views: KindViews, name: str | None) -> tuple[str, str]:
-    """(table name, CSV text with a header row): the named table, or the kind's first one."""
+    """(table name, CSV text with a header row): the named table, or the kind's first one. The name
+    is one of the kind's own (an unknown one is NotFound), so the file name never carries user text;
+    text cells go through `csv_cell`."""
     tables = {n: rows for n, rows in views.tables(job).items() if rows}
     if not tables:
         raise NotFound("table", f"a {job.kind} job has no result table (finished jobs of most kinds have one)")
@@ -32,7 +35,7 @@ def table_csv(job: JobData, views: KindViews, name: str | None) -> tuple[str, st
     out = io.StringIO()
     writer = csv.DictWriter(out, columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)
     return name, out.getvalue()
 
 

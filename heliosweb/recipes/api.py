@@ -46,7 +46,15 @@ RECIPE_EDIT = inline_serializer(
     "RecipeEdit",
     {"description": serializers.CharField(required=False), "shapes": SHAPES, "required_evidence": REQUIRED},
 )
-ROLLBACK = inline_serializer("EmergencyRollback", {"reason": serializers.CharField()})
+ROLLBACK = inline_serializer(
+    "EmergencyRollback",
+    {
+        "reason": serializers.CharField(),
+        "from_version": serializers.IntegerField(
+            help_text="the policy version being rolled back (the one the operator saw): 409 when it moved since"
+        ),
+    },
+)
 
 
 def recipe_as_api(recipe: Recipe) -> dict[str, Any]:
@@ -87,11 +95,13 @@ class RecipeDetailView(APIView):
 
 
 class RecipeRollbackView(APIView):
-    """POST /api/recipes/<name>/rollback/ {reason}: the operator's emergency rollback."""
+    """POST /api/recipes/<name>/rollback/ {reason, from_version}: the operator's emergency rollback."""
 
-    @extend_schema(request=ROLLBACK, responses={200: RECIPE, 400: ERROR, 403: ERROR, 404: ERROR})
+    @extend_schema(request=ROLLBACK, responses={200: RECIPE, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR})
     def post(self, request: Request, name: str) -> Response:
-        data = json_object(request, {"reason"})
+        data = json_object(request, {"reason", "from_version"})
         recipe = selectors.recipe_get(name=name)
-        services.policy_rollback_emergency(recipe=recipe, actor=request.user, reason=data.get("reason"))
+        services.policy_rollback_emergency(
+            recipe=recipe, actor=request.user, reason=data.get("reason"), from_version=data.get("from_version")
+        )
         return Response(recipe_as_api(selectors.recipe_get(name=name)))

@@ -21,6 +21,7 @@ from rest_framework.authtoken.models import Token
 
 from heliosweb.common.broadcast import Message, subscribe
 from heliosweb.common.errors import NotFound
+from heliosweb.common.tokens import user_token_key
 
 from .selectors import recipe_policy_get
 from .services import policy_topic
@@ -108,7 +109,7 @@ async def _authenticated(request: HttpRequest) -> bool:
     keyword, _, key = request.headers.get("Authorization", "").partition(" ")
     if keyword != "Bearer" or not key:
         return False
-    return await Token.objects.filter(key=key.strip(), user__is_active=True).aexists()
+    return await Token.objects.filter(key=user_token_key(key.strip()), user__is_active=True).aexists()
 
 
 def _error(status: int, field: str, message: str) -> JsonResponse:

@@ -84,6 +84,18 @@ def recipe_policy_changes(*, name: str, limit: int = 50) -> list[dict[str, Any]]
     ]
 
 
+def emergency_banner(event: AuditEvent) -> dict[str, Any]:
+    """The banner an `emergency_rollback` event puts on its recipe, made from the event alone, so
+    `audit_verify` can tell a banner edited around the service from the one the chain vouches for."""
+    return {
+        "by": event.actor_name,
+        "at": event.created_at.isoformat(),
+        "reason": event.reason,
+        "version": (event.after or {}).get("version"),
+        "from_policy": (event.before or {}).get("policy"),
+    }
+
+
 POLICY_EVENTS = ("recipe_created", "policy_changed")  # the events that set a recipe's policy
 
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from heliosweb.audit.services import audit_append
 from heliosweb.common.broadcast import publish
-from heliosweb.common.errors import Forbidden
+from heliosweb.common.errors import Conflict, Forbidden
+from heliosweb.common.inputs import parse_int
 from heliosweb.common.permissions import Actor
 from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
@@ -22,6 +22,7 @@ from scheduler_core.policies import selectable_policies
 from scheduler_core.tradeoff import parse_required
 
 from .models import PolicySetting, Recipe
+from .selectors import emergency_banner
 
 MANAGE_PERM = "recipes.manage_recipes"
 ROLLBACK_PERM = "recipes.rollback_policy"
@@ -140,32 +141,37 @@ def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason:
     return setting
 
 
-def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any) -> PolicySetting:
+def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any, from_version: Any) -> PolicySetting:
     """An operator reverts the recipe to its previous policy at once, without approval (an
     incident), with a reason. It is a policy change like any other (version + 1, engines see it)
-    plus its own audit event, and it stays flagged until a follow-up decision reviews it."""
+    plus its own audit event, and it stays flagged until a follow-up decision reviews it.
+
+    `from_version` is the version the operator saw (the page sends it): if the policy has moved
+    since (a retry, a double click, a second operator, a decision applied meanwhile), the rollback
+    is refused with Conflict and changes nothing, so a rollback never undoes another one by accident."""
     if not isinstance(actor, User) or not actor.is_authenticated or not actor.has_perm(ROLLBACK_PERM):
         raise Forbidden("actor", f"an emergency rollback needs the {ROLLBACK_PERM} permission")
     clean_reason = _text(reason, "reason", MAX_REASON)
     if not clean_reason:
         raise InvalidInput("reason", "required: say what the incident is")
+    if from_version in (None, ""):
+        raise InvalidInput("from_version", "required: the policy version this rollback reverts (the one you saw)")
+    seen = parse_int(from_version, field="from_version", minimum=1)
     with transaction.atomic():
         setting = PolicySetting.objects.select_for_update().get(recipe=recipe)
+        if setting.version != seen:
+            raise Conflict(
+                "from_version",
+                f"stale: {recipe.name} is at v{setting.version} ({setting.policy}), not v{seen}: "
+                f"{_since_text(setting)}; reload and decide again",
+            )
         if not setting.previous_policy:
             raise InvalidInput("recipe", f"{recipe.name} has had one policy only: there is nothing to roll back to")
         before = {"policy": setting.policy, "version": setting.version}
         setting = policy_set(
             recipe=recipe, policy=setting.previous_policy, user=actor, reason=f"emergency rollback: {clean_reason}"
         )
-        setting.emergency = {
-            "by": actor.get_username(),
-            "at": timezone.now().isoformat(),
-            "reason": clean_reason,
-            "version": setting.version,
-            "from_policy": before["policy"],
-        }
-        setting.save(update_fields=["emergency"])
-        audit_append(
+        event = audit_append(
             action="emergency_rollback",
             actor=actor,
             object_type="recipe",
@@ -175,7 +181,16 @@ def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any) -> P
             after={"policy": setting.policy, "version": setting.version},
             reason=clean_reason,
         )
+        setting.emergency = emergency_banner(event)
+        setting.save(update_fields=["emergency"])
     return setting
+
+
+def _since_text(setting: PolicySetting) -> str:
+    if setting.emergency and setting.emergency.get("version") == setting.version:
+        return f"{setting.emergency.get('by')} rolled it back already (emergency rollback at {setting.emergency.get('at')})"
+    who = setting.updated_by.get_username() if setting.updated_by else SYSTEM
+    return f"changed by {who} at {setting.updated_at.isoformat(timespec='seconds')}"
 
 
 def emergency_reviewed(*, recipe_id: int) -> None:

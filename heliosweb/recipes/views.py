@@ -106,7 +106,10 @@ def recipe_rollback(request: HttpRequest, name: str) -> HttpResponse:
     recipe = recipe_get(name=name)
     try:
         setting = services.policy_rollback_emergency(
-            recipe=recipe, actor=request.user, reason=request.POST.get("reason")
+            recipe=recipe,
+            actor=request.user,
+            reason=request.POST.get("reason"),
+            from_version=request.POST.get("from_version"),
         )
     except InvalidInput as exc:
         context = {"recipe": recipe, "error": str(exc)}

@@ -5,7 +5,8 @@ Per recipe, engine and policy version: `helios_ttft_seconds` and `helios_itl_sec
 and the `helios_prefill_launches_total` / `helios_padded_tokens_total` counters, all from
 `Totals` (never pruned, so counters never go down); `helios_policy_version` per recipe; jobs by
 state; Celery queue depth (with Redis). Access: a bearer token (`HELIOS_METRICS_TOKEN`) or, without
-one, only clients from `HELIOS_METRICS_ALLOW` (loopback by default).
+one, only clients from `HELIOS_METRICS_ALLOW` (loopback by default), by `common.clients.client_ip`: behind a
+local proxy, set `HELIOS_TRUSTED_PROXIES` or every client looks like loopback.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from heliosweb.celery import QUEUES
+from heliosweb.common.clients import client_ip
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.models import PolicySetting
 
@@ -33,6 +35,7 @@ from .models import Totals
 
 log = logging.getLogger(__name__)
 LABELS = ["recipe", "engine", "version", "policy"]
+FORWARDED_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_FORWARDED", "HTTP_X_REAL_IP")
 
 
 class DatabaseCollector(Collector):
@@ -105,4 +108,6 @@ def _allowed(request: HttpRequest) -> bool:
     if token:
         keyword, _, given = request.headers.get("Authorization", "").partition(" ")
         return keyword == "Bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
-    return request.META.get("REMOTE_ADDR", "") in settings.HELIOS_METRICS_ALLOW
+    if not settings.HELIOS_TRUSTED_PROXIES and any(h in request.META for h in FORWARDED_HEADERS):
+        return False  # a proxy forwarded it (whoever sent it), and no proxy is trusted to say who
+    return client_ip(request) in settings.HELIOS_METRICS_ALLOW

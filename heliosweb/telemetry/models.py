@@ -9,7 +9,6 @@ post the telemetry of the recipes it names, and nothing else. Sizes are in `docs
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -17,10 +16,6 @@ import orjson
 from django.db import models
 
 TOKEN_PREFIX = "heng_"  # tells an engine token from a user's at a glance (and to the scope middleware)
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class EngineToken(models.Model):

@@ -9,10 +9,11 @@ from typing import Any
 
 from django.conf import settings
 
+from heliosweb.common.tokens import token_digest
 from heliosweb.recipes.models import Recipe
 
 from . import buckets
-from .models import EngineToken, Rollup, TelemetryBatch, Totals, token_hash
+from .models import EngineToken, Rollup, TelemetryBatch, Totals
 
 MAX_REFILL_FRAMES = 600  # what a (re)connecting live page is sent at most: its rolling window
 MIN_SAMPLES = 30  # finished requests below which a before/after figure is marked "too few samples"
@@ -36,7 +37,7 @@ def engine_grant_get(*, token: str) -> EngineGrant | None:
     """What `token` allows, or None for an unknown or revoked one. A live token is trusted for
     HELIOS_ENGINE_TOKEN_CACHE_SECONDS after this process last read it (its 2 queries were a sixth of
     a small batch's cost): a revoked token, or one whose recipes changed, is seen within that bound."""
-    key = token_hash(token)
+    key = token_digest(token)
     now, bound = _clock(), settings.HELIOS_ENGINE_TOKEN_CACHE_SECONDS
     hit = _checked.get(key)
     if hit is not None and now - hit[0] < bound:

@@ -26,6 +26,7 @@ from heliosweb.catalogs.models import Boot
 from heliosweb.common.broadcast import publish
 from heliosweb.common.errors import Conflict, Forbidden
 from heliosweb.common.permissions import Actor
+from heliosweb.common.tokens import token_digest, user_token_key
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.services.submission import job_cancel, job_create
 from heliosweb.recipes.models import Recipe
@@ -34,7 +35,7 @@ from scheduler_core.errors import InvalidInput
 
 from . import buckets
 from .frames import frame_of
-from .models import TOKEN_PREFIX, EngineToken, LiveSequence, Rollup, TelemetryBatch, Totals, token_hash
+from .models import TOKEN_PREFIX, EngineToken, LiveSequence, Rollup, TelemetryBatch, Totals
 from .validation import ENGINE_NAME, Batch, Launches, Window, parse_batch
 
 ENGINE_KIND = "engine"  # the simulated engine's job kind (declared in engine.py)
@@ -51,7 +52,7 @@ def engine_token_create(*, engine: str, recipes: Iterable[Recipe]) -> str:
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     allowed = list(recipes)
     with transaction.atomic():
-        row = EngineToken.objects.create(engine=engine, key_hash=token_hash(token))
+        row = EngineToken.objects.create(engine=engine, key_hash=token_digest(token))
         row.recipes.set(allowed)
         audit_append(
             action="token_created",
@@ -77,27 +78,37 @@ def engine_tokens_revoke(*, engine: str) -> int:
     return count
 
 
-def user_token_issue(*, user: User, rotate: bool = False) -> str:
-    """A user's API token: the existing one, or (rotate) a fresh one replacing it. Audited when new."""
+def user_token_issue(*, user: User, rotate: bool = False, actor: Actor | None = None) -> str:
+    """A new API token for `user`, returned once: only `user_token_key` of it is stored (as engine
+    tokens are hashed). A user has one token; `rotate` replaces it, else a user who has one is
+    refused (it was shown when it was made, and cannot be shown again). `actor` is who issued it
+    (an admin user), None for the command line. Audited."""
+    token = secrets.token_hex(20)
     with transaction.atomic():
-        if rotate:
-            Token.objects.filter(user=user).delete()
-        token, created = Token.objects.get_or_create(user=user)
-        if created:
-            audit_append(
-                action="token_rotated" if rotate else "token_created",
-                actor_name=TOKEN_ADMIN,
-                object_type="user_token",
-                object_id=user.get_username(),
+        had = Token.objects.select_for_update().filter(user=user).exists()
+        if had and not rotate:
+            raise Conflict(
+                "username",
+                f"{user.get_username()} has an API token already (a token is shown only when it is made)",
             )
-    return token.key
+        Token.objects.filter(user=user).delete()
+        Token.objects.create(user=user, key=user_token_key(token))
+        audit_append(
+            action="token_rotated" if had else "token_created",
+            actor=actor,
+            actor_name=TOKEN_ADMIN,
+            object_type="user_token",
+            object_id=user.get_username(),
+        )
+    return token
 
 
-def user_token_revoke(*, user: User) -> int:
+def user_token_revoke(*, user: User, actor: Actor | None = None) -> int:
     with transaction.atomic():
         count, _ = Token.objects.filter(user=user).delete()
         audit_append(
             action="token_revoked",
+            actor=actor,
             actor_name=TOKEN_ADMIN,
             object_type="user_token",
             object_id=user.get_username(),
@@ -382,21 +393,29 @@ def _cap(recipe_id: int) -> int:
 
 
 def engine_start(*, recipe: Recipe, user: Actor, params: dict[str, Any] | None = None) -> BenchmarkJob:
-    """Queue a simulated engine for `recipe` (queue `engine`); at most one runs per recipe."""
-    active = engine_job_active(recipe=recipe)
-    if active is not None:
-        raise InvalidInput("recipe", f"a simulated engine already runs for {recipe.name} (job {active.pk})")
-    return job_create(
-        kind=ENGINE_KIND, recipe=recipe.name, params=params or {}, user=user, audit_action="engine_started"
-    )
+    """Queue a simulated engine for `recipe` (queue `engine`); at most one runs per recipe: the
+    check and the new job hold the recipe's row lock, so two starts at once queue one engine and
+    the other is refused (Conflict)."""
+    with transaction.atomic():
+        Recipe.objects.select_for_update().filter(pk=recipe.pk).first()
+        active = engine_job_active(recipe=recipe)
+        if active is not None:
+            raise Conflict("recipe", f"a simulated engine already runs for {recipe.name} (job {active.pk})")
+        return job_create(
+            kind=ENGINE_KIND, recipe=recipe.name, params=params or {}, user=user, audit_action="engine_started"
+        )
 
 
 def engine_stop(*, recipe: Recipe, user: Actor | None = None) -> BenchmarkJob:
-    """Stop the recipe's simulated engine (it stops within about a second)."""
-    active = engine_job_active(recipe=recipe)
-    if active is None:
-        raise InvalidInput("recipe", f"no simulated engine runs for {recipe.name}")
-    return job_cancel(job=active, user=user, audit_action="engine_stopped")
+    """Stop the recipe's simulated engine (it stops within about a second); a second stop is Conflict."""
+    with transaction.atomic():
+        Recipe.objects.select_for_update().filter(pk=recipe.pk).first()
+        active = engine_job_active(recipe=recipe)
+        if active is None:
+            raise Conflict("recipe", f"no simulated engine runs for {recipe.name}")
+        if active.cancel_requested:
+            raise Conflict("recipe", f"the simulated engine of {recipe.name} (job {active.pk}) is stopping already")
+        return job_cancel(job=active, user=user, audit_action="engine_stopped")
 
 
 def engine_job_active(*, recipe: Recipe) -> BenchmarkJob | None:

@@ -88,6 +88,16 @@ def maintainer(db: None) -> User:
 
 
 @pytest.fixture
+def fresh_counters() -> Iterator[None]:
+    """Empty throttle and lockout counters (the cache) before and after the test."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
 def viewer(db: None) -> User:
     return User.objects.create_user("viewer", password="pw-viewer-123")
 

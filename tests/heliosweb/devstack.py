@@ -114,7 +114,7 @@ class DevUp:
 
     def login_token(self) -> str:
         if not self.token:
-            self.token = self.manage("create_api_token", "maintainer").strip().splitlines()[-1]
+            self.token = self.manage("create_api_token", "maintainer", "--rotate").strip().splitlines()[-1]
         return self.token
 
     def api(self, path: str, body: dict | None = None) -> Any:

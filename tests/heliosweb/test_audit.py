@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 
 from heliosweb.audit.anchors import anchor_append, anchor_check
@@ -250,7 +250,8 @@ def test_uploading_a_boot_is_audited(client, maintainer, recipe):
 
 def test_tokens_created_rotated_and_revoked_are_audited(viewer, recipe):
     call_command("create_api_token", "viewer", stdout=io.StringIO())
-    call_command("create_api_token", "viewer", stdout=io.StringIO())  # the same token again: nothing new
+    with pytest.raises(CommandError, match="has an API token already"):  # it was shown once: refused, nothing new
+        call_command("create_api_token", "viewer", stdout=io.StringIO())
     call_command("create_api_token", "viewer", "--rotate", stdout=io.StringIO())
     call_command("create_api_token", "viewer", "--revoke", stdout=io.StringIO())
     call_command("create_api_token", "--engine", "e1", "--recipes", "tiny-cpu", stdout=io.StringIO())

@@ -309,6 +309,9 @@ def test_audit_verify_with_an_anchor_detects_events_cut_from_the_end(author, rev
     with guard_dropped(), connection.cursor() as cursor:  # someone with the database removes the last events
         cursor.execute("DELETE FROM audit_auditevent WHERE seq >= 4")
         cursor.execute("UPDATE recipes_policysetting SET policy = 'cost', version = 1")  # and covers the policy
+        cursor.execute(  # and the decision row the cut events described
+            "UPDATE decisions_policydecision SET status = 'approved', applied_by_id = NULL, applied_version = NULL"
+        )
     assert audit_verify().ok  # the shorter chain verifies on its own
     with pytest.raises(CommandError, match="cut from the end"):
         call_command("audit_verify", anchor=anchors)
@@ -403,3 +406,106 @@ def test_a_real_commit_pushes_the_event_and_flush_can_still_reset_the_tables(tra
     assert async_to_sync(layer.receive)(channel)["action"] == "proposed"
     call_command("flush", interactive=False, verbosity=0)
     assert decision_events().count() == 0 and PolicyDecision.objects.count() == 0
+
+
+# --- the rows the chain vouches for (issue 18, row 17) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "reason"),
+    [
+        ("UPDATE decisions_policydecision SET rationale = %s", ["nothing to see"], "decision {}: rationale is"),
+        ("UPDATE decisions_policydecision SET applied_by_id = %s", None, "decision {}: applied_by is"),
+        ("UPDATE decisions_policydecision SET reviewed_by_id = %s", None, "decision {}: reviewed_by is"),
+        ("UPDATE decisions_policydecision SET review_reason = %s", ["approved by the board"], "review_reason is"),
+        ("UPDATE decisions_policydecision SET to_policy = %s", ["cost"], "decision {}: to_policy is 'cost'"),
+        ("UPDATE decisions_policydecision SET status = %s", ["rejected"], "decision {}: status is 'rejected'"),
+        ("DELETE FROM decisions_policydecision_evidence", [], "decision {}: evidence is []"),
+    ],
+)
+def test_a_decision_row_edited_by_raw_sql_fails_audit_verify_naming_it(
+    author, reviewer, recipe, done_job, sql, params, reason
+):
+    decision = propose(author, evidence=[done_job.pk])
+    services.decision_approve(actor=reviewer, decision=decision)
+    services.decision_apply(actor=author, decision=decision)
+    assert audit_verify().ok
+    if params is None:  # a person column: point it at someone else
+        params = [User.objects.create_user("mallory").pk]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+    report = audit_verify()
+    assert not report.ok and reason.format(decision.pk) in report.reason, report.reason
+    with pytest.raises(CommandError, match=f"decision {decision.pk}"):
+        call_command("audit_verify")
+
+
+def test_a_decision_inserted_by_raw_sql_has_no_events_and_is_named(author, recipe):
+    propose(author)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO decisions_policydecision (recipe_id, from_policy, to_policy, base_version, rationale, status,"
+            " created_by_id, created_at, review_reason) SELECT recipe_id, 'cost', 'rule', 1, 'forged', 'approved',"
+            " created_by_id, created_at, '' FROM decisions_policydecision"
+        )
+    forged = PolicyDecision.objects.get(rationale="forged")
+    report = audit_verify()
+    assert not report.ok and f"decision {forged.pk} has no proposed event in the audit chain" in report.reason
+
+
+def _rolled_back(author: User, reviewer: User, recipe) -> None:
+    from django.contrib.auth.models import Permission
+
+    from heliosweb.recipes.services import policy_rollback_emergency
+
+    three_events(author, reviewer)  # tiny-cpu: cost -> rule, v2
+    olga = User.objects.create_user("olga")
+    olga.user_permissions.add(Permission.objects.get(codename="rollback_policy"))
+    policy_rollback_emergency(recipe=recipe, actor=User.objects.get(pk=olga.pk), reason="p99 doubled", from_version=2)
+
+
+FORGED_BANNER = (
+    '{"by": "olga", "at": "2026-01-01T00:00:00+00:00", "reason": "routine", "version": 3, "from_policy": "rule"}'
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "params", "reason"),
+    [
+        (
+            "UPDATE recipes_policysetting SET emergency = %s",
+            [FORGED_BANNER],
+            "'reason': 'routine'",  # named with what it says now (PostgreSQL orders a JSON object's keys)
+        ),
+        (
+            "UPDATE recipes_policysetting SET emergency = NULL",
+            [],
+            "recipe tiny-cpu's emergency banner is nothing but event #",
+        ),
+    ],
+)
+def test_an_emergency_banner_edited_or_removed_by_raw_sql_fails_audit_verify(
+    author, reviewer, recipe, sql, params, reason
+):
+    _rolled_back(author, reviewer, recipe)
+    assert audit_verify().ok
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+    report = audit_verify()
+    assert not report.ok and "recipe tiny-cpu's emergency banner is " in report.reason and reason in report.reason
+    with pytest.raises(CommandError, match="tiny-cpu's emergency banner"):
+        call_command("audit_verify")
+
+
+def test_a_banner_from_nowhere_fails_and_one_cleared_by_a_review_verifies(author, reviewer, recipe):
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE recipes_policysetting SET emergency = %s", ['{"by": "x"}'])
+    report = audit_verify()
+    assert "no emergency_rollback event made one" in report.reason
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE recipes_policysetting SET emergency = NULL")
+    _rolled_back(author, reviewer, recipe)
+    follow_up = propose(author, policy="rule", rationale="rule again, p99 explained")
+    services.decision_reject(actor=reviewer, decision=follow_up, reason="not yet")  # the review clears the banner
+    assert PolicySetting.objects.get().emergency is None
+    assert audit_verify().ok

@@ -6,7 +6,6 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from heliosweb.audit.models import AuditEvent
@@ -14,6 +13,7 @@ from heliosweb.decisions import services
 from heliosweb.decisions.models import PolicyDecision
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.recipes.models import PolicySetting
+from heliosweb.telemetry.services import user_token_issue
 
 from .test_audit import guard_dropped
 from .test_decisions import RATIONALE
@@ -21,7 +21,7 @@ from .test_decisions import RATIONALE
 
 def bearer(user: User) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {Token.objects.get_or_create(user=user)[0].key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {user_token_issue(user=user, rotate=True)}")
     return client
 
 
@@ -69,8 +69,8 @@ def test_the_api_runs_the_whole_workflow_with_bearer_tokens(author, reviewer, re
     assert [d["id"] for d in bob.get("/api/decisions/?status=applied").json()] == [body["id"]]
     assert bob.get("/api/decisions/?status=pending").json() == []
     audit = bob.get("/api/decisions/audit/").json()
-    assert (audit["verified"], audit["count"], audit["broken_at"]) == (True, 5, None)
-    actions = ["recipe_created", "proposed", "approved", "policy_changed", "applied"]
+    assert (audit["verified"], audit["count"], audit["broken_at"]) == (True, 7, None)  # and the two tokens issued
+    actions = ["recipe_created", "token_created", "token_created", "proposed", "approved", "policy_changed", "applied"]
     assert [e["action"] for e in audit["events"]] == actions
     assert audit["head_hash"] == audit["events"][-1]["hash"]
 

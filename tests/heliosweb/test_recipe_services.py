@@ -79,7 +79,9 @@ def test_every_policy_change_is_audited_by_the_one_write_path(recipe, viewer):
 
 def test_an_operator_rolls_back_at_once_with_a_reason_and_it_is_flagged(recipe):
     policy_set(recipe=recipe, policy="rule")
-    setting = policy_rollback_emergency(recipe=recipe, actor=operator(), reason="TTFT p99 doubled on k3")
+    setting = policy_rollback_emergency(
+        recipe=recipe, actor=operator(), reason="TTFT p99 doubled on k3", from_version=2
+    )
     assert (setting.policy, setting.version) == ("cost", 3)
     assert setting.emergency["reason"] == "TTFT p99 doubled on k3" and setting.emergency["by"] == "olga"
     event = AuditEvent.objects.get(action="emergency_rollback")
@@ -88,12 +90,14 @@ def test_an_operator_rolls_back_at_once_with_a_reason_and_it_is_flagged(recipe):
 
 def test_an_emergency_rollback_needs_the_permission_and_a_reason_and_a_previous_policy(recipe, viewer):
     with pytest.raises(Forbidden):
-        policy_rollback_emergency(recipe=recipe, actor=viewer, reason="x")
+        policy_rollback_emergency(recipe=recipe, actor=viewer, reason="x", from_version=1)
     with pytest.raises(InvalidInput) as exc:
-        policy_rollback_emergency(recipe=recipe, actor=operator(), reason="  ")
+        policy_rollback_emergency(recipe=recipe, actor=operator(), reason="  ", from_version=1)
     assert exc.value.field == "reason"
     with pytest.raises(InvalidInput, match="nothing to roll back"):
-        policy_rollback_emergency(recipe=recipe, actor=User.objects.get(username="olga"), reason="incident")
+        policy_rollback_emergency(
+            recipe=recipe, actor=User.objects.get(username="olga"), reason="incident", from_version=1
+        )
     assert PolicySetting.objects.get().version == 1
 
 

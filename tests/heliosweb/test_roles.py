@@ -67,7 +67,9 @@ ENDPOINTS: list[tuple[str, set[str], Call]] = [
     (
         "POST /api/recipes/<name>/rollback/",
         {"operators"},
-        lambda c, w: c.post("/api/recipes/tiny-cpu/rollback/", {"reason": "incident"}, content_type=JSON),
+        lambda c, w: c.post(
+            "/api/recipes/tiny-cpu/rollback/", {"reason": "incident", "from_version": 2}, content_type=JSON
+        ),
     ),
     (
         "POST /api/decisions/",
@@ -133,7 +135,7 @@ ENDPOINTS: list[tuple[str, set[str], Call]] = [
     (
         "form /recipes/<name>/rollback",
         {"operators"},
-        lambda c, w: c.post("/recipes/tiny-cpu/rollback", {"reason": "incident"}),
+        lambda c, w: c.post("/recipes/tiny-cpu/rollback", {"reason": "incident", "from_version": "2"}),
     ),
 ]
 

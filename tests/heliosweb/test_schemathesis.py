@@ -14,10 +14,11 @@ from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, given, settings
-from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import response_schema_conformance
+
+from heliosweb.telemetry.services import user_token_issue
 
 EXAMPLES = int(os.environ.get("HELIOS_SCHEMATHESIS_EXAMPLES", "8"))
 # The engine policy long-poll waits for a change by design (up to its `wait`): not a fuzzing target.
@@ -41,7 +42,7 @@ def wsgi_app():
 def test_no_generated_request_gets_a_server_error_or_an_answer_off_its_schema(
     maintainer, recipe, done_job, queued, wsgi_app
 ):
-    auth = {"Authorization": f"Bearer {Token.objects.create(user=maintainer).key}"}
+    auth = {"Authorization": f"Bearer {user_token_issue(user=maintainer)}"}
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app, headers=auth)
     checked = []
     for result in schema.get_all_operations():

@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from heliosweb.jobs.models import BenchmarkJob
+from heliosweb.telemetry.services import user_token_issue
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counters():
-    cache.clear()
-    yield
-    cache.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 
 
 def _log_in(client: Client, username: str, password: str, address: str = "10.0.0.1"):
@@ -85,7 +77,7 @@ def test_a_lockout_asked_for_json_answers_the_error_shape_with_retry_after(setti
 
 def test_wrong_tokens_are_throttled_per_address_with_retry_after(settings, maintainer):
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token_failure": "3/min"}}
-    good = Token.objects.create(user=maintainer).key
+    good = user_token_issue(user=maintainer)
     client = APIClient()
     for i in range(3):
         response = client.get("/api/jobs/", HTTP_AUTHORIZATION=f"Bearer wrong{i}")

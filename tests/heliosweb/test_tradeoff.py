@@ -221,7 +221,9 @@ def test_an_emergency_rollback_shows_a_banner_until_a_follow_up_decision_is_revi
     services.decision_apply(actor=author, decision=services.decision_approve(actor=reviewer, decision=decision))
     olga = User.objects.create_user("olga")
     olga.user_permissions.add(Permission.objects.get(codename="rollback_policy"))
-    policy_rollback_emergency(recipe=recipe, actor=User.objects.get(pk=olga.pk), reason="p99 TTFT doubled")
+    policy_rollback_emergency(
+        recipe=recipe, actor=User.objects.get(pk=olga.pk), reason="p99 TTFT doubled", from_version=2
+    )
     client.force_login(reviewer)
     for url in ("/", "/recipes/tiny-cpu"):
         banner = client.get(url).content.decode().split('class="banner emergency"')[1].split("</div>")[0]

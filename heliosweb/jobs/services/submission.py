@@ -166,10 +166,15 @@ def _enqueue(job: BenchmarkJob) -> None:
 
 
 def job_cancel(*, job: BenchmarkJob, user: Actor | None = None, audit_action: str = "job_cancelled") -> BenchmarkJob:
-    """Queued: cancelled at once. Running: the worker stops at the analysis's next event. Audited."""
-    job.refresh_from_db(fields=["status"])
-    before = str(job.status)
+    """Queued: cancelled at once. Running: the worker stops at the analysis's next event. Audited.
+    Checked under the job's row lock: a second cancel (a double click, a retry) of a job already
+    finished or already stopping is refused naming `status` and writes nothing."""
     with transaction.atomic():
+        locked = BenchmarkJob.objects.select_for_update().only("status", "cancel_requested").get(pk=job.pk)
+        job.status, job.cancel_requested = locked.status, locked.cancel_requested
+        before = str(job.status)
+        if job.status == JobStatus.RUNNING and job.cancel_requested:
+            raise InvalidInput("status", f"job {job.pk} is stopping already (a cancel was requested)")
         if job.status == JobStatus.QUEUED:
             if BenchmarkJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
                 status=JobStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"

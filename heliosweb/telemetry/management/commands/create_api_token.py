@@ -1,6 +1,6 @@
 """API tokens: a user's (`create_api_token USERNAME`), or an engine's, limited to some recipes'
-policy reads and telemetry posts (`create_api_token --engine NAME --recipes a,b`). Engine tokens
-are stored hashed: the token is printed once."""
+policy reads and telemetry posts (`create_api_token --engine NAME --recipes a,b`). Both are
+stored hashed: the token is printed once."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username", nargs="?")
-        parser.add_argument("--rotate", action="store_true", help="replace the user's existing token")
+        parser.add_argument(
+            "--rotate", action="store_true", help="replace the user's existing token (needed when they have one)"
+        )
         parser.add_argument("--engine", help="issue an engine token for this engine name instead of a user token")
         parser.add_argument("--recipes", default="", help="comma-separated recipes the engine token may use")
         parser.add_argument("--revoke", action="store_true", help="revoke every token of --engine (or of USERNAME)")
@@ -54,7 +56,10 @@ class Command(BaseCommand):
             user_token_revoke(user=user)
             self.stdout.write(f"revoked {username}'s token")
             return
-        self.stdout.write(user_token_issue(user=user, rotate=rotate))
+        try:
+            self.stdout.write(user_token_issue(user=user, rotate=rotate))
+        except InvalidInput as exc:
+            raise CommandError(f"{exc.message}: --rotate replaces it") from None
 
     def _engine(self, engine: str, recipes: str, revoke: bool) -> None:
         if revoke:
