@@ -20,8 +20,8 @@ from heliosweb.common.tokens import user_token_key
 from heliosweb.decisions.selectors import audit_verify
 from heliosweb.telemetry.services import user_token_issue
 
-BEFORE = [("telemetry", "0004_live_sequence")]
-AFTER = [("telemetry", "0005_state_user_tokens_hashed")]
+BEFORE = [("telemetry", "0006_engines_bounds_repair")]
+AFTER = [("telemetry", "0007_state_user_tokens_hashed")]
 
 
 def authenticates(token: str) -> bool:
