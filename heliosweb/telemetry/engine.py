@@ -34,7 +34,8 @@ from scheduler_core.analyses.params import Analysis, ChoiceParam, Emit, FloatPar
 from scheduler_core.analyses.simulate import boot_setting, build_catalog
 from scheduler_core.analyses.simulate import check as simulate_check
 from scheduler_core.catalog import Catalog
-from scheduler_core.engine import EngineLoop, TrafficShape
+from scheduler_core.engine import EngineLoop
+from scheduler_core.traffic import TrafficShape
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import ExecutionModel
 from scheduler_core.scheduler import SchedulerConfig
