@@ -161,7 +161,6 @@ def parse_trace(
     if first is None:
         raise InvalidInput(field, "is empty: a trace needs at least one request")
     number, text = first
-    text = text.lstrip("\ufeff")
     kind = fmt or ("jsonl" if text.startswith("{") else "azure-csv")
     rows = itertools.chain([(number, text)], numbered)
     builder = _Builder(name, kind, field)
@@ -197,7 +196,7 @@ def _numbered(lines: Iterator[str], field: str) -> Iterator[tuple[int, str]]:
         for number, raw in enumerate(lines, start=1):
             if len(raw) > MAX_LINE_CHARS:
                 raise TraceError(field, number, None, f"is longer than {MAX_LINE_CHARS} characters")
-            text = raw.rstrip("\r\n")
+            text = raw.rstrip("\r\n").lstrip("\ufeff") if number == 1 else raw.rstrip("\r\n")
             if text.strip():
                 yield number, text
     except UnicodeDecodeError:
@@ -213,6 +212,7 @@ def _read_azure(rows: Iterator[tuple[int, str]], builder: _Builder, field: str) 
         )
     t_col, p_col, o_col = (names.index(c) for c in AZURE_COLUMNS)
     days: dict[str, int] = {}
+    origin: int | None = None  # the first row's time: ms relative to it keep all 7 digits in a float
     for number, text in rows:
         cells = text.split(",")
         if len(cells) != len(names):
@@ -220,7 +220,9 @@ def _read_azure(rows: Iterator[tuple[int, str]], builder: _Builder, field: str) 
         ns = _timestamp_ns(cells[t_col].strip(), days, field, number)
         prompt = _count(cells[p_col], field, number, "ContextTokens")
         output = _count(cells[o_col], field, number, "GeneratedTokens")
-        builder.add(ns / 1e6, prompt, output, number)
+        if origin is None:
+            origin = ns
+        builder.add((ns - origin) / 1e6, prompt, output, number)
 
 
 def _timestamp_ns(text: str, days: dict[str, int], field: str, number: int) -> int:
@@ -371,17 +373,20 @@ def poisson_arrivals(shape: TrafficShape, full_chunk: int) -> Iterator[Arrival]:
         i += 1
 
 
-def looped(trace: TraceTraffic, gap_ms: float = 0.0) -> Iterator[Arrival]:
-    """A trace replayed endlessly (the simulated engine's traffic): each pass starts `gap_ms` after
-    the previous pass's last arrival; ids keep counting up across passes."""
-    if not len(trace):
+def looped(trace: TraceTraffic) -> Iterator[Arrival]:
+    """A trace replayed endlessly (the simulated engine's traffic): each pass starts one mean gap
+    after the previous pass's last arrival, so the rate holds across the seam; ids keep counting."""
+    n = len(trace)
+    if not n:
         return
-    offset, n, span = 0.0, 0, trace.arrival_ms[-1]
+    span = trace.arrival_ms[-1]
+    gap = span / (n - 1) if n > 1 and span > 0 else 1000.0
+    offset, i = 0.0, 0
     while True:
         for a in trace.arrivals():
-            yield Arrival(n, offset + a.arrival_ms, a.request, a.output_tokens)
-            n += 1
-        offset += span + max(gap_ms, 1.0)
+            yield Arrival(i, offset + a.arrival_ms, a.request, a.output_tokens)
+            i += 1
+        offset += span + gap
 
 
 # ---- summary ---------------------------------------------------------------------------------
