@@ -151,10 +151,11 @@ def parse_trace(
         raise InvalidInput(field, f"unknown trace format {fmt!r} (expected one of {list(FORMATS)})")
     if isinstance(source, bytes):
         try:
-            source = source.decode("utf-8-sig")
+            text = source.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             line = source[: exc.start].count(b"\n") + 1
             raise TraceError(field, line, None, "is not UTF-8 text") from None
+        source = text
     lines: Iterator[str] = iter(source.splitlines() if isinstance(source, str) else source)
     numbered = _numbered(lines, field)
     first = next(numbered, None)

@@ -12,8 +12,8 @@ from typing import Any
 from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.jobs import selectors as job_selectors
 from scheduler_core.analyses.catalogs import DRIFT_PARAM, EXECUTION_PARAMS, pr22_catalogs
-from scheduler_core.errors import InvalidInput
 from scheduler_core.analyses.params import AFFINE
+from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import parse_execution
 from scheduler_core.plan_io import answer, parse_json
 from scheduler_core.policies import selectable_policies

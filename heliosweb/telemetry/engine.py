@@ -41,10 +41,10 @@ from scheduler_core.analyses.simulate import boot_setting, build_catalog
 from scheduler_core.analyses.simulate import check as simulate_check
 from scheduler_core.catalog import Catalog
 from scheduler_core.engine import EngineLoop
-from scheduler_core.traffic import TrafficShape
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import ExecutionModel
 from scheduler_core.scheduler import SchedulerConfig
+from scheduler_core.traffic import TrafficShape
 
 from .services import ENGINE_KIND, engine_token_create, engine_tokens_revoke
 
@@ -163,8 +163,8 @@ def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Cat
             n = len(source["replaced"])
             name = f"repaired boot {boot.pk} ({n} shape{'' if n == 1 else 's'} replaced)"
         return execution, catalog, name, source
-    execution = execution_of(params)
-    return execution, build_catalog({**params, "mixed_rows": [8, 32]}, execution), params["catalog"], None
+    model = execution_of(params)
+    return model, build_catalog({**params, "mixed_rows": [8, 32]}, model), params["catalog"], None
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:

@@ -66,15 +66,15 @@ def check(params: dict[str, Any]) -> None:
 
 def repeats(params: dict[str, Any]) -> int:
     """Seeded draws per rate: 1 for a trace (nothing in a trace run is random)."""
-    return 1 if params["trace"] is not None else params["repeats"]
+    return 1 if params["trace"] is not None else int(params["repeats"])
 
 
 def work(params: dict[str, Any]) -> int:
-    runs = params["steps"] * len(params["policies"]) * repeats(params)
+    runs = int(params["steps"]) * len(params["policies"]) * repeats(params)
     if params["trace"] is not None:
         return runs * work_units(simulate.selected_trace({**params, "time_scale": 1.0}))
     per_request = (params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2
-    return runs * params["requests"] * per_request
+    return runs * int(params["requests"] * per_request)
 
 
 def traffic_at(params: dict[str, Any], rate: float, repeat: int, full_chunk: int) -> list[Arrival]:
@@ -84,7 +84,15 @@ def traffic_at(params: dict[str, Any], rate: float, repeat: int, full_chunk: int
         native = base.rate_per_s()
         assert native is not None  # refused by check
         return list(base.select(time_scale=native / rate).arrivals())
-    shape = TrafficShape(rate, *(params[f] for f in POISSON[:-1]), seed=params["seed"] + repeat)
+    shape = TrafficShape(
+        rate,
+        params["prompt_min"],
+        params["prompt_max"],
+        params["output_min"],
+        params["output_max"],
+        params["span_share"],
+        params["seed"] + repeat,
+    )
     return list(itertools.islice(poisson_arrivals(shape, full_chunk), params["requests"]))
 
 
@@ -137,9 +145,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         for name in names:
             points[name].append(_point(rate, runs[name], params))
         deltas.append(_delta(rate, runs, first))
-    policies = [
-        {"policy": name, "capacity_per_s": capacity(points[name]), "points": points[name]} for name in names
-    ]
+    policies = [{"policy": name, "capacity_per_s": capacity(points[name]), "points": points[name]} for name in names]
     return {
         "execution": execution_dict(execution),
         "catalog": params["catalog"],
@@ -180,9 +186,7 @@ def capacity(points: list[dict[str, Any]]) -> float | None:
     return best
 
 
-def _delta(
-    rate: float, runs: dict[str, list[dict[str, Any]]], first: dict[str, dict[str, Any]]
-) -> dict[str, Any]:
+def _delta(rate: float, runs: dict[str, list[dict[str, Any]]], first: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """rule - cost at one rate: p50 and p99 TTFT with their 95 % intervals over the repeats (paired by
     seed), and the per-request comparison of the first repeat."""
     row: dict[str, Any] = {"rate_per_s": rate}
@@ -240,7 +244,9 @@ ANALYSIS = Analysis(
         FloatParam("rate_max_per_s", 8.0, "highest request rate stepped", minimum=0.001, maximum=1e5),
         IntParam("steps", 8, "rates stepped (geometric from min to max)", minimum=1, maximum=64),
         FloatParam("ttft_p99_ms", DEFAULT_TTFT_P99_MS, "SLO: TTFT p99 bound (ms)", minimum=0.0, maximum=1e6),
-        FloatParam("itl_p99_ms", DEFAULT_ITL_P99_MS, "SLO: inter-token latency p99 bound (ms)", minimum=0.0, maximum=1e6),
+        FloatParam(
+            "itl_p99_ms", DEFAULT_ITL_P99_MS, "SLO: inter-token latency p99 bound (ms)", minimum=0.0, maximum=1e6
+        ),
         PolicyListParam("policies", help="policies to compare on the same traffic"),
         IntParam("repeats", 5, "seeded Poisson draws per rate (a trace runs once)", minimum=1, maximum=100),
         IntParam("requests", 1000, "Poisson requests per run", minimum=1, maximum=20_000),

@@ -4,9 +4,8 @@ the full chunk). One definition, so the analyses' figures agree with the evidenc
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Mapping
+from typing import Any
 
 from ..catalog import Catalog, drift
 from ..errors import InvalidInput

@@ -33,7 +33,12 @@ def azure_rows() -> list[tuple[datetime, int, int, int]]:
     with open(AZURE, encoding="utf-8-sig", newline="") as f:
         rows = list(csv.DictReader(f))
     return [
-        (datetime.strptime(r["TIMESTAMP"][:26], "%Y-%m-%d %H:%M:%S.%f"), int(r["ContextTokens"]), int(r["GeneratedTokens"]), i)
+        (
+            datetime.strptime(r["TIMESTAMP"][:26], "%Y-%m-%d %H:%M:%S.%f"),
+            int(r["ContextTokens"]),
+            int(r["GeneratedTokens"]),
+            i,
+        )
         for i, r in enumerate(rows)
     ]
 
@@ -76,9 +81,21 @@ def test_unsorted_rows_are_sorted_by_time_with_ids_in_file_order_and_seven_digit
         (f"{HEADER}\n2023-02-30 01:17:03.97,4808,3\n", 2, "TIMESTAMP"),
         (f"{HEADER}\n2023-11-16 18:17:03.97,4808\n", 2, None),
         ("TIMESTAMP,Context,Generated\n2023-11-16 18:17:03.97,4808,3\n", 1, None),
-        ('{"arrival_ms": 0, "prompt_tokens": 5, "output_tokens": 1}\n{"arrival_ms": 1, "prompt_tokens": -5, "output_tokens": 1}\n', 2, "prompt_tokens"),
-        ('{"arrival_ms": 0, "prompt_tokens": 5, "output_tokens": 1}\n{"arrival_ms": NaN, "prompt_tokens": 5, "output_tokens": 1}\n', 2, "arrival_ms"),
-        ('{"arrival_ms": 0, "prompt_tokens": 5, "output_tokens": 1, "atomic_spans": [[2, 9]]}\n', 1, "atomic_spans[0].end"),
+        (
+            '{"arrival_ms": 0, "prompt_tokens": 5, "output_tokens": 1}\n{"arrival_ms": 1, "prompt_tokens": -5, "output_tokens": 1}\n',
+            2,
+            "prompt_tokens",
+        ),
+        (
+            '{"arrival_ms": 0, "prompt_tokens": 5, "output_tokens": 1}\n{"arrival_ms": NaN, "prompt_tokens": 5, "output_tokens": 1}\n',
+            2,
+            "arrival_ms",
+        ),
+        (
+            '{"arrival_ms": 0, "prompt_tokens": 5, "output_tokens": 1, "atomic_spans": [[2, 9]]}\n',
+            1,
+            "atomic_spans[0].end",
+        ),
         ('{"arrival_ms": 0, "prompt_tokens": 5, "output_tokens": 1, "colour": 1}\n', 1, "colour"),
         ('{"arrival_ms": 0, "prompt_tokens": 5}\n', 1, "output_tokens"),
         ('{"arrival_ms": 0, "prompt_tokens": 5, "output_tokens": 1}\n{"arrival_ms": 1,\n', 2, None),
@@ -105,12 +122,21 @@ def test_bytes_that_are_not_utf8_name_their_line():
 
 def test_json_lines_and_records_keep_spans_and_boundaries():
     lines = [
-        {"arrival_ms": 20.5, "prompt_tokens": 9000, "output_tokens": 2, "atomic_spans": [[100, 900]], "message_boundaries": [50]},
+        {
+            "arrival_ms": 20.5,
+            "prompt_tokens": 9000,
+            "output_tokens": 2,
+            "atomic_spans": [[100, 900]],
+            "message_boundaries": [50],
+        },
         {"arrival_ms": 10.0, "prompt_tokens": 10, "output_tokens": 7},
     ]
     trace = parse_trace("\n".join(json.dumps(x) for x in lines))
     arrivals = list(trace.arrivals())
-    assert [(a.id, a.arrival_ms, a.request.prompt_tokens, a.output_tokens) for a in arrivals] == [(1, 0.0, 10, 7), (0, 10.5, 9000, 2)]
+    assert [(a.id, a.arrival_ms, a.request.prompt_tokens, a.output_tokens) for a in arrivals] == [
+        (1, 0.0, 10, 7),
+        (0, 10.5, 9000, 2),
+    ]
     assert arrivals[1].request.atomic_spans == ((100, 900),) and arrivals[1].request.message_boundaries == (50,)
     again = from_records(trace.records())
     assert [(a.arrival_ms, a.request) for a in again.arrivals()] == [(a.arrival_ms, a.request) for a in arrivals]
@@ -198,7 +224,11 @@ def test_trace_options_without_a_trace_and_an_empty_window_are_refused():
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-S", "-E", "-m", "scheduler_core", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-S", "-E", "-m", "scheduler_core", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -216,7 +246,10 @@ def test_cli_trace_and_simulate_trace(tmp_path):
     for args in (("trace", str(bad)), ("simulate", "--trace", str(bad))):
         out = cli(*args)
         assert out.returncode == 2 and out.stdout == ""
-        assert out.stderr.strip() == "error: trace: line 3, column GeneratedTokens: must be a whole number of tokens, got 'ten'"
+        assert (
+            out.stderr.strip()
+            == "error: trace: line 3, column GeneratedTokens: must be a whole number of tokens, got 'ten'"
+        )
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     assert cli("trace", str(empty)).returncode == 2
