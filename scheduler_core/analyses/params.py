@@ -437,11 +437,13 @@ class WindowParam(Param):
     def parse(self, value: Any) -> list[float] | None:
         if value is None:
             return None
-        pair = require_list(value, self.name)
+        pair = [
+            require_number(v, f"{self.name}[]", minimum=0.0, maximum=self.maximum)
+            for v in require_list(value, self.name)
+        ]
         if len(pair) != 2:
             raise InvalidInput(self.name, f"must be [start, end] in seconds, got {len(pair)} values")
-        start = require_number(pair[0], f"{self.name}.start", minimum=0.0, maximum=self.maximum)
-        end = require_number(pair[1], f"{self.name}.end", minimum=0.0, maximum=self.maximum)
+        start, end = pair
         if start >= end:
             raise InvalidInput(self.name, f"start {start:g} must be < end {end:g}")
         return [start, end]
@@ -458,6 +460,9 @@ class WindowParam(Param):
     def json_schema(self) -> dict[str, Any]:
         bound = {"type": "number", "minimum": 0, "maximum": self.maximum}
         return {"type": "array", "items": bound, "minItems": 2, "maxItems": 2}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "minimum": 0, "maximum": self.maximum}
 
 
 # The bounds `Catalog.from_dicts` enforces, stated (API docs, the OpenAPI schema).
