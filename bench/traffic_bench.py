@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -47,14 +48,21 @@ BODIES = {
 }
 
 
-def measured(kind: str, path: Path) -> tuple[float, float, float, float]:
-    """(wall s, CPU s of the work, CPU s of the whole process, peak MB) of one child doing `kind`."""
+def measured(kind: str, path: Path) -> dict[str, float]:
+    """{wall, work, process, mb} of one child doing `kind`: wall s, CPU s of the work alone and of the
+    whole process, peak MB."""
     code = CHILD.format(root=str(ROOT), body=BODIES[kind].format(path=str(path)))
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    wall = time.perf_counter() - start
-    figures = json.loads(out.splitlines()[-1])
-    return wall, figures["work"], figures["process"], figures["mb"]
+    return {"wall": time.perf_counter() - start, **json.loads(out.splitlines()[-1])}
+
+
+def show(kind: str, path: Path, rows: list[tuple[str, str, str, float]]) -> None:
+    """Run `kind` once and print each (label, figure, unit, target) row, then the wall time."""
+    figures = measured(kind, path)
+    for label, key, unit, target in rows:
+        report(label, figures[key], unit, target)
+    print(f"    (wall {figures['wall']:.2f} s on this machine)")
 
 
 def report(name: str, value: float, unit: str, target: float) -> None:
@@ -62,7 +70,7 @@ def report(name: str, value: float, unit: str, target: float) -> None:
     print(f"{name:<60} {value:>9.2f} {unit:<3} target <= {target:g} {unit}  {verdict}")
 
 
-def write_jsonl(path: Path, n: int) -> None:
+def write_jsonl(path: Path, n: int) -> Path:
     """The Azure trace replayed (`traffic.looped`) until it holds `n` requests, as JSON Lines."""
     with path.open("w") as f:
         for _, a in zip(range(n), looped(read_trace(str(AZURE)))):
@@ -76,9 +84,10 @@ def write_jsonl(path: Path, n: int) -> None:
                 )
                 + "\n"
             )
+    return path
 
 
-def write_azure(path: Path, n: int) -> None:
+def write_azure(path: Path, n: int) -> Path:
     """`n` rows in the Azure CSV's own format (byte-order mark, 7 digits, CRLF), unsorted within each pass."""
     with AZURE.open(encoding="utf-8-sig") as f:
         rows = f.read().splitlines()[1:]
@@ -90,6 +99,41 @@ def write_azure(path: Path, n: int) -> None:
                 out.write(row.replace("2023-11-16", day.isoformat()) + "\r\n")
             written += min(len(rows), n - written)
             day += timedelta(days=1)
+    return path
+
+
+Rows = list[tuple[str, str, str, float]]
+# Each case: the trace it reads (made in a temporary folder) and the figures printed with their targets.
+CASES: dict[str, tuple[Callable[[Path], Path], Rows]] = {
+    "simulate": (
+        lambda tmp: write_jsonl(tmp / "azure-20k.jsonl", 20_000),
+        [
+            ("simulate: 20,000-request trace, cost and rule: CPU, whole process", "process", "s", 5),
+            ("    the run alone (after reading the trace)", "work", "s", 5),
+            ("    peak memory", "mb", "MB", 200),
+        ],
+    ),
+    # Vidur, the simulator behind the profiles: ~5 CPU-s and 1 GB per policy on this trace; keep 10x ahead.
+    "vidur": (
+        lambda tmp: AZURE,
+        [
+            ("simulate: the 8,819-request trace, one policy: CPU of the run (Vidur ~5)", "work", "s", 0.5),
+            ("    CPU, whole process", "process", "s", 0.5),
+            ("    peak memory (Vidur ~1,000)", "mb", "MB", 100),
+        ],
+    ),
+    "capacity": (
+        lambda tmp: AZURE,
+        [("capacity: 8 rates x 2 policies on the 8,819-request trace: CPU", "process", "s", 30)],
+    ),
+    "million": (
+        lambda tmp: write_azure(tmp / "azure-1m.csv", 1_000_000),
+        [
+            ("trace: parse and summarise 1,000,000 Azure CSV rows: CPU", "process", "s", 20),
+            ("    peak memory", "mb", "MB", 250),
+        ],
+    ),
+}
 
 
 def main() -> None:
@@ -98,30 +142,9 @@ def main() -> None:
     only = parser.parse_args().only
     tmp = Path(tempfile.mkdtemp(prefix="traffic-bench-"))
     print(f"one core per run; load average {os.getloadavg()[0]:.1f} (a shared machine reads slower)")
-    if only in (None, "simulate"):
-        trace = tmp / "azure-20k.jsonl"
-        write_jsonl(trace, 20_000)
-        wall, work, process, mb = measured("simulate", trace)
-        report("simulate: 20,000-request trace, cost and rule: CPU, whole process", process, "s", 5)
-        report("    the run alone (after reading the trace)", work, "s", 5)
-        report("    peak memory", mb, "MB", 200)
-        print(f"    (wall {wall:.2f} s on this machine)")
-    if only in (None, "vidur"):
-        wall, work, process, mb = measured("vidur", AZURE)
-        # Vidur, the simulator behind the profiles: ~5 CPU-s and 1 GB per policy on this trace; keep 10x ahead.
-        report("simulate: the 8,819-request trace, one policy: CPU of the run (Vidur ~5)", work, "s", 0.5)
-        report("    CPU, whole process", process, "s", 0.5)
-        report("    peak memory (Vidur ~1,000)", mb, "MB", 100)
-    if only in (None, "capacity"):
-        wall, work, process, mb = measured("capacity", AZURE)
-        report("capacity: 8 rates x 2 policies on the 8,819-request trace: CPU", process, "s", 30)
-        print(f"    (wall {wall:.2f} s on this machine; peak memory {mb:.0f} MB)")
-    if only in (None, "million"):
-        big = tmp / "azure-1m.csv"
-        write_azure(big, 1_000_000)
-        wall, work, process, mb = measured("million", big)
-        report("trace: parse and summarise 1,000,000 Azure CSV rows: CPU", process, "s", 20)
-        report("    peak memory", mb, "MB", 250)
+    for kind, (trace, rows) in CASES.items():
+        if only in (None, kind):
+            show(kind, trace(tmp), rows)
 
 
 if __name__ == "__main__":

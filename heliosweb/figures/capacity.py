@@ -23,6 +23,13 @@ def _errors(figures: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _curve(x: list[float], values: list[dict[str, Any]], name: str, line: dict[str, Any]) -> go.Scatter:
+    """One policy's figure against the rate: the means, with their intervals as error bars."""
+    return go.Scatter(
+        x=x, y=[v["mean"] for v in values], error_y=_errors(values), name=name, mode="lines+markers", line=line
+    )
+
+
 def _ttft(result: dict[str, Any]) -> go.Figure:
     traces: list[dict[str, Any]] = []
     for p in result["policies"]:
@@ -30,16 +37,7 @@ def _ttft(result: dict[str, Any]) -> go.Figure:
         colour = policy_colour(p["policy"])
         for key, dash in (("ttft_p99_ms", "solid"), ("ttft_p50_ms", "dot")):
             values = [pt[key] for pt in p["points"]]
-            traces.append(
-                go.Scatter(
-                    x=x,
-                    y=[v["mean"] for v in values],
-                    error_y=_errors(values),
-                    name=f"{p['policy']} {key[5:8]}",
-                    mode="lines+markers",
-                    line={"color": colour, "dash": dash},
-                )
-            )
+            traces.append(_curve(x, values, f"{p['policy']} {key[5:8]}", {"color": colour, "dash": dash}))
     bound = result["slo"]["ttft_p99_ms"]
     layout = base_layout(
         f"TTFT vs request rate (p99 solid, p50 dotted); the SLO's p99 bound {bound:g} ms dashed",
@@ -73,16 +71,7 @@ def _goodput(result: dict[str, Any]) -> go.Figure:
         values = [pt["goodput_per_s"] for pt in p["points"]]
         cap = p["capacity_per_s"]
         label = "below the lowest rate" if cap is None else f"{cap:g}/s"
-        traces.append(
-            go.Scatter(
-                x=rates,
-                y=[v["mean"] for v in values],
-                error_y=_errors(values),
-                name=f"{p['policy']} (capacity {label})",
-                mode="lines+markers",
-                line={"color": colour},
-            )
-        )
+        traces.append(_curve(rates, values, f"{p['policy']} (capacity {label})", {"color": colour}))
         if cap is not None:
             shapes.append(
                 {
@@ -107,17 +96,9 @@ def _goodput(result: dict[str, Any]) -> go.Figure:
 def _attainment(result: dict[str, Any]) -> go.Figure:
     traces = []
     for p in result["policies"]:
+        x = [pt["rate_per_s"] for pt in p["points"]]
         values = [pt["attainment"] for pt in p["points"]]
-        traces.append(
-            go.Scatter(
-                x=[pt["rate_per_s"] for pt in p["points"]],
-                y=[v["mean"] for v in values],
-                error_y=_errors(values),
-                name=p["policy"],
-                mode="lines+markers",
-                line={"color": policy_colour(p["policy"])},
-            )
-        )
+        traces.append(_curve(x, values, p["policy"], {"color": policy_colour(p["policy"])}))
     layout = base_layout(
         "SLO attainment: share of requests within both bounds (TTFT, mean inter-token latency)",
         xaxis={"title": {"text": "requests per second"}, **LOG_AXIS},
