@@ -40,7 +40,7 @@ def _ttft(result: dict[str, Any]) -> go.Figure:
             traces.append(_curve(x, values, f"{p['policy']} {key[5:8]}", {"color": colour, "dash": dash}))
     bound = result["slo"]["ttft_p99_ms"]
     layout = base_layout(
-        f"TTFT vs request rate (p99 solid, p50 dotted); the SLO's p99 bound {bound:g} ms dashed",
+        f"TTFT vs rate: p99 solid, p50 dotted, SLO {bound:g} ms dashed",
         xaxis={"title": {"text": "requests per second"}, **LOG_AXIS},
         yaxis={"title": {"text": "TTFT (ms)"}, **LOG_AXIS},
         shapes=[_bound_line(bound)],
@@ -85,9 +85,9 @@ def _goodput(result: dict[str, Any]) -> go.Figure:
                 }
             )
     layout = base_layout(
-        "Goodput (requests per second attaining the SLO) vs offered rate; each policy's capacity dashed",
+        "Goodput (requests/s within the SLO); capacity dashed",
         xaxis={"title": {"text": "offered requests per second"}, **LOG_AXIS},
-        yaxis={"title": {"text": "goodput (requests/s)"}, "rangemode": "tozero"},
+        yaxis={"title": {"text": "goodput (requests/s)"}, "rangemode": "nonnegative"},
         shapes=shapes,
     )
     return go.Figure(traces, layout)
@@ -100,7 +100,7 @@ def _attainment(result: dict[str, Any]) -> go.Figure:
         values = [pt["attainment"] for pt in p["points"]]
         traces.append(_curve(x, values, p["policy"], {"color": policy_colour(p["policy"])}))
     layout = base_layout(
-        "SLO attainment: share of requests within both bounds (TTFT, mean inter-token latency)",
+        "SLO attainment (TTFT and mean ITL within bounds)",
         xaxis={"title": {"text": "requests per second"}, **LOG_AXIS},
         yaxis={"title": {"text": "attainment"}, "tickformat": ".0%", "range": [0, 1.02]},
     )
@@ -125,7 +125,7 @@ def _deltas(result: dict[str, Any]) -> go.Figure | None:
             )
         )
     layout = base_layout(
-        "rule - cost TTFT per request (CDF), one line per rate (darker: faster); right of 0: the rule is slower",
+        "rule - cost TTFT per request, a CDF per rate",
         xaxis={"title": {"text": "rule - cost TTFT (ms)"}, "zeroline": True},
         yaxis={"title": {"text": "share of requests"}, "range": [0, 1]},
     )
