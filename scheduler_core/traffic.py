@@ -190,6 +190,34 @@ def from_records(records: Iterable[Mapping[str, Any]], *, name: str = "records",
     return builder.finish()
 
 
+def from_engine_requests(
+    records: Iterable[Mapping[str, Any]], *, name: str = "telemetry", field: str = "records"
+) -> TraceTraffic:
+    """The traffic an engine served, rebuilt from its request records (`EngineLoop`'s, the telemetry
+    an engine posts: `t_ms` when its last token came, `ttft_ms`, `itl_ms` its gaps, `prompt_tokens`):
+    each request arrived at t_ms - sum(itl_ms) - ttft_ms and generated 1 + len(itl_ms) tokens. Spans
+    and boundaries are not in the records, so the rebuilt requests have none."""
+    rows = []
+    for i, r in enumerate(records):
+        f = f"{field}[{i}]"
+        for key in ("t_ms", "ttft_ms", "itl_ms", "prompt_tokens"):
+            if key not in r:
+                raise InvalidInput(f"{f}.{key}", "is required")
+        gaps = r["itl_ms"]
+        if not isinstance(gaps, list) or not all(isinstance(g, (int, float)) and not isinstance(g, bool) for g in gaps):
+            raise InvalidInput(f"{f}.itl_ms", "must be a list of numbers")
+        try:
+            arrival = float(r["t_ms"]) - math.fsum(gaps) - float(r["ttft_ms"])
+        except (TypeError, ValueError):
+            raise InvalidInput(f"{f}.t_ms", "t_ms and ttft_ms must be numbers") from None
+        rows.append({"arrival_ms": arrival, "prompt_tokens": r["prompt_tokens"], "output_tokens": 1 + len(gaps)})
+    if rows:  # the trace's clock is the engine's, shifted: keep the first arrival's offset out of the errors
+        origin = min(row["arrival_ms"] for row in rows)
+        for row in rows:
+            row["arrival_ms"] = max(0.0, row["arrival_ms"] - origin)
+    return from_records(rows, name=name, field=field)
+
+
 def _numbered(lines: Iterator[str], field: str) -> Iterator[tuple[int, str]]:
     """Non-blank lines with their 1-based numbers, line endings stripped, each bounded in length."""
     number = 0

@@ -2,6 +2,7 @@
 trace's summary equal to figures computed here independently, and simulate driven by the file."""
 
 import csv
+import itertools
 import json
 import math
 import subprocess
@@ -12,12 +13,20 @@ from pathlib import Path
 import pytest
 
 from scheduler_core.analyses import ANALYSES
+from scheduler_core.analyses.simulate import build_catalog
+from scheduler_core.engine import EngineLoop
 from scheduler_core.errors import InvalidInput
+from scheduler_core.execution import AffineExecution
+from scheduler_core.request import Request
+from scheduler_core.scheduler import Arrival, SchedulerConfig, schedule
 from scheduler_core.traffic import (
     TraceError,
+    TrafficShape,
+    from_engine_requests,
     from_records,
     looped,
     parse_trace,
+    poisson_arrivals,
     read_trace,
     summarise_trace,
 )
@@ -255,3 +264,37 @@ def test_cli_trace_and_simulate_trace(tmp_path):
     assert cli("trace", str(empty)).returncode == 2
     out = cli("simulate", "--window", "5")
     assert out.returncode == 2 and "window" in out.stderr
+
+
+def test_replaying_an_engine_s_own_request_records_under_its_policy_reproduces_its_launches():
+    """Counterfactual replay's base case: what the engine served, rebuilt from its telemetry and run
+    through `schedule` under the engine's own policy, makes the same prefill launches per request."""
+    execution = AffineExecution()
+    catalog = build_catalog({"catalog": "clean", "mixed_rows": [8, 32], "drift_factor": 1.6}, execution)
+    shape = TrafficShape(30.0, 32, 9000, 2, 40, seed=4)
+    served = list(itertools.islice(poisson_arrivals(shape, catalog.full_chunk), 300))
+    never = Arrival(10**6, 1e15, Request(1), 1)  # the stream goes on, far beyond the window
+    for policy in ("cost", "rule"):
+        config = SchedulerConfig(policy, 32, 2)
+        engine = EngineLoop(catalog, execution, config, iter([*served, never]))
+        records = []
+        for until in range(0, 200_000, 5_000):
+            records += engine.advance(float(until))
+        requests = [r for r in records if r["type"] == "request"]
+        assert len(requests) == 300
+        rebuilt = from_engine_requests(requests)
+        replay = schedule(list(rebuilt.arrivals()), catalog, execution, config)
+        # a rebuilt request's id is its row among the records
+        launches = {requests[o.id]["request"]: [c.graph for c in o.chunks] for o in replay.lanes}
+        assert launches == {r["request"]: r["launches"] for r in requests}
+        ttft = {requests[o.id]["request"]: o.ttft_ms for o in replay.lanes}
+        assert all(abs(ttft[r["request"]] - r["ttft_ms"]) < 1e-6 for r in requests)
+
+
+def test_a_request_record_without_its_gaps_is_named():
+    with pytest.raises(InvalidInput) as caught:
+        from_engine_requests([{"t_ms": 5.0, "ttft_ms": 1.0, "itl_ms": [1.0], "prompt_tokens": 9}, {"t_ms": 5.0}])
+    assert caught.value.field == "records[1].ttft_ms"
+    with pytest.raises(InvalidInput) as caught:
+        from_engine_requests([{"t_ms": 5.0, "ttft_ms": 1.0, "itl_ms": ["x"], "prompt_tokens": 9}])
+    assert caught.value.field == "records[0].itl_ms"
