@@ -20,7 +20,9 @@ Prefill attention is interpolated linearly between the sampled chunks (64 ... 4,
 the square of the chunk past 4,096; decode attention past 64 rows grows in proportion.
 `llama-2-7b-h100` has its linear part measured on H100; its attention is estimated as the A100
 figure / 1.65 (decode attention is bandwidth-bound; the README bounds prefill attention between 0
-and the A100 figure). Every profile's `provenance` says the same.
+and the A100 figure). Every profile's `provenance` says the same, and its caveat: a chunk's attention is
+costed as if nothing were cached before it (a catalog's shapes carry no prefix length), which
+favours splitting (docs/analyses.md quantifies it).
 """
 
 from __future__ import annotations
@@ -147,6 +149,8 @@ def derive(gpu: str) -> ProfileExecution:
         if gpu == "a100"
         else f"estimated: the A100 figures / {H100_ATTENTION_DIVISOR} (no H100 attention profile is available)",
         "decode_kv_tokens": DECODE_KV,
+        "caveat": "each chunk's attention is costed after 0 cached tokens: splitting a long prompt looks "
+        "cheaper than it is (A100: ~22 ms per 4,096 tokens in favour of smaller chunks)",
         "first_token_ms": f"{FIRST_TOKEN_MS} ms, estimated (embedding, LM head and sampling are not profiled)",
         "composition": "prefill N: 32 x (linear(N) + attention(N after 0 cached)); decode b: 32 x (linear(b) + "
         "decode attention(b at 2048 cached)); mixed: 32 x (linear(N + b) + both attentions)",
