@@ -4,7 +4,7 @@ A trace is real traffic (arrival time, prompt tokens, output tokens) read from t
 inference trace's CSV (`TIMESTAMP,ContextTokens,GeneratedTokens`), from JSON Lines (`arrival_ms`,
 `prompt_tokens`, `output_tokens`, optional `atomic_spans` and `message_boundaries`), or from a
 list of request dicts of the same fields (requests rebuilt from engine telemetry). It is held in
-compact arrays sorted by arrival (about 40 bytes a request), so a trace of `MAX_TRACE_ROWS`
+compact arrays sorted by arrival (32 bytes a request), so a trace of `MAX_TRACE_ROWS`
 requests parses and summarises in bounded memory; `Arrival` objects are made only for the
 requests a run takes. A bad row is refused as a `TraceError` naming its line and column.
 """
@@ -28,7 +28,7 @@ from .request import Request
 from .scheduler import Arrival
 from .stats import percentiles, quantiles, round6
 
-MAX_TRACE_ROWS = 2_000_000  # requests in one trace (a week of the Azure 2024 trace is ~1.5 M)
+MAX_TRACE_ROWS = 2_000_000  # requests in one trace
 MAX_LINE_CHARS = 65_536  # one row, spans and boundaries included
 MAX_TOKENS = MAX_CAPACITY  # a prompt's or an output's tokens: 1,048,576
 MAX_ARRIVAL_MS = 1e11  # about 3 years after the first request
