@@ -11,54 +11,17 @@ its start); the caller maps them to the wall clock.
 
 from __future__ import annotations
 
-import math
-import random
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from .catalog import Catalog
 from .errors import InvalidInput
 from .execution import ExecutionModel
 from .policies import Launch, RulePolicy, RuleV1Policy, make_policy
-from .request import Request
 from .scheduler import Arrival, SchedulerConfig, _Lane, _Run
+from .traffic import TrafficShape, poisson_arrivals
 
 _TRIM_EVERY = 1024  # admitted arrivals between trims of the pending list (keeps memory flat)
-
-
-@dataclass(frozen=True)
-class TrafficShape:
-    """Continuous synthetic traffic as `simulate` takes it: Poisson arrivals at `rate_per_s`,
-    log-uniform prompt lengths, uniform output lengths, and a share of requests holding one
-    atomic span no longer than the full chunk."""
-
-    rate_per_s: float
-    prompt_min: int
-    prompt_max: int
-    output_min: int
-    output_max: int
-    span_share: float = 0.0
-    seed: int = 0
-
-
-def poisson_arrivals(shape: TrafficShape, full_chunk: int) -> Iterator[Arrival]:
-    """An endless, seeded stream of arrivals in time order (the same draws, in the same order, as
-    `simulate`'s finite traffic, which takes its first N)."""
-    rng = random.Random(shape.seed)
-    log_low, log_high = math.log(shape.prompt_min), math.log(shape.prompt_max)
-    clock, i = 0.0, 0
-    while True:
-        clock += rng.expovariate(shape.rate_per_s) * 1000.0
-        n = max(1, min(shape.prompt_max, round(math.exp(rng.uniform(log_low, log_high)))))
-        spans: tuple[tuple[int, int], ...] = ()
-        if rng.random() < shape.span_share:
-            length = rng.randint(1, min(n, full_chunk))
-            start = rng.randint(0, n - length)
-            spans = ((start, start + length),)
-        output = rng.randint(shape.output_min, shape.output_max)
-        yield Arrival(i, clock, Request(n, (), spans), output)
-        i += 1
 
 
 class EngineLoop(_Run):
@@ -69,11 +32,16 @@ class EngineLoop(_Run):
     """
 
     def __init__(
-        self, catalog: Catalog, execution: ExecutionModel, config: SchedulerConfig, traffic: TrafficShape
+        self,
+        catalog: Catalog,
+        execution: ExecutionModel,
+        config: SchedulerConfig,
+        traffic: TrafficShape | Iterator[Arrival],
     ) -> None:
         super().__init__([], catalog, execution, config, None)
         self.version = 0
-        self._arrivals = poisson_arrivals(traffic, catalog.full_chunk)
+        # Poisson draws, or any endless stream in time order (a trace replayed: `traffic.looped`)
+        self._arrivals = poisson_arrivals(traffic, catalog.full_chunk) if isinstance(traffic, TrafficShape) else traffic
         self._next: Arrival = next(self._arrivals)
         self._records: list[dict[str, Any]] = []
         self._itl: dict[int, list[float]] = {}

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from .catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, build_catalog
 from .errors import InvalidInput
+from .profiles import PROFILES, load_profile
 from .validation import reject_unknown_keys, require_int, require_list, require_mapping, require_number
 
 
@@ -85,7 +86,13 @@ class TableExecution:
 
 
 def parse_execution(data: Any, field_name: str = "execution") -> ExecutionModel:
-    """An affine model ({fixed_ms, ms_per_token, first_token_ms}) or a table ({table: [...]})."""
+    """An affine model ({fixed_ms, ms_per_token, first_token_ms}), a table ({table: [...]}) or a
+    shipped GPU profile by name ({profile: "llama-2-7b-a100"})."""
+    if isinstance(data, dict) and "profile" in data:
+        reject_unknown_keys(data, {"profile"}, field_name)
+        if data["profile"] not in PROFILES:
+            raise InvalidInput(f"{field_name}.profile", f"must be one of {list(PROFILES)}, got {data['profile']!r}")
+        return load_profile(data["profile"])
     if isinstance(data, dict) and "table" in data:
         return TableExecution.parse(data, field_name)
     return AffineExecution.parse(data, field_name)

@@ -29,6 +29,8 @@ from scheduler_core.analyses.params import (
     IntListParam,
     IntParam,
     Param,
+    TraceParam,
+    WindowParam,
 )
 from scheduler_core.errors import InvalidInput
 
@@ -83,6 +85,16 @@ def _read_catalog(param: Param, post: QueryDict, name: str) -> Any:
         raise InvalidInput(param.name, exc.message) from None
 
 
+def _read_trace(param: Param, post: QueryDict, name: str) -> Any:
+    """A pasted trace: its text, parsed by the parameter (never read as a path, as the CLI's flag is)."""
+    raw = post.get(name)
+    return ABSENT if raw is None or not raw.strip() else raw
+
+
+def _window_text(param: Param, value: Any) -> str:
+    return f"{value[0]:g}:{value[1]:g}" if isinstance(value, (list, tuple)) and len(value) == 2 else value or ""
+
+
 def _int_or_text(raw: str) -> Any:
     try:
         return int(raw)
@@ -102,6 +114,9 @@ def _choices(param: ChoiceParam | ChoiceListParam) -> list[tuple[str, str]]:
     return [(c, c) for c in param.options()]
 
 
+TRACE_TEXT = forms.Textarea(
+    attrs={"rows": 2, "cols": 60, "placeholder": "paste a trace (Azure CSV or JSON Lines); empty: Poisson traffic"}
+)
 CATALOG_TEXT = forms.Textarea(attrs={"rows": 2, "cols": 60, "placeholder": "leave empty for the default"})
 ADAPTERS: dict[type[Param], FieldAdapter] = {
     IntParam: FieldAdapter(lambda p: forms.IntegerField(min_value=p.minimum, max_value=p.maximum), _read_text),
@@ -122,6 +137,12 @@ ADAPTERS: dict[type[Param], FieldAdapter] = {
     ),
     CatalogParam: FieldAdapter(lambda p: forms.CharField(widget=CATALOG_TEXT), _read_catalog, _json_text, "one"),
     CatalogListParam: FieldAdapter(lambda p: forms.CharField(widget=CATALOG_TEXT), _read_catalog, _json_text, "many"),
+    TraceParam: FieldAdapter(lambda p: forms.CharField(widget=TRACE_TEXT), _read_trace, lambda p, value: ""),
+    WindowParam: FieldAdapter(
+        lambda p: forms.CharField(widget=forms.TextInput(attrs={"placeholder": "START:END seconds"})),
+        _read_text,
+        _window_text,
+    ),
 }
 
 

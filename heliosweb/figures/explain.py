@@ -12,8 +12,9 @@ from typing import Any
 from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.jobs import selectors as job_selectors
 from scheduler_core.analyses.catalogs import DRIFT_PARAM, EXECUTION_PARAMS, pr22_catalogs
+from scheduler_core.analyses.params import AFFINE
 from scheduler_core.errors import InvalidInput
-from scheduler_core.execution import AffineExecution
+from scheduler_core.execution import parse_execution
 from scheduler_core.plan_io import answer, parse_json
 from scheduler_core.policies import selectable_policies
 
@@ -74,8 +75,10 @@ def catalog_of(query: Mapping[str, str]) -> tuple[list[dict[str, Any]], dict[str
     params = job.params if job is not None else {}
     if choice in PR22_CATALOGS:
         execution = {k: params.get(k, v) for k, v in DEFAULT_EXECUTION.items()}
+        if params.get("execution", AFFINE) != AFFINE:  # a GPU profile: plan input names it
+            execution = {"profile": params["execution"]}
         factor = params.get("drift_factor", DRIFT_PARAM.default)
-        catalogs = pr22_catalogs(AffineExecution(**execution), factor)
+        catalogs = pr22_catalogs(parse_execution(execution), factor)
         source = f"job #{job.pk}'s" if job is not None else "the pull request's"
         return catalogs[choice].to_dicts(), execution, f"{source} {choice} catalog (drift factor {factor})"
     first = params.get("first_token_ms", DEFAULT_EXECUTION["first_token_ms"])

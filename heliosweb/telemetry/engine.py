@@ -26,15 +26,22 @@ from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.registry import JobKind
 from heliosweb.jobs.services.runner import running_job
 from heliosweb.recipes.models import Recipe
-from scheduler_core.analyses.catalogs import DRIFT_PARAM, EXECUTION_PARAMS, execution_of
+from scheduler_core.analyses.catalogs import (
+    DRIFT_PARAM,
+    EXECUTION_PARAMS,
+    EXECUTION_PROFILE,
+    check_boot_or_profile,
+    execution_of,
+)
 from scheduler_core.analyses.params import Analysis, ChoiceParam, Emit, FloatParam, IntParam, progress
 from scheduler_core.analyses.simulate import boot_setting, build_catalog
 from scheduler_core.analyses.simulate import check as simulate_check
 from scheduler_core.catalog import Catalog
-from scheduler_core.engine import EngineLoop, TrafficShape
+from scheduler_core.engine import EngineLoop
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import ExecutionModel
 from scheduler_core.scheduler import SchedulerConfig
+from scheduler_core.traffic import TrafficShape
 
 from .services import ENGINE_KIND, engine_token_create, engine_tokens_revoke
 
@@ -70,8 +77,8 @@ def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Cat
             n = len(source["replaced"])
             name = f"repaired boot {boot.pk} ({n} shape{'' if n == 1 else 's'} replaced)"
         return execution, catalog, name, source
-    affine = execution_of(params)
-    return affine, build_catalog({**params, "mixed_rows": [8, 32]}, affine), params["catalog"], None
+    model = execution_of(params)
+    return model, build_catalog({**params, "mixed_rows": [8, 32]}, model), params["catalog"], None
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -172,6 +179,12 @@ def work(params: dict[str, Any]) -> int:
     return params["duration_s"]
 
 
+def check(params: dict[str, Any]) -> None:
+    """The traffic's ranges (simulate's rules); a recipe's boot is its own truth, so no profile beside it."""
+    simulate_check({**params, "boot_catalog": None})
+    check_boot_or_profile({"boot": params["catalog"] in ("boot", "boot-repaired"), **params}, "boot")
+
+
 ANALYSIS = Analysis(
     name=ENGINE_KIND,
     summary="A simulated engine for this recipe: Poisson traffic through the multi-lane loop in real time, "
@@ -197,10 +210,11 @@ ANALYSIS = Analysis(
         IntParam("max_lanes", 32, "most requests admitted at once", minimum=1, maximum=64),
         IntParam("max_decode_wait", 2, "most launches a decoding lane may sit out", minimum=1, maximum=64),
         DRIFT_PARAM,
+        EXECUTION_PROFILE,
         *EXECUTION_PARAMS,
     ),
     run=run,
-    check=lambda p: simulate_check({**p, "boot_catalog": None}),
+    check=check,
     work=work,
     max_work=7 * 86_400,
     format_text=format_text,

@@ -15,7 +15,7 @@ from ..execution import ExecutionModel, TableExecution, measured_catalog
 from ..planner import plan
 from ..policies import make_policy
 from ..request import Request
-from .catalogs import EXECUTION_PARAMS, execution_dict, execution_of
+from .catalogs import EXECUTION_PARAMS, EXECUTION_PROFILE, check_boot_or_profile, execution_dict, execution_of
 from .pacing import Ticker
 from .params import Analysis, CatalogListParam, Emit, FloatParam, IntListParam, IntParam, PolicyListParam
 
@@ -144,9 +144,11 @@ ANALYSIS = Analysis(
             "simulated noise; judged against their per-shape median",
             max_items=256,
         ),
+        EXECUTION_PROFILE,
         *EXECUTION_PARAMS,
     ),
     run=run,
+    check=lambda params: check_boot_or_profile(params, "boot_catalogs"),
     work=work,
     max_work=50_000_000,
     format_text=format_text,

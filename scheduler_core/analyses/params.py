@@ -17,6 +17,8 @@ from ..errors import InvalidInput
 from ..events import ProgressEvent
 from ..plan_io import parse_json
 from ..policies import POLICIES, selectable_policies
+from ..profiles import PROFILES
+from ..traffic import TraceTraffic, from_records, parse_trace, read_trace
 from ..validation import require_int, require_list, require_number
 
 Emit = Callable[[dict[str, Any]], None]
@@ -165,6 +167,26 @@ class ChoiceParam(Param):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "choices": list(self.options())}
+
+
+AFFINE = "affine"
+
+
+@dataclass(frozen=True)
+class ExecutionProfileParam(ChoiceParam):
+    """The true execution model by name: `affine` (the spec's `fixed_ms + tokens x ms_per_token`,
+    set by the analysis's own flags) or a shipped GPU profile (`scheduler_core.profiles`), read from
+    the one registry when asked, so a new profile is offered in the CLI, the API and the form."""
+
+    name: str = "execution"
+    default: Any = AFFINE
+    help: str = (
+        "true cost model: affine (fixed_ms + tokens x ms_per_token) or a measured GPU profile "
+        "(its table replaces fixed_ms and ms_per_token)"
+    )
+
+    def options(self) -> tuple[str, ...]:
+        return (AFFINE, *PROFILES)
 
 
 @dataclass(frozen=True)
@@ -344,6 +366,103 @@ class CatalogListParam(_ListParam):
 
     def json_schema(self) -> dict[str, Any]:
         return self._list_schema(CATALOG_SCHEMA)
+
+
+@dataclass(frozen=True)
+class TraceParam(Param):
+    """A trace of real traffic (`scheduler_core.traffic`), parsed once into a `TraceTraffic`. The CLI
+    names a file (Azure CSV or JSON Lines); JSON gives the trace's text, or a list of request dicts,
+    at most `max_inline` of them (a stored job keeps its trace as that list). `None`: no trace."""
+
+    kind: ClassVar[str] = "trace"
+    metavar: ClassVar[str] = "FILE"
+
+    max_inline: int = 100_000
+
+    def parse(self, value: Any) -> TraceTraffic | None:
+        if value is None or isinstance(value, TraceTraffic):
+            return value
+        if isinstance(value, str):  # the file's content (a form's text box, an API string), never a path
+            trace = parse_trace(value, field=self.name)
+        else:
+            trace = from_records(require_list(value, self.name), field=self.name)
+        if len(trace) > self.max_inline:
+            raise InvalidInput(self.name, f"has {len(trace):,} requests, at most {self.max_inline:,} given inline")
+        return trace
+
+    def from_text(self, text: str) -> Any:
+        return read_trace(text.strip(), field=self.name)
+
+    def to_json(self, value: Any) -> list[dict[str, Any]] | None:
+        return None if value is None else value.records()
+
+    def from_json(self, value: Any) -> TraceTraffic | None:
+        return None if value is None else from_records(value, field=self.name)
+
+    def cli_help(self) -> str:
+        return f"{self.help} (a file: the Azure trace's CSV or JSON Lines)"
+
+    def json_schema(self) -> dict[str, Any]:
+        return {
+            "oneOf": [
+                {"type": "string", "description": "the trace file's text (Azure CSV or JSON Lines)"},
+                {"type": "array", "maxItems": self.max_inline, "items": TRACE_RECORD_SCHEMA},
+            ]
+        }
+
+
+TRACE_RECORD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "arrival_ms": {"type": "number", "minimum": 0},
+        "prompt_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_CAPACITY},
+        "output_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_CAPACITY},
+        "atomic_spans": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
+        "message_boundaries": {"type": "array", "items": {"type": "integer"}},
+    },
+    "required": ["arrival_ms", "prompt_tokens", "output_tokens"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True)
+class WindowParam(Param):
+    """A time window [start, end) in seconds, `START:END` on the command line; `None`: everything."""
+
+    kind: ClassVar[str] = "window"
+    metavar: ClassVar[str] = "START:END"
+
+    maximum: float = 1e8
+
+    def parse(self, value: Any) -> list[float] | None:
+        if value is None:
+            return None
+        pair = [
+            require_number(v, f"{self.name}[]", minimum=0.0, maximum=self.maximum)
+            for v in require_list(value, self.name)
+        ]
+        if len(pair) != 2:
+            raise InvalidInput(self.name, f"must be [start, end] in seconds, got {len(pair)} values")
+        start, end = pair
+        if start >= end:
+            raise InvalidInput(self.name, f"start {start:g} must be < end {end:g}")
+        return [start, end]
+
+    def from_text(self, text: str) -> Any:
+        start, sep, end = text.strip().partition(":")
+        if not sep:
+            raise InvalidInput(self.name, f"must read START:END (seconds), got {text!r}")
+        try:
+            return [float(start), float(end)]
+        except ValueError:
+            raise InvalidInput(self.name, f"must read START:END (seconds), got {text!r}") from None
+
+    def json_schema(self) -> dict[str, Any]:
+        bound = {"type": "number", "minimum": 0, "maximum": self.maximum}
+        return {"type": "array", "items": bound, "minItems": 2, "maxItems": 2}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "minimum": 0, "maximum": self.maximum}
 
 
 # The bounds `Catalog.from_dicts` enforces, stated (API docs, the OpenAPI schema).

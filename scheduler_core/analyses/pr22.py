@@ -8,7 +8,7 @@ from ..events import ArmResultEvent, ProgressEvent
 from ..planner import plan
 from ..policies import PR22_POLICIES
 from ..request import Request
-from .catalogs import DRIFT_PARAM, EXECUTION_PARAMS, execution_of, pr22_catalogs
+from .catalogs import DRIFT_PARAM, EXECUTION_PARAMS, EXECUTION_PROFILE, execution_dict, execution_of, pr22_catalogs
 from .params import Analysis, Emit, progress
 
 ARMS: dict[str, int] = {"3.5k": 3504, "14k": 14000}  # 3.5k: a 432-token tail after 2048 + 1024
@@ -36,7 +36,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
             arms.append(row)
             emit({"type": "arm_result", **row})
             progress(emit, len(arms), total, f"{arm} {catalog_name}")
-    return {"execution": execution.to_dict(), "drift_factor": params["drift_factor"], "arms": arms}
+    return {"execution": execution_dict(execution), "drift_factor": params["drift_factor"], "arms": arms}
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -57,7 +57,7 @@ def format_table(result: dict[str, Any]) -> str:
 ANALYSIS = Analysis(
     name="pr22",
     summary="The pull request's four arms (3.5k/14k x clean/drift catalog), cost before vs rule after.",
-    params=(*EXECUTION_PARAMS, DRIFT_PARAM),
+    params=(EXECUTION_PROFILE, *EXECUTION_PARAMS, DRIFT_PARAM),
     run=run,
     format_text=format_table,
     events=(ProgressEvent, ArmResultEvent),

@@ -1,25 +1,35 @@
 """Traffic through the multi-lane scheduler, per policy: what a maintainer sees of a policy under
 load (time to first token, inter-token latency, launches, padding), not just for one lone prompt.
 
-Arrivals are Poisson; prompt lengths are log-uniform (short chats and long documents alike);
-output lengths uniform. The same seeded traffic runs under every chosen policy. `rule-v1` may be
+Arrivals are Poisson (prompt lengths log-uniform, output lengths uniform), or a real trace's
+(`trace`, optionally cut to a `window`, its first `limit` requests, its gaps times `time_scale`).
+The same traffic runs under every chosen policy; with both `cost` and `rule`, `deltas` compares
+them request by request. `rule-v1` may be
 chosen: with spans in the traffic and an unmeasured full chunk it shows the stall, reported with
 its request and position."""
 
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
-from ..engine import TrafficShape, poisson_arrivals
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent, StepLaunchEvent
-from ..execution import AffineExecution, ExecutionModel, TableExecution, measured_catalog
+from ..execution import ExecutionModel, TableExecution, measured_catalog
 from ..scheduler import Arrival, SchedulerConfig, ScheduleResult, schedule
-from .catalogs import CATALOG_NAMES, DRIFT_PARAM, EXECUTION_PARAMS, execution_dict, execution_of
+from ..stats import percentiles, quantiles, round6
+from ..traffic import TraceTraffic, TrafficShape, poisson_arrivals, work_units
+from .catalogs import (
+    CATALOG_NAMES,
+    DRIFT_PARAM,
+    EXECUTION_PARAMS,
+    EXECUTION_PROFILE,
+    check_boot_or_profile,
+    execution_dict,
+    execution_of,
+)
 from .pacing import Ticker
 from .params import (
     Analysis,
@@ -30,13 +40,23 @@ from .params import (
     IntListParam,
     IntParam,
     PolicyListParam,
+    TraceParam,
+    WindowParam,
 )
 
 DECODE_ROWS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 MAX_LANES = DECODE_ROWS[-1]
 CATALOGS: tuple[str, ...] = CATALOG_NAMES + ("unmeasured-full",)
-PERCENTILES: tuple[int, ...] = (50, 90, 99)
+WORST = 20  # requests listed where the rule costs most against cost
 TRAFFIC_FIELDS: tuple[str, ...] = tuple(TrafficShape.__dataclass_fields__)
+
+
+TRACE_PARAMS = (
+    TraceParam("trace", None, "real traffic instead of Poisson (replaces requests, rate_per_s and the length ranges)"),
+    FloatParam("time_scale", 1.0, "the trace's gaps times this (2: half its rate)", minimum=0.001, maximum=1000.0),
+    WindowParam("window", None, "only the trace's requests arriving in [START, END) seconds of its clock"),
+    IntParam("limit", 0, "at most this many of the trace's requests (0: all)", minimum=0, maximum=2_000_000),
+)
 
 
 def check(params: dict[str, Any]) -> None:
@@ -45,6 +65,13 @@ def check(params: dict[str, Any]) -> None:
     for low, high in (("prompt_min", "prompt_max"), ("output_min", "output_max")):
         if params[low] > params[high]:
             raise InvalidInput(low, f"must be <= {high} ({params[low]} > {params[high]})")
+    check_boot_or_profile(params, "boot_catalog")
+    if params.get("trace") is None:
+        for name in ("window", "limit", "time_scale"):
+            if params.get(name) not in (None, 0, 1.0):
+                raise InvalidInput(name, "applies to a trace: give trace too")
+    elif not len(selected_trace(params)):
+        raise InvalidInput("window", "holds no request of the trace")
     boot: Catalog | None = params["boot_catalog"]
     if boot is None:
         return
@@ -61,18 +88,30 @@ def check(params: dict[str, Any]) -> None:
 def work(params: dict[str, Any]) -> int:
     """About one unit per output token and per prefill chunk, per policy: what the loop's time
     and memory (one float per token) grow with."""
+    if params.get("trace") is not None:
+        return work_units(selected_trace(params)) * len(params["policies"])
     per_request = (params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2
     return int(params["requests"] * len(params["policies"]) * per_request)
 
 
+def selected_trace(params: dict[str, Any]) -> TraceTraffic:
+    """The trace's requests in `window`, the first `limit` of them, gaps times `time_scale`."""
+    trace: TraceTraffic = params["trace"]
+    window = params.get("window")
+    return trace.select(None if window is None else (window[0], window[1]), params["limit"], params["time_scale"])
+
+
 def traffic(params: dict[str, Any], full_chunk: int) -> list[Arrival]:
-    """Seeded arrivals; with probability `span_share` a request holds one atomic span (a tool
-    result or an image) no longer than the full chunk. The engine job runs the same stream, endless."""
+    """The trace's requests (`selected_trace`), or seeded Poisson arrivals: with probability
+    `span_share` a request holds one atomic span (a tool result or an image) no longer than the
+    full chunk. The engine job runs the same Poisson stream, endless."""
+    if params.get("trace") is not None:
+        return list(selected_trace(params).arrivals())
     shape = TrafficShape(**{f: params[f] for f in TRAFFIC_FIELDS})
     return list(itertools.islice(poisson_arrivals(shape, full_chunk), params["requests"]))
 
 
-def build_catalog(params: dict[str, Any], execution: AffineExecution) -> Catalog:
+def build_catalog(params: dict[str, Any], execution: ExecutionModel) -> Catalog:
     """The chosen catalog with decode graphs of DECODE_ROWS rows and a mixed graph per prefill
     capacity and `mixed_rows` entry; perturbations touch solo prefill graphs only."""
     mixed = tuple((c, d) for c in DEFAULT_PREFILL_CAPACITIES for d in params["mixed_rows"])
@@ -100,8 +139,8 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         execution, catalog, init = boot_setting(params)
         catalog_name, execution_description = "boot", {**execution_dict(execution), "init": init}
     else:
-        affine = execution_of(params)
-        execution, catalog = affine, build_catalog(params, affine)
+        execution = execution_of(params)
+        catalog = build_catalog(params, execution)
         catalog_name, execution_description = params["catalog"], execution_dict(execution)
     arrivals = traffic(params, catalog.full_chunk)
     n = len(arrivals)
@@ -123,9 +162,66 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     return {
         "execution": execution_description,
         "catalog": catalog_name,
+        "traffic": traffic_description(params),
         "requests": n,
         "offered_ms": round(arrivals[-1].arrival_ms, 6) if arrivals else 0.0,
         "policies": policies,
+        "deltas": request_deltas(policies),
+    }
+
+
+def traffic_description(params: dict[str, Any]) -> dict[str, Any]:
+    """Where the arrivals came from, as a result states it."""
+    trace: TraceTraffic | None = params.get("trace")
+    if trace is None:
+        return {"source": "poisson", "rate_per_s": params["rate_per_s"], "seed": params["seed"]}
+    return {
+        "source": "trace",
+        "name": trace.name,
+        "format": trace.format,
+        "trace_requests": len(trace),
+        "window_s": params.get("window"),
+        "limit": params["limit"],
+        "time_scale": params["time_scale"],
+    }
+
+
+def request_deltas(policies: Sequence[dict[str, Any]], worst: int = WORST) -> dict[str, Any] | None:
+    """The same request under both policies: rule - cost TTFT per request, as a CDF (101 points),
+    its percentiles, the shares where the rule is slower or faster, and the `worst` requests (the
+    rule's largest losses) with their prompts. None unless both ran to the end."""
+    by_name = {p["policy"]: p for p in policies}
+    if "cost" not in by_name or "rule" not in by_name or by_name["cost"]["stalled"] or by_name["rule"]["stalled"]:
+        return None
+    cost = {r["id"]: r for r in by_name["cost"]["per_request"]}
+    rows = []
+    for r in by_name["rule"]["per_request"]:
+        c = cost[r["id"]]
+        rows.append((round6(r["ttft_ms"] - c["ttft_ms"]), r, c))
+    deltas = sorted(d for d, _, _ in rows)
+    n = len(deltas)
+    rows.sort(key=lambda row: (-row[0], row[1]["id"]))
+    return {
+        "of": "rule - cost TTFT per request (ms)",
+        "requests": n,
+        "mean_ms": round6(sum(deltas) / n) if n else None,
+        **percentiles(deltas, ordered=True),
+        "min": deltas[0] if n else None,
+        "share_rule_slower": round6(sum(1 for d in deltas if d > 1e-6) / n) if n else None,
+        "share_rule_faster": round6(sum(1 for d in deltas if d < -1e-6) / n) if n else None,
+        "cdf_ms": quantiles(deltas, ordered=True),
+        "worst": [
+            {
+                "id": r["id"],
+                "prompt_tokens": r["prompt_tokens"],
+                "output_tokens": r["output_tokens"],
+                "arrival_ms": r["arrival_ms"],
+                "cost_ttft_ms": c["ttft_ms"],
+                "rule_ttft_ms": r["ttft_ms"],
+                "delta_ms": d,
+            }
+            for d, r, c in rows[:worst]
+        ],
     }
 
 
@@ -138,57 +234,34 @@ def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, 
         "policy": result.policy,
         "stalled": stall,
         "finished": len(result.lanes),
-        "ttft_ms": {"mean": _round(sum(ttft) / len(ttft)) if ttft else None, **_percentiles(ttft)},
-        "itl_ms": _percentiles(result.itl_ms),
-        "itl_quantiles_ms": _quantiles(result.itl_ms),
+        "ttft_ms": {"mean": round6(sum(ttft) / len(ttft)) if ttft else None, **percentiles(ttft)},
+        "itl_ms": percentiles(result.itl_ms),
+        "itl_quantiles_ms": quantiles(result.itl_ms),
         "launches": {**result.launch_counts, "total": result.launches},
         "padded_prefill_tokens": result.padded_prefill_tokens,
         "padded_decode_rows": result.padded_decode_rows,
-        "end_ms": _round(result.end_ms),
+        "end_ms": round6(result.end_ms),
         "per_request": [
             {
                 "id": lane.id,
-                "arrival_ms": _round(lane.arrival_ms),
+                "arrival_ms": round6(lane.arrival_ms),
                 "prompt_tokens": prompts[lane.id].request.prompt_tokens,
                 "output_tokens": lane.tokens,
-                "ttft_ms": _round(lane.ttft_ms),
-                "finish_ms": _round(lane.finish_ms),
+                "ttft_ms": round6(lane.ttft_ms),
+                "finish_ms": round6(lane.finish_ms),
                 "prefill_launches": len(lane.chunks),
-                "max_itl_ms": _round(lane.max_itl_ms),
+                "max_itl_ms": round6(lane.max_itl_ms),
             }
             for lane in result.lanes
         ],
     }
 
 
-def _percentiles(values: Sequence[float]) -> dict[str, float | None]:
-    """Nearest-rank percentiles and the maximum; None for an empty sample."""
-    ordered = sorted(values)
-    if not ordered:
-        return {**{f"p{q}": None for q in PERCENTILES}, "max": None}
-    rank = {f"p{q}": _round(ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]) for q in PERCENTILES}
-    return {**rank, "max": _round(ordered[-1])}
-
-
-def _quantiles(values: Sequence[float], steps: int = 100) -> list[float]:
-    """The distribution in `steps + 1` nearest-rank quantiles (0 %, 1 %, ... 100 %): a CDF of any
-    sample size in a fixed number of points; empty for an empty sample."""
-    ordered = sorted(values)
-    if not ordered:
-        return []
-    return [
-        _round(ordered[min(len(ordered) - 1, max(0, math.ceil(q / steps * len(ordered)) - 1))])
-        for q in range(steps + 1)
-    ]
-
-
-def _round(x: float) -> float:
-    return round(x, 6)
-
-
 def format_text(result: dict[str, Any]) -> str:
     """One line per policy: TTFT and ITL percentiles, launches, padding, or the stall."""
-    lines = [f"{result['requests']} requests, {result['catalog']} catalog"]
+    source = result["traffic"]
+    origin = f"trace {source['name']} x{source['time_scale']:g}" if source["source"] == "trace" else "Poisson"
+    lines = [f"{result['requests']} requests ({origin}), {result['catalog']} catalog"]
     for p in result["policies"]:
         if p["stalled"]:
             lines.append(
@@ -202,12 +275,19 @@ def format_text(result: dict[str, Any]) -> str:
             f"p99 {i['p99'] or 0:.2f} ms  launches {p['launches']['total']}  "
             f"padding {p['padded_prefill_tokens']} tokens, {p['padded_decode_rows']} rows"
         )
+    d = result.get("deltas")
+    if d and d["requests"]:
+        lines.append(
+            f"rule - cost per request: p50 {d['p50']:+.2f} p99 {d['p99']:+.2f} ms, max {d['max']:+.2f} ms; "
+            f"rule slower for {d['share_rule_slower']:.1%}, faster for {d['share_rule_faster']:.1%}"
+        )
     return "\n".join(lines)
 
 
 ANALYSIS = Analysis(
     name="simulate",
-    summary="Poisson traffic through the multi-lane scheduler: TTFT, inter-token latency, launches and padding per policy.",
+    summary="Poisson or trace traffic through the multi-lane scheduler: TTFT, inter-token latency, launches and "
+    "padding per policy, and rule - cost per request.",
     params=(
         IntParam("requests", 200, "requests in the traffic", minimum=1, maximum=20_000),
         FloatParam("rate_per_s", 10.0, "mean arrivals per second (Poisson)", minimum=0.001, maximum=1e5),
@@ -225,7 +305,9 @@ ANALYSIS = Analysis(
             choices=CATALOGS,
         ),
         DRIFT_PARAM,
+        EXECUTION_PROFILE,
         *EXECUTION_PARAMS,
+        *TRACE_PARAMS,
         IntListParam(
             "mixed_rows",
             [8, 32],

@@ -16,7 +16,9 @@ from .catalogs import (
     CATALOG_NAMES,
     DRIFT_PARAM,
     EXECUTION_PARAMS,
+    EXECUTION_PROFILE,
     boot_setting,
+    check_boot_or_profile,
     execution_dict,
     execution_of,
     pr22_catalogs,
@@ -43,6 +45,7 @@ def prompt_lengths(params: dict[str, Any]) -> list[int]:
 def check(params: dict[str, Any]) -> None:
     if params["prompt_min"] > params["prompt_max"]:
         raise InvalidInput("prompt_min", f"must be <= prompt_max ({params['prompt_min']} > {params['prompt_max']})")
+    check_boot_or_profile(params, "boot_catalog")
 
 
 def work(params: dict[str, Any]) -> int:
@@ -154,6 +157,7 @@ ANALYSIS = Analysis(
         ChoiceParam("spacing", "log", "how the lengths are spaced", choices=("log", "linear")),
         PolicyListParam("policies", help="policies to plan with"),
         ChoiceListParam("catalogs", list(CATALOG_NAMES), "catalogs to plan against", choices=CATALOG_NAMES),
+        EXECUTION_PROFILE,
         *EXECUTION_PARAMS,
         DRIFT_PARAM,
         CatalogParam(

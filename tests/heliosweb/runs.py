@@ -14,6 +14,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "boots": {"boots": 6, "prompts": [3504, 14000], "sigma": 0.2},
     "fuzz": {"cases": 60, "seed": 1, "prompt_max": 512},
     "simulate": {"requests": 12, "prompt_max": 6000, "output_min": 4, "output_max": 12, "launch_events": 30},
+    "capacity": {"requests": 16, "steps": 3, "repeats": 2, "prompt_max": 4000, "output_max": 20, "rate_max_per_s": 40},
     "pulse": {"count": 20, "rate": 2000},
     "capture": {
         "capacities": [16, 32],

@@ -14,6 +14,8 @@ from heliosweb.telemetry.models import EngineToken
 from scheduler_core.analyses.catalogs import execution_of
 from scheduler_core.analyses.simulate import build_catalog
 from scheduler_core.catalog import drift
+from scheduler_core.errors import InvalidInput
+from scheduler_core.profiles import load_profile
 
 DEFAULTS = ANALYSIS.validate({})
 # The engine's own clean catalog, decode and mixed graphs included (a boot carries traffic only
@@ -53,6 +55,16 @@ def test_a_repaired_engine_without_a_boot_names_the_catalog(recipe):
     with pytest.raises(Exception, match="no stored boot") as caught:
         setting(ANALYSIS.validate({"catalog": "boot-repaired"}), recipe)
     assert caught.value.field == "catalog"
+
+
+def test_the_engine_runs_on_a_gpu_profile_and_refuses_one_beside_a_boot(recipe):
+    execution, catalog, name, _ = setting(ANALYSIS.validate({"execution": "llama-2-7b-a100"}), recipe)
+    assert execution is load_profile("llama-2-7b-a100") and name == "clean"
+    assert catalog.prefill_ms[2048] == pytest.approx(load_profile("llama-2-7b-a100").launch_ms(2048))
+    assert catalog.graph(2048, 32) is not None and catalog.graph(0, 64) is not None  # mixed and decode
+    with pytest.raises(InvalidInput) as caught:
+        ANALYSIS.validate({"catalog": "boot", "execution": "llama-2-7b-h100"})
+    assert caught.value.field == "execution"
 
 
 def test_the_engine_job_records_the_repair_before_it_serves(recipe, boots, settings, monkeypatch):

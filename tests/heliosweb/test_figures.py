@@ -241,6 +241,36 @@ def test_pulse_draws_its_events_and_grows_from_each_new_one():
     assert (growth.x, growth.y) == ("i", "elapsed_s")
 
 
+def test_capacity_overlays_each_policy_s_curves_against_the_rate_with_the_slo_and_capacity():
+    _, result, _ = finished("capacity")
+    figures = built("capacity")
+    assert list(figures) == ["ttft", "goodput", "attainment", "deltas"]
+    rates = result["rates_per_s"]
+    ttft = figures["ttft"]
+    assert [t.name for t in ttft.data] == ["cost p99", "cost p50", "rule p99", "rule p50"]
+    for trace, policy in zip(ttft.data[::2], result["policies"]):
+        assert list(trace.x) == rates and list(trace.y) == [pt["ttft_p99_ms"]["mean"] for pt in policy["points"]]
+        assert trace.line.color == policy_colour(policy["policy"])
+        assert list(trace.error_y.array) == pytest.approx(
+            [pt["ttft_p99_ms"]["high"] - pt["ttft_p99_ms"]["mean"] for pt in policy["points"]]
+        )
+    assert ttft.layout.shapes[0].y0 == result["slo"]["ttft_p99_ms"]
+    goodput = figures["goodput"]
+    assert goodput.data[0].name == "offered" and list(goodput.data[0].y) == rates
+    for trace, policy in zip(goodput.data[1:], result["policies"]):
+        assert list(trace.y) == [pt["goodput_per_s"]["mean"] for pt in policy["points"]]
+        cap = policy["capacity_per_s"]
+        assert trace.name.endswith("(capacity below the lowest rate)" if cap is None else f"(capacity {cap:g}/s)")
+    caps = [p["capacity_per_s"] for p in result["policies"] if p["capacity_per_s"] is not None]
+    assert sorted(s.x0 for s in goodput.layout.shapes) == sorted(caps)
+    deltas = figures["deltas"]
+    assert len(deltas.data) == len(rates) and list(deltas.data[0].x) == result["deltas"][0]["per_request"]["cdf_ms"]
+    tables = views_for("capacity").tables(JobData(7, "capacity", "done", {}, result))
+    assert len(tables["points"]) == len(rates) * 2 and len(tables["worst"]) == sum(
+        len(d["per_request"]["worst"]) for d in result["deltas"]
+    )
+
+
 def test_a_job_without_a_result_says_what_to_wait_for():
     for kind in ("sweep", "boots", "fuzz", "ttft", "numerics"):
         [figure] = views_for(kind).figures(JobData(1, kind, "queued", {}, None))

@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.jobs.registry import job_kinds
+from scheduler_core.analyses import ANALYSES
 
 
 @pytest.fixture
@@ -167,3 +168,24 @@ def test_a_job_states_where_its_catalogs_came_from(schemas):
     assert "from_boots" in sources["description"]
     engine = schemas["JobParams.engine"]["properties"]["catalog"]
     assert "boot-repaired" in engine["enum"]
+
+
+JSONL = "\n".join(f'{{"arrival_ms": {i * 100}, "prompt_tokens": {50 + i}, "output_tokens": 2}}' for i in range(30))
+
+
+def test_a_trace_given_as_text_is_stored_as_records_and_a_bad_row_names_its_line(api, recipe):
+    response = post(api, "simulate", {"trace": JSONL, "limit": 5, "execution": "llama-2-7b-a100"})
+    assert response.status_code == 201, response.content
+    job = BenchmarkJob.objects.get()
+    assert [r["prompt_tokens"] for r in job.params["trace"]] == [50 + i for i in range(30)]
+    assert job.params["limit"] == 5 and job.params["execution"] == "llama-2-7b-a100"
+    analysis = ANALYSES["simulate"]
+    result = analysis.run(analysis.from_json(job.params), lambda event: None)  # what the worker runs
+    assert result["requests"] == 5 and result["execution"]["execution"] == "llama-2-7b-a100"
+    bad = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,4808,ten\n"
+    response = post(api, "capacity", {"trace": bad})
+    assert response.status_code == 400 and response.json()["field"] == "params.trace"
+    assert "line 2, column GeneratedTokens" in response.json()["error"]
+    for params in ({"window": [0, 10]}, {"trace": JSONL, "execution": "llama-2-7b-v100"}):
+        assert post(api, "simulate", params).status_code == 400
+    assert BenchmarkJob.objects.count() == 1

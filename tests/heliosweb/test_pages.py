@@ -270,3 +270,55 @@ def test_a_deliberately_drifted_boot_is_marked_on_its_recipe_page_and_in_the_boo
     assert "drifted 128" in rows[drifted.pk] and "drifted" not in rows[clean.pk]
     form = browser_client.get("/jobs/new?kind=sweep").content.decode()
     assert f"#{drifted.pk} · tiny-cpu · cpu (eager-cpu)" in form and "shapes · drifted 128 · health ok</option>" in form
+
+
+TRACE_JSONL = "\n".join(
+    f'{{"arrival_ms": {i * 150}, "prompt_tokens": {100 + 37 * i}, "output_tokens": {1 + i % 5}}}' for i in range(30)
+)
+
+
+def test_the_form_takes_an_execution_profile_a_pasted_trace_and_a_window(
+    browser_client, recipe, queued, django_capture_on_commit_callbacks
+):
+    html = browser_client.get("/jobs/new?kind=capacity").content.decode()
+    for kind in ("pr22", "sweep", "boots", "simulate", "capacity"):
+        assert f'name="{kind}.execution"' in html
+    assert '<option value="llama-2-7b-a100">' in html and 'name="capacity.trace"' in html
+    data = {
+        "kind": "capacity",
+        "recipe": "tiny-cpu",
+        "capacity.execution": "llama-2-7b-h100",
+        "capacity.trace": TRACE_JSONL,
+        "capacity.window": "0:3",
+        "capacity.steps": "2",
+        "capacity.policies": ["cost", "rule"],
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        response = browser_client.post("/jobs/new", data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    job = BenchmarkJob.objects.get()
+    assert job.params["execution"] == "llama-2-7b-h100" and job.params["window"] == [0.0, 3.0]
+    assert [r["prompt_tokens"] for r in job.params["trace"]] == [100 + 37 * i for i in range(30)]
+    assert queued == [(job.pk, "sim")]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("execution", "llama-2-7b-v100", "must be one of"),
+        (
+            "trace",
+            TRACE_JSONL + '\n{"arrival_ms": 1, "prompt_tokens": "x", "output_tokens": 1}',
+            "line 31, column prompt_tokens",
+        ),
+        ("window", "5", "START:END"),
+        ("window", "9:3", "start 9 must be"),
+    ],
+)
+def test_a_bad_profile_trace_or_window_is_refused_at_its_field(browser_client, recipe, queued, field, value, says):
+    data = {"kind": "simulate", "simulate.trace": TRACE_JSONL, f"simulate.{field}": value}
+    response = browser_client.post("/jobs/new", data)
+    page = response.content.decode()
+    assert response.status_code == 400 and f'data-field="simulate.{field}"' in page
+    assert says in page
+    assert BenchmarkJob.objects.count() == 0 and queued == []

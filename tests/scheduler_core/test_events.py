@@ -14,6 +14,7 @@ SMALL = {
     "boots": {"boots": 3, "prompts": [3504, 14000]},
     "fuzz": {"cases": 40, "seed": 3},
     "simulate": {"requests": 12, "prompt_max": 4000, "output_max": 20, "launch_events": 5},
+    "capacity": {"requests": 12, "steps": 2, "repeats": 2, "prompt_max": 4000, "output_max": 20},
 }
 
 

@@ -136,3 +136,11 @@ def test_an_unreadable_stored_result_is_named_not_a_crash():
     )
     assert summary["arms"]["job"] == 4 and "not readable" in summary["arms"]["error"]
     assert summary["sweep"]["job"] == 5 and "not readable" in summary["sweep"]["error"]
+
+
+def test_a_pr22_job_on_a_gpu_profile_is_read_back_on_that_profile():
+    arms = by_arm(tradeoff([job(1, "pr22", execution="llama-2-7b-a100")], recipe="tiny-cpu", to_policy="rule"))
+    row = arms[("14k", "drift")]
+    # the cost policy on the repaired catalog, planned on the job's own profile, not the affine model
+    assert row["repaired"]["ttft_ms"] == pytest.approx(arms[("14k", "clean")]["cost"]["ttft_ms"])
+    assert row["repaired"]["ttft_ms"] > 600  # A100: about 347 ms per 4,096-token chunk, not 66 ms

@@ -1,0 +1,176 @@
+"""capacity: per policy, overlaid against the request rate: TTFT p50/p99 with the SLO's bound and
+95 % intervals, goodput against the offered rate with each policy's capacity marked, SLO attainment,
+and the rule - cost TTFT per request as a CDF at each rate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from .contract import LOG_AXIS, Figure, JobData, KindViews, Table, base_layout, empty
+from .palette import policy_colour
+
+
+def _errors(figures: list[dict[str, Any]]) -> dict[str, Any]:
+    """Asymmetric error bars from each point's 95 % interval (zero-width for a deterministic trace)."""
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [f["high"] - f["mean"] for f in figures],
+        "arrayminus": [f["mean"] - f["low"] for f in figures],
+        "thickness": 1.5,
+    }
+
+
+def _curve(x: list[float], values: list[dict[str, Any]], name: str, line: dict[str, Any]) -> go.Scatter:
+    """One policy's figure against the rate: the means, with their intervals as error bars."""
+    return go.Scatter(
+        x=x, y=[v["mean"] for v in values], error_y=_errors(values), name=name, mode="lines+markers", line=line
+    )
+
+
+def _ttft(result: dict[str, Any]) -> go.Figure:
+    traces: list[dict[str, Any]] = []
+    for p in result["policies"]:
+        x = [pt["rate_per_s"] for pt in p["points"]]
+        colour = policy_colour(p["policy"])
+        for key, dash in (("ttft_p99_ms", "solid"), ("ttft_p50_ms", "dot")):
+            values = [pt[key] for pt in p["points"]]
+            traces.append(_curve(x, values, f"{p['policy']} {key[5:8]}", {"color": colour, "dash": dash}))
+    bound = result["slo"]["ttft_p99_ms"]
+    layout = base_layout(
+        f"TTFT vs rate: p99 solid, p50 dotted, SLO {bound:g} ms dashed",
+        xaxis={"title": {"text": "requests per second"}, **LOG_AXIS},
+        yaxis={"title": {"text": "TTFT (ms)"}, **LOG_AXIS},
+        shapes=[_bound_line(bound)],
+    )
+    return go.Figure(traces, layout)
+
+
+def _bound_line(y: float) -> dict[str, Any]:
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": y,
+        "y1": y,
+        "line": {"dash": "dash", "color": "#444"},
+    }
+
+
+def _goodput(result: dict[str, Any]) -> go.Figure:
+    rates = result["rates_per_s"]
+    traces: list[Any] = [
+        go.Scatter(x=rates, y=rates, name="offered", mode="lines", line={"color": "#999", "dash": "dot"})
+    ]
+    shapes = []
+    for p in result["policies"]:
+        colour = policy_colour(p["policy"])
+        values = [pt["goodput_per_s"] for pt in p["points"]]
+        cap = p["capacity_per_s"]
+        label = "below the lowest rate" if cap is None else f"{cap:g}/s"
+        traces.append(_curve(rates, values, f"{p['policy']} (capacity {label})", {"color": colour}))
+        if cap is not None:
+            shapes.append(
+                {
+                    "type": "line",
+                    "yref": "paper",
+                    "x0": cap,
+                    "x1": cap,
+                    "y0": 0,
+                    "y1": 1,
+                    "line": {"dash": "dash", "color": colour},
+                }
+            )
+    layout = base_layout(
+        "Goodput (requests/s within the SLO); capacity dashed",
+        xaxis={"title": {"text": "offered requests per second"}, **LOG_AXIS},
+        yaxis={"title": {"text": "goodput (requests/s)"}, "rangemode": "nonnegative"},
+        shapes=shapes,
+    )
+    return go.Figure(traces, layout)
+
+
+def _attainment(result: dict[str, Any]) -> go.Figure:
+    traces = []
+    for p in result["policies"]:
+        x = [pt["rate_per_s"] for pt in p["points"]]
+        values = [pt["attainment"] for pt in p["points"]]
+        traces.append(_curve(x, values, p["policy"], {"color": policy_colour(p["policy"])}))
+    layout = base_layout(
+        "SLO attainment (TTFT and mean ITL within bounds)",
+        xaxis={"title": {"text": "requests per second"}, **LOG_AXIS},
+        yaxis={"title": {"text": "attainment"}, "tickformat": ".0%", "range": [0, 1.02]},
+    )
+    return go.Figure(traces, layout)
+
+
+def _deltas(result: dict[str, Any]) -> go.Figure | None:
+    rows = [d for d in result.get("deltas", []) if d.get("per_request")]
+    if not rows:
+        return None
+    traces = []
+    for i, row in enumerate(rows):
+        cdf = row["per_request"]["cdf_ms"]
+        shade = int(200 - 170 * i / max(1, len(rows) - 1))
+        traces.append(
+            go.Scatter(
+                x=cdf,
+                y=[q / (len(cdf) - 1) for q in range(len(cdf))],
+                name=f"{row['rate_per_s']:g}/s",
+                mode="lines",
+                line={"color": f"rgb({shade},{shade},{shade})", "shape": "hv"},
+            )
+        )
+    layout = base_layout(
+        "rule - cost TTFT per request, a CDF per rate",
+        xaxis={"title": {"text": "rule - cost TTFT (ms)"}, "zeroline": True},
+        yaxis={"title": {"text": "share of requests"}, "range": [0, 1]},
+    )
+    return go.Figure(traces, layout)
+
+
+def figures(job: JobData) -> list[Figure]:
+    result = job.result
+    if not result:
+        return [empty("ttft", "TTFT vs request rate", "the capacity curves are drawn when the job finishes")]
+    out = [
+        Figure("ttft", "TTFT vs request rate", _ttft(result)),
+        Figure("goodput", "Goodput and capacity", _goodput(result)),
+        Figure("attainment", "SLO attainment", _attainment(result)),
+    ]
+    deltas = _deltas(result)
+    if deltas is not None:
+        out.append(Figure("deltas", "rule - cost per request", deltas))
+    return out
+
+
+def tables(job: JobData) -> dict[str, Table]:
+    result = job.result or {}
+    points = [
+        {
+            "policy": p["policy"],
+            "rate_per_s": pt["rate_per_s"],
+            "meets_slo": pt["meets_slo"],
+            **{
+                f"{k}_{part}": pt[k][part]
+                for k in ("ttft_p50_ms", "ttft_p99_ms", "itl_p99_ms", "goodput_per_s", "attainment")
+                for part in ("mean", "low", "high")
+            },
+            "capacity_per_s": p["capacity_per_s"],
+        }
+        for p in result.get("policies", [])
+        for pt in p["points"]
+    ]
+    worst = [
+        {"rate_per_s": row["rate_per_s"], **w}
+        for row in result.get("deltas", [])
+        if row.get("per_request")
+        for w in row["per_request"]["worst"]
+    ]
+    return {"points": points, "worst": worst}
+
+
+VIEWS = KindViews(figures, tables=tables)
