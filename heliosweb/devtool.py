@@ -212,9 +212,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             say(f"redis (bundled) at {env['REDIS_URL']}")
     prefix = env.get("HELIOS_BROKER_KEY_PREFIX", "")
     written = write_broker_env(VAR / "run", state["redis_url"], prefix)
-    say(
-        f"celery broker {state['redis_url']}, key prefix {prefix!r}: in {written} for Flower and celery inspect"
-    )
+    say(f"celery broker {state['redis_url']}, key prefix {prefix!r}: in {written} for Flower and celery inspect")
     return _watch(front, state)
 
 

@@ -158,7 +158,9 @@ def add_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
                 "403": {"description": "an engine token for another recipe", **error},
                 "404": {"description": "unknown recipe", **error},
             },
-            "tags": ["api"],
+            "tags": ["recipes"],
+            # Who may read it: an engine token for this recipe, a user's token or a logged-in session.
+            "security": [{"engineToken": []}, {"tokenAuth": []}, {"cookieAuth": []}],
         }
     }
     result.setdefault("components", {}).setdefault("schemas", {}).setdefault(

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from heliosweb.common.api import ERROR
 from heliosweb.common.auth import BearerTokenAuthentication, EngineAuthentication
 from heliosweb.recipes.selectors import recipe_get
 from scheduler_core.errors import InvalidInput
@@ -54,7 +55,7 @@ class RecipeTelemetryView(APIView):
                 ),
             },
         ),
-        responses={201: STORED, 200: STORED},
+        responses={201: STORED, 200: STORED, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR},
     )
     def post(self, request: Request, name: str) -> Response:
         size = int(request.META.get("CONTENT_LENGTH") or 0)
