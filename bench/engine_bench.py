@@ -3,7 +3,9 @@
 1. Telemetry ingestion into one web process (daphne): batches of 1,000 launch records over HTTP
    from 4 client threads, each keeping its connection alive (as pooled engine clients do).
    Target: >= 50,000 launch records per second.
-2. Policy apply -> a long-polling engine answered: `policy_set` commits in this process, an engine
+2. Policy apply -> a long-polling engine answered (and part 2b, `waiters`: 100, 500 and 1,000
+   engines waiting at once on one recipe, each on its own connection; the time from the commit to
+   each one's answer. Target: p95 <= 1 s for each count): `policy_set` commits in this process, an engine
    client waits in `GET /api/recipes/<name>/policy?wait=25` with If-None-Match; the time from the
    commit to the answer. Target: p95 <= 1 s (the simulated engine then uses it from its next
    20 ms slice).
@@ -85,7 +87,7 @@ async def application(scope, receive, send):
 '''
 
 
-PARTS = ("ingestion", "apply", "viewers")
+PARTS = ("ingestion", "apply", "waiters", "viewers")
 
 
 def main() -> int:
@@ -94,6 +96,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--applies", type=int, default=20)
+    parser.add_argument("--waiters", default="100,500,1000", help="engines long-polling at once, per run")
     parser.add_argument("--only", choices=PARTS, help="run one part only")
     args = parser.parse_args()
 
@@ -110,6 +113,8 @@ def main() -> int:
             ingestion(base, args)
         if args.only in (None, "apply"):
             apply_latency(base, args)
+        if args.only in (None, "waiters"):
+            crowd_latency(port, args)
         if args.only in (None, "viewers"):
             viewers(base, port, args, tmp, env, procs)
     finally:
@@ -249,6 +254,62 @@ def apply_latency(base: str, args: argparse.Namespace) -> None:
         f"policy apply -> long-polling engine answered: {len(latencies)} applies, p50 {statistics.median(latencies):.1f} ms, "
         f"p95 {percentile(latencies, 95):.1f} ms (target p95 <= 1000 ms), max {max(latencies):.1f} ms"
     )
+
+
+def crowd_latency(port: int, args: argparse.Namespace) -> None:
+    from heliosweb.recipes.models import Recipe
+    from heliosweb.recipes.services import policy_set
+
+    token = engine_token("crowd", "bench-crowd")
+    recipe = Recipe.objects.get(name="crowd")
+    for n in (int(x) for x in args.waiters.split(",")):
+        recipe.refresh_from_db()
+        setting = recipe.policy_setting
+        setting.refresh_from_db()
+        other = "rule" if setting.policy == "cost" else "cost"
+        answers, settled_s = asyncio.run(
+            _crowd(port, token, setting.version, n, lambda other=other: policy_set(recipe=recipe, policy=other))
+        )
+        latencies = [ms for status, ms in answers if status == 200]
+        print(
+            f"policy change -> {n} long-polling engines: {len(latencies)}/{n} answered 200 (all waiting after "
+            f"{settled_s:.1f} s), p50 {statistics.median(latencies):.0f} ms, p95 {percentile(latencies, 95):.0f} ms "
+            f"(target p95 <= 1000 ms), max {max(latencies):.0f} ms; load {os.getloadavg()[0]:.1f}"
+        )
+
+
+async def _crowd(port: int, token: str, version: int, n: int, change) -> tuple[list[tuple[int, float]], float]:
+    """n raw HTTP/1.1 long-polls (If-None-Match: the current version); once the server has taken
+    them all (it answered none, and its CPU went quiet), `change` commits; each answer's ms after it."""
+    request = (
+        f"GET /api/recipes/crowd/policy?wait=25 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n"
+        f'If-None-Match: "v{version}"\r\nConnection: close\r\n\r\n'
+    ).encode()
+
+    async def wait_one() -> tuple[int, float]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request)
+        await writer.drain()
+        status_line = await reader.readline()
+        answered = time.perf_counter()
+        await reader.read()
+        writer.close()
+        return int(status_line.split()[1]), answered
+
+    started = time.perf_counter()
+    polls = [asyncio.ensure_future(wait_one()) for _ in range(n)]
+    busy = web_cpu_seconds()
+    while True:  # the server has every request once it spends no CPU for a while (and answered none)
+        await asyncio.sleep(0.5)
+        now = web_cpu_seconds()
+        if now - busy < 0.02 or time.perf_counter() - started > 15:
+            break
+        busy = now
+    settled = time.perf_counter() - started
+    assert not any(p.done() for p in polls), "a long-poll answered before the change"
+    await asyncio.get_running_loop().run_in_executor(None, change)
+    applied = time.perf_counter()  # committed and announced
+    return [(status, (at - applied) * 1000) for status, at in await asyncio.gather(*polls)], settled
 
 
 # --- live viewers --------------------------------------------------------------------------------

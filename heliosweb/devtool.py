@@ -14,6 +14,8 @@ import argparse
 import contextlib
 import json
 import os
+import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -29,12 +31,37 @@ ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("HELIOS_VAR_DIR", ROOT / "var")).resolve()
 PY = sys.executable
 FATAL_RETRY_S = 30.0  # a program that kept failing to start is tried again this often
+BROKER_ENV = "broker.env"  # under var/run/
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def bundled_redis_port(run_dir: Path) -> int:
+    """The port the bundled Redis had at the last start while it is still free, so a REDIS_URL an
+    operator saved (Flower, `celery inspect`) stays right across restarts; else a free one."""
+    found = re.search(r"^REDIS_URL=redis://127\.0\.0\.1:(\d+)/", _read(run_dir / BROKER_ENV), re.MULTILINE)
+    if found and not port_in_use(int(found.group(1))):
+        return int(found.group(1))
+    return free_port()
+
+
+def write_broker_env(run_dir: Path, redis_url: str, prefix: str) -> Path:
+    """The stack's broker as shell assignments: `set -a; . var/run/broker.env; set +a` points
+    Flower and `celery inspect` at it (docs/operations.md)."""
+    path = run_dir / BROKER_ENV
+    path.write_text(
+        '# written by ./dev up: this stack\'s Celery broker (docs/operations.md, "Flower and celery inspect")\n'
+        f"REDIS_URL={shlex.quote(redis_url)}\nHELIOS_BROKER_KEY_PREFIX={shlex.quote(prefix)}\n"
+    )
+    return path
+
+
+def _read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
@@ -169,7 +196,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     if state is None:
         redis = None
         if not env.get("REDIS_URL"):
-            port = free_port()
+            port = bundled_redis_port(VAR / "run")
             (VAR / "redis").mkdir(exist_ok=True)
             redis = redis_cmd(VAR / "redis", port)
             env["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
@@ -183,6 +210,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         front.start(progs, state)
         if redis:
             say(f"redis (bundled) at {env['REDIS_URL']}")
+    prefix = env.get("HELIOS_BROKER_KEY_PREFIX", "")
+    written = write_broker_env(VAR / "run", state["redis_url"], prefix)
+    say(f"celery broker {state['redis_url']}, key prefix {prefix!r}: in {written} for Flower and celery inspect")
     return _watch(front, state)
 
 

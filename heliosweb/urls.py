@@ -48,6 +48,11 @@ urlpatterns = [
     path(
         "api/recipes/<slug:name>/telemetry/", telemetry_api.RecipeTelemetryView.as_view(), name="api_recipe_telemetry"
     ),
+    path(
+        "api/recipes/<slug:name>/telemetry/trace.json",
+        figures_api.TelemetryTraceView.as_view(),
+        name="api_recipe_telemetry_trace",
+    ),
     path("api/recipes/<slug:name>/boots/", catalogs_api.RecipeBootsView.as_view(), name="api_recipe_boots"),
     path("metrics", metrics_view, name="metrics"),
     path("api/schema/", SchemaView.as_view(), name="api_schema"),

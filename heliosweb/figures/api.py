@@ -1,5 +1,6 @@
-"""The figures API: a job's figures, its tables as CSV, its launches as a Chrome trace, and the
-synchronous `plan` (what `/explain` draws). Thin views over selectors and exports."""
+"""The figures API: a job's figures, its tables as CSV, its launches (or an engine's, from
+telemetry) as a Chrome trace, and the synchronous `plan` (what `/explain` draws). Thin views over
+selectors and exports."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from rest_framework.views import APIView
 
 from heliosweb.common.api import ERROR
 from heliosweb.jobs import selectors as job_selectors
+from heliosweb.recipes.selectors import recipe_get
 
 from . import exports
 from .explain import plan_answer
 from .registry import views_for
 from .selectors import job_data, job_figures_json
+from .telemetry_trace import telemetry_trace
 
 FIGURE = inline_serializer(
     "Figure",
@@ -64,6 +67,28 @@ class JobTraceView(APIView):
         trace = exports.chrome_trace(job_data(job, views), views)
         response = HttpResponse(json.dumps(trace), content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-trace.json"'
+        return response
+
+
+class TelemetryTraceView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "since_ms", float, description="window start, Unix ms (default: a minute before until_ms)"
+            ),
+            OpenApiParameter("until_ms", float, description="window end, Unix ms (default: now); at most 10 minutes"),
+            OpenApiParameter("engine", str, description="one engine (default: every engine of the recipe)"),
+        ],
+        responses={
+            200: inline_serializer("EngineTrace", {"traceEvents": serializers.ListField()}),
+            400: ERROR,
+            404: ERROR,
+        },
+    )
+    def get(self, request: Request, name: str) -> HttpResponse:
+        trace = telemetry_trace(recipe=recipe_get(name=name), query=request.query_params)
+        response = HttpResponse(json.dumps(trace), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="{name}-engine-trace.json"'
         return response
 
 

@@ -82,7 +82,7 @@ class Span:
     start_ms: float
     duration_ms: float
     args: Json
-    flow: int | None = None
+    flow: int | str | None = None  # a request id (an engine's may be a string)
 
 
 def _no_tables(job: JobData) -> dict[str, Table]:

@@ -1,16 +1,17 @@
-"""Exports of a job's data: its result tables as CSV and its launches as a Chrome trace
-(the JSON trace event format that Perfetto and chrome://tracing open)."""
+"""Exports: a job's result tables as CSV, and launches (a job's, or an engine's from its telemetry)
+as a Chrome trace (the JSON trace event format that Perfetto and chrome://tracing open)."""
 
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from typing import Any
 
 from heliosweb.common.csv_cells import csv_cell
 from heliosweb.common.errors import NotFound
 
-from .contract import JobData, KindViews
+from .contract import JobData, KindViews, Span
 
 US_PER_MS = 1000.0
 
@@ -40,17 +41,22 @@ def table_csv(job: JobData, views: KindViews, name: str | None) -> tuple[str, st
 
 
 def chrome_trace(job: JobData, views: KindViews) -> dict[str, Any]:
-    """Complete events (`ph: X`, µs) per launch, a process per policy (and catalog), a thread per
-    lane, their names as metadata, and flow events linking one request's launches."""
+    """A job's launches as a Chrome trace (`trace_of`)."""
     if views.spans is None:
         raise NotFound("trace", f"a {job.kind} job records no launches to trace")
     spans = views.spans(job)
     if not spans:
         raise NotFound("trace", f"job {job.id} has no launches yet")
+    return trace_of(spans)
+
+
+def trace_of(spans: Iterable[Span]) -> dict[str, Any]:
+    """Complete events (`ph: X`, µs) per launch, a process per `span.process`, a thread per
+    `span.thread`, their names as metadata, and flow events linking the launches of one `flow`."""
     pids: dict[str, int] = {}
     tids: dict[tuple[str, str], int] = {}
     events: list[dict[str, Any]] = []
-    flows: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    flows: dict[tuple[str, int | str], list[dict[str, Any]]] = {}
     for span in spans:
         pid = pids.setdefault(span.process, len(pids) + 1)
         tid = tids.setdefault((span.process, span.thread), len(tids) + 1)
@@ -76,17 +82,20 @@ def _meta(kind: str, pid: int, tid: int, name: str) -> dict[str, Any]:
     return {"name": kind, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": {"name": name}}
 
 
-def _flow_events(flows: dict[tuple[str, int], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """For each request with two launches or more: a flow start in its first, steps, an end in its last."""
+def _flow_events(flows: dict[tuple[str, int | str], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """For each request with two launches or more: a flow start in its first, steps, an end in its last.
+
+    A flow event binds to the slice with its `ts`, `pid`, `tid` and `cat` (Chrome DevTools' trace
+    engine and Perfetto match all four), so each carries its launch's category."""
     out: list[dict[str, Any]] = []
-    for flow_id, (_, chain) in enumerate(sorted(flows.items(), key=lambda kv: (kv[0][0], kv[0][1])), start=1):
+    for flow_id, (_, chain) in enumerate(sorted(flows.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))), start=1):
         if len(chain) < 2:
             continue
         for i, launch in enumerate(chain):
             ph = "s" if i == 0 else "f" if i == len(chain) - 1 else "t"
             event = {
                 "name": "request",
-                "cat": "request",
+                "cat": launch["cat"],
                 "ph": ph,
                 "id": flow_id,
                 "ts": launch["ts"],

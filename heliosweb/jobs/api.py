@@ -31,7 +31,7 @@ JOB_FIELDS: dict[str, serializers.Field] = {
     "kind": serializers.CharField(),
     "recipe": serializers.CharField(allow_null=True),
     "status": serializers.ChoiceField(["queued", "running", "done", "failed", "cancelled"]),
-    "params": serializers.DictField(),
+    "params": serializers.DictField(allow_null=True, help_text="null in lists"),
     "catalog_sources": serializers.DictField(
         allow_null=True,
         child=serializers.ListField(child=serializers.DictField()),
@@ -67,7 +67,7 @@ class JobListView(APIView):
     permission_classes = [IsAuthenticated, CanRunJobs]
 
     @extend_schema(
-        responses={200: inline_serializer("Job", JOB_FIELDS, many=True)},
+        responses={200: type(JOB)(many=True)},  # JOB's own class: a second "Job" would clash and vanish
         parameters=[OpenApiParameter("limit", int, description="at most 200"), OpenApiParameter("kind", str)],
     )
     def get(self, request: Request) -> Response:

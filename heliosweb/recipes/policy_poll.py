@@ -67,9 +67,10 @@ async def _until_changed(name: str, changes: asyncio.Queue[Message], known: set[
             message = (await asyncio.wait_for(changes.get(), left)).data
         except TimeoutError:
             break
-        if message.get("type") == "policy" and _tag(message) in known:
+        announced = message.get("version") if message.get("type") == "policy" else None
+        if announced is not None and _tag(message) in known:
             continue  # an announcement of the version the engine already has
-        policy = await _read(name)  # the database is the source of truth (and answers a resync)
+        policy = await _read_after(name, announced)  # the database is the source of truth (and answers a resync)
         if _tag(policy) not in known:
             return policy
     return policy or await _read(name)
@@ -77,6 +78,25 @@ async def _until_changed(name: str, changes: asyncio.Queue[Message], known: set[
 
 async def _read(name: str) -> dict[str, Any]:
     return await sync_to_async(recipe_policy_get)(name=name)
+
+
+# (event loop, recipe, announced version) -> the read in flight for it. Every engine one change
+# wakes shares one query: each waiter reading for itself queued N reads on Django's one sync
+# thread (1,000 waiters: the last answered seconds after the change).
+_reads_after: dict[tuple[int, str, int], asyncio.Future[dict[str, Any]]] = {}
+
+
+async def _read_after(name: str, version: int | None) -> dict[str, Any]:
+    """The policy read after the announcement of `version` (None: a resync, read alone). A read
+    shared is one started after that announcement, so after the commit it announced."""
+    if version is None:
+        return await _read(name)
+    key = (id(asyncio.get_running_loop()), name, version)
+    read = _reads_after.get(key)
+    if read is None:
+        read = _reads_after[key] = asyncio.ensure_future(_read(name))
+        read.add_done_callback(lambda _: _reads_after.pop(key, None))
+    return await asyncio.shield(read)
 
 
 def _tag(policy: dict[str, Any]) -> str:
@@ -159,7 +179,9 @@ def add_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
                 "403": {"description": "an engine token for another recipe", **error},
                 "404": {"description": "unknown recipe", **error},
             },
-            "tags": ["api"],
+            "tags": ["recipes"],
+            # Who may read it: an engine token for this recipe, a user's token or a logged-in session.
+            "security": [{"engineToken": []}, {"tokenAuth": []}, {"cookieAuth": []}],
         }
     }
     result.setdefault("components", {}).setdefault("schemas", {}).setdefault(

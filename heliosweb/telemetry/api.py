@@ -62,7 +62,7 @@ class RecipeTelemetryView(APIView):
                 ),
             },
         ),
-        responses={201: STORED, 200: STORED, 400: ERROR, 403: ERROR, 409: ERROR},
+        responses={201: STORED, 200: STORED, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR, 413: ERROR},
     )
     def post(self, request: Request, name: str) -> Response:
         size = int(request.META.get("CONTENT_LENGTH") or 0)

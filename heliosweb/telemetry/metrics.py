@@ -2,7 +2,8 @@
 web process answers the same (no per-process counters to merge, no multiprocess directory).
 
 Per recipe, engine and policy version: `helios_ttft_seconds` and `helios_itl_seconds` histograms
-and the `helios_prefill_launches_total` / `helios_padded_tokens_total` counters, all from
+and the `helios_prefill_launches_total` / `helios_padded_tokens_total` / `helios_launched_tokens_total`
+counters (padding share = padded / launched), all from
 `Totals` (never pruned, so counters never go down); `helios_policy_version` per recipe; jobs by
 state; Celery queue depth (with Redis). Access: a bearer token (`HELIOS_METRICS_TOKEN`) or, without
 one, only clients from `HELIOS_METRICS_ALLOW` (loopback by default), by `common.clients.client_ip`: behind a
@@ -44,13 +45,17 @@ class DatabaseCollector(Collector):
         itl = HistogramMetricFamily("helios_itl_seconds", "Inter-token latency reported by engines", labels=LABELS)
         launches = CounterMetricFamily("helios_prefill_launches", "Prefill launches reported by engines", labels=LABELS)
         padded = CounterMetricFamily("helios_padded_tokens", "Padded prefill tokens reported by engines", labels=LABELS)
+        launched = CounterMetricFamily(
+            "helios_launched_tokens", "Graph capacity of the prefill launches reported by engines", labels=LABELS
+        )
         for t in Totals.objects.select_related("recipe").order_by("recipe__name", "engine", "version"):
             labels = [t.recipe.name, t.engine, str(t.version), t.policy]
             ttft.add_metric(labels, buckets.cumulative_seconds(t.ttft_buckets), t.ttft_sum_ms / 1000.0)
             itl.add_metric(labels, buckets.cumulative_seconds(t.itl_buckets), t.itl_sum_ms / 1000.0)
             launches.add_metric(labels, t.prefill_launches)
             padded.add_metric(labels, t.padded_tokens)
-        yield from (ttft, itl, launches, padded)
+            launched.add_metric(labels, t.launched_tokens)
+        yield from (ttft, itl, launches, padded, launched)
         version = GaugeMetricFamily(
             "helios_policy_version", "Active policy version per recipe", labels=["recipe", "policy"]
         )
@@ -62,12 +67,11 @@ class DatabaseCollector(Collector):
         for state in JobStatus.values:
             jobs.add_metric([state], counts.get(state, 0))
         yield jobs
-        depth = _queue_depths()
-        if depth is not None:
-            queue = GaugeMetricFamily("helios_queue_depth", "Tasks waiting in each Celery queue", labels=["queue"])
-            for name, n in depth.items():
-                queue.add_metric([name], n)
-            yield queue
+        # Declared even without Redis (no samples then), so the families served never depend on it.
+        queue = GaugeMetricFamily("helios_queue_depth", "Tasks waiting in each Celery queue", labels=["queue"])
+        for name, n in (_queue_depths() or {}).items():
+            queue.add_metric([name], n)
+        yield queue
 
 
 def _queue_depths() -> dict[str, int] | None:

@@ -1,10 +1,12 @@
 """Reads for telemetry: engine tokens, recent batches (the live page's refill), rollups merged per
-policy version (before/after panels), and the totals `/metrics` exports."""
+policy version (before/after panels), the totals `/metrics` exports, and launch records over a
+time window (the trace export)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -134,3 +136,27 @@ def telemetry_by_version(*, recipe: Recipe) -> list[dict[str, Any]]:
 
 def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
+
+
+def launch_records(
+    *, recipe: Recipe, since_ms: float, until_ms: float, engine: str | None, most: int
+) -> list[tuple[str, dict[str, Any]]]:
+    """(engine, launch record) with `since_ms <= t_ms < until_ms`, from the raw batches still kept
+    (HELIOS_TELEMETRY_RAW_HOURS), in time order; at most `most + 1` of them, so a caller can tell
+    that the window holds more than `most`. A record is received after its `t_ms`: batches received
+    before the window cannot hold it, and one received a minute after its end holds none."""
+    since, until = _datetime_of(since_ms), _datetime_of(until_ms + 60_000)
+    batches = TelemetryBatch.objects.filter(recipe=recipe, received_at__gte=since, received_at__lte=until)
+    if engine is not None:
+        batches = batches.filter(engine=engine)
+    found: list[tuple[str, dict[str, Any]]] = []
+    for name, records in batches.order_by("received_at", "pk").values_list("engine", "records").iterator(chunk_size=20):
+        found += [(name, r) for r in records if r["type"] == "launch" and since_ms <= r["t_ms"] < until_ms]
+        if len(found) > most:
+            break
+    found.sort(key=lambda pair: pair[1]["t_ms"])
+    return found[: most + 1]
+
+
+def _datetime_of(unix_ms: float) -> datetime:
+    return datetime.fromtimestamp(unix_ms / 1000.0, tz=UTC)

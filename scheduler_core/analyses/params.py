@@ -542,7 +542,9 @@ class Analysis:
         each one's type, bounds and choices; every one optional (defaults fill the rest); no other."""
         properties = {p.name: _described(p) for p in self.params}
         for old, now in self.aliases.items():
-            properties[old] = {**properties[now], "deprecated": True, "description": f"the old name of {now}"}
+            # No default: a generated client would send it beside the new name, and both are refused.
+            like_now = {k: v for k, v in properties[now].items() if k != "default"}
+            properties[old] = {**like_now, "deprecated": True, "description": f"the old name of {now}"}
         return {"type": "object", "properties": properties, "additionalProperties": False}
 
     def validate(self, data: Mapping[str, Any] | None) -> dict[str, Any]:

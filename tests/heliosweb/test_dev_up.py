@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ from heliosweb.common.processes import pid_alive
 from heliosweb.devtool import free_port
 from heliosweb.stack import stack_processes
 
-from .conftest import wait_until
+from .conftest import ROOT, wait_until
 from .devstack import DevUp
 
 pytestmark = [pytest.mark.e2e]
@@ -25,7 +27,7 @@ PROGRAMS = {"redis", "worker-maint", "worker-sim", "worker-sim-long", "worker-gp
 
 
 def test_dev_up_runs_a_job_survives_crashes_of_its_own_and_drains_on_ctrl_c(tmp_path: Path):
-    dev = DevUp(tmp_path / "var", free_port(), HELIOS_DRAIN_SECONDS="8")
+    dev = DevUp(tmp_path / "var", free_port(), HELIOS_DRAIN_SECONDS="8", HELIOS_BROKER_KEY_PREFIX="devup-test:")
     try:
         front = dev.start()
         children = dev.children()
@@ -34,6 +36,22 @@ def test_dev_up_runs_a_job_survives_crashes_of_its_own_and_drains_on_ctrl_c(tmp_
         job = dev.api("/api/jobs/", {"kind": "pr22", "recipe": "tiny-cpu"})
         arms = dev.wait_status(job["id"], "done")["result"]["arms"]
         assert (arms[3]["cost"]["launches"], arms[3]["rule"]["ttft_ms"]) == (9, 232.1)
+
+        # `celery inspect` finds every worker through the file ./dev up wrote (URL and key prefix),
+        # as docs/operations.md shows an operator.
+        broker = (dev.var / "run" / "broker.env").read_text()
+        assert "HELIOS_BROKER_KEY_PREFIX=devup-test:" in broker
+        shell = f"set -a; . {dev.var}/run/broker.env; set +a; exec $PY -m celery -A heliosweb inspect ping --timeout 10"
+        env = {k: v for k, v in dev.env.items() if k not in ("REDIS_URL", "HELIOS_BROKER_KEY_PREFIX")}
+        ping = subprocess.run(
+            ["bash", "-c", shell],
+            cwd=ROOT,
+            env={**env, "PY": sys.executable, "HELIOS_VAR_DIR": str(dev.var)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert ping.returncode == 0 and ping.stdout.count("pong") == 5, ping.stdout + ping.stderr
 
         # The front process killed: supervisord keeps the stack running; the next start attaches.
         front.send_signal(signal.SIGKILL)
@@ -53,6 +71,7 @@ def test_dev_up_runs_a_job_survives_crashes_of_its_own_and_drains_on_ctrl_c(tmp_
         wait_until(lambda: not pid_alive(supervisord), what="supervisord gone")
         assert all(pid_alive(pid) for pid in children.values())
         dev.start()
+        assert (dev.var / "run" / "broker.env").read_text() == broker  # the bundled Redis kept its port
         assert not any(pid_alive(pid) for pid in children.values())
         stale = [line.split()[3] for line in dev.log().splitlines() if "stopping stale" in line]
         assert stale == ["web", *["worker"] * 5, "redis"], stale

@@ -135,3 +135,28 @@ def test_creating_an_engine_token_names_a_bad_recipe_or_engine(recipe):
         engine_token(recipes="tiny-cpu,nope")
     with pytest.raises(CommandError, match="--engine"):
         engine_token(engine="no spaces please")
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_engines_one_change_wakes_share_one_read_of_the_policy(monkeypatch):
+    """Each waiter used to read the policy for itself: N queries queued on Django's one sync
+    thread, so the last of 500 engines heard of a change seconds late (bench/engine_bench.py,
+    part `waiters`, measures the whole path)."""
+    from asgiref.sync import sync_to_async
+
+    from heliosweb.recipes import policy_poll
+
+    await sync_to_async(recipe_create)(name="tiny-cpu", policy="cost")
+    reads: list[str] = []
+    real = policy_poll.recipe_policy_get
+
+    def counted(*, name: str) -> dict:
+        reads.append(name)
+        return real(name=name)
+
+    monkeypatch.setattr(policy_poll, "recipe_policy_get", counted)
+    woken = await asyncio.gather(*(policy_poll._read_after("tiny-cpu", 2) for _ in range(50)))
+    assert len(reads) == 1 and all(policy == woken[0] for policy in woken)
+    await asyncio.gather(*(policy_poll._read_after("tiny-cpu", None) for _ in range(3)))  # resyncs read alone
+    assert len(reads) == 4

@@ -103,6 +103,7 @@ def test_the_schema_states_every_declared_parameter_with_its_bounds_and_choices(
         assert list(stated) == [p.name for p in kind.analysis.params] + list(kind.analysis.aliases)
         for old, now in kind.analysis.aliases.items():  # an old name: deprecated, the new one's schema
             assert stated[old]["deprecated"] is True and stated[old].get("maximum") == stated[now].get("maximum")
+            assert "default" not in stated[old]  # a generated client would send it beside the new name
         for p in kind.analysis.params:
             spec = p.to_dict()
             schema = declared(stated[p.name])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
@@ -9,6 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from heliosweb.recipes.services import policy_set
 from heliosweb.telemetry.models import TelemetryBatch
 from tests.heliosweb.telemetry_records import body, finished, launch
+
+from .conftest import ROOT
 
 
 def scrape(client: Client, **headers) -> dict[str, list]:
@@ -97,3 +102,24 @@ def test_queue_depth_counts_the_tasks_waiting_under_this_stacks_key_prefix(db, r
     finally:
         client.delete(key)
         client.lrem("maint", 0, b"another stack's task")
+
+
+def test_every_grafana_panel_has_a_unit_and_queries_only_metrics_the_product_exports(db):
+    """The board's expressions name series `/metrics` serves (a renamed metric fails here, not on
+    an operator's screen); each is evaluated against a real Prometheus in test_prometheus."""
+    board = json.loads((ROOT / "docs" / "grafana-helios.json").read_text())
+    served = set()
+    for family in text_string_to_metric_families(Client().get("/metrics").content.decode()):
+        suffixes = (
+            ("_bucket", "_count", "_sum")
+            if family.type == "histogram"
+            else ("_total",)
+            if family.type == "counter"
+            else ("",)
+        )
+        served |= {family.name + s for s in suffixes}
+    for panel in board["panels"]:
+        assert panel["fieldConfig"]["defaults"].get("unit"), panel["title"]
+        for target in panel["targets"]:
+            used = set(re.findall(r"helios_\w+", target["expr"]))
+            assert used and used <= served, (panel["title"], used - served)
