@@ -59,7 +59,10 @@ def test_rebinning_keeps_every_count_and_the_cumulative_counts_at_the_shared_edg
 
 def test_the_migration_moves_stored_histograms_to_the_new_grid(transactional_db):
     executor = MigrationExecutor(connection)
-    before, after = [("telemetry", "0007_state_user_tokens_hashed")], [("telemetry", "0008_histograms_ten_percent_edges")]
+    before, after = (
+        [("telemetry", "0007_state_user_tokens_hashed")],
+        [("telemetry", "0008_histograms_ten_percent_edges")],
+    )
     executor.migrate(before)
     old_apps = executor.loader.project_state(before).apps
     Recipe = old_apps.get_model("recipes", "Recipe")
