@@ -24,7 +24,7 @@ from heliosweb.devtool import free_port
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.recipes.services import policy_set
 from heliosweb.telemetry.services import engine_start, engine_stop, telemetry_ingest
-from tests.heliosweb.test_telemetry import finished
+from tests.heliosweb.telemetry_records import body, finished
 
 from .conftest import ROOT, stop, wait_until
 
@@ -112,7 +112,7 @@ def test_histogram_quantile_reads_ttft_and_itl_within_ten_percent_of_the_exact_q
     for batch in range(2):
         part = range(batch * 1000, (batch + 1) * 1000)
         records = [finished(i, ttft_ms=ttfts[i], itl_ms=gaps[i]) for i in part]
-        telemetry_ingest(recipe=recipe, data={"engine": "known-sample", "batch": batch, "records": records})
+        telemetry_ingest(recipe=recipe, data=body(records, batch=batch + 1, engine="known-sample"))
     selector = '{recipe="tiny-cpu", engine="known-sample"}'
     wait_until(
         lambda: prometheus.value(f"sum(helios_ttft_seconds_count{selector})") == 2000.0,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from heliosweb.telemetry.services import telemetry_ingest
-from tests.heliosweb.test_telemetry import launch
+from tests.heliosweb.telemetry_records import body, launch
 
 from .conftest import ROOT
 from .runs import store
@@ -65,7 +65,7 @@ def post_launches(recipe, engine: str, t0: float) -> None:
         )
         for n, (rid, start, end, graph) in enumerate(chunks)
     ]
-    telemetry_ingest(recipe=recipe, data={"engine": engine, "batch": 1, "records": records})
+    telemetry_ingest(recipe=recipe, data=body(records, engine=engine))
 
 
 def test_an_engines_launches_over_a_window_export_as_a_trace_with_an_arrow_per_request(client, viewer, recipe):
