@@ -350,7 +350,10 @@ def use_redis(redis_url: str, settings: Any) -> None:
     settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
     settings.REDIS_URL = redis_url  # heliosweb.common.broadcast publishes there (policy changes, live frames)
     channel_layers.backends.clear()
-    if app.conf.broker_url != redis_url:
+    # The prefix too: with REDIS_URL set (CI's PostgreSQL pass) the URL is already this one, and
+    # a producer without the session's prefix queues where the stack's worker never looks.
+    prefix = (app.conf.broker_transport_options or {}).get("global_keyprefix")
+    if app.conf.broker_url != redis_url or prefix != BROKER_KEY_PREFIX:
         app.conf.broker_url = redis_url
         app.conf.broker_transport_options = {"visibility_timeout": 30, "global_keyprefix": BROKER_KEY_PREFIX}
         # kombu keeps one connection pool per broker URL for the whole process: closing only ours

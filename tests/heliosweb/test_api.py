@@ -114,6 +114,7 @@ def test_it_serves_a_recipes_active_policy_and_version(api, maintainer, recipe):
 def test_the_kinds_endpoint_lists_declared_parameters(api):
     kinds = {k["name"]: k for k in api.get("/api/kinds/").json()}
     assert [p["name"] for p in kinds["pr22"]["params"]] == [
+        "execution",
         "fixed_ms",
         "ms_per_token",
         "first_token_ms",

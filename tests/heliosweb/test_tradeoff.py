@@ -128,8 +128,8 @@ def test_the_tradeoff_reads_engine_telemetry_per_policy_version(author, reviewer
         1, "cost", ["eng-1", "eng-2"], False, False
     )  # fmt: skip
     assert (v1["requests"], v1["launches"], v1["launches_per_request"]) == (40, 120, 3.0)
-    # TTFT from the fixed buckets: every 12 ms request in (10, 12.5], interpolated inside it
-    assert (v1["ttft_p50_ms"], v1["ttft_p99_ms"], v1["ttft_mean_ms"]) == (11.25, 12.475, 12.0)
+    # TTFT from the fixed buckets: every 12 ms request in (11, 12], interpolated inside it
+    assert (v1["ttft_p50_ms"], v1["ttft_p99_ms"], v1["ttft_mean_ms"]) == (11.5, 11.99, 12.0)
     assert (v1["padded_tokens"], v1["launched_tokens"], v1["padding_share"]) == (40 * 24, 40 * 1024, 0.023)
     assert (v2["policy"], v2["proposed"], v2["requests"], v2["launches"], v2["launches_per_request"]) == (
         "rule", True, 40, 40, 1.0
