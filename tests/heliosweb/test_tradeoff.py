@@ -144,7 +144,7 @@ def test_the_tradeoff_reads_engine_telemetry_per_policy_version(author, reviewer
     html = client.get(f"/decisions/{decision.pk}").content.decode()
     section = html.split('id="tradeoff-engine"')[1].split("</table>")[0]
     row = section.split('data-version="2" data-policy="rule"')[1].split("</tr>")[0]
-    assert "rule <em>(proposed)</em>" in row and "40 (1.00)" in row and "7.33 ms" in row and "39.60 ms" in row
+    assert "rule <em>(proposed)</em>" in row and "40 (1.00)" in row and "7.00 ms" in row and "41.88 ms" in row
     assert "51.2 % (41920 of 81920)" in row
     assert "v3 <strong>(current)</strong>" in section and "too few to read much into: under 30" in section
 
