@@ -37,6 +37,7 @@ from scheduler_core.catalog import Catalog
 from scheduler_core.engine import EngineLoop, TrafficShape
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import ExecutionModel
+from scheduler_core.limits import MAX_TOKENS
 from scheduler_core.scheduler import SchedulerConfig
 
 from .services import ENGINE_KIND, engine_token_create, engine_tokens_revoke
@@ -270,8 +271,8 @@ ANALYSIS = Analysis(
             choices=("boot", "boot-repaired", "clean", "drift"),
         ),
         FloatParam("rate_per_s", 20.0, "mean arrivals per second (Poisson)", minimum=0.01, maximum=10_000.0),
-        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000),
-        IntParam("prompt_max", 8_000, "longest prompt (tokens)", minimum=1, maximum=1_000_000),
+        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=MAX_TOKENS),
+        IntParam("prompt_max", 8_000, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
         IntParam("output_min", 8, "fewest output tokens (uniform)", minimum=1, maximum=100_000),
         IntParam("output_max", 64, "most output tokens", minimum=1, maximum=100_000),
         FloatParam("span_share", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
