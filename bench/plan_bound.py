@@ -18,11 +18,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler_core.catalog import Catalog  # noqa: E402
-from scheduler_core.errors import InvalidInput  # noqa: E402
-from scheduler_core.plan_io import answer  # noqa: E402
-from scheduler_core.planner import MAX_PLAN_WORK, plan_work  # noqa: E402
-from scheduler_core.request import Request  # noqa: E402
+from scheduler_core.catalog import Catalog
+from scheduler_core.errors import InvalidInput
+from scheduler_core.plan_io import answer
+from scheduler_core.planner import MAX_PLAN_WORK, plan_work
+from scheduler_core.request import Request
 
 POLICIES = ["cost", "rule"]
 PR22 = [{"prefill": c, "decode": 0, "ms": 2 + c / 64} for c in (64, 128, 256, 512, 1024, 2048, 4096)]

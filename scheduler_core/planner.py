@@ -72,7 +72,9 @@ def plan_work(catalog: Catalog, request: Request) -> int:
     each row of the cost policy's table (or its search over positions up to the last atomic span)
     weighs every graph of the catalog once."""
     end = request.plan_end
-    longest_step = min(catalog.full_chunk, cheapest_per_token(catalog))  # rule repeats the full chunk, cost the cheapest
+    longest_step = min(
+        catalog.full_chunk, cheapest_per_token(catalog)
+    )  # rule repeats the full chunk, cost the cheapest
     launches = -(-end // longest_step) + len(request.message_boundaries)
     step = gcd(*catalog.capacities)
     rows = min(end, 3 * catalog.full_chunk) // step

@@ -10,12 +10,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from heliosweb.catalogs.selectors import boot_catalogs
+from heliosweb.common.bounds import parse_json
 from heliosweb.jobs import selectors as job_selectors
 from scheduler_core.analyses.catalogs import DRIFT_PARAM, EXECUTION_PARAMS, pr22_catalogs
+from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import AffineExecution
-from scheduler_core.plan_io import answer, parse_json
+from scheduler_core.plan_io import answer
 from scheduler_core.policies import selectable_policies
+from scheduler_core.validation import int_of_text
 
 from .contract import Figure
 from .timeline import TimelineRow, chunk_timeline
@@ -30,10 +33,10 @@ def plan_answer(data: Any) -> dict[str, Any]:
 
 
 def _ints(text: str, field: str) -> list[int]:
-    try:
-        return [int(x) for x in text.replace(",", " ").split()]
-    except ValueError:
-        raise InvalidInput(field, f"must be whole numbers separated by commas, got {text!r}") from None
+    numbers = [int_of_text(x) for x in text.replace(",", " ").split()]
+    if any(n is None for n in numbers):
+        raise InvalidInput(field, f"must be whole numbers separated by commas, got {text[:80]!r}")
+    return [n for n in numbers if n is not None]
 
 
 def _spans(text: str) -> list[list[int]]:
@@ -61,7 +64,7 @@ def request_of(query: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _table(catalog: list[dict[str, Any]], first_token_ms: float) -> dict[str, Any]:
-    """A measured catalog as the true costs (a boot's own durations)."""
+    """A measured catalog (stored, or pasted and parsed) as the true costs (a boot's own durations)."""
     return {"table": [g for g in catalog if g["ms"]], "first_token_ms": first_token_ms}
 
 
@@ -90,8 +93,9 @@ def catalog_of(query: Mapping[str, str]) -> tuple[list[dict[str, Any]], dict[str
         return stored, _table(stored, first), f"job #{job.pk}'s boot catalog"
     if choice == "json":
         pasted = parse_json(query.get("catalog_json") or "", "catalog_json")
-        catalog = pasted["catalog"] if isinstance(pasted, dict) and "catalog" in pasted else pasted
-        return catalog, _table(catalog, first) if isinstance(catalog, list) else {}, "a pasted catalog"
+        graphs = pasted["catalog"] if isinstance(pasted, dict) and "catalog" in pasted else pasted
+        catalog = Catalog.from_dicts(graphs, "catalog_json").to_dicts()  # parsed here: its table reads every graph
+        return catalog, _table(catalog, first), "a pasted catalog"
     raise InvalidInput("catalog", f"unknown choice {choice!r} (clean, drift, boot, job or json)")
 
 

@@ -161,6 +161,23 @@ def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Cat
     return affine, build_catalog({**params, "mixed_rows": [8, 32]}, affine), params["catalog"], None
 
 
+def check_submission(params: dict[str, Any], recipe: Recipe | None) -> None:
+    """Refused at submission, not found out by the worker: an engine serves a recipe, and a boot
+    catalog must be there and carry traffic (decode graphs, rows for `max_lanes`)."""
+    if recipe is None:
+        raise InvalidInput(
+            "recipe", "a simulated engine serves a recipe: choose one, or start it from the recipe's page"
+        )
+    if params["catalog"] not in ("boot", "boot-repaired"):
+        return
+    try:
+        setting(params, recipe)
+    except InvalidInput as exc:
+        field = "catalog" if exc.field in ("catalog", "boot_catalog") else exc.field
+        message = f"the recipe's latest boot {exc.message}" if exc.field == "boot_catalog" else exc.message
+        raise InvalidInput(f"params.{field}", message, param=field) from None
+
+
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     job = running_job.get()
     if job is None or job.recipe_id is None:
@@ -291,4 +308,4 @@ ANALYSIS = Analysis(
     max_work=7 * 86_400,
     format_text=format_text,
 )
-KIND = JobKind(ANALYSIS.name, QUEUE, ANALYSIS)
+KIND = JobKind(ANALYSIS.name, QUEUE, ANALYSIS, check_recipe=check_submission)
