@@ -12,6 +12,7 @@ type, stored before this check, reads as absent instead of raising. Other keys a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -19,12 +20,13 @@ from typing import Any, TypeVar
 from heliosweb.common.bounds import check_text
 from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS
 from scheduler_core.errors import InvalidInput
-from scheduler_core.validation import require_int, require_list, require_mapping
+from scheduler_core.validation import require_int, require_list, require_mapping, text_problem
 
 MAX_PROVENANCE_BYTES = 64 * 1024  # where a boot came from, not a place for its data
 MAX_LABEL = 200  # `device` and `mode`: a name, shown in every boot picker
 
 T = TypeVar("T")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # a NUL, a surrogate (one left alone in a str)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,17 @@ class Drift:
     def label(self) -> str:
         """ "drifted 2048, 4096": how every page and picker marks such a boot."""
         return f"drifted {', '.join(map(str, self.capacities))}"
+
+
+def _clean_text(value: Any) -> Any:
+    """`value` with every string's NUL and lone surrogates (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", value) if text_problem(value) else value
+    if isinstance(value, dict):
+        return {_clean_text(k): _clean_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_text(v) for v in value]
+    return value
 
 
 def _label(value: Any, field: str) -> str:
@@ -87,6 +100,32 @@ class Provenance:
     def read(cls, stored: Any) -> Provenance:
         """A stored boot's provenance as pages read it: a key of the wrong type reads as absent."""
         return cls._typed(stored if isinstance(stored, dict) else {}, "provenance", strict=False)
+
+    @classmethod
+    def repair(cls, stored: Any) -> dict[str, Any] | None:
+        """A provenance stored before `parse` checked it, made to pass it: a read key of the wrong
+        type moves under `unvalidated`, text no database stores gets U+FFFD for its bad characters.
+        None when it passes already (the data migration changes only rows that need it)."""
+        try:
+            cls.parse(stored)
+            return None
+        except InvalidInput:
+            pass
+        data = _clean_text(stored if isinstance(stored, dict) else {"unvalidated": stored})
+        typed = cls._typed(data, "provenance", strict=False)
+        moved = {
+            name: data.pop(name)
+            for name in ("device", "mode", "drift")
+            if name in data and getattr(typed, name) is None
+        }
+        if moved:
+            data["unvalidated"] = {
+                **(data.get("unvalidated") if isinstance(data.get("unvalidated"), dict) else {}),
+                **moved,
+            }
+        if len(json.dumps(data).encode()) > MAX_PROVENANCE_BYTES:
+            data = {"unvalidated": f"provenance over {MAX_PROVENANCE_BYTES:,} bytes, dropped"}
+        return data
 
     @classmethod
     def _typed(cls, data: dict[str, Any], field: str, *, strict: bool) -> Provenance:

@@ -18,5 +18,4 @@ from django.core.validators import MaxLengthValidator
 class LoginForm(AuthenticationForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        username = self.fields["username"]
-        username.validators.append(MaxLengthValidator(username.max_length))
+        self.fields["username"].validators.append(MaxLengthValidator(self.username_field.max_length or 254))

@@ -113,7 +113,7 @@ class JobEventsView(APIView):
     )
     def get(self, request: Request, job_id: int) -> Response:
         job = selectors.job_get(job_id=job_id)
-        after = query_int(request.query_params, "after", default=0)
+        after = query_int(request.query_params, "after", default=0, minimum=0)
         return Response(selectors.job_events(job_id=job.pk, after=after))
 
 

@@ -297,7 +297,7 @@ def recipe_cases() -> Iterator[Case]:
     yield case(
         "shapes NUL", "description", f'"d", "shapes": [{{"prefill": "{NUL}", "decode": 0}}]', "shapes[0].prefill"
     )
-    yield case("required_evidence NUL", "description", f'"d", "required_evidence": ["{NUL}"]', "required_evidence")
+    yield case("required_evidence NUL", "description", f'"d", "required_evidence": ["{NUL}"]', "required_evidence[0]")
     yield Case("edit unknown key", "patch", "/api/recipes/tiny-cpu/", '{"name": "x"}', 400, "name")
 
 
@@ -600,6 +600,7 @@ def world(recipe, everyone, done_job):
 def test_the_api_refuses_each_bad_input_naming_its_field_and_stores_nothing(world, everyone, queued, case):
     client = APIClient()
     client.force_authenticate(everyone)
+    client.force_login(everyone)  # the engine policy read (a plain async view) reads the session
     before = _rows()
     path = fill(case.path, world)
     kwargs = (
