@@ -413,129 +413,53 @@ class PageCase:
     says: str | None = None  # text the page must show (the field's error)
 
 
+ONE_TOKEN_JSON = '[{"prefill":1,"decode":0,"ms":0.01}]'
+PROPOSAL = {"recipe": "tiny-cpu", "policy": "rule", "rationale": "r"}
+NEW_RECIPE = {"name": "fresh", "policy": "cost", "shapes": "[]"}
+
+
+def get(name: str, path: str, says: str | None = None, status: int = 400) -> PageCase:
+    return PageCase(name, "get", path, None, status, says)
+
+
+def post(name: str, path: str, data: dict[str, Any], says: str, status: int = 400) -> PageCase:
+    return PageCase(name, "post", path, data, status, says)
+
+
 PAGE_CASES = [
-    PageCase("audit export NUL actor (row 4)", "get", "/audit/export.csv?actor=a%00b", says="actor"),
-    PageCase("audit export json NUL action", "get", "/audit/export.json?action=%00", says="action"),
-    PageCase("audit page NUL actor", "get", "/audit/?actor=%00", says="actor"),
-    PageCase("job list NUL kind", "get", "/jobs/?kind=%00", says="kind"),
-    PageCase("explain 1e9 tokens (row 1)", "get", "/explain?prompt_tokens=1000000000", says="prompt_tokens"),
-    PageCase("explain past MAX_TOKENS", "get", f"/explain?prompt_tokens={MAX_TOKENS + 1}", says="prompt_tokens"),
-    PageCase("explain at MAX_TOKENS", "get", f"/explain?prompt_tokens={MAX_TOKENS}", status=200),
-    PageCase(
-        "explain MAX_TOKENS on a 1-token catalog (row 1)",
-        "get",
-        "/explain?catalog=json&catalog_json=" + '[{"prefill":1,"decode":0,"ms":0.01}]' + f"&prompt_tokens={MAX_TOKENS}",
-        says="too large",
-    ),
-    PageCase("explain full-width digits", "get", "/explain?prompt_tokens=%EF%BC%91%EF%BC%90", says="prompt_tokens"),
-    PageCase("explain underscore", "get", "/explain?prompt_tokens=1_0", says="prompt_tokens"),
-    PageCase("explain NUL", "get", "/explain?prompt_tokens=%00", says="prompt_tokens"),
-    PageCase(
-        "explain pasted catalog NUL",
-        "get",
-        '/explain?catalog=json&prompt_tokens=10&catalog_json=[{"prefill":"a\\u0000"}]',
-        says="catalog_json",
-    ),
-    PageCase(
-        f"compare {MAX_COMPARE_JOBS + 1} jobs (row 10)",
-        "get",
-        "/compare?ids=" + ",".join(map(str, range(1, MAX_COMPARE_JOBS + 2))),
-        says=f"at most {MAX_COMPARE_JOBS}",
-    ),
-    PageCase(
-        "compare 500 jobs (row 10)",
-        "get",
-        "/compare?ids=" + ",".join(map(str, range(1, 501))),
-        says=f"at most {MAX_COMPARE_JOBS}",
-    ),
-    PageCase("compare full-width id", "get", "/compare?ids=%EF%BC%91,2", says="ids"),
-    PageCase(
-        "login username of 300 characters (row 4)",
-        "post",
-        "/accounts/login/",
-        {"username": "u" * 300, "password": "x"},
-        200,
-        "at most",
-    ),
-    PageCase(
-        "login username with a NUL",
-        "post",
-        "/accounts/login/",
-        {"username": "a\x00b", "password": "x"},
-        200,
-        "Null characters",
-    ),
-    PageCase(
-        "propose rationale NUL",
-        "post",
-        "/decisions/new",
-        {"recipe": "tiny-cpu", "policy": "rule", "rationale": "a\x00b"},
-        says="NUL",
-    ),
-    PageCase(
-        "propose evidence full-width",
-        "post",
-        "/decisions/new",
-        {"recipe": "tiny-cpu", "policy": "rule", "rationale": "r", "evidence": "\uff11"},
-        says="not a job id",
-    ),
-    PageCase(
-        "propose rationale too long",
-        "post",
-        "/decisions/new",
-        {"recipe": "tiny-cpu", "policy": "rule", "rationale": "r" * (MAX_RATIONALE + 1)},
-        says="at most",
-    ),
-    PageCase("comment NUL", "post", "/decisions/{decision}/comment", {"body": "a\x00b"}, says="NUL"),
-    PageCase("reject reason NUL", "post", "/decisions/{decision}/reject", {"reason": "a\x00b"}, says="NUL"),
-    PageCase(
-        "new recipe TINY-CPU",
-        "post",
-        "/recipes/new",
-        {"name": "TINY-CPU", "policy": "cost", "shapes": "[]"},
-        says="ignoring case",
-    ),
-    PageCase(
-        "new recipe without a policy",
-        "post",
-        "/recipes/new",
-        {"name": "fresh", "policy": "", "shapes": "[]"},
-        says="required",
-    ),
-    PageCase(
-        "new recipe description NUL",
-        "post",
-        "/recipes/new",
-        {"name": "fresh", "policy": "cost", "description": "a\x00", "shapes": "[]"},
-        says="NUL",
-    ),
-    PageCase(
-        "edit recipe description NUL",
-        "post",
-        "/recipes/tiny-cpu/edit",
-        {"description": "a\x00", "shapes": "[]"},
-        says="NUL",
-    ),
-    PageCase("rollback reason NUL", "post", "/recipes/tiny-cpu/rollback", {"reason": "a\x00"}, says="NUL"),
-    PageCase(
-        "job form int underscore", "post", "/jobs/new", {"kind": "pr22", "pr22.fixed_ms": "1_0"}, says="decimal digits"
-    ),
-    PageCase(
-        "job form full-width int",
-        "post",
-        "/jobs/new",
-        {"kind": "sweep", "sweep.count": "\uff15"},
-        says="decimal digits",
-    ),
-    PageCase(
-        "job form NUL choice",
-        "post",
-        "/jobs/new",
-        {"kind": "simulate", "simulate.catalog": "clean\x00"},
-        says="must be one of",
-    ),
-    PageCase("job form engine without recipe", "post", "/jobs/new", {"kind": "engine"}, says="serves a recipe"),
-]
+    get("audit export NUL actor (row 4)", "/audit/export.csv?actor=a%00b", "actor"),
+    get("audit export json NUL action", "/audit/export.json?action=%00", "action"),
+    get("audit page NUL actor", "/audit/?actor=%00", "actor"),
+    get("job list NUL kind", "/jobs/?kind=%00", "kind"),
+    get("explain 1e9 tokens (row 1)", "/explain?prompt_tokens=1000000000", "prompt_tokens"),
+    get("explain past MAX_TOKENS", f"/explain?prompt_tokens={MAX_TOKENS + 1}", "prompt_tokens"),
+    get("explain at MAX_TOKENS", f"/explain?prompt_tokens={MAX_TOKENS}", status=200),
+    get("explain a 1-token catalog (row 1)", f"/explain?catalog=json&catalog_json={ONE_TOKEN_JSON}&prompt_tokens={MAX_TOKENS}", "too large"),
+    get("explain the largest plan a 1-token catalog allows", f"/explain?catalog=json&catalog_json={ONE_TOKEN_JSON}&prompt_tokens=9990", status=200),
+    get("explain full-width digits", "/explain?prompt_tokens=%EF%BC%91%EF%BC%90", "prompt_tokens"),
+    get("explain underscore", "/explain?prompt_tokens=1_0", "prompt_tokens"),
+    get("explain NUL", "/explain?prompt_tokens=%00", "prompt_tokens"),
+    get("explain pasted catalog NUL", '/explain?catalog=json&prompt_tokens=10&catalog_json=[{"prefill":"a\\u0000"}]', "catalog_json"),
+    get(f"compare {MAX_COMPARE_JOBS + 1} jobs (row 10)", "/compare?ids=" + ",".join(map(str, range(1, MAX_COMPARE_JOBS + 2))), f"at most {MAX_COMPARE_JOBS}"),
+    get("compare 500 jobs (row 10)", "/compare?ids=" + ",".join(map(str, range(1, 501))), f"at most {MAX_COMPARE_JOBS}"),
+    get("compare full-width id", "/compare?ids=%EF%BC%91,2", "ids"),
+    post("login username of 300 characters (row 4)", "/accounts/login/", {"username": "u" * 300, "password": "x"}, "at most", 200),
+    post("login username with a NUL", "/accounts/login/", {"username": "a\x00b", "password": "x"}, "Null characters", 200),
+    post("propose rationale NUL", "/decisions/new", {**PROPOSAL, "rationale": "a\x00b"}, "NUL"),
+    post("propose evidence full-width", "/decisions/new", {**PROPOSAL, "evidence": "\uff11"}, "not a job id"),
+    post("propose rationale too long", "/decisions/new", {**PROPOSAL, "rationale": "r" * (MAX_RATIONALE + 1)}, "at most"),
+    post("comment NUL", "/decisions/{decision}/comment", {"body": "a\x00b"}, "NUL"),
+    post("reject reason NUL", "/decisions/{decision}/reject", {"reason": "a\x00b"}, "NUL"),
+    post("new recipe TINY-CPU", "/recipes/new", {**NEW_RECIPE, "name": "TINY-CPU"}, "ignoring case"),
+    post("new recipe without a policy", "/recipes/new", {**NEW_RECIPE, "policy": ""}, "required"),
+    post("new recipe description NUL", "/recipes/new", {**NEW_RECIPE, "description": "a\x00"}, "NUL"),
+    post("edit recipe description NUL", "/recipes/tiny-cpu/edit", {"description": "a\x00", "shapes": "[]"}, "NUL"),
+    post("rollback reason NUL", "/recipes/tiny-cpu/rollback", {"reason": "a\x00"}, "NUL"),
+    post("job form int underscore", "/jobs/new", {"kind": "pr22", "pr22.fixed_ms": "1_0"}, "decimal digits"),
+    post("job form full-width int", "/jobs/new", {"kind": "sweep", "sweep.count": "\uff15"}, "decimal digits"),
+    post("job form NUL choice", "/jobs/new", {"kind": "simulate", "simulate.catalog": "clean\x00"}, "must be one of"),
+    post("job form engine without recipe", "/jobs/new", {"kind": "engine"}, "serves a recipe"),
+]  # fmt: skip
 
 
 # --- the checks ---------------------------------------------------------------------------------------
