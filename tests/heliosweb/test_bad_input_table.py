@@ -150,7 +150,7 @@ def plan_cases() -> Iterator[Case]:
     )
     yield case("deep JSON", "request", DEEP, "body")
     one = {"policies": ["cost", "rule"], "catalog": [{"prefill": 1, "decode": 0, "ms": 0.01}]}
-    for tokens, status in ((MAX_TOKENS, 400), (10_001, 400), (1_000, 200)):
+    for tokens, status in ((MAX_TOKENS, 400), (12_000, 400), (1_000, 200)):
         body = js({**one, "request": {"prompt_tokens": tokens}})
         field = "request.prompt_tokens" if status == 400 else None
         yield Case(f"plan {tokens} tokens on a 1-token catalog (work bound)", "post", "/api/plan/", body, status, field)
@@ -435,7 +435,7 @@ PAGE_CASES = [
     get("explain past MAX_TOKENS", f"/explain?prompt_tokens={MAX_TOKENS + 1}", "prompt_tokens"),
     get("explain at MAX_TOKENS", f"/explain?prompt_tokens={MAX_TOKENS}", status=200),
     get("explain a 1-token catalog (row 1)", f"/explain?catalog=json&catalog_json={ONE_TOKEN_JSON}&prompt_tokens={MAX_TOKENS}", "too large"),
-    get("explain the largest plan a 1-token catalog allows", f"/explain?catalog=json&catalog_json={ONE_TOKEN_JSON}&prompt_tokens=9990", status=200),
+    get("explain the largest plan a 1-token catalog allows", f"/explain?catalog=json&catalog_json={ONE_TOKEN_JSON}&prompt_tokens=11100", status=200),
     get("explain full-width digits", "/explain?prompt_tokens=%EF%BC%91%EF%BC%90", "prompt_tokens"),
     get("explain underscore", "/explain?prompt_tokens=1_0", "prompt_tokens"),
     get("explain NUL", "/explain?prompt_tokens=%00", "prompt_tokens"),

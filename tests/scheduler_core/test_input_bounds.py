@@ -68,7 +68,7 @@ ONE_TOKEN = [{"prefill": 1, "decode": 0, "ms": 0.01}]
         (PR22, {"prompt_tokens": 1 << 62}, ["cost"]),  # issue 18 row 1: planned until memory ran out
         (PR22, {"prompt_tokens": MAX_TOKENS + 1}, ["cost"]),
         (ONE_TOKEN, {"prompt_tokens": MAX_TOKENS}, ["cost"]),  # row 1: 11.5 s and 500 MB before
-        (ONE_TOKEN, {"prompt_tokens": MAX_PLAN_WORK // 2 + 10}, ["cost", "rule"]),  # the bound counts every policy
+        (ONE_TOKEN, {"prompt_tokens": 12_000}, ["cost", "rule"]),  # the bound counts every policy: ...
         ([ONE_TOKEN[0], {"prefill": MAX_TOKENS, "decode": 0, "ms": 5}], {"prompt_tokens": MAX_TOKENS}, ["cost"]),
         (PR22, {"prompt_tokens": MAX_TOKENS, "atomic_spans": [[MAX_TOKENS - 10, MAX_TOKENS]]}, ["cost"]),
     ],
@@ -77,6 +77,10 @@ def test_a_plan_too_large_is_refused_before_any_planning(catalog, request_, poli
     with pytest.raises(InvalidInput) as exc:
         answer({"policies": policies, "catalog": catalog, "request": request_})
     assert exc.value.field == "request.prompt_tokens"
+
+
+def test_a_plan_within_the_bound_for_one_policy_is_planned():
+    assert answer({"policy": "cost", "catalog": ONE_TOKEN, "request": {"prompt_tokens": 12_000}})["launch_count"] == 12_000
 
 
 def test_the_largest_prompt_on_the_pull_requests_catalogs_is_planned():
