@@ -24,6 +24,7 @@ from .contract import Figure
 from .timeline import TimelineRow, chunk_timeline
 
 DEFAULT_EXECUTION = {p.name: p.default for p in EXECUTION_PARAMS}
+MAX_DRAWN_LAUNCHES = 500  # per plan, on the timeline and in the page's table
 PR22_CATALOGS = ("clean", "drift")
 
 
@@ -111,7 +112,19 @@ def explain(query: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any], s
     return data, plan_answer(data), description
 
 
+def graphs_text(plan: dict[str, Any]) -> str:
+    """ "4096 · 4096 · 512": a plan's graphs as the page lists them, the first MAX_DRAWN_LAUNCHES."""
+    graphs = [str(launch["graph"]) for launch in plan.get("launches", [])[:MAX_DRAWN_LAUNCHES]]
+    more = plan.get("launch_count", 0) - len(graphs)
+    return " · ".join(graphs) + (f" · … ({more:,} more)" if more > 0 else "")
+
+
 def plans_figure(plans: list[dict[str, Any]], title: str) -> Figure:
-    """Each policy's plan as a row of one chunk timeline (a stalled plan draws empty)."""
-    rows = [TimelineRow(p["policy"], p.get("launches", [])) for p in plans]
+    """Each policy's plan as a row of one chunk timeline (a stalled plan draws empty), its first
+    MAX_DRAWN_LAUNCHES launches: a plan within the work bound may make 11,000 (1-token graphs), and
+    drawing them all took 3 s, for bars no screen shows apart."""
+    rows = [TimelineRow(p["policy"], p.get("launches", [])[:MAX_DRAWN_LAUNCHES]) for p in plans]
+    most = max((len(p.get("launches", [])) for p in plans), default=0)
+    if most > MAX_DRAWN_LAUNCHES:
+        title = f"{title} (the first {MAX_DRAWN_LAUNCHES:,} of {most:,} launches)"
     return Figure("plans", title, chunk_timeline(rows, title=title))

@@ -80,7 +80,9 @@ def test_a_plan_too_large_is_refused_before_any_planning(catalog, request_, poli
 
 
 def test_a_plan_within_the_bound_for_one_policy_is_planned():
-    assert answer({"policy": "cost", "catalog": ONE_TOKEN, "request": {"prompt_tokens": 12_000}})["launch_count"] == 12_000
+    assert (
+        answer({"policy": "cost", "catalog": ONE_TOKEN, "request": {"prompt_tokens": 12_000}})["launch_count"] == 12_000
+    )
 
 
 def test_the_largest_prompt_on_the_pull_requests_catalogs_is_planned():
