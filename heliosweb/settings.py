@@ -97,6 +97,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "heliosweb.common.query_text.refuse_unstorable_query",  # a NUL in a query string: 400, before any view
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "heliosweb.telemetry.middleware.engine_token_scope",

@@ -5,6 +5,7 @@ from django.urls import include, path, re_path
 from heliosweb.catalogs import api as catalogs_api
 from heliosweb.common import http_errors
 from heliosweb.common.api import SchemaView
+from heliosweb.common.login import LoginForm
 from heliosweb.dashboard import views
 from heliosweb.figures import api as figures_api
 from heliosweb.jobs import api
@@ -29,7 +30,7 @@ urlpatterns = [
     path("jobs/<int:job_id>/cancel", views.job_cancel, name="job_cancel"),
     path("compare", views.compare, name="compare"),
     path("explain", views.explain, name="explain"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/jobs/", api.JobListView.as_view(), name="api_jobs"),

@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidInput
+from .limits import MAX_DURATION_MS, MAX_TOKENS
 from .validation import reject_unknown_keys, require_int, require_list, require_mapping, require_number
 
 DEFAULT_PREFILL_CAPACITIES: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048, 4096)
 # What a catalog may hold (every front end reads catalogs through `Catalog.from_dicts`; the web's
 # schema states the same bounds): a graph's token capacities, its duration, how many graphs.
-MAX_CAPACITY = 1 << 20  # 1,048,576 tokens (prefill) or rows (decode)
-MAX_MS = 1e6  # a graph that takes over 1,000 s is a unit mistake
+MAX_CAPACITY = MAX_TOKENS  # 1,048,576 tokens (prefill) or rows (decode)
+MAX_MS = MAX_DURATION_MS  # a graph that takes over 1,000 s is a unit mistake
 MAX_GRAPHS = 256
 
 

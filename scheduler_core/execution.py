@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, build_catalog
+from .catalog import DEFAULT_PREFILL_CAPACITIES, MAX_GRAPHS, Catalog, build_catalog
 from .errors import InvalidInput
+from .limits import MAX_DURATION_MS, MAX_TOKENS
 from .profiles import PROFILES, load_profile
 from .validation import reject_unknown_keys, require_int, require_list, require_mapping, require_number
 
@@ -44,7 +45,7 @@ class AffineExecution:
         for key in ("fixed_ms", "ms_per_token", "first_token_ms"):
             if key not in data:
                 raise InvalidInput(f"{field_name}.{key}", "is required")
-            values[key] = require_number(data[key], f"{field_name}.{key}", minimum=0.0)
+            values[key] = require_number(data[key], f"{field_name}.{key}", minimum=0.0, maximum=MAX_DURATION_MS)
         return cls(**values)
 
 
@@ -73,15 +74,20 @@ class TableExecution:
         data = require_mapping(data, field_name)
         reject_unknown_keys(data, {"table", "first_token_ms"}, field_name)
         table: dict[tuple[int, int], float] = {}
-        for i, row in enumerate(require_list(data.get("table"), f"{field_name}.table")):
+        rows = require_list(data.get("table"), f"{field_name}.table")
+        if len(rows) > MAX_GRAPHS:
+            raise InvalidInput(f"{field_name}.table", f"has {len(rows)} rows, at most {MAX_GRAPHS} allowed")
+        for i, row in enumerate(rows):
             f = f"{field_name}.table[{i}]"
             row = require_mapping(row, f)
             shape = (
-                require_int(row.get("prefill"), f"{f}.prefill", minimum=0),
-                require_int(row.get("decode"), f"{f}.decode", minimum=0),
+                require_int(row.get("prefill"), f"{f}.prefill", minimum=0, maximum=MAX_TOKENS),
+                require_int(row.get("decode"), f"{f}.decode", minimum=0, maximum=MAX_TOKENS),
             )
-            table[shape] = require_number(row.get("ms"), f"{f}.ms", minimum=0.0)
-        first = require_number(data.get("first_token_ms", 0.0), f"{field_name}.first_token_ms", minimum=0.0)
+            table[shape] = require_number(row.get("ms"), f"{f}.ms", minimum=0.0, maximum=MAX_DURATION_MS)
+        first = require_number(
+            data.get("first_token_ms", 0.0), f"{field_name}.first_token_ms", minimum=0.0, maximum=MAX_DURATION_MS
+        )
         return cls(table, first)
 
 

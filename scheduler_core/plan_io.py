@@ -8,7 +8,7 @@ from typing import Any
 from .catalog import Catalog
 from .errors import InvalidInput, Stalled
 from .execution import ExecutionModel, parse_execution
-from .planner import Plan, plan
+from .planner import MAX_PLAN_WORK, Plan, plan, plan_work
 from .policies import Policy, make_policy
 from .request import Request
 from .validation import reject_unknown_keys, require_list, require_mapping
@@ -32,6 +32,14 @@ def answer(data: Any) -> dict[str, Any]:
     catalog = Catalog.from_dicts(data["catalog"])
     request = Request.parse(data["request"], catalog)
     execution = parse_execution(data["execution"]) if data.get("execution") is not None else None
+    work = plan_work(catalog, request) * len(policies)
+    if work > MAX_PLAN_WORK:
+        raise InvalidInput(
+            "request.prompt_tokens",
+            f"this plan is too large ({work:,} work units, limit {MAX_PLAN_WORK:,}): "
+            f"{request.prompt_tokens:,} tokens in graphs of at most {catalog.full_chunk:,}; "
+            "shorten the prompt or plan with a catalog of larger graphs",
+        )
     plans = [_plan_or_stall(policy, catalog, request, execution) for policy in policies]
     return {"plans": plans} if many else plans[0]
 

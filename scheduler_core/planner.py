@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import gcd
 from typing import Any
 
 from .catalog import Catalog
 from .errors import Stalled
 from .execution import ExecutionModel
-from .policies import Launch, Policy, PrefillState, make_policy
+from .policies import Launch, Policy, PrefillState, cheapest_per_token, make_policy
 from .request import Request
 
 
@@ -58,6 +59,29 @@ def launch_record(launch: Launch, true_ms: float | None) -> dict[str, Any]:
         "predicted_ms": launch.predicted_ms,
         "true_ms": true_ms,
     }
+
+
+# What one synchronous plan (`plan`, `POST /api/plan/`, `/explain`) may cost: about 1 s on one
+# loaded core (bench/plan_bound.py). A prompt of 1,048,576 tokens on the pull request's catalogs
+# is ~11,000 units for both policies; on a catalog whose largest graph is 1 token, ~19 million.
+MAX_PLAN_WORK = 200_000
+
+
+def plan_work(catalog: Catalog, request: Request) -> int:
+    """What planning `request` costs a policy, known before it starts, in about microseconds (as
+    measured by bench/plan_bound.py): each launch it must make (~8 units, plus one per graph it
+    weighs), each row of the cost policy's table (one unit, plus one per graph) and each position
+    of its search up to the last atomic span (twice that)."""
+    end = request.plan_end
+    graphs = len(catalog.capacities)
+    longest_step = min(
+        catalog.full_chunk, cheapest_per_token(catalog)
+    )  # rule repeats the full chunk, cost the cheapest
+    launches = -(-end // longest_step) + len(request.message_boundaries)
+    step = gcd(*catalog.capacities)
+    rows = min(end, 3 * catalog.full_chunk) // step
+    searched = request.atomic_spans[-1][1] // step if request.atomic_spans else 0
+    return launches * (8 + graphs) + (rows + 2 * searched) * (1 + graphs)
 
 
 def plan_prefix(policy: Policy, catalog: Catalog, request: Request) -> tuple[tuple[Launch, ...], int | None]:

@@ -86,6 +86,11 @@ def _better(total: float, tokens: int, count: int, best: Score | None) -> bool:
     return count < best[2]
 
 
+def cheapest_per_token(catalog: Catalog) -> int:
+    """The graph a long span-free stretch repeats under `cost`: the cheapest per token, the larger on a tie."""
+    return min(catalog.capacities, key=lambda c: (catalog.predicted_ms(c) / c, -c))
+
+
 class _RemainderTable:
     """Best plans for a span-free stretch, which depend only on the tokens remaining `r`.
 
@@ -109,8 +114,7 @@ class _RemainderTable:
         self.full = catalog.full_chunk
         self.offsets = tuple((c, c // self.step, self.cost[c]) for c in self.capacities_desc)
         self.rows: dict[int, list[Score]] = {}
-        # The graph the periodic tail repeats: the cheapest per token, the larger on a tie.
-        self.star = min(catalog.capacities, key=lambda c: (self.cost[c] / c, -c))
+        self.star = cheapest_per_token(catalog)
         self.window = self.full // self.step
         self.streak: dict[int, int] = {}
 

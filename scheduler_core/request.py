@@ -8,6 +8,7 @@ from typing import Any
 
 from .catalog import Catalog
 from .errors import InvalidInput
+from .limits import MAX_TOKENS
 from .validation import reject_unknown_keys, require_int, require_list, require_mapping
 
 
@@ -75,7 +76,7 @@ class Request:
         reject_unknown_keys(data, {"prompt_tokens", "message_boundaries", "atomic_spans", "prefill_limit"}, field_name)
         if "prompt_tokens" not in data:
             raise InvalidInput(f"{field_name}.prompt_tokens", "is required")
-        n = require_int(data["prompt_tokens"], f"{field_name}.prompt_tokens", minimum=1)
+        n = require_int(data["prompt_tokens"], f"{field_name}.prompt_tokens", minimum=1, maximum=MAX_TOKENS)
 
         boundaries: list[int] = []
         for i, b in enumerate(require_list(data.get("message_boundaries", []), f"{field_name}.message_boundaries")):

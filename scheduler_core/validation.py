@@ -3,9 +3,32 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from .errors import InvalidInput
+
+# Numbers written as text (query strings, form fields, CLI flags): ASCII digits only. Python's own
+# int() and float() also read "1_0", full-width and other scripts' digits, "nan" and "inf".
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def int_of_text(text: str) -> int | None:
+    """`text` (stripped) as an integer written in ASCII decimal digits, or None."""
+    text = text.strip()
+    if not _INT_TEXT.fullmatch(text) or len(text) > 4000:  # int() refuses over 4,300 digits
+        return None
+    return int(text)
+
+
+def number_of_text(text: str) -> float | None:
+    """`text` (stripped) as a finite number written in ASCII decimal digits, or None."""
+    text = text.strip()
+    if not _NUMBER_TEXT.fullmatch(text):
+        return None
+    number = float(text)
+    return number if math.isfinite(number) else None
 
 
 def require_int(value: Any, field: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -35,6 +58,36 @@ def require_number(value: Any, field: str, *, minimum: float | None = None, maxi
     if maximum is not None and value > maximum:
         raise InvalidInput(field, f"must be <= {maximum}, got {value}")
     return float(value)
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot be stored as text by every database, or None: PostgreSQL refuses a NUL
+    character, and no encoding holds a lone surrogate (half of a UTF-16 pair), on any database."""
+    if "\x00" in text:
+        return "holds a NUL character (\\u0000)"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"holds a lone surrogate (\\u{ord(text[exc.start]):04x}) at character {exc.start}"
+    return None
+
+
+def require_text(value: Any, field: str, *, max_length: int, required: str = "") -> str:
+    """Free text (stripped) of at most `max_length` characters that every database stores as it is;
+    `required`: the message when it is empty (empty allowed without one); None reads as empty."""
+    text = "" if value is None else value
+    if not isinstance(text, str):
+        raise InvalidInput(field, f"must be text, got {type(text).__name__}")
+    text = text.strip()
+    if required and not text:
+        raise InvalidInput(field, required)
+    if len(text) > max_length:
+        raise InvalidInput(field, f"at most {max_length} characters (got {len(text)})")
+    problem = text_problem(text)
+    if problem:
+        raise InvalidInput(field, problem)
+    return text
 
 
 def require_list(value: Any, field: str) -> list[Any]:

@@ -17,7 +17,7 @@ from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS, MAX_MS
 
 from . import selectors, services
 from .health import boot_healths
-from .services import MAX_PROVENANCE_BYTES
+from .provenance import MAX_PROVENANCE_BYTES
 
 GRAPH = inline_serializer(
     "Graph",

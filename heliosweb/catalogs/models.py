@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.functional import cached_property
+
+from .provenance import Provenance
 
 
 class Boot(models.Model):
@@ -20,9 +23,13 @@ class Boot(models.Model):
     def __str__(self) -> str:
         return f"boot {self.pk} of {self.recipe_id} ({len(self.catalog)} shapes)"
 
+    @cached_property
+    def info(self) -> Provenance:
+        """The provenance keys pages read, typed (a stored value of the wrong type reads as absent)."""
+        return Provenance.read(self.provenance)
+
     @property
     def drifted(self) -> str:
         """ "drifted 2048, 4096" for a boot captured with deliberate drift (its catalog over-measures
         those graphs), else "": how every page and picker marks it."""
-        drift = self.provenance.get("drift")
-        return f"drifted {', '.join(map(str, drift['capacities']))}" if drift else ""
+        return self.info.drift.label if self.info.drift else ""

@@ -47,8 +47,8 @@ def boot_choices(*, limit: int = 100) -> list[BootChoice]:
         healths.update(boot_healths(recipe_id=recipe_id))
     out = []
     for boot in boots:
-        device = boot.provenance.get("device") or "uploaded"
-        mode = f" ({boot.provenance['mode']})" if boot.provenance.get("mode") else ""
+        device = boot.info.device or "uploaded"
+        mode = f" ({boot.info.mode})" if boot.info.mode else ""
         drifted = f" · {boot.drifted}" if boot.drifted else ""
         label = (
             f"#{boot.pk} · {boot.recipe.name} · {device}{mode} · "

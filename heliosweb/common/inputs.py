@@ -12,6 +12,7 @@ from typing import TypeVar
 from django.db.models import Model, QuerySet
 
 from scheduler_core.errors import InvalidInput
+from scheduler_core.validation import int_of_text
 
 from .bounds import DB_INT_MAX
 from .errors import NotFound
@@ -22,7 +23,8 @@ M = TypeVar("M", bound=Model)
 
 
 def as_int(value: object) -> int | None:
-    """`value` as an int: an int (not a bool), an integral float, or the decimal text of one; else None."""
+    """`value` as an int: an int (not a bool), an integral float, or its text in ASCII decimal digits
+    (not "1_0", not full-width digits); else None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -30,10 +32,7 @@ def as_int(value: object) -> int | None:
     if isinstance(value, float):
         return int(value) if value.is_integer() else None
     if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
+        return int_of_text(value)
     return None
 
 
@@ -62,14 +61,23 @@ def query_int(
 
 
 def query_limit(params: Mapping[str, str], *, default: int, most: int) -> int:
-    """`?limit=`: an integer (or InvalidInput), clamped to 1..most."""
+    """`?limit=`: a positive integer (or InvalidInput), at most `most` (larger ones read as `most`)."""
     raw = params.get("limit")
     if raw in (None, ""):
         return default
     number = as_int(raw)
     if number is None:
-        raise InvalidInput("limit", f"must be an integer, got {raw!r}")
-    return max(1, min(most, number))
+        raise InvalidInput("limit", f"must be an integer, got {raw[:40]!r}")
+    if number < 1:
+        raise InvalidInput("limit", f"must be at least 1, got {number}")
+    return min(most, number)
+
+
+def json_id(value: object, *, field: str, what: str) -> int:
+    """A row's id in a JSON body: an integer (not its text, a float or a bool) a key can hold."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= DB_INT_MAX:
+        raise InvalidInput(field, f"not a {what} id (a positive integer): {value!r}"[:200])
+    return value
 
 
 def parse_id(value: object, *, field: str, what: str) -> int:

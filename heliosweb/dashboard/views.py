@@ -24,7 +24,7 @@ from heliosweb.decisions.selectors import decision_latest_applied, decision_list
 from heliosweb.figures.compare import compare_figures
 from heliosweb.figures.contract import to_json
 from heliosweb.figures.explain import explain as explain_prompt
-from heliosweb.figures.explain import plans_figure
+from heliosweb.figures.explain import graphs_text, plans_figure
 from heliosweb.figures.exports import table_names
 from heliosweb.figures.palette import capacity_colour
 from heliosweb.figures.registry import views_for
@@ -254,7 +254,7 @@ def explain(request: HttpRequest) -> HttpResponse:
             plans = answer["plans"]
             context.update(
                 description=description,
-                plans=plans,
+                plans=[{**p, "graphs_text": graphs_text(p)} for p in plans],
                 plan_json=json.dumps(data),
                 figures_json=to_json(
                     [plans_figure(plans, f"Chunk timelines, {data['request']['prompt_tokens']} tokens")]

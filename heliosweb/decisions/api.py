@@ -186,7 +186,7 @@ class AuditView(APIView):
         responses={200: AUDIT, 400: ERROR},
     )
     def get(self, request: Request) -> Response:
-        decision_id = query_int(request.query_params, "decision", default=0) or None
+        decision_id = query_int(request.query_params, "decision", default=0, minimum=0) or None
         report = selectors.audit_verify()
         events = selectors.audit_list(
             decision_id=decision_id, limit=query_limit(request.query_params, default=200, most=1000)

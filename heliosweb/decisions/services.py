@@ -7,6 +7,7 @@ Each is one atomic action in Zulip's shape: check, change the state, append the 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -18,7 +19,7 @@ from django.utils import timezone
 from heliosweb.audit.models import AuditEvent
 from heliosweb.audit.services import audit_append
 from heliosweb.common.errors import Conflict, Forbidden
-from heliosweb.common.inputs import parse_id
+from heliosweb.common.inputs import json_id
 from heliosweb.common.permissions import Actor
 from heliosweb.common.realtime import send_event_on_commit
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
@@ -27,6 +28,7 @@ from heliosweb.recipes.models import PolicySetting, Recipe
 from heliosweb.recipes.services import emergency_reviewed, policy_set
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import POLICIES, selectable_policies
+from scheduler_core.validation import require_text
 
 from .models import DecisionComment, DecisionStatus, PolicyDecision
 from .tradeoff import decision_missing_evidence
@@ -62,7 +64,7 @@ def decision_propose(
     user = _require(actor, PROPOSE_PERM, "proposing a policy change")
     recipe_obj = _recipe(recipe)
     clean_policy = _policy(policy)
-    clean_rationale = _text(rationale, field="rationale", limit=MAX_RATIONALE, required=True)
+    clean_rationale = require_text(rationale, "rationale", max_length=MAX_RATIONALE, required="required: say why")
     job_ids = _evidence_ids(evidence)
     with transaction.atomic():
         setting = PolicySetting.objects.select_for_update().filter(recipe=recipe_obj).first()
@@ -105,7 +107,7 @@ def decision_approve(*, actor: Actor, decision: PolicyDecision, reason: Any = ""
         user=user,
         decision=decision,
         to=DecisionStatus.APPROVED,
-        reason=_text(reason, field="reason", limit=MAX_REASON),
+        reason=require_text(reason, "reason", max_length=MAX_REASON),
     )
 
 
@@ -118,7 +120,7 @@ def decision_reject(*, actor: Actor, decision: PolicyDecision, reason: Any) -> P
         user=user,
         decision=decision,
         to=DecisionStatus.REJECTED,
-        reason=_text(reason, field="reason", limit=MAX_REASON, required=True),
+        reason=require_text(reason, "reason", max_length=MAX_REASON, required="required: say why"),
     )
 
 
@@ -127,7 +129,7 @@ def decision_withdraw(*, actor: Actor, decision: PolicyDecision, reason: Any = "
     if not isinstance(actor, User) or decision.created_by_id != actor.pk:
         raise Forbidden("actor", "only the author can withdraw a decision")
     user = actor
-    clean_reason = _text(reason, field="reason", limit=MAX_REASON)
+    clean_reason = require_text(reason, "reason", max_length=MAX_REASON)
     with transaction.atomic():
         decision, setting = _lock(decision)
         _expect(decision, DecisionStatus.PENDING, "withdrawn")
@@ -153,7 +155,7 @@ def decision_apply(*, actor: Actor, decision: PolicyDecision, reason: Any = "") 
     nothing: propose again against the current policy.
     """
     user = _require(actor, APPLY_PERM, "applying a decision")
-    clean_reason = _text(reason, field="reason", limit=MAX_REASON)
+    clean_reason = require_text(reason, "reason", max_length=MAX_REASON)
     with transaction.atomic():
         decision, setting = _lock(decision)
         _expect(decision, DecisionStatus.APPROVED, "applied")
@@ -190,7 +192,7 @@ def decision_apply(*, actor: Actor, decision: PolicyDecision, reason: Any = "") 
 def decision_comment(*, actor: Actor, decision: PolicyDecision, body: Any) -> DecisionComment:
     """Plain text on a decision, in any status; audited like a step."""
     user = _require(actor, COMMENT_PERM, "commenting on a decision")
-    text = _text(body, field="body", limit=MAX_COMMENT, required=True)
+    text = require_text(body, "body", max_length=MAX_COMMENT, required="required: say why")
     with transaction.atomic():
         comment = DecisionComment.objects.create(decision=decision, author=user, body=text)
         audit_append(
@@ -237,7 +239,7 @@ def _rollback_of(value: Any, recipe: Recipe) -> PolicyDecision | None:
     """A rollback names the applied decision of the same recipe that it reverts."""
     if value in (None, ""):
         return None
-    reverted = PolicyDecision.objects.filter(pk=parse_id(value, field="rollback_of", what="decision")).first()
+    reverted = PolicyDecision.objects.filter(pk=json_id(value, field="rollback_of", what="decision")).first()
     if reverted is None:
         raise InvalidInput("rollback_of", f"no decision {value}")
     if reverted.status != DecisionStatus.APPLIED or reverted.recipe_id != recipe.pk:
@@ -352,31 +354,19 @@ def _policy(policy: Any) -> str:
     return policy
 
 
-def _text(value: Any, *, field: str, limit: int, required: bool = False) -> str:
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise InvalidInput(field, "must be text")
-    value = value.strip()
-    if required and not value:
-        raise InvalidInput(field, "required: say why")
-    if len(value) > limit:
-        raise InvalidInput(field, f"at most {limit} characters (got {len(value)})")
-    return value
-
-
 def _evidence_ids(evidence: Any) -> list[int]:
     if evidence in (None, ""):
         return []
     if isinstance(evidence, (str, bytes, dict)) or not isinstance(evidence, Iterable):
         raise InvalidInput("evidence", "must be a list of job ids")
+    given = list(itertools.islice(evidence, MAX_EVIDENCE + 1))
+    if len(given) > MAX_EVIDENCE:
+        raise InvalidInput("evidence", f"at most {MAX_EVIDENCE} jobs")
     ids: list[int] = []
-    for i, value in enumerate(evidence):
-        job_id = parse_id(value, field=f"evidence[{i}]", what="job")
+    for i, value in enumerate(given):
+        job_id = json_id(value, field=f"evidence[{i}]", what="job")
         if job_id not in ids:
             ids.append(job_id)
-    if len(ids) > MAX_EVIDENCE:
-        raise InvalidInput("evidence", f"at most {MAX_EVIDENCE} jobs")
     return ids
 
 

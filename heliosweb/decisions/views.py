@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from heliosweb.common.errors import NotFound, http_status
+from heliosweb.common.inputs import parse_id
 from heliosweb.recipes.selectors import recipe_list
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import selectable_policies
@@ -64,7 +65,16 @@ def decision_new(request: HttpRequest) -> HttpResponse:
             "rollback_of": request.POST.get("rollback_of", ""),
         }
         try:
-            decision = services.decision_propose(actor=request.user, **values)
+            decision = services.decision_propose(
+                actor=request.user,
+                recipe=values["recipe"],
+                policy=values["policy"],
+                rationale=values["rationale"],
+                evidence=[parse_id(v, field="evidence", what="job") for v in values["evidence"]],
+                rollback_of=parse_id(values["rollback_of"], field="rollback_of", what="decision")
+                if values["rollback_of"]
+                else None,
+            )
         except InvalidInput as exc:
             errors[exc.field.split("[", 1)[0]] = exc.message
         else:

@@ -10,18 +10,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from heliosweb.catalogs.selectors import boot_catalogs
+from heliosweb.common.bounds import parse_json
 from heliosweb.jobs import selectors as job_selectors
 from scheduler_core.analyses.catalogs import DRIFT_PARAM, EXECUTION_PARAMS, pr22_catalogs
 from scheduler_core.analyses.params import AFFINE
+from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import parse_execution
-from scheduler_core.plan_io import answer, parse_json
+from scheduler_core.plan_io import answer
 from scheduler_core.policies import selectable_policies
+from scheduler_core.validation import int_of_text
 
 from .contract import Figure
 from .timeline import TimelineRow, chunk_timeline
 
 DEFAULT_EXECUTION = {p.name: p.default for p in EXECUTION_PARAMS}
+MAX_DRAWN_LAUNCHES = 500  # per plan, on the timeline and in the page's table
 PR22_CATALOGS = ("clean", "drift")
 
 
@@ -31,10 +35,10 @@ def plan_answer(data: Any) -> dict[str, Any]:
 
 
 def _ints(text: str, field: str) -> list[int]:
-    try:
-        return [int(x) for x in text.replace(",", " ").split()]
-    except ValueError:
-        raise InvalidInput(field, f"must be whole numbers separated by commas, got {text!r}") from None
+    numbers = [int_of_text(x) for x in text.replace(",", " ").split()]
+    if any(n is None for n in numbers):
+        raise InvalidInput(field, f"must be whole numbers separated by commas, got {text[:80]!r}")
+    return [n for n in numbers if n is not None]
 
 
 def _spans(text: str) -> list[list[int]]:
@@ -62,7 +66,7 @@ def request_of(query: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _table(catalog: list[dict[str, Any]], first_token_ms: float) -> dict[str, Any]:
-    """A measured catalog as the true costs (a boot's own durations)."""
+    """A measured catalog (stored, or pasted and parsed) as the true costs (a boot's own durations)."""
     return {"table": [g for g in catalog if g["ms"]], "first_token_ms": first_token_ms}
 
 
@@ -93,8 +97,9 @@ def catalog_of(query: Mapping[str, str]) -> tuple[list[dict[str, Any]], dict[str
         return stored, _table(stored, first), f"job #{job.pk}'s boot catalog"
     if choice == "json":
         pasted = parse_json(query.get("catalog_json") or "", "catalog_json")
-        catalog = pasted["catalog"] if isinstance(pasted, dict) and "catalog" in pasted else pasted
-        return catalog, _table(catalog, first) if isinstance(catalog, list) else {}, "a pasted catalog"
+        graphs = pasted["catalog"] if isinstance(pasted, dict) and "catalog" in pasted else pasted
+        catalog = Catalog.from_dicts(graphs, "catalog_json").to_dicts()  # parsed here: its table reads every graph
+        return catalog, _table(catalog, first), "a pasted catalog"
     raise InvalidInput("catalog", f"unknown choice {choice!r} (clean, drift, boot, job or json)")
 
 
@@ -110,7 +115,19 @@ def explain(query: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any], s
     return data, plan_answer(data), description
 
 
+def graphs_text(plan: dict[str, Any]) -> str:
+    """ "4096 · 4096 · 512": a plan's graphs as the page lists them, the first MAX_DRAWN_LAUNCHES."""
+    graphs = [str(launch["graph"]) for launch in plan.get("launches", [])[:MAX_DRAWN_LAUNCHES]]
+    more = plan.get("launch_count", 0) - len(graphs)
+    return " · ".join(graphs) + (f" · … ({more:,} more)" if more > 0 else "")
+
+
 def plans_figure(plans: list[dict[str, Any]], title: str) -> Figure:
-    """Each policy's plan as a row of one chunk timeline (a stalled plan draws empty)."""
-    rows = [TimelineRow(p["policy"], p.get("launches", [])) for p in plans]
+    """Each policy's plan as a row of one chunk timeline (a stalled plan draws empty), its first
+    MAX_DRAWN_LAUNCHES launches: a plan within the work bound may make 11,000 (1-token graphs), and
+    drawing them all took 3 s, for bars no screen shows apart."""
+    rows = [TimelineRow(p["policy"], p.get("launches", [])[:MAX_DRAWN_LAUNCHES]) for p in plans]
+    most = max((len(p.get("launches", [])) for p in plans), default=0)
+    if most > MAX_DRAWN_LAUNCHES:
+        title = f"{title} (the first {MAX_DRAWN_LAUNCHES:,} of {most:,} launches)"
     return Figure("plans", title, chunk_timeline(rows, title=title))

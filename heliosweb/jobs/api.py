@@ -15,7 +15,7 @@ from heliosweb.common.permissions import CanRunJobs
 
 from . import selectors
 from .registry import job_kinds
-from .services.submission import job_cancel, job_create
+from .services.submission import NO_PARAMS, job_cancel, job_create
 
 PROGRESS = inline_serializer(
     "Progress",
@@ -78,7 +78,9 @@ class JobListView(APIView):
     @extend_schema(request=JOB_CREATE, responses={201: CREATED, 400: ERROR, 403: ERROR})
     def post(self, request: Request) -> Response:
         data = json_object(request, {"kind", "recipe", "params"})
-        job = job_create(kind=data.get("kind"), recipe=data.get("recipe"), params=data.get("params"), user=request.user)
+        job = job_create(
+            kind=data.get("kind"), recipe=data.get("recipe"), params=data.get("params", NO_PARAMS), user=request.user
+        )
         return Response({"id": job.pk, "status": job.status}, status=status.HTTP_201_CREATED)
 
 
@@ -111,7 +113,7 @@ class JobEventsView(APIView):
     )
     def get(self, request: Request, job_id: int) -> Response:
         job = selectors.job_get(job_id=job_id)
-        after = query_int(request.query_params, "after", default=0)
+        after = query_int(request.query_params, "after", default=0, minimum=0)
         return Response(selectors.job_events(job_id=job.pk, after=after))
 
 

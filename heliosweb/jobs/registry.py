@@ -8,12 +8,14 @@ from __future__ import annotations
 import importlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, TypedDict
 
 from django.conf import settings
 
+from heliosweb.recipes.models import Recipe
 from scheduler_core.analyses import ANALYSES as SIM_ANALYSES
 from scheduler_core.analyses.params import Analysis, Emit, FloatParam, IntParam, progress
 from scheduler_core.errors import InvalidInput
@@ -31,6 +33,9 @@ class JobKind:
     name: str
     queue: str
     analysis: Analysis
+    # What the kind needs of its recipe, checked at submission with the validated params (a
+    # simulated engine: a recipe, and its boot usable), so the worker never finds it out.
+    check_recipe: Callable[[dict[str, Any], Recipe | None], None] | None = None
 
     @property
     def summary(self) -> str:

@@ -44,9 +44,16 @@ def job_events(*, job_id: int, after: int = 0, before: int | None = None, limit:
     return [e.as_message() for e in qs.order_by("seq")[:limit]]
 
 
+# Each job compared costs its figures and its result's tables (~50 ms for a large sweep): the page
+# stays well under a second, and more columns than this are unreadable anyway.
+MAX_COMPARE_JOBS = 8
+
+
 def jobs_for_compare(*, ids: list[int]) -> list[BenchmarkJob]:
     if len(ids) < 2:
         raise InvalidInput("ids", "choose two or more jobs to compare")
+    if len(ids) > MAX_COMPARE_JOBS:
+        raise InvalidInput("ids", f"{len(ids)} jobs chosen: at most {MAX_COMPARE_JOBS} can be compared at once")
     jobs = {j.pk: j for j in BenchmarkJob.objects.select_related("recipe").filter(pk__in=ids)}
     missing = [i for i in ids if i not in jobs]
     if missing:

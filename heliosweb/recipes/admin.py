@@ -5,10 +5,11 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 
 from scheduler_core.errors import InvalidInput
+from scheduler_core.policies import selectable_policies
 from scheduler_core.tradeoff import parse_required
 
 from .models import PolicySetting, Recipe
-from .services import parse_shapes, recipe_create, recipe_update
+from .services import new_recipe_name, parse_shapes, recipe_create, recipe_update
 
 
 class PolicySettingInline(admin.StackedInline):
@@ -23,7 +24,9 @@ class PolicySettingInline(admin.StackedInline):
 
 
 class RecipeForm(forms.ModelForm):
-    """The service's own validation, as form errors."""
+    """The service's own validation, as form errors. `policy`: the first policy (creating only)."""
+
+    policy = forms.ChoiceField(choices=[(p, p) for p in selectable_policies()], required=False)
 
     class Meta:
         model = Recipe
@@ -34,6 +37,19 @@ class RecipeForm(forms.ModelForm):
             return parse(self.cleaned_data.get(field) or [])
         except InvalidInput as exc:
             raise ValidationError(exc.message) from None
+
+    def clean_name(self) -> Any:
+        if self.instance.pk is not None:  # read-only once created
+            return self.cleaned_data.get("name")
+        try:
+            return new_recipe_name(self.cleaned_data.get("name"))
+        except InvalidInput as exc:
+            raise ValidationError(exc.message) from None
+
+    def clean_policy(self) -> Any:
+        if self.instance.pk is None and not self.cleaned_data.get("policy"):
+            raise ValidationError("required: the recipe's first policy")
+        return self.cleaned_data.get("policy")
 
     def clean_shapes(self) -> Any:
         return self._service_clean("shapes", parse_shapes)
@@ -60,6 +76,7 @@ class RecipeAdmin(admin.ModelAdmin):
         if change:
             recipe_update(recipe=obj, actor=request.user, **fields)
             return
-        created = recipe_create(name=form.cleaned_data["name"], actor=request.user, **fields)
+        policy = form.cleaned_data.get("policy") or None
+        created = recipe_create(name=form.cleaned_data["name"], policy=policy, actor=request.user, **fields)
         obj.pk, obj.created_at = created.pk, created.created_at
         obj._state.adding = False

@@ -22,6 +22,7 @@ from rest_framework.authtoken.models import Token
 from heliosweb.common.broadcast import Message, subscribe
 from heliosweb.common.errors import NotFound
 from heliosweb.common.tokens import user_token_key
+from scheduler_core.validation import number_of_text
 
 from .selectors import recipe_policy_get
 from .services import policy_topic
@@ -111,10 +112,9 @@ def _versions(header: str) -> set[str]:
 def _wait_seconds(text: str | None) -> float:
     if text is None or text == "":
         return 0.0
-    try:
-        wait = float(text)
-    except ValueError:
-        raise ValueError(f"must be a number of seconds, got {text!r}") from None
+    wait = number_of_text(text)
+    if wait is None:  # float() would also read "1_0", full-width digits, "nan"
+        raise ValueError(f"must be a number of seconds in decimal digits, got {text[:40]!r}")
     if not 0 <= wait <= MAX_WAIT_S:
         raise ValueError(f"must be between 0 and {MAX_WAIT_S} seconds, got {text}")
     return wait

@@ -20,6 +20,7 @@ from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import selectable_policies
 from scheduler_core.tradeoff import parse_required
+from scheduler_core.validation import require_text
 
 from .models import PolicySetting, Recipe
 from .selectors import emergency_banner
@@ -35,7 +36,7 @@ def recipe_create(
     *,
     name: Any = None,  # required, but refused by _name with the field named (an API body may lack it)
     description: Any = "",
-    policy: Any = "cost",
+    policy: Any = None,  # required: refused by _check_policy naming the field
     shapes: Any = None,
     required_evidence: Any = None,
     actor: Actor | None = None,
@@ -45,14 +46,13 @@ def recipe_create(
     _require_manager(actor)
     clean = {
         "name": _name(name),
-        "description": _text(description, "description", MAX_DESCRIPTION),
+        "description": require_text(description, "description", max_length=MAX_DESCRIPTION),
         "shapes": parse_shapes(shapes or []),
         "required_evidence": parse_required(required_evidence or []),
     }
     _check_policy(policy)
     with transaction.atomic():
-        if Recipe.objects.filter(name=clean["name"]).exists():
-            raise InvalidInput("name", f"a recipe named {clean['name']!r} exists already")
+        new_recipe_name(clean["name"])
         recipe = Recipe.objects.create(**clean)
         PolicySetting.objects.create(
             recipe=recipe, policy=policy, updated_by=actor if isinstance(actor, User) else None
@@ -87,7 +87,7 @@ def recipe_update(
     _require_manager(actor)
     changes: dict[str, Any] = {}
     if description is not None:
-        changes["description"] = _text(description, "description", MAX_DESCRIPTION)
+        changes["description"] = require_text(description, "description", max_length=MAX_DESCRIPTION)
     if shapes is not None:
         changes["shapes"] = parse_shapes(shapes)
     if required_evidence is not None:
@@ -151,7 +151,7 @@ def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any, from
     is refused with Conflict and changes nothing, so a rollback never undoes another one by accident."""
     if not isinstance(actor, User) or not actor.is_authenticated or not actor.has_perm(ROLLBACK_PERM):
         raise Forbidden("actor", f"an emergency rollback needs the {ROLLBACK_PERM} permission")
-    clean_reason = _text(reason, "reason", MAX_REASON)
+    clean_reason = require_text(reason, "reason", max_length=MAX_REASON)
     if not clean_reason:
         raise InvalidInput("reason", "required: say what the incident is")
     if from_version in (None, ""):
@@ -226,6 +226,17 @@ def _fields(recipe: Recipe) -> dict[str, Any]:
     }
 
 
+def new_recipe_name(name: Any) -> str:
+    """`name` as a new recipe may take it: refused when any recipe has it, ignoring case (to a
+    person, and in an engine's configuration, `TINY-CPU` is `tiny-cpu`)."""
+    clean = _name(name)
+    same = Recipe.objects.filter(name__iexact=clean).first()
+    if same is not None:
+        also = "" if same.name == clean else f" as {same.name!r} (names are compared ignoring case)"
+        raise InvalidInput("name", f"a recipe named {clean!r} exists already{also}")
+    return clean
+
+
 def _name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("name", "required: a short name of letters, digits, '-' or '_'")
@@ -237,18 +248,9 @@ def _name(name: Any) -> str:
     return name
 
 
-def _text(value: Any, field: str, limit: int) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise InvalidInput(field, "must be text")
-    value = value.strip()
-    if len(value) > limit:
-        raise InvalidInput(field, f"at most {limit} characters (got {len(value)})")
-    return value
-
-
 def _check_policy(policy: Any) -> None:
+    if policy is None:
+        raise InvalidInput("policy", f"required: the recipe's first policy, one of {list(selectable_policies())}")
     if policy not in selectable_policies():
         raise InvalidInput(
             "policy", f"{policy!r} cannot be a recipe's active policy (expected one of {list(selectable_policies())})"

@@ -40,6 +40,7 @@ from scheduler_core.catalog import Catalog
 from scheduler_core.engine import EngineLoop
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import ExecutionModel
+from scheduler_core.limits import MAX_TOKENS
 from scheduler_core.scheduler import SchedulerConfig
 from scheduler_core.traffic import TrafficShape
 
@@ -79,6 +80,23 @@ def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Cat
         return execution, catalog, name, source
     model = execution_of(params)
     return model, build_catalog({**params, "mixed_rows": [8, 32]}, model), params["catalog"], None
+
+
+def check_submission(params: dict[str, Any], recipe: Recipe | None) -> None:
+    """Refused at submission, not found out by the worker: an engine serves a recipe, and a boot
+    catalog must be there and carry traffic (decode graphs, rows for `max_lanes`)."""
+    if recipe is None:
+        raise InvalidInput(
+            "recipe", "a simulated engine serves a recipe: choose one, or start it from the recipe's page"
+        )
+    if params["catalog"] not in ("boot", "boot-repaired"):
+        return
+    try:
+        setting(params, recipe)
+    except InvalidInput as exc:
+        field = "catalog" if exc.field in ("catalog", "boot_catalog") else exc.field
+        message = f"the recipe's latest boot {exc.message}" if exc.field == "boot_catalog" else exc.message
+        raise InvalidInput(f"params.{field}", message, param=field) from None
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -198,8 +216,8 @@ ANALYSIS = Analysis(
             choices=("boot", "boot-repaired", "clean", "drift"),
         ),
         FloatParam("rate_per_s", 20.0, "mean arrivals per second (Poisson)", minimum=0.01, maximum=10_000.0),
-        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000),
-        IntParam("prompt_max", 8_000, "longest prompt (tokens)", minimum=1, maximum=1_000_000),
+        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=MAX_TOKENS),
+        IntParam("prompt_max", 8_000, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
         IntParam("output_min", 8, "fewest output tokens (uniform)", minimum=1, maximum=100_000),
         IntParam("output_max", 64, "most output tokens", minimum=1, maximum=100_000),
         FloatParam("span_share", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
@@ -219,4 +237,4 @@ ANALYSIS = Analysis(
     max_work=7 * 86_400,
     format_text=format_text,
 )
-KIND = JobKind(ANALYSIS.name, QUEUE, ANALYSIS)
+KIND = JobKind(ANALYSIS.name, QUEUE, ANALYSIS, check_recipe=check_submission)

@@ -19,7 +19,7 @@ from ..plan_io import parse_json
 from ..policies import POLICIES, selectable_policies
 from ..profiles import PROFILES
 from ..traffic import TraceTraffic, from_records, parse_trace, read_trace
-from ..validation import require_int, require_list, require_number
+from ..validation import int_of_text, number_of_text, require_int, require_list, require_number
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -129,10 +129,10 @@ class FloatParam(Param):
         return require_number(value, self.name, minimum=self.minimum, maximum=self.maximum)
 
     def from_text(self, text: str) -> Any:
-        try:
-            return float(text.strip().replace("_", ""))
-        except ValueError:
-            raise InvalidInput(self.name, f"must be a number, got {text!r}") from None
+        number = number_of_text(text)
+        if number is None:
+            raise InvalidInput(self.name, f"must be a finite number in decimal digits, got {text[:40]!r}")
+        return number
 
     def json_schema(self) -> dict[str, Any]:
         return _with_default(_bounds({"type": "number"}, self.minimum, self.maximum), self.default)
@@ -511,10 +511,10 @@ def read_catalog_file(path: str, field: str) -> Any:
 
 
 def _int_text(text: str, field: str) -> int:
-    try:
-        return int(text.strip().replace("_", ""))
-    except ValueError:
-        raise InvalidInput(field, f"must be an integer, got {text!r}") from None
+    number = int_of_text(text)
+    if number is None:
+        raise InvalidInput(field, f"must be an integer in decimal digits, got {text[:40]!r}")
+    return number
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent, StepLaunchEvent
 from ..execution import ExecutionModel, TableExecution, measured_catalog
+from ..limits import MAX_TOKENS
 from ..scheduler import Arrival, SchedulerConfig, ScheduleResult, schedule
 from ..stats import percentiles, quantiles, round6
 from ..traffic import TraceTraffic, TrafficShape, poisson_arrivals, work_units
@@ -291,8 +292,8 @@ ANALYSIS = Analysis(
     params=(
         IntParam("requests", 200, "requests in the traffic", minimum=1, maximum=20_000),
         FloatParam("rate_per_s", 10.0, "mean arrivals per second (Poisson)", minimum=0.001, maximum=1e5),
-        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=1_000_000),
-        IntParam("prompt_max", 16_000, "longest prompt (tokens)", minimum=1, maximum=1_000_000),
+        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=MAX_TOKENS),
+        IntParam("prompt_max", 16_000, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
         IntParam("output_min", 16, "fewest output tokens (lengths are uniform)", minimum=1, maximum=100_000),
         IntParam("output_max", 256, "most output tokens", minimum=1, maximum=100_000),
         FloatParam("span_share", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),

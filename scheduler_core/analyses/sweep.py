@@ -9,6 +9,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..errors import InvalidInput
+from ..limits import MAX_TOKENS
 from ..planner import plan
 from ..policies import make_policy
 from ..request import Request
@@ -26,7 +27,6 @@ from .catalogs import (
 from .pacing import Ticker
 from .params import Analysis, CatalogParam, ChoiceListParam, ChoiceParam, Emit, IntParam, PolicyListParam
 
-MAX_TOKENS = 1 << 20
 TIE_MS = 1e-6  # TTFTs are rounded to 6 decimals; closer than this is a tie
 FULL_CHUNK = 4096  # the pull request's catalogs' largest graph; sizes their work estimate
 

@@ -36,7 +36,8 @@ def nested(depth: int) -> list:
         ('{"tiny": 1e-400, "s": "\\n"}', {"tiny": 0.0, "s": "\n"}),
         ("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH, nested(MAX_JSON_DEPTH)),
         ('["[", "", "]", {"a": [1]}]', ["[", "", "]", {"a": [1]}]),  # brackets inside strings, no escapes
-        ('{"s": "\\ud800", "a": 1, "a": 2}', {"s": "\ud800", "a": 2}),  # orjson refuses a lone surrogate; json reads it
+        ('{"s": "\\ud83d\\ude00", "a": 1, "a": 2}', {"s": "\U0001f600", "a": 2}),  # an escaped pair is one character
+        ('{"s": "\\\\u0000 \\\\udfff"}', {"s": "\\u0000 \\udfff"}),  # escaped backslashes: no NUL, no surrogate
     ],
 )
 def test_documents_within_bounds_read_as_json_reads_them(text, value):
@@ -74,6 +75,10 @@ def test_numbers_read_as_json_reads_them_digit_for_digit():
         ("[" * 100_000, "body", "nested deeper"),
         ('["]]]]", ' + "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH + "]", "body", "nested deeper"),  # ] in a string
         ('{"a": 1,}', "body", "not JSON"),
+        ('{"a": {"b": ["ok", "x\\u0000y"]}}', "a.b[1]", "NUL"),
+        ('{"a": "\\udfff"}', "a", "lone surrogate"),
+        ('{"a": "x\\uD800y", "n": 1e400}', "n", "finite"),  # numbers first, then text
+        ('{"k\\u0000": 1}', "k\\x00", "NUL"),  # a bad key, named with its escape
         ('"' + "[" * 100_000, "body", "not JSON"),  # all inside one (unterminated) string
     ],
 )

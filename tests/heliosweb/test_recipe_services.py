@@ -37,6 +37,7 @@ def test_a_recipe_is_created_with_its_policy_setting_and_one_audit_event(db):
         ({"name": ""}, "name"),
         ({"name": "a b"}, "name"),
         ({"name": "x", "policy": "rule-v1"}, "policy"),
+        ({"name": "x"}, "policy"),  # a recipe is never without its policy: no default is guessed
         ({"name": "x", "shapes": [{"prefill": 0, "decode": 8}]}, "shapes"),
         ({"name": "x", "shapes": [{"prefill": 64}]}, "shapes[0].decode"),
         ({"name": "x", "required_evidence": ["vibes"]}, "required_evidence"),
@@ -57,9 +58,11 @@ def test_creating_or_editing_needs_the_permission(recipe, viewer):
     assert Recipe.objects.count() == 1 and not AuditEvent.objects.filter(action="recipe_edited").exists()
 
 
-def test_a_duplicate_name_is_refused(recipe):
-    with pytest.raises(InvalidInput, match="exists already"):
-        recipe_create(name="tiny-cpu")
+@pytest.mark.parametrize("name", ["tiny-cpu", "TINY-CPU", "Tiny-Cpu"])
+def test_a_duplicate_name_is_refused_whatever_its_case(recipe, name):
+    with pytest.raises(InvalidInput, match="exists already") as refused:
+        recipe_create(name=name, policy="rule")
+    assert refused.value.field == "name" and Recipe.objects.count() == 1
 
 
 def test_an_edit_is_audited_with_before_and_after_and_a_no_op_is_not(recipe):
@@ -109,13 +112,14 @@ def test_the_admin_creates_a_recipe_through_the_service(admin_client):
             "description": "added in the admin",
             "shapes": '[{"prefill": 64, "decode": 0}]',
             "required_evidence": '["numerics"]',
+            "policy": "rule",
             "policy_setting-TOTAL_FORMS": "0",
             "policy_setting-INITIAL_FORMS": "0",
         },
     )
     assert response.status_code == 302, response.content[:2000]
     recipe = Recipe.objects.get(name="from-admin")
-    assert recipe.policy_setting.policy and recipe.policy_setting.version == 1
+    assert recipe.policy_setting.policy == "rule" and recipe.policy_setting.version == 1
     assert recipe.required_evidence == ["numerics"]
     assert AuditEvent.objects.filter(action="recipe_created", recipe_name="from-admin").count() == 1
     assert admin_client.get("/api/recipes/").status_code == 200

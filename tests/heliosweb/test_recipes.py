@@ -8,7 +8,7 @@ def test_rule_v1_can_never_be_a_recipes_active_policy(db):
     with pytest.raises(InvalidInput) as err:
         recipe_create(name="x", policy="rule-v1")
     assert err.value.field == "policy"
-    recipe = recipe_create(name="y")
+    recipe = recipe_create(name="y", policy="cost")
     with pytest.raises(InvalidInput):
         policy_set(recipe=recipe, policy="rule-v1")
 

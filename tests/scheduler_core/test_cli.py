@@ -77,6 +77,13 @@ def test_plan_rejects_a_single_invalid_input_with_status_2_and_nothing_on_stdout
     assert "request.atomic_spans[0]" in out.stderr and "full chunk" in out.stderr
 
 
+def test_plan_refuses_a_plan_too_large_with_status_2_before_planning():
+    one_token = {"policy": "cost", "catalog": [{"prefill": 1, "decode": 0, "ms": 0.01}]}
+    out = cli("plan", stdin=json.dumps({**one_token, "request": {"prompt_tokens": 1 << 20}}))
+    assert out.returncode == 2 and out.stdout == ""
+    assert "request.prompt_tokens" in out.stderr and "too large" in out.stderr
+
+
 def test_pr22_json_has_the_eight_figures():
     out = cli("pr22", "--json")
     assert out.returncode == 0, out.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from django.conf import settings
@@ -29,6 +30,8 @@ from .events import event_append, job_announce, job_fail
 
 log = logging.getLogger(__name__)
 
+NO_PARAMS: Mapping[str, Any] = MappingProxyType({})  # every parameter at its default
+
 # Queued by name: the web process never imports the worker's task code (`tasks` imports this module).
 RUN_JOB_TASK = "heliosweb.jobs.tasks.run_job"
 
@@ -37,7 +40,7 @@ def job_create(
     *,
     kind: Any,
     recipe: Any = None,
-    params: Any = None,
+    params: Any = NO_PARAMS,
     user: Actor | None = None,
     audit_action: str = "job_started",
 ) -> BenchmarkJob:
@@ -54,7 +57,7 @@ def job_create(
     recipe_obj = _recipe_or_none(recipe)
     if job_kind.queue == "gpu" and job_kind.name == "capture" and recipe_obj is None:
         raise InvalidInput("recipe", "a capture stores its catalog under a recipe: choose one")
-    if params is not None and not isinstance(params, Mapping):
+    if not isinstance(params, Mapping):  # `null` too: leave `params` out for every default
         raise InvalidInput("params", "must be an object of parameter names to values")
     _check_queue_room(user)
     try:
@@ -62,6 +65,8 @@ def job_create(
         clean = job_kind.analysis.validate(resolved)
     except InvalidInput as exc:
         raise exc.under("params") from None
+    if job_kind.check_recipe is not None:
+        job_kind.check_recipe(clean, recipe_obj)
     with transaction.atomic():
         job = BenchmarkJob.objects.create(
             kind=job_kind.name,
