@@ -10,6 +10,7 @@ import sys
 from .analyses import ANALYSES
 from .cli import add_analysis_parser, fail, run_analysis
 from .errors import InvalidInput
+from .limits import MAX_TOKENS
 from .plan_io import answer, answer_line, parse_json, split_inputs
 from .traffic import format_summary, read_trace, summarise_trace
 
@@ -34,10 +35,10 @@ def run_trace(args: argparse.Namespace) -> int:
     """A trace file's summary: requests, span, rates, token percentiles (JSON with --json)."""
     try:
         full_chunk = int(args.full_chunk)
-        if not 1 <= full_chunk <= 1 << 20:
+        if not 1 <= full_chunk <= MAX_TOKENS:
             raise ValueError
     except ValueError:
-        return fail(InvalidInput("full_chunk", f"must be an integer in [1, 1048576], got {args.full_chunk!r}"))
+        return fail(InvalidInput("full_chunk", f"must be an integer in [1, {MAX_TOKENS}], got {args.full_chunk!r}"))
     try:
         summary = summarise_trace(read_trace(args.file), full_chunk)
     except InvalidInput as exc:

@@ -22,15 +22,14 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from .catalog import MAX_CAPACITY
 from .errors import InvalidInput
+from .limits import MAX_TOKENS  # a prompt's or an output's tokens
 from .request import Request
 from .scheduler import Arrival
 from .stats import percentiles, quantiles, round6
 
 MAX_TRACE_ROWS = 2_000_000  # requests in one trace
 MAX_LINE_CHARS = 65_536  # one row, spans and boundaries included
-MAX_TOKENS = MAX_CAPACITY  # a prompt's or an output's tokens: 1,048,576
 MAX_ARRIVAL_MS = 1e11  # about 3 years after the first request
 MAX_BINS = 1_440  # arrivals-per-interval points in a summary (a day of minutes; longer traces widen the bin)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..catalog import Catalog, Graph, noise
 from ..execution import ExecutionModel, TableExecution, measured_catalog
+from ..limits import MAX_TOKENS
 from ..planner import plan
 from ..policies import make_policy
 from ..request import Request
@@ -133,7 +134,7 @@ ANALYSIS = Analysis(
             [3504, 14000, 131072],
             "prompt lengths (tokens)",
             minimum=1,
-            maximum=1 << 20,
+            maximum=MAX_TOKENS,
             max_items=64,
         ),
         PolicyListParam("policies", help="policies to plan with"),
