@@ -96,8 +96,39 @@ PRESETS: dict[str, ModelConfig] = {
             decode_context=2048,
             dtype="bfloat16",
         ),
+        # Real models' shapes (weights seeded random: timing does not depend on them). Llama-2-7B has
+        # no GQA, so its KV cache is 512 KiB a token: decode rows hold 1024 positions each, which keeps
+        # a boot with 32 rows near 50 GiB (fits an 80 GB card as well as a 141 GB H200).
+        ModelConfig(
+            "llama-2-7b",
+            layers=32,
+            width=4096,
+            heads=32,
+            kv_heads=32,
+            head_dim=128,
+            ffn=11008,
+            vocab=32000,
+            context_tokens=16384,
+            decode_context=1024,
+            dtype="bfloat16",
+        ),
+        ModelConfig(
+            "llama-3-8b",  # the same class with grouped-query attention (8 KV heads) and a 128k vocabulary
+            layers=32,
+            width=4096,
+            heads=32,
+            kv_heads=8,
+            head_dim=128,
+            ffn=14336,
+            vocab=128256,
+            context_tokens=16384,
+            decode_context=2048,
+            dtype="bfloat16",
+            rope_theta=500000.0,
+        ),
     )
 }
+GPU_CHECK_DEFAULT = "llama-2-7b"  # the preset whose published A100/H100 profiles the check is held against
 
 
 def get_preset(name: object, field: str = "preset") -> ModelConfig:

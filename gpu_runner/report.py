@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .events import shape_label
+from .published import table as published_table
 
 
 def _provenance(result: dict[str, Any]) -> str:
@@ -31,7 +32,19 @@ def capture_text(result: dict[str, Any]) -> str:
             f"{m['p90_ms']:>9.3f} {spread:>8.3f} {m['samples']:>8}{drift}"
         )
     for row in result.get("boot_spread", []):
-        lines.append(f"boots: {shape_label(row['prefill'], row['decode'])} medians max/min {row['max_over_min']:.3f}")
+        lines.append(
+            f"boots: {shape_label(row['prefill'], row['decode'])} medians max/min {row['max_over_min']:.3f}"
+            + ("" if row.get("met", True) else "  (ABOVE the bound)")
+        )
+    if result.get("profile", {}).get("published"):
+        lines.append(f"profile {result['profile']['name']} against the published Llama-2-7B passes (Vidur):")
+        lines += published_table(result["profile"]["published"])
+    if "boot_spread_verdict" in result:
+        v = result["boot_spread_verdict"]
+        lines.append(
+            f"boot-to-boot spread: worst {shape_label(v['worst']['prefill'], v['worst']['decode'])} "
+            f"x{v['worst']['max_over_min']:.3f}; {v['target']}: {'met' if v['met'] else 'MISSED'}"
+        )
     return "\n".join(lines)
 
 
