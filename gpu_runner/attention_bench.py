@@ -1,7 +1,8 @@
 """One layer's attention, as a prefill step runs it (the pinned kernel, grouped heads repeated, the
 additive causal mask), timed alone for chunks of 64..4096 queries: after no cached tokens over the
-chunk's own key bucket, and over the bucket a chunk ending at 16,384 would attend. Next to each,
-the published A100 kernel time where Vidur has that point (`published.py`), and ours over it.
+chunk's own key bucket, after the most cached tokens Vidur sampled for that chunk, and over the
+bucket a chunk ending at 16,384 would attend. Next to each, the published A100 kernel time where
+Vidur has that point (`published.py`), and ours over it.
 
 `python -m gpu_runner.attention_bench [--preset llama-2-7b] [--queries 64,...] [--out FILE.json]`
 prints a table and writes JSON. It runs on CPU too (tiny, for a dry run of the code path).
@@ -21,7 +22,7 @@ import torch
 from .device import gpu_state, resolve_device
 from .model import DTYPES, chunk_mask, grouped_attention, key_bucket
 from .presets import get_preset
-from .published import attention_ms
+from .published import attention_ms, longest_sampled_prefix
 from .timing import Stopwatch
 
 QUERIES = (64, 128, 256, 512, 1024, 2048, 4096)
@@ -55,7 +56,8 @@ def time_attention(preset: str, queries: int, cached: int, device: torch.device)
 def bench(preset: str, queries: tuple[int, ...], device: torch.device) -> dict[str, Any]:
     rows = []
     for n in queries:
-        for cached in (0, LATE_END - n):
+        sampled = longest_sampled_prefix(n) if preset == "llama-2-7b" else None
+        for cached in sorted({0, LATE_END - n, *([sampled] if sampled else [])}):
             row = time_attention(preset, n, cached, device)
             published = attention_ms(n, cached) if preset == "llama-2-7b" else None
             row["a100_published_ms"] = published

@@ -144,13 +144,19 @@ def driver_version() -> str | None:
     except (OSError, IndexError):
         pass
     try:
-        import pynvml  # type: ignore[import-not-found]  # nvidia-ml-py, where the GPU host has it
-
-        pynvml.nvmlInit()
+        pynvml = _nvml()
         version = pynvml.nvmlSystemGetDriverVersion()
         return version.decode() if isinstance(version, bytes) else str(version)
     except Exception:  # no NVML library, or it cannot reach the driver
         return None
+
+
+def _nvml() -> Any:
+    """NVML (nvidia-ml-py, where the GPU host has it), initialised; raises where it is absent."""
+    import pynvml  # type: ignore[import-not-found]
+
+    pynvml.nvmlInit()
+    return pynvml
 
 
 # What `nvidia-smi --query-gpu` reads for a timing's conditions; the throttle field's newer name
@@ -219,9 +225,7 @@ def _from_smi(index: int) -> dict[str, Any] | None:
 
 def _from_nvml(index: int) -> dict[str, Any] | None:
     try:
-        import pynvml  # type: ignore[import-not-found]  # nvidia-ml-py, where the GPU host has it
-
-        pynvml.nvmlInit()
+        pynvml = _nvml()
         h = pynvml.nvmlDeviceGetHandleByIndex(index)
         return {
             "sm_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),

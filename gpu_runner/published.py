@@ -45,6 +45,12 @@ def attention_ms(chunk: int, cached: int) -> float | None:
     return _attention().get((chunk, cached))
 
 
+def longest_sampled_prefix(chunk: int) -> int | None:
+    """The most cached tokens Vidur sampled A100 attention at for a `chunk`-token chunk (None if
+    only after none, or never)."""
+    return max((kv for c, kv in _attention() if c == chunk and kv > 0), default=None)
+
+
 def prefill_ms(gpu: str, tokens: int) -> tuple[float, float] | None:
     """A `tokens` chunk's published pass on `gpu` as (low, high) ms; equal ends on the A100. None
     where the profiles lack that token count."""
@@ -89,13 +95,14 @@ def profile(capture: dict[str, Any]) -> dict[str, Any]:
     return named
 
 
+def span(values: list[float], digits: int = 2) -> str:
+    """A published figure or ratio: one number, or low-high where it is a range."""
+    low, high = values
+    return f"{low:.{digits}f}" if abs(high - low) < 10**-digits else f"{low:.{digits}f}-{high:.{digits}f}"
+
+
 def table(rows: list[dict[str, Any]]) -> list[str]:
     """The comparison as text lines: ranges printed as low-high."""
-
-    def span(values: list[float], digits: int) -> str:
-        low, high = values
-        return f"{low:.{digits}f}" if abs(high - low) < 10**-digits else f"{low:.{digits}f}-{high:.{digits}f}"
-
     lines = [f"{'prefill':>7} {'ours ms':>9} {'A100 ms':>9} {'ours/A100':>9} {'H100 ms':>13} {'ours/H100':>11}"]
     for r in rows:
         cells = []

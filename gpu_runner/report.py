@@ -16,6 +16,17 @@ def _provenance(result: dict[str, Any]) -> str:
     return f"{p['device']}, {p['mode']}, {p['preset']} {p['dtype']}, torch {p['torch']}{cuda}{attention}"
 
 
+def _gpu_state(state: dict[str, Any] | None) -> str:
+    if not state:
+        return "not read"
+    throttle = state.get("throttle")
+    return (
+        f"SM {state.get('sm_mhz')} MHz (max {state.get('max_sm_mhz')}), {state.get('power_w')} of "
+        f"{state.get('power_limit_w')} W, {state.get('temperature_c')} C, {state.get('pstate')}, "
+        f"throttle {', '.join(throttle) if isinstance(throttle, list) else throttle}"
+    )
+
+
 def capture_text(result: dict[str, Any]) -> str:
     drift = result["provenance"].get("drift")
     disturbed = f"; drifted: prefill {', '.join(map(str, drift['capacities']))} (load {drift['load']})" if drift else ""
@@ -24,6 +35,9 @@ def capture_text(result: dict[str, Any]) -> str:
         f"boot on {_provenance(result)}{disturbed}" + (f"; process {process}" if process else ""),
         f"{'shape':<18} {'median ms':>10} {'p10':>9} {'p90':>9} {'p90/p10':>8} {'samples':>8}",
     ]
+    state = result["provenance"].get("gpu_state")
+    if state and (state.get("before") or state.get("after")):
+        lines.insert(1, f"gpu before: {_gpu_state(state['before'])}; after: {_gpu_state(state['after'])}")
     for m in result["measurements"]:
         spread = m["p90_ms"] / m["p10_ms"] if m["p10_ms"] else float("inf")
         drift = f"  (drifted: x{m['drift_slowdown']:.2f} its undisturbed median)" if m.get("drifted") else ""
@@ -85,6 +99,18 @@ def numerics_text(result: dict[str, Any]) -> str:
             f"{policy:<5} chunks {','.join(map(str, chunking['graphs']))} (padding {chunking['padded_tokens']}); "
             f"vs one-shot: {_compare(result['vs_one_shot'][policy])}; "
             f"run twice: {_compare(result['same_chunking_twice'][policy])}"
+        )
+    for policy, cache in result.get("kv_vs_one_shot", {}).items():
+        probe = result["causality"][policy]
+        seen = (
+            "nothing before it changed"
+            if probe["first_changed_position"] is None
+            else f"position {probe['first_changed_position']} CHANGED"
+        )
+        lines.append(
+            f"{policy:<5} KV cache vs one-shot: {cache['verdict']} (worst layer {cache['worst_layer']}: "
+            f"{cache['max_rel_diff']:.2g} of its largest, bound {t['cache_rel_diff']:g}); causality: token "
+            f"{probe['altered_position']} altered, {seen} ({probe['verdict']})"
         )
     lines.append(f"cost vs rule: {_compare(result['cost_vs_rule'])}")
     lines.append(

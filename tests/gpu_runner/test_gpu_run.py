@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +15,18 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "gpu-run"
 
 
-def gpu_run(out: Path, *args: str, timeout: int = 400, **env: str) -> subprocess.CompletedProcess:
+def tree_without_git(to: Path) -> Path:
+    """What a GPU host receives: the working tree (the parts the command runs), no `.git`."""
+    for part in ("gpu_runner", "scheduler_core", "scripts"):
+        shutil.copytree(ROOT / part, to / part, ignore=shutil.ignore_patterns("__pycache__"))
+    return to
+
+
+def gpu_run(out: Path, *args: str, timeout: int = 400, root: Path = ROOT, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [str(SCRIPT), *args],
+        [str(root / "scripts" / "gpu-run"), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -34,7 +41,9 @@ def test_the_command_is_under_2000_characters_as_docs_give_it():
 
 
 def test_a_dry_run_goes_through_every_part_on_cpu_into_at_most_8_files(tmp_path):
-    out = gpu_run(tmp_path, "--dry-run")
+    tree = tree_without_git(tmp_path / "tree")
+    tmp_path = tmp_path / "out"
+    out = gpu_run(tmp_path, "--dry-run", root=tree)
     assert out.returncode == 0, out.stdout + out.stderr
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == [

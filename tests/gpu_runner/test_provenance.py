@@ -73,3 +73,23 @@ def test_on_cpu_or_without_nvidia_smi_there_is_no_state(tmp_path, monkeypatch):
 )
 def test_throttle_masks_are_named(mask, names):
     assert device.throttle_reasons(mask) == names
+
+
+def test_the_capture_report_shows_the_gpu_state_before_and_after(tmp_path, monkeypatch):
+    from gpu_runner.report import capture_text
+
+    fake_smi(tmp_path, monkeypatch)
+    state = device.gpu_state(torch.device("cuda", 0))
+    provenance = {
+        "device": "NVIDIA H200",
+        "mode": "cuda-graph",
+        "preset": "small",
+        "dtype": "bfloat16",
+        "torch": "2.11",
+    }
+    text = capture_text(
+        {"provenance": {**provenance, "gpu_state": {"before": state, "after": None}}, "measurements": []}
+    )
+    assert text.splitlines()[1] == (
+        "gpu before: SM 1980.0 MHz (max 1980.0), 412.5 of 700.0 W, 51.0 C, P0, throttle sw_power_cap; after: not read"
+    )

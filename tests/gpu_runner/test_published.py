@@ -73,24 +73,17 @@ def test_another_preset_or_a_cpu_run_is_named_but_not_compared():
     assert published.profile(capture("llama-2-7b", "eager-cpu"))["name"] == "llama-2-7b-cpu"
 
 
+def published_cli(report: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "gpu_runner.published", str(report)]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
 def test_the_command_prints_the_profile_of_a_gpu_check_report(tmp_path):
     report = tmp_path / "gpu-check.json"
     report.write_text(json.dumps({"steps": {"capture": {"status": "ok", "result": capture("llama-2-7b")}}}))
-    out = subprocess.run(
-        [sys.executable, "-m", "gpu_runner.published", str(report)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = published_cli(report)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("profile llama-2-7b-h200: NVIDIA H200") and "158.46" in out.stdout
     report.write_text(json.dumps({"steps": {"capture": {"status": "failed", "line": "BootOutOfMemory: ..."}}}))
-    out = subprocess.run(
-        [sys.executable, "-m", "gpu_runner.published", str(report)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = published_cli(report)
     assert out.returncode == 2 and "capture step did not pass: BootOutOfMemory" in out.stderr
