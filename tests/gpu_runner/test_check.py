@@ -313,3 +313,34 @@ def test_gpu_check_without_cuda_says_so_writes_its_report_and_exits_2(tmp_path):
     assert written["ok"] is False and "no CUDA device" in written["reason"]
     assert {s["line"] for s in written["steps"].values()} == {"skipped: needs a CUDA device"}
     assert len(out.stdout.splitlines()) == len(written["steps"]) + 1
+
+
+def test_the_checks_steps_read_real_results_on_cpu(tmp_path, monkeypatch):
+    """The steps' own code on real (CPU, tiny) results instead of crafted ones: every figure the
+    table reads exists in what the analyses return. Only the device, the sizes and the arms differ."""
+    real_run = check._run
+
+    def on_cpu(kind: str, params: dict) -> dict:
+        small = {"device": "cpu", "preset": "tiny", "capacities": [16, 32, 64], "repeats": 2}
+        if "drift_capacities" in params:
+            small["drift_capacities"] = [64]
+        if kind == "capture":
+            small.update(decode_rows=[2], boots=2)
+        if kind == "ttft":
+            small["runs"] = 1
+        params = {k: v for k, v in params.items() if k != "boot_catalog"}
+        return real_run(kind, {**params, **small})
+
+    monkeypatch.setattr(check, "_run", on_cpu)
+    monkeypatch.setattr(check, "ARMS", [100, 150])
+    plan = [s for s in check.steps("tiny") if s.name not in ("targets", "cuda_tests")]  # CUDA-only
+    assert check.run_check(tmp_path / "report.json", {"device": "cpu"}, plan) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert {s["status"] for s in report["steps"].values()} == {"ok"}
+    figures = {(r[0], r[1].strip().split(":")[-1].strip()) for r in report["table"]}
+    for source in ("catalog drift", "prefix attention", "graph interaction", "host overhead"):
+        assert ("ttft_clean", source) in figures
+    assert any(r[0] == "plans" and "rule - cost" in r[1] for r in report["table"])
+    assert any(r[0] == "capture" and r[1].startswith("boot-to-boot max/min") for r in report["table"])
+    assert any(r[0] == "numerics_bf16" and "KV cache" in r[1] for r in report["table"])  # fp32 here: tiny's dtype
+    assert not any(r[1] == "no figures" for r in report["table"])
