@@ -229,7 +229,7 @@ def _ttft_rows(arms: list[dict[str, Any]]) -> list[Row]:
                 (
                     f"  {name}: {e['source']}",
                     f"{e['ms']:+.2f} ms ({e['pct']:+.1f}%)",
-                    e["bound"] or "not bounded: a real cost the catalog omits",
+                    e["bound"] or e["note"],
                     _verdict(e.get("met")),
                 )
             )

@@ -174,7 +174,7 @@ def test_a_check_whose_steps_all_pass_exits_0_and_prints_the_table_of_its_figure
             "ttft_clean",
             "  3504 cost: catalog drift",
             "+0.00 ms (+0.0%)",
-            "not bounded: a real cost the catalog omits",
+            "not bounded: the drift experiment's own effect",
             "",
         ],
         [
