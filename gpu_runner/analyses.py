@@ -22,16 +22,17 @@ from scheduler_core.analyses.params import (
 from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES, Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent
-from scheduler_core.policies import PR22_POLICIES
 
 from .events import MeasurementEvent, TtftLaunchEvent
 from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
+from .published import profile
 from .report import capture_text, numerics_text, ttft_text
+from .targets import BOOT_SPREAD_TARGET, error_split
 
 PRESET = ChoiceParam(
     "preset",
     "tiny",
-    "model size: tiny runs on CPU (float32); small and medium need a GPU (bf16)",
+    "model size: tiny runs on CPU (float32); small, medium, llama-2-7b and llama-3-8b need a GPU (bf16)",
     choices=tuple(PRESETS),
 )
 DEVICE = ChoiceParam("device", "auto", "where to run: auto takes CUDA when present", choices=("auto", "cpu", "cuda"))
@@ -102,7 +103,7 @@ CATALOG = CatalogParam(
 PROMPTS = IntListParam(
     "prompt_tokens",
     [3504],
-    "prompt lengths to prefill (the pr22 arms are 3504 and 14000; tiny holds 4096 tokens, small and medium 16384)",
+    "prompt lengths to prefill (the pr22 arms are 3504 and 14000; tiny holds 4096 tokens, the GPU presets 16384)",
     minimum=1,
     maximum=65536,
     max_items=8,
@@ -232,9 +233,11 @@ def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         boots.append(run_fresh_boot(request, emit))
         steps.done += len(shapes) + 1
     result = dict(boots[0])
+    result["profile"] = profile(boots[0])
     if len(boots) > 1:
         result["boots"] = boots
         result["boot_spread"] = boot_spread(boots)
+        result["boot_spread_verdict"] = judge_boot_spread(result["boot_spread"])
     return result
 
 
@@ -249,9 +252,21 @@ def boot_spread(boots: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "decode": first["decode"],
                 "medians_ms": medians,
                 "max_over_min": max(medians) / min(medians),
+                "met": max(medians) / min(medians) <= BOOT_SPREAD_TARGET,
             }
         )
     return rows
+
+
+def judge_boot_spread(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The worst shape's boot-to-boot max/min against BOOT_SPREAD_TARGET: a catalog whose boots
+    disagree more than that cannot separate policies whose predicted TTFTs differ by less."""
+    worst = max(rows, key=lambda r: r["max_over_min"])
+    return {
+        "target": f"boot-to-boot max/min <= {BOOT_SPREAD_TARGET} per graph",
+        "worst": {k: worst[k] for k in ("prefill", "decode", "max_over_min")},
+        "met": worst["max_over_min"] <= BOOT_SPREAD_TARGET,
+    }
 
 
 def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
@@ -259,23 +274,41 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     from scheduler_core.planner import plan
     from scheduler_core.request import Request
 
-    from .capture import catalog_of
+    from .capture import catalog_of, isolated_ms
     from .events import Progress
     from .execute import execute, prompt_tokens
 
     shapes, field = _prefill_shapes(params)
-    steps = Progress(emit, len(shapes) + 1 + len(params["prompt_tokens"]) * len(params["policies"]))
+    steps = Progress(emit, len(shapes) + 2 + len(params["prompt_tokens"]) * len(params["policies"]))
     steps.start("booting")
     boot, stored = boot_here(params, shapes, field, steps)
     planning: Catalog = params["boot_catalog"] or catalog_of(stored["measurements"])
-    truth = TableExecution.from_catalog(catalog_of(stored["measurements"], "clean_median_ms"))
+    clean = catalog_of(stored["measurements"], "clean_median_ms")
+    truth = TableExecution.from_catalog(clean)
+    chosen = {  # whole prompts: no span, so no policy stalls
+        (n, policy): plan(policy, planning, Request(n), truth)
+        for n in params["prompt_tokens"]
+        for policy in params["policies"]
+    }
+    # Each graph a plan runs (its capacity at the key bucket of its chunk), timed alone: what the
+    # launches would cost one by one, so the sequence's own effect on them can be told apart.
+    alone = isolated_ms(
+        boot,
+        {g.prefill: g.ms for g in clean.graphs if g.decode == 0 and g.ms is not None},
+        [(l.graph, l.start) for p in chosen.values() for l in p.launches],
+        repeats(params, boot.device),
+        params["warmup"],
+        params["seed"],
+    )
+    steps.advance(f"{len(alone)} graphs timed alone")
     arms = []
     for n in params["prompt_tokens"]:
         prompt = prompt_tokens(boot, n, params["seed"])
         for policy in params["policies"]:
-            chosen = plan(policy, planning, Request(n), truth)  # whole prompts: no span, so no policy stalls
-            runs = sorted((execute(boot, chosen, prompt) for _ in range(params["runs"])), key=lambda r: r.ttft_ms)
-            arm = _arm(n, chosen, runs)
+            p = chosen[(n, policy)]
+            runs = sorted((execute(boot, p, prompt) for _ in range(params["runs"])), key=lambda r: r.ttft_ms)
+            keys = [boot.prefill_launcher(l.graph, l.start).step.keys for l in p.launches]
+            arm = _arm(n, p, runs, keys, [alone[(l.graph, k)] for l, k in zip(p.launches, keys)])
             for launch in arm["launches"]:
                 emit({"type": "launch", "prompt_tokens": n, "policy": policy, **launch})
             arms.append(arm)
@@ -284,13 +317,15 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         **stored,
         "planning_catalog": planning.to_dicts(),
         "planning_catalog_source": "given" if params["boot_catalog"] else "this boot",
+        "alone_ms": [{"prefill": c, "keys": k, "ms": ms} for (c, k), ms in sorted(alone.items())],
         "arms": arms,
     }
 
 
-def _arm(prompt: int, chosen: Any, runs: list[Any]) -> dict[str, Any]:
+def _arm(prompt: int, chosen: Any, runs: list[Any], keys: list[int], alone: list[float]) -> dict[str, Any]:
     """One (prompt, policy) row, all from the median run (by TTFT): its TTFT, each launch's device
-    time and their sum, next to what the harness predicted."""
+    time and their sum, next to what the harness predicted and what each graph costs alone; and
+    the gap between TTFT and prediction split by where it comes from (`errors`)."""
     median = runs[len(runs) // 2]
     launches = [
         {
@@ -300,13 +335,15 @@ def _arm(prompt: int, chosen: Any, runs: list[Any]) -> dict[str, Any]:
             "end": l.end,
             "padding": l.padding,
             "chooser": l.chooser,
+            "keys": k,
             "predicted_ms": l.predicted_ms,
             "table_ms": t,
+            "alone_ms": a,
             "ms": ms,
         }
-        for i, (l, t, ms) in enumerate(zip(chosen.launches, chosen.true_ms, median.launch_ms))
+        for i, (l, k, t, a, ms) in enumerate(zip(chosen.launches, keys, chosen.true_ms, alone, median.launch_ms))
     ]
-    return {
+    arm = {
         "prompt_tokens": prompt,
         "policy": chosen.policy,
         "launch_count": len(launches),
@@ -315,59 +352,31 @@ def _arm(prompt: int, chosen: Any, runs: list[Any]) -> dict[str, Any]:
         "ttft_ms": median.ttft_ms,
         "ttft_runs_ms": [r.ttft_ms for r in runs],
         "launch_sum_ms": sum(median.launch_ms),
+        "alone_ms": sum(alone),
         "predicted_ms": sum(l.predicted_ms for l in chosen.launches),
         "table_ms": chosen.ttft_ms,
         "first_token": median.first_token,
         "launches": launches,
     }
+    return {**arm, "errors": error_split(arm)}
 
 
 def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     """Verdicts against the dtype's tolerance; the same chunking run twice must be bitwise identical."""
-    from scheduler_core.planner import plan
-    from scheduler_core.request import Request
-
     from .capture import catalog_of
     from .events import Progress
-    from .execute import execute, prompt_tokens
-    from .numerics import TOLERANCES, compare, one_shot, passed
+    from .numerics import compare_chunkings
 
-    n = params["prompt_tokens"]
     shapes, field = _prefill_shapes(params)
     steps = Progress(emit, len(shapes) + 1 + 1 + 2)  # capture, reference, two policies
     steps.start("booting")
     boot, stored = boot_here(params, shapes, field, steps)
-    tolerance = TOLERANCES[boot.config.dtype]
     planning: Catalog = params["boot_catalog"] or catalog_of(stored["measurements"])
-    prompt = prompt_tokens(boot, n, params["seed"])
-    reference, _ = one_shot(boot, prompt)
-    steps.advance("one-shot reference")
-    chunkings, logits, repeat = {}, {}, {}
-    for policy in PR22_POLICIES:
-        chosen = plan(policy, planning, Request(n))
-        first, second = execute(boot, chosen, prompt), execute(boot, chosen, prompt)
-        chunkings[policy] = {
-            "graphs": list(chosen.graphs),
-            "chunks": [[l.start, l.end] for l in chosen.launches],
-            "padded_tokens": chosen.padded_tokens,
-        }
-        logits[policy] = first.logits
-        repeat[policy] = compare(second.logits, first.logits, tolerance, bitwise_required=True)
-        steps.advance(f"{policy}: {len(chosen.launches)} launches")
-    vs_one_shot = {p: compare(logits[p], reference, tolerance) for p in logits}
-    cost_vs_rule = compare(logits["rule"], logits["cost"], tolerance)
-    comparisons = [*vs_one_shot.values(), cost_vs_rule, *repeat.values()]
     return {
         "provenance": stored["provenance"],
-        "prompt_tokens": n,
+        "prompt_tokens": params["prompt_tokens"],
         "planning_catalog_source": "given" if params["boot_catalog"] else "this boot",
-        "tolerance": {"dtype": boot.config.dtype, **tolerance.as_dict()},
-        "chunkings": chunkings,
-        "vs_one_shot": vs_one_shot,
-        "cost_vs_rule": cost_vs_rule,
-        "same_chunking_twice": repeat,
-        "reproducible": all(r["bitwise_identical"] for r in repeat.values()),
-        "ok": all(passed(c) for c in comparisons),
+        **compare_chunkings(boot, planning, params["prompt_tokens"], params["seed"], steps.advance),
     }
 
 

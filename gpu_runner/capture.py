@@ -1,17 +1,21 @@
-"""One boot: capture a graph per catalog shape, time K launches of each after W untimed warm-up
-launches, and turn the medians into a scheduler_core catalog with the boot's provenance and every
-measurement's spread. A capture job runs each boot in a fresh process (`fresh_boot.py`)."""
+"""One boot: capture a graph per catalog shape, warm each up until its timings settle (at least W
+untimed launches, bounded), time K launches, and turn the medians into a scheduler_core catalog
+with the boot's provenance and every measurement's spread. Shapes are measured in a seeded random
+order, so a drift over the boot (clocks warming, another tenant) does not always land on the same
+graphs. A capture job runs each boot in a fresh process (`fresh_boot.py`)."""
 
 from __future__ import annotations
 
+import random
 import statistics
+import time
 from typing import Any
 
 import torch
 
 from scheduler_core.catalog import Catalog
 
-from .device import mode_of, provenance, shape_memory_guard
+from .device import gpu_state, mode_of, provenance, shape_memory_guard
 from .drift import Disturbance
 from .events import Progress, shape_label
 from .execute import random_token_ids
@@ -20,6 +24,29 @@ from .presets import ModelConfig
 from .timing import Stopwatch, summary
 
 DEFAULT_WARMUP = 3
+SETTLE_WINDOW = 3  # launches per settling window: their median is compared with the last window's
+SETTLE_TOLERANCE = 0.02  # settled when two windows' medians agree within 2 %
+SETTLE_MAX_LAUNCHES = 30  # the bound: warm-up never runs more than this many launches past the minimum ...
+SETTLE_MAX_S = 3.0  # ... nor longer than this (a 4096 CPU call takes most of a second)
+
+
+def settle(launcher: Launcher, device: torch.device, minimum: int) -> tuple[int, bool]:
+    """Untimed warm-up until the timings settle: `minimum` launches, then windows of
+    SETTLE_WINDOW until two in a row have medians within SETTLE_TOLERANCE, bounded by
+    SETTLE_MAX_LAUNCHES and SETTLE_MAX_S. Returns the launches spent and whether they settled."""
+    for _ in range(minimum):
+        launcher.launch()
+    spent, previous, began = minimum, None, time.perf_counter()
+    while spent - minimum < SETTLE_MAX_LAUNCHES and time.perf_counter() - began < SETTLE_MAX_S:
+        watch = Stopwatch(device)
+        for _ in range(SETTLE_WINDOW):
+            watch.time(launcher.launch)
+        spent += SETTLE_WINDOW
+        median = statistics.median(watch.intervals_ms())
+        if previous is not None and abs(median - previous) <= SETTLE_TOLERANCE * previous:
+            return spent, True
+        previous = median
+    return spent, False
 
 
 def time_launches(
@@ -56,15 +83,20 @@ def measure(
     launcher = boot.launchers[shape]
     prefill, decode = shape
     row: dict[str, Any] = {"prefill": prefill, "decode": decode}
+    spent, settled = settle(launcher, boot.device, warmup)
     if drift_load is None:
-        row.update(summary(time_launches(launcher, boot.device, repeats, warmup=warmup)))
+        row.update(summary(time_launches(launcher, boot.device, repeats, warmup=0)))
     else:
         with Disturbance(boot.device, drift_load) as disturbance:
-            row.update(summary(time_launches(launcher, boot.device, repeats, disturbance, warmup)))
+            row.update(summary(time_launches(launcher, boot.device, repeats, disturbance, 0)))
         row["clean_median_ms"] = statistics.median(time_launches(launcher, boot.device, repeats, warmup=warmup))
         row["drift_slowdown"] = row["median_ms"] / row["clean_median_ms"]
     row.update(
-        warmup=warmup, capture_ms=boot.capture_ms[shape], mode=mode_of(boot.device), drifted=drift_load is not None
+        warmup=spent,
+        settled=settled,
+        capture_ms=boot.capture_ms[shape],
+        mode=mode_of(boot.device),
+        drifted=drift_load is not None,
     )
     return row
 
@@ -82,22 +114,28 @@ def capture_boot(
     steps: Progress,
     boot_index: int = 0,
 ) -> tuple[BootedModel, dict[str, Any]]:
-    """Boot the model, capture every shape, measure them in catalog order, streaming each
-    measurement. Returns the live boot (to execute plans on) and its stored form."""
+    """Boot the model, capture every shape, measure them in a seeded random order, streaming each
+    measurement; the GPU's clocks, power and throttle reasons are read before and after. Returns the live boot (to execute plans on) and its stored form."""
     meta = provenance(config, device, seed)
     boot = BootedModel(config, device, shapes, seed)
     boot.prepare(shapes)
     meta["attention"] = boot.attention
     steps.advance(f"boot {boot_index}: captured {len(shapes)} graphs")
-    measurements = []
-    for shape in shapes:
+    meta["gpu_state"] = {"before": gpu_state(device)}
+    order = list(shapes)
+    random.Random(seed * 1000 + boot_index).shuffle(order)  # seeded: the same boot measures in the same order
+    meta["order"] = [shape_label(*s) for s in order]
+    measured: dict[tuple[int, int], dict[str, Any]] = {}
+    for shape in order:
         disturbed = shape[1] == 0 and shape[0] in drift_capacities
         with shape_memory_guard(config, device, shape):
             load_timing_tokens(boot, shape, seed)
             row = measure(boot, shape, repeats, warmup, drift_load if disturbed else None)
-        measurements.append(row)
+        measured[shape] = row
         steps.emit({"type": "measurement", "boot": boot_index, "shape": shape_label(*shape), **row})
         steps.advance(f"boot {boot_index}: prefill={shape[0]} decode={shape[1]}")
+    meta["gpu_state"]["after"] = gpu_state(device)
+    measurements = [measured[s] for s in shapes]  # stored in catalog order
     # A deliberately disturbed boot says so wherever it is stored: its catalog over-measures these,
     # each by the slowdown achieved (its median over its undisturbed median in this boot).
     meta["drift"] = (
@@ -120,6 +158,34 @@ def capture_boot(
         "output_fingerprint": output_fingerprint(boot, shapes[0]),
     }
     return boot, stored
+
+
+def isolated_ms(
+    boot: BootedModel,
+    base_ms: dict[int, float],
+    launches: list[tuple[int, int]],
+    repeats: int,
+    warmup: int,
+    seed: int,
+) -> dict[tuple[int, int], float]:
+    """Median device time of each graph that `launches` ([(capacity, start)]) run, timed alone, by
+    (capacity, keys): a catalog shape's is its measurement (`base_ms`); a longer key bucket's is
+    timed here, its chunk placed at the end of the bucket, after the same settling warm-up."""
+    alone: dict[tuple[int, int], float] = {}
+    for capacity, start in launches:
+        launcher = boot.prefill_launcher(capacity, start)
+        key = (capacity, launcher.step.keys)
+        if key in alone:
+            continue
+        if launcher is boot.launchers[(capacity, 0)]:
+            alone[key] = base_ms[capacity]
+            continue
+        with shape_memory_guard(boot.config, boot.device, (capacity, 0)):
+            launcher.step.tokens.copy_(random_token_ids(boot.config.vocab, capacity, seed, boot.device))
+            launcher.step.start.fill_(launcher.step.keys - capacity)
+            settle(launcher, boot.device, warmup)
+            alone[key] = statistics.median(time_launches(launcher, boot.device, repeats, warmup=0))
+    return alone
 
 
 def output_fingerprint(boot: BootedModel, shape: tuple[int, int]) -> float:

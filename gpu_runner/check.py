@@ -1,7 +1,10 @@
-"""The CUDA path end to end, as one JSON report and a table: a capture of `small` (3 boots, each a
-fresh process), the pr22 arms' real TTFT under both policies next to the harness's prediction (a
-clean and a drifted boot), numerics in bf16 (small) and fp32 (tiny), the attention kernel used,
-the benchmark targets, and the CUDA-marked tests. Run by `scripts/gpu-check [REPORT.json]`.
+"""The CUDA path end to end, as one JSON report and a table: a capture of the preset
+(`GPU_CHECK_PRESET`, default llama-2-7b: real model shapes, whose policies' plans differ by far
+more than boot-to-boot noise; 3 boots, each a fresh process) held against the published A100/H100
+passes, the pr22 arms planned with each boot's own catalog (the predicted cost-vs-rule gap next to
+the boot-to-boot noise), their real TTFT under both policies with the error split by source (a
+clean and a drifted boot), numerics in bf16 (the preset) and fp32 (tiny), the attention kernel
+used, the benchmark targets, and the CUDA-marked tests. Run by `scripts/gpu-check [REPORT.json]`.
 
 A step that fails does not stop the others: the steps that need its result are reported
 "skipped: needs <step>", the rest run, the report is written after every step, and the exit status
@@ -29,9 +32,13 @@ from typing import Any
 from scheduler_core.analyses.params import ignore_events
 
 from .analyses import ANALYSES
+from .presets import GPU_CHECK_DEFAULT, PRESETS
+from .published import span
 
-BUDGET_S = 300.0  # steps start only within it (on an H200 the whole check is estimated at 2-4 minutes)
+BUDGET_S = 300.0  # steps start only within it (on an H200 the whole check is estimated at 4-6 minutes)
 DEADLINE_S = 470.0  # the hard limit: a step still running then is stopped and the check ends (8 minutes: 480 s)
+# scripts/gpu-run shares its 8 minutes with other work: it sets both lower through these.
+ENV_BUDGET, ENV_DEADLINE, ENV_PRESET = "GPU_CHECK_BUDGET_S", "GPU_CHECK_DEADLINE_S", "GPU_CHECK_PRESET"
 CUDA_TESTS_TIMEOUT_S = 150  # BUDGET_S + this < DEADLINE_S: pytest's child always ends before the check does
 ARMS = [3504, 14000]  # the pull request's 3.5k and 14k arms
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,11 +63,11 @@ class Step:
 
 def _run(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     analysis = ANALYSES[kind]
-    return analysis.run(analysis.validate({"preset": "small", "device": "cuda", **params}), ignore_events)
+    return analysis.run(analysis.validate({"device": "cuda", **params}), ignore_events)
 
 
-def _capture(_: Results) -> dict[str, Any]:
-    return _run("capture", {"repeats": 20, "boots": 3})
+def _capture(preset: str) -> dict[str, Any]:
+    return _run("capture", {"preset": preset, "repeats": 20, "boots": 3})
 
 
 def _capture_summary(result: dict[str, Any]) -> str:
@@ -68,11 +75,18 @@ def _capture_summary(result: dict[str, Any]) -> str:
 
     p = result["provenance"]
     worst = max(r["p90_over_p10"] for r in spreads(result))
+    spread = result.get("boot_spread_verdict")
+    boots = f"boot-to-boot worst x{spread['worst']['max_over_min']:.3f}; " if spread else ""
     return (
-        f"{len(result['boots'])} boots (pids {', '.join(str(b['provenance']['pid']) for b in result['boots'])}), "
+        f"{p['preset']}: {len(result.get('boots', [result]))} boots "
+        f"(pids {', '.join(str(b['provenance']['pid']) for b in result.get('boots', [result]))}), "
         f"{len(result['catalog'])} graphs, attention {p['attention']['observed']}; worst p90/p10 {worst:.3f}, "
-        f"slowest boot {max(boot_seconds(result)):.1f} s"
+        f"{boots}slowest boot {max(boot_seconds(result)):.1f} s"
     )
+
+
+def _verdict(met: bool | None) -> str:
+    return "" if met is None else "met" if met else "MISSED"
 
 
 def _capture_rows(result: dict[str, Any]) -> list[Row]:
@@ -80,7 +94,7 @@ def _capture_rows(result: dict[str, Any]) -> list[Row]:
     pinned = {b["provenance"]["attention"]["pinned"] for b in boots}
     observed = {", ".join(b["provenance"]["attention"]["observed"]) for b in boots}
     pids = [b["provenance"]["pid"] for b in boots]
-    return [
+    rows: list[Row] = [
         ("attention kernel run", " / ".join(sorted(observed)), f"pinned {' / '.join(sorted(pinned))}", ""),
         (
             "boots",
@@ -89,11 +103,102 @@ def _capture_rows(result: dict[str, Any]) -> list[Row]:
             "" if len(set(pids)) == len(pids) else "ONE PROCESS",
         ),
     ]
+    if "boot_spread_verdict" in result:
+        v = result["boot_spread_verdict"]
+        rows.append(
+            (
+                f"boot-to-boot max/min, worst: {v['worst']['prefill']}+{v['worst']['decode']}",
+                f"{v['worst']['max_over_min']:.3f}",
+                v["target"],
+                _verdict(v["met"]),
+            )
+        )
+    for r in result.get("profile", {}).get("published", []):
+        for gpu in ("a100", "h100"):
+            if r[gpu] is not None:
+                rows.append(
+                    (
+                        f"prefill {r['prefill']}: ours vs {gpu} published",
+                        f"{r['ours_ms']:.2f} ms",
+                        f"{span(r[gpu]['published_ms'])} ms",
+                        f"x{span(r[gpu]['ours_over_published'])}",
+                    )
+                )
+    return rows
+
+
+def _plans(capture: dict[str, Any]) -> dict[str, Any]:
+    """Each arm planned with each boot's own catalog (what an engine does after its own boot): the
+    predicted cost-vs-rule gap next to the boot-to-boot spread of the predictions."""
+    from scheduler_core.catalog import Catalog
+    from scheduler_core.planner import plan
+    from scheduler_core.request import Request
+
+    from .targets import boot_to_boot
+
+    catalogs = [Catalog.from_dicts(b["catalog"]) for b in capture.get("boots", [capture])]
+    arms = []
+    for n in ARMS:
+        predicted = {
+            policy: [sum(l.predicted_ms for l in plan(policy, c, Request(n)).launches) for c in catalogs]
+            for policy in ("cost", "rule")
+        }
+        gaps = [100.0 * (r - c) / c for c, r in zip(predicted["cost"], predicted["rule"])]
+        noise = max(boot_to_boot(v)["pct"] for v in predicted.values())
+        arms.append(
+            {
+                "prompt_tokens": n,
+                "predicted_ms": predicted,
+                "boot_to_boot": {p: boot_to_boot(v) for p, v in predicted.items()},
+                "gap_pct": gaps,
+                "noise_pct": noise,
+                "gap_beyond_noise": min(abs(g) for g in gaps) > 2 * noise,
+            }
+        )
+    return {"boots": len(catalogs), "arms": arms}
+
+
+def _plans_summary(result: dict[str, Any]) -> str:
+    return "; ".join(
+        f"{a['prompt_tokens']}: rule - cost predicted {min(a['gap_pct']):+.1f}..{max(a['gap_pct']):+.1f}% "
+        f"vs boot-to-boot {a['noise_pct']:.1f}%"
+        for a in result["arms"]
+    )
+
+
+def _plans_rows(result: dict[str, Any]) -> list[Row]:
+    rows: list[Row] = []
+    for a in result["arms"]:
+        n = a["prompt_tokens"]
+        rows.append(
+            (
+                f"{n}: rule - cost, predicted ({result['boots']} boots' catalogs)",
+                f"{min(a['gap_pct']):+.1f}..{max(a['gap_pct']):+.1f}%",
+                f"boot-to-boot noise {a['noise_pct']:.2f}% (x2)",
+                "beyond noise" if a["gap_beyond_noise"] else "WITHIN NOISE",
+            )
+        )
+        for policy, b in a["boot_to_boot"].items():
+            rows.append(
+                (f"{n} {policy}: predicted TTFT boot to boot", f"{b['pct']:.2f}%", b["bound"], _verdict(b["met"]))
+            )
+    return rows
 
 
 def _ttft(params: dict[str, Any]) -> list[dict[str, Any]]:
-    result = _run("ttft", {"prompt_tokens": ARMS, "runs": 5, **params})
-    keys = ("prompt_tokens", "policy", "launch_count", "graphs", "ttft_ms", "launch_sum_ms", "predicted_ms", "table_ms")
+    result = _run("ttft", {"prompt_tokens": ARMS, **params})
+    keys = (
+        "prompt_tokens",
+        "policy",
+        "launch_count",
+        "graphs",
+        "ttft_ms",
+        "launch_sum_ms",
+        "alone_ms",
+        "predicted_ms",
+        "table_ms",
+        "errors",
+    )
     return [
         {**{k: arm[k] for k in keys}, "error_pct": 100.0 * (arm["ttft_ms"] - arm["predicted_ms"]) / arm["predicted_ms"]}
         for arm in result["arms"]
@@ -108,15 +213,27 @@ def _ttft_summary(arms: list[dict[str, Any]]) -> str:
 
 
 def _ttft_rows(arms: list[dict[str, Any]]) -> list[Row]:
-    return [
-        (
-            f"TTFT {a['prompt_tokens']} tokens {a['policy']}",
-            f"{a['ttft_ms']:.2f} ms",
-            f"predicted {a['predicted_ms']:.2f} ms",
-            f"{a['error_pct']:+.1f}%",
+    rows: list[Row] = []
+    for a in arms:
+        name = f"{a['prompt_tokens']} {a['policy']}"
+        rows.append(
+            (
+                f"TTFT {name}",
+                f"{a['ttft_ms']:.2f} ms",
+                f"predicted {a['predicted_ms']:.2f} ms",
+                f"{a['error_pct']:+.1f}%",
+            )
         )
-        for a in arms
-    ]
+        for e in a.get("errors", []):
+            rows.append(
+                (
+                    f"  {name}: {e['source']}",
+                    f"{e['ms']:+.2f} ms ({e['pct']:+.1f}%)",
+                    e["bound"] or e["note"],
+                    _verdict(e.get("met")),
+                )
+            )
+    return rows
 
 
 def _numerics(params: dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +243,8 @@ def _numerics(params: dict[str, Any]) -> dict[str, Any]:
             name: c["verdict"]
             for name, c in [
                 *((f"{p} vs one-shot", c) for p, c in result["vs_one_shot"].items()),
+                *((f"{p} KV cache vs one-shot", c) for p, c in result.get("kv_vs_one_shot", {}).items()),
+                *((f"{p} causality", c) for p, c in result.get("causality", {}).items()),
                 ("cost vs rule", result["cost_vs_rule"]),
                 *((f"{p} twice", c) for p, c in result["same_chunking_twice"].items()),
             ]
@@ -146,18 +265,32 @@ def _numerics_summary(result: dict[str, Any]) -> str:
 def _numerics_rows(result: dict[str, Any]) -> list[Row]:
     worst = max(c["max_rel_diff"] for c in [*result["vs_one_shot"].values(), result["cost_vs_rule"]])
     t = result["tolerance"]
-    return [
+    rows: list[Row] = [
         (f"{t['dtype']} worst |diff| / max |logit|", f"{worst:.2g}", f"<= {t['max_rel_diff']:g}", "pass"),
         (f"{t['dtype']} same chunking twice", "bitwise identical", "bitwise required", "pass"),
     ]
+    caches = result.get("kv_vs_one_shot", {})
+    if caches:
+        c = max(caches.values(), key=lambda c: c["max_rel_diff"])
+        rows.append(
+            (
+                f"{t['dtype']} KV cache, worst layer {c['worst_layer']}",
+                f"{c['max_rel_diff']:.2g}",
+                f"<= {t['cache_rel_diff']:g} of the layer's max",
+                "pass",
+            )
+        )
+    if result.get("causality"):
+        rows.append((f"{t['dtype']} causality probe", "bitwise identical", "bitwise required", "pass"))
+    return rows
 
 
-def _targets(done: Results) -> dict[str, Any]:
+def _targets(preset: str, done: Results) -> dict[str, Any]:
     from .presets import default_shapes
     from .targets import replay_vs_eager, verdicts
 
-    launches = replay_vs_eager("small", default_shapes())
-    return {"replay_vs_eager": launches, "targets": verdicts(done["capture_small"], launches)}
+    launches = replay_vs_eager(preset, default_shapes())
+    return {"replay_vs_eager": launches, "targets": verdicts(done["capture"], launches)}
 
 
 def _targets_summary(result: dict[str, Any]) -> str:
@@ -166,8 +299,18 @@ def _targets_summary(result: dict[str, Any]) -> str:
 
 def _targets_rows(result: dict[str, Any]) -> list[Row]:
     t = result["targets"]
-    spread, gain = t["spread"]["worst"], t["replay_faster"]["worst"]
+    spread = t["spread"]["worst"]
     verdict = {True: "met", False: "MISSED"}
+    replay = [
+        (
+            f"eager / replay, least: {t[name]['worst']['prefill']}+{t[name]['worst']['decode']}",
+            f"{t[name]['worst']['eager_over_replay']:.2f}x",
+            t[name]["target"].split(" (")[0],
+            verdict[t[name]["met"]],
+        )
+        for name in ("replay_faster", "replay_no_slower")
+        if name in t
+    ]
     return [
         (
             f"p90/p10, worst: boot {spread['boot']} {spread['prefill']}+{spread['decode']}",
@@ -175,12 +318,7 @@ def _targets_rows(result: dict[str, Any]) -> list[Row]:
             t["spread"]["target"],
             verdict[t["spread"]["met"]],
         ),
-        (
-            f"eager / replay, least: {gain['prefill']}+{gain['decode']}",
-            f"{gain['eager_over_replay']:.2f}x",
-            t["replay_faster"]["target"],
-            verdict[t["replay_faster"]["met"]],
-        ),
+        *replay,
         (
             "slowest boot",
             f"{t['boot_time']['worst_s']:.1f} s",
@@ -206,32 +344,28 @@ def _cuda_tests(_: Results) -> dict[str, Any]:
     return {"summary": lines[-1] if lines else ""}
 
 
-def steps() -> list[Step]:
-    """In order; later steps plan with the first capture's catalog, as an engine would after booting."""
+def steps(preset: str = GPU_CHECK_DEFAULT) -> list[Step]:
+    """In order (the drifted TTFT, the least needed, late: a shorter budget skips it first); the
+    TTFT steps plan with their own boot's catalog, as an engine would after booting."""
     return [
-        Step("capture_small", _capture, _capture_summary, rows=_capture_rows),
-        Step(
-            "ttft_clean",
-            lambda done: _ttft({"boot_catalog": done["capture_small"]["catalog"]}),
-            _ttft_summary,
-            needs=("capture_small",),
-            rows=_ttft_rows,
-        ),
-        Step(
-            "ttft_drift_4096",
-            lambda _: _ttft({"drift_capacities": [4096], "drift_load": 4}),
-            _ttft_summary,
-            rows=_ttft_rows,
-        ),
+        Step("capture", lambda _: _capture(preset), _capture_summary, rows=_capture_rows),
+        Step("plans", lambda done: _plans(done["capture"]), _plans_summary, needs=("capture",), rows=_plans_rows),
+        Step("ttft_clean", lambda _: _ttft({"preset": preset, "runs": 5}), _ttft_summary, rows=_ttft_rows),
         Step(
             "numerics_bf16",
-            lambda done: _numerics({"boot_catalog": done["capture_small"]["catalog"]}),
+            lambda done: _numerics({"preset": preset, "boot_catalog": done["capture"]["catalog"]}),
             _numerics_summary,
-            needs=("capture_small",),
+            needs=("capture",),
             rows=_numerics_rows,
         ),
         Step("numerics_fp32", lambda _: _numerics({"preset": "tiny"}), _numerics_summary, rows=_numerics_rows),
-        Step("targets", _targets, _targets_summary, needs=("capture_small",), rows=_targets_rows),
+        Step("targets", lambda done: _targets(preset, done), _targets_summary, needs=("capture",), rows=_targets_rows),
+        Step(
+            "ttft_drift_4096",
+            lambda _: _ttft({"preset": preset, "runs": 3, "drift_capacities": [4096], "drift_load": 4}),
+            _ttft_summary,
+            rows=_ttft_rows,
+        ),
         Step("cuda_tests", _cuda_tests, lambda r: r["summary"]),
     ]
 
@@ -285,6 +419,7 @@ class _Check:
                     "line": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                     "error": traceback.format_exc(limit=8),
                 }
+        _release_device_memory()  # the next step boots a model of its own
         with self.lock:
             self.running = None
             if entry["status"] == "ok":
@@ -341,6 +476,16 @@ class _Check:
         return 0 if self.report["ok"] else 1
 
 
+def _release_device_memory() -> None:
+    """A finished step's boot (7B weights, caches, graph pools) freed before the next one's."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        import gc
+
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
 def _rows(step: Step, results: Results) -> list[Row]:
     """A step's figures; a result they cannot be read from (code never run on a GPU before) costs
     its rows, not the end of the check."""
@@ -372,11 +517,32 @@ def _write(path: Path, report: dict[str, Any], began: float) -> None:
     path.write_text(json.dumps(report, indent=2, default=str))
 
 
+def settings(env: dict[str, str]) -> tuple[str, float, float]:
+    """The preset, time budget and hard limit from the environment, refused (ValueError naming the
+    variable) when unknown or not a number of seconds with the budget under the limit."""
+    preset = env.get(ENV_PRESET) or GPU_CHECK_DEFAULT
+    if preset not in PRESETS:
+        raise ValueError(f"{ENV_PRESET}: unknown preset {preset!r} (expected one of {sorted(PRESETS)})")
+    try:
+        budget = float(env.get(ENV_BUDGET) or BUDGET_S)
+        deadline = float(env.get(ENV_DEADLINE) or DEADLINE_S)
+    except ValueError as exc:
+        raise ValueError(f"{ENV_BUDGET}/{ENV_DEADLINE}: not a number of seconds ({exc})") from None
+    if not 0 < budget < deadline <= DEADLINE_S:
+        raise ValueError(f"{ENV_BUDGET}/{ENV_DEADLINE}: need 0 < budget < limit <= {DEADLINE_S:.0f} s")
+    return preset, budget, deadline
+
+
 def main(argv: list[str]) -> int:
+    try:
+        preset, budget, deadline = settings(dict(os.environ))
+    except ValueError as exc:
+        print(f"gpu-check: {exc}", file=sys.stderr)
+        return 2
     import torch
 
     path = Path(argv[0]) if argv else Path(os.environ.get("OUT", ".")) / "gpu-check.json"
-    header = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": None}
+    header = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": None, "preset": preset}
     if not torch.cuda.is_available():
         reason = (
             f"no CUDA device (torch {torch.__version__}, built with CUDA {torch.version.cuda}); "
@@ -385,14 +551,14 @@ def main(argv: list[str]) -> int:
         print(f"gpu-check: {reason}", file=sys.stderr)
         skipped = {"status": "skipped", "line": "skipped: needs a CUDA device", "seconds": 0.0}
         report: dict[str, Any] = {**header, "ok": False, "reason": reason, "steps": {}}
-        for step in steps():
+        for step in steps(preset):
             report["steps"][step.name] = dict(skipped)
             print(_line(step.name, skipped))
         _write(path, report, time.perf_counter())
         print(f"gpu-check: report {path}")
         return 2
     header["device"] = torch.cuda.get_device_name()
-    return run_check(path, header, steps())
+    return run_check(path, header, steps(preset), budget, deadline)
 
 
 if __name__ == "__main__":

@@ -109,13 +109,16 @@ def shape_memory_guard(config: ModelConfig, device: torch.device, shape: tuple[i
 
 
 def code_revision() -> str:
+    """`git rev-parse HEAD`; a GPU host receives the tree without `.git`, so there the revision comes
+    from `HELIOS_CODE_REVISION` (scripts/gpu-run records it); else "unknown"."""
+    given = os.environ.get("HELIOS_CODE_REVISION", "").strip()
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=5
         )
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+        return given or "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else given or "unknown"
 
 
 def process_started() -> str | None:
@@ -141,13 +144,111 @@ def driver_version() -> str | None:
     except (OSError, IndexError):
         pass
     try:
-        import pynvml  # type: ignore[import-not-found]  # nvidia-ml-py, where the GPU host has it
-
-        pynvml.nvmlInit()
+        pynvml = _nvml()
         version = pynvml.nvmlSystemGetDriverVersion()
         return version.decode() if isinstance(version, bytes) else str(version)
     except Exception:  # no NVML library, or it cannot reach the driver
         return None
+
+
+def _nvml() -> Any:
+    """NVML (nvidia-ml-py, where the GPU host has it), initialised; raises where it is absent."""
+    import pynvml  # type: ignore[import-not-found]
+
+    pynvml.nvmlInit()
+    return pynvml
+
+
+# What `nvidia-smi --query-gpu` reads for a timing's conditions; the throttle field's newer name
+# first (drivers since 535 call them clock event reasons), the older one if it is refused.
+SMI_FIELDS = (
+    "clocks.sm",
+    "clocks.mem",
+    "clocks.max.sm",
+    "power.draw",
+    "power.limit",
+    "temperature.gpu",
+    "pstate",
+    "clocks_event_reasons.active",
+)
+SMI_OLD_NAMES = {"clocks_event_reasons.active": "clocks_throttle_reasons.active"}
+SMI_KEYS = ("sm_mhz", "mem_mhz", "max_sm_mhz", "power_w", "power_limit_w", "temperature_c", "pstate", "throttle")
+THROTTLE_BITS = {  # NVML's clocksEventReasons bits (nvml.h)
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+
+
+def throttle_reasons(mask: int) -> list[str]:
+    """The names of the set bits of a clock event (throttle) reasons mask; "none" for 0."""
+    return [name for bit, name in THROTTLE_BITS.items() if mask & bit] or ["none"]
+
+
+def _number(text: str) -> float | str | None:
+    text = text.strip()
+    if text in ("", "[N/A]", "N/A", "[Not Supported]"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _from_smi(index: int) -> dict[str, Any] | None:
+    for fields in (SMI_FIELDS, tuple(SMI_OLD_NAMES.get(f, f) for f in SMI_FIELDS)):
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", f"--id={index}", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        values = out.stdout.strip().split(",")
+        if out.returncode == 0 and len(values) == len(fields):
+            state: dict[str, Any] = dict(zip(SMI_KEYS, map(_number, values)))
+            mask = state["throttle"]
+            if isinstance(mask, str) and mask.startswith("0x"):
+                state["throttle"] = throttle_reasons(int(mask, 16))
+            state["source"] = "nvidia-smi"
+            return state
+    return None
+
+
+def _from_nvml(index: int) -> dict[str, Any] | None:
+    try:
+        pynvml = _nvml()
+        h = pynvml.nvmlDeviceGetHandleByIndex(index)
+        return {
+            "sm_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "mem_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+            "max_sm_mhz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "power_w": pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            "power_limit_w": pynvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
+            "temperature_c": pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+            "pstate": f"P{pynvml.nvmlDeviceGetPerformanceState(h)}",
+            "throttle": throttle_reasons(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(h)),
+            "source": "nvml",
+        }
+    except Exception:  # no NVML library, or it cannot reach the driver
+        return None
+
+
+def gpu_state(device: torch.device) -> dict[str, Any] | None:
+    """The GPU's clocks, power, temperature and throttle reasons now (nvidia-smi, else NVML), so a
+    stored timing says what conditions it ran in; None on CPU or where neither answers."""
+    if device.type != "cuda":
+        return None
+    index = device.index if device.index is not None else 0
+    return _from_smi(index) or _from_nvml(index)
 
 
 def provenance(config: ModelConfig, device: torch.device, seed: int) -> dict[str, Any]:

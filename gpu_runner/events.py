@@ -25,7 +25,8 @@ class Progress:
 
 class MeasurementEvent(TypedDict):
     """capture (and the boot inside ttft and numerics): one shape timed, as the catalog will hold it.
-    `shape` labels it for figures; `samples` timed launches followed `warmup` untimed ones;
+    `shape` labels it for figures; `samples` timed launches followed `warmup` untimed ones (the
+    warm-up ran until timings settled, or its bound: `settled`);
     `clean_median_ms` (undisturbed) and `drift_slowdown` (median over it) come only with a drifted shape."""
 
     type: Literal["measurement"]
@@ -38,6 +39,7 @@ class MeasurementEvent(TypedDict):
     p90_ms: float
     samples: int
     warmup: int
+    settled: bool
     capture_ms: float
     mode: str
     drifted: bool
@@ -46,7 +48,8 @@ class MeasurementEvent(TypedDict):
 
 
 class TtftLaunchEvent(TypedDict):
-    """ttft: one launch of an executed plan, measured (`ms`, in the median run) next to its prediction."""
+    """ttft: one launch of an executed plan, measured (`ms`, in the median run) next to its prediction
+    and to its graph (capacity at the key bucket `keys`) timed alone (`alone_ms`)."""
 
     type: Literal["launch"]
     prompt_tokens: int
@@ -57,8 +60,10 @@ class TtftLaunchEvent(TypedDict):
     end: int
     padding: int
     chooser: str
+    keys: int
     predicted_ms: float
     table_ms: float
+    alone_ms: float
     ms: float
 
 

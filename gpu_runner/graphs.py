@@ -1,6 +1,10 @@
 """One boot's executable graphs: the model, its KV cache, and a fixed-shape launcher per catalog
 shape. On CUDA each launcher is a captured `torch.cuda.CUDAGraph` (warmed up on a side stream,
-all sharing one memory pool); on CPU it is the same fixed-shape call, run eagerly."""
+all sharing one memory pool); on CPU it is the same fixed-shape call, run eagerly.
+
+A catalog shape's launcher attends the shortest key bucket (a chunk at the prompt's start: its
+own work). A chunk later in a prompt runs the same capacity's launcher for the bucket holding its
+end (`model.key_bucket`), captured when a plan first needs it, before anything is timed."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import torch
 
 from .attention import check_observed, observed_backends
 from .device import shape_memory_guard
-from .model import KVCache, Step, Transformer
+from .model import KVCache, Step, Transformer, key_bucket
 from .presets import ModelConfig, cache_tokens
 from .timing import synchronize
 
@@ -59,7 +63,8 @@ class BootedModel:
         self.model = Transformer(config, device, self.length, seed)
         self.cache = KVCache(config, self.length, max(d for _, d in shapes), device)
         self.pool = torch.cuda.graph_pool_handle() if device.type == "cuda" else None
-        self.launchers: dict[tuple[int, int], Launcher] = {}
+        self.launchers: dict[tuple[int, int], Launcher] = {}  # catalog shapes, at their shortest key bucket
+        self.later: dict[tuple[int, int], Launcher] = {}  # (capacity, keys): a chunk further into a prompt
         self.capture_ms: dict[tuple[int, int], float] = {}
         self.attention: dict[str, object] = {"pinned": self.model.attention, "observed": []}
 
@@ -68,7 +73,7 @@ class BootedModel:
         sure the pinned attention kernel is the one that runs (observed on one eager call)."""
         ordered = sorted(shapes, key=lambda s: (s[0] + s[1], s), reverse=True)
         with shape_memory_guard(self.config, self.device, ordered[0]):
-            probe = Launcher(Step.allocate(*ordered[0], self.device), self.model, self.cache)
+            probe = Launcher(self._step(*ordered[0]), self.model, self.cache)
             observed = observed_backends(probe.eager)
         check_observed(self.model.attention, observed)
         self.attention["observed"] = observed
@@ -79,8 +84,11 @@ class BootedModel:
                 synchronize(self.device)
             self.capture_ms[shape] = (time.perf_counter() - start) * 1000.0
 
-    def _build(self, prefill: int, decode: int) -> Launcher:
-        launcher = Launcher(Step.allocate(prefill, decode, self.device), self.model, self.cache)
+    def _step(self, prefill: int, decode: int, keys: int | None = None) -> Step:
+        return Step.allocate(prefill, decode, self.device, keys or key_bucket(self.length, prefill))
+
+    def _build(self, prefill: int, decode: int, keys: int | None = None) -> Launcher:
+        launcher = Launcher(self._step(prefill, decode, keys), self.model, self.cache)
         if self.device.type != "cuda":
             launcher.launch()  # CPU: one warm-up call stands in for capture (mode "eager-cpu")
             return launcher
@@ -96,5 +104,15 @@ class BootedModel:
         launcher.graph = graph
         return launcher
 
-    def prefill_launcher(self, capacity: int) -> Launcher:
-        return self.launchers[(capacity, 0)]
+    def prefill_launcher(self, capacity: int, start: int = 0) -> Launcher:
+        """The launcher of a `capacity` chunk starting at `start`: the catalog shape's when its key
+        bucket holds the chunk, else that bucket's own (built, on CUDA captured, on first use)."""
+        base = self.launchers[(capacity, 0)]
+        keys = key_bucket(self.length, start + capacity)
+        if keys == base.step.keys:
+            return base
+        if (capacity, keys) not in self.later:
+            with shape_memory_guard(self.config, self.device, (capacity, 0)):
+                self.later[(capacity, keys)] = self._build(capacity, 0, keys)
+                synchronize(self.device)
+        return self.later[(capacity, keys)]

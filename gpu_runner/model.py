@@ -2,8 +2,10 @@
 SwiGLU) with seeded random weights, written so every step has a fixed shape.
 
 One step carries `prefill` tokens of one prompt (a chunk starting at a position held in a
-tensor) plus `decode` rows that append one token each. Shapes depend only on (prefill, decode),
-never on the data, so the same call can be captured once as a CUDA graph and replayed.
+tensor) plus `decode` rows that append one token each, and attends the first `keys` cache slots
+(a bucket at least as long as the filled prefix, `key_bucket`). Shapes depend only on (prefill,
+decode, keys), never on the data, so the same call can be captured once as a CUDA graph and
+replayed; a chunk costs its own work, not the whole cache window's.
 
 Padding: a chunk of capacity c holding w < c real tokens puts its pads at positions
 start+w .. start+c-1. Their keys and values land past the real tokens, where causal masking
@@ -13,6 +15,7 @@ therefore exact on [0, end of prompt) whatever the padding.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +26,37 @@ from .attention import attend
 from .presets import ModelConfig
 
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+KEY_ALIGN = 64  # key lengths stay multiples of 64: the memory-efficient CUDA kernel's mask rows stay aligned
+BUCKET_STEP = 2048  # key buckets double up to this, then grow by it: at most 2x, or 2048 keys, attended in vain
+
+
+def key_buckets(length: int) -> Iterator[int]:
+    """The key lengths a prefill graph may attend, shortest first: 64, 128, ... 2048, 4096, 6144, ...,
+    then the whole cache (`length`, a multiple of 64)."""
+    keys = KEY_ALIGN
+    while keys < length:
+        yield keys
+        keys = keys * 2 if keys < BUCKET_STEP else keys + BUCKET_STEP
+    yield length
+
+
+def key_bucket(length: int, end: int) -> int:
+    """The shortest key bucket holding positions [0, end): a chunk ending (pads included) at `end`."""
+    if end > length:
+        raise ValueError(f"a chunk ending at {end} does not fit the {length}-slot cache")
+    return next(k for k in key_buckets(length) if k >= end)
+
+
+def kv_slots(chunk_positions: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+    """Cache slots a chunk's keys and values are written to: their positions (a seam the numerics
+    tests replace with a one-slot offset, to see it caught)."""
+    return chunk_positions
+
+
+def visible(key_positions: torch.Tensor, chunk_positions: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+    """Which keys each chunk query attends: causal, up to its own position (the other seam: a
+    one-token leak past it is what the numerics tests inject)."""
+    return key_positions[None, :] <= chunk_positions[:, None]
 
 
 class KVCache:
@@ -50,17 +84,19 @@ class Step:
 
     prefill: int
     decode: int
+    keys: int  # cache slots the chunk attends (a key bucket; 0 without a chunk)
     tokens: torch.Tensor  # [prefill + decode] token ids: the chunk, then one per decode row
     start: torch.Tensor  # [1] position of the chunk's first token
     last: torch.Tensor  # [1] index in the chunk of its last real token (whose logits we sample)
     row_positions: torch.Tensor  # [decode] position each decode row appends at
 
     @classmethod
-    def allocate(cls, prefill: int, decode: int, device: torch.device) -> Step:
+    def allocate(cls, prefill: int, decode: int, device: torch.device, keys: int) -> Step:
         long: dict[str, Any] = {"dtype": torch.long, "device": device}
         return cls(
             prefill,
             decode,
+            keys if prefill else 0,
             torch.zeros(prefill + decode, **long),
             torch.zeros(1, **long),
             torch.full((1,), max(prefill - 1, 0), **long),
@@ -131,9 +167,9 @@ class Transformer(torch.nn.Module):
         chunk_positions = step.start + torch.arange(p, device=step.tokens.device)
         positions = torch.cat((chunk_positions, step.row_positions))
         cos, sin = self.cos.index_select(0, positions), self.sin.index_select(0, positions)
-        chunk_mask = _additive(
-            torch.arange(cache.length, device=positions.device)[None, :] <= chunk_positions[:, None], cos.dtype
-        )
+        attended = step.keys
+        queries_mask = chunk_mask(attended, chunk_positions, step.start, cos.dtype)
+        slots = kv_slots(chunk_positions, step.start)
         row_mask = _additive(
             torch.arange(c.decode_context, device=positions.device)[None, :] <= step.row_positions[:, None], cos.dtype
         )
@@ -150,10 +186,15 @@ class Transformer(torch.nn.Module):
             v = v.view(-1, c.kv_heads, c.head_dim)
             parts = []
             if p:
-                cache.k[i].index_copy_(0, chunk_positions, k[:p])
-                cache.v[i].index_copy_(0, chunk_positions, v[:p])
+                cache.k[i].index_copy_(0, slots, k[:p])
+                cache.v[i].index_copy_(0, slots, v[:p])
                 parts.append(
-                    self._attend(q[:p].transpose(0, 1)[None], cache.k[i][None], cache.v[i][None], chunk_mask)[0]
+                    self._attend(
+                        q[:p].transpose(0, 1)[None],
+                        cache.k[i, :attended][None],
+                        cache.v[i, :attended][None],
+                        queries_mask,
+                    )[0]
                     .transpose(0, 1)
                     .reshape(p, -1)
                 )
@@ -176,9 +217,20 @@ class Transformer(torch.nn.Module):
         return _rms_norm(x.index_select(0, rows), self.final_norm, c.norm_eps) @ self.head.T
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """q: [batch, heads, queries, dim]; k, v token-major [batch, keys, kv_heads, dim]. Key/value
-        heads are repeated for their query group so the masked kernels (memory-efficient) apply."""
-        groups = self.config.heads // self.config.kv_heads
-        k = k.transpose(1, 2).repeat_interleave(groups, dim=1)
-        v = v.transpose(1, 2).repeat_interleave(groups, dim=1)
-        return attend(self.attention, q, k, v, mask)
+        return grouped_attention(self.attention, self.config.heads // self.config.kv_heads, q, k, v, mask)
+
+
+def grouped_attention(
+    kernel: str, groups: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """One layer's attention as a step runs it. q: [batch, heads, queries, dim]; k, v token-major
+    [batch, keys, kv_heads, dim]. Key/value heads are repeated for their query group so the masked
+    kernels (memory-efficient) apply."""
+    k = k.transpose(1, 2).repeat_interleave(groups, dim=1)
+    v = v.transpose(1, 2).repeat_interleave(groups, dim=1)
+    return attend(kernel, q, k, v, mask)
+
+
+def chunk_mask(keys: int, chunk_positions: torch.Tensor, start: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The additive mask of a chunk (its queries at `chunk_positions`) over the first `keys` slots."""
+    return _additive(visible(torch.arange(keys, device=chunk_positions.device), chunk_positions, start), dtype)

@@ -6,6 +6,7 @@ importing it, and so a boot too large for the device is refused before anything 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -96,8 +97,35 @@ PRESETS: dict[str, ModelConfig] = {
             decode_context=2048,
             dtype="bfloat16",
         ),
+        # Real models' shapes (weights seeded random: timing does not depend on them). Llama-2-7B has
+        # no GQA, so its KV cache is 512 KiB a token: decode rows hold 1024 positions each, which keeps
+        # a boot with 32 rows near 50 GiB (fits an 80 GB card as well as a 141 GB H200).
+        ModelConfig(
+            "llama-2-7b",
+            layers=32,
+            width=4096,
+            heads=32,
+            kv_heads=32,
+            head_dim=128,
+            ffn=11008,
+            vocab=32000,
+            context_tokens=16384,
+            decode_context=1024,
+            dtype="bfloat16",
+        ),
     )
 }
+# The same class with grouped-query attention (8 KV heads), a wider MLP and a 128k vocabulary.
+PRESETS["llama-3-8b"] = dataclasses.replace(
+    PRESETS["llama-2-7b"],
+    name="llama-3-8b",
+    kv_heads=8,
+    ffn=14336,
+    vocab=128256,
+    decode_context=2048,
+    rope_theta=500000.0,
+)
+GPU_CHECK_DEFAULT = "llama-2-7b"  # the preset whose published A100/H100 profiles the check is held against
 
 
 def get_preset(name: object, field: str = "preset") -> ModelConfig:

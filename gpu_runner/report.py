@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .events import shape_label
+from .published import table as published_table
 
 
 def _provenance(result: dict[str, Any]) -> str:
@@ -13,6 +14,17 @@ def _provenance(result: dict[str, Any]) -> str:
     cuda = f", CUDA {p['cuda']}" if p.get("cuda") else ""
     attention = f", attention {p['attention']['pinned']}" if p.get("attention") else ""
     return f"{p['device']}, {p['mode']}, {p['preset']} {p['dtype']}, torch {p['torch']}{cuda}{attention}"
+
+
+def _gpu_state(state: dict[str, Any] | None) -> str:
+    if not state:
+        return "not read"
+    throttle = state.get("throttle")
+    return (
+        f"SM {state.get('sm_mhz')} MHz (max {state.get('max_sm_mhz')}), {state.get('power_w')} of "
+        f"{state.get('power_limit_w')} W, {state.get('temperature_c')} C, {state.get('pstate')}, "
+        f"throttle {', '.join(throttle) if isinstance(throttle, list) else throttle}"
+    )
 
 
 def capture_text(result: dict[str, Any]) -> str:
@@ -23,6 +35,9 @@ def capture_text(result: dict[str, Any]) -> str:
         f"boot on {_provenance(result)}{disturbed}" + (f"; process {process}" if process else ""),
         f"{'shape':<18} {'median ms':>10} {'p10':>9} {'p90':>9} {'p90/p10':>8} {'samples':>8}",
     ]
+    state = result["provenance"].get("gpu_state")
+    if state and (state.get("before") or state.get("after")):
+        lines.insert(1, f"gpu before: {_gpu_state(state['before'])}; after: {_gpu_state(state['after'])}")
     for m in result["measurements"]:
         spread = m["p90_ms"] / m["p10_ms"] if m["p10_ms"] else float("inf")
         drift = f"  (drifted: x{m['drift_slowdown']:.2f} its undisturbed median)" if m.get("drifted") else ""
@@ -31,7 +46,19 @@ def capture_text(result: dict[str, Any]) -> str:
             f"{m['p90_ms']:>9.3f} {spread:>8.3f} {m['samples']:>8}{drift}"
         )
     for row in result.get("boot_spread", []):
-        lines.append(f"boots: {shape_label(row['prefill'], row['decode'])} medians max/min {row['max_over_min']:.3f}")
+        lines.append(
+            f"boots: {shape_label(row['prefill'], row['decode'])} medians max/min {row['max_over_min']:.3f}"
+            + ("" if row.get("met", True) else "  (ABOVE the bound)")
+        )
+    if result.get("profile", {}).get("published"):
+        lines.append(f"profile {result['profile']['name']} against the published Llama-2-7B passes (Vidur):")
+        lines += published_table(result["profile"]["published"])
+    if "boot_spread_verdict" in result:
+        v = result["boot_spread_verdict"]
+        lines.append(
+            f"boot-to-boot spread: worst {shape_label(v['worst']['prefill'], v['worst']['decode'])} "
+            f"x{v['worst']['max_over_min']:.3f}; {v['target']}: {'met' if v['met'] else 'MISSED'}"
+        )
     return "\n".join(lines)
 
 
@@ -72,6 +99,18 @@ def numerics_text(result: dict[str, Any]) -> str:
             f"{policy:<5} chunks {','.join(map(str, chunking['graphs']))} (padding {chunking['padded_tokens']}); "
             f"vs one-shot: {_compare(result['vs_one_shot'][policy])}; "
             f"run twice: {_compare(result['same_chunking_twice'][policy])}"
+        )
+    for policy, cache in result.get("kv_vs_one_shot", {}).items():
+        probe = result["causality"][policy]
+        seen = (
+            "nothing before it changed"
+            if probe["first_changed_position"] is None
+            else f"position {probe['first_changed_position']} CHANGED"
+        )
+        lines.append(
+            f"{policy:<5} KV cache vs one-shot: {cache['verdict']} (worst layer {cache['worst_layer']}: "
+            f"{cache['max_rel_diff']:.2g} of its largest, bound {t['cache_rel_diff']:g}); causality: token "
+            f"{probe['altered_position']} altered, {seen} ({probe['verdict']})"
         )
     lines.append(f"cost vs rule: {_compare(result['cost_vs_rule'])}")
     lines.append(

@@ -1,6 +1,7 @@
 """The GPU benchmark targets, computed where `scripts/gpu-check` and `bench/gpu_bench.py` both read
-them: measurement spread p90/p10 <= 1.05 per graph, graph replay faster than an eager launch per
-shape, and a boot (spawn to catalog) <= 60 s."""
+them: measurement spread p90/p10 <= 1.05 per graph, graph replay faster than an eager launch where
+the host bounds the cost (decode, mixed, small prefills) and no slower elsewhere, a boot (spawn to
+catalog) <= 60 s; and the bounds a TTFT's error sources are judged against."""
 
 from __future__ import annotations
 
@@ -8,8 +9,22 @@ import statistics
 from typing import Any
 
 SPREAD_TARGET = 1.05
+BOOT_SPREAD_TARGET = 1.03  # a graph's median, boot to boot (fresh processes): within 3 %
+HOST_BOUND = 0.02  # TTFT minus the launches' device time (launch gaps, sampling): at most 2 % of TTFT
+INTERACTION_BOUND = 0.03  # a sequence's launches against the same graphs timed alone: within 3 %
 BOOT_TARGET_S = 60.0
 SAMPLES = 10
+# Replay against eager launches: decidable only where the host's kernel launches bound the eager
+# cost. There a graph must be faster by more than the ~1 % noise; where the device bounds both
+# (the larger prefills, ratio 1.00 +/- 0.01), it need only be no slower than that noise.
+SMALL_PREFILL = 128
+FASTER = 1.02
+NO_SLOWER = 0.98
+
+
+def is_host_bound(prefill: int, decode: int) -> bool:
+    """Decode and mixed steps (a few tokens through every weight) and small prefills."""
+    return decode > 0 or prefill <= SMALL_PREFILL
 
 
 def spreads(capture: dict[str, Any]) -> list[dict[str, Any]]:
@@ -64,21 +79,97 @@ def verdicts(capture: dict[str, Any], launches: list[dict[str, Any]]) -> dict[st
     """Each target with its worst figure and whether it is met."""
     worst_spread = max(spreads(capture), key=lambda r: r["p90_over_p10"])
     slowest_boot = max(boot_seconds(capture))
-    least_gain = min(launches, key=lambda r: r["eager_over_replay"])
-    return {
+    host_bound = [r for r in launches if is_host_bound(r["prefill"], r["decode"])]
+    device_bound = [r for r in launches if not is_host_bound(r["prefill"], r["decode"])]
+    out: dict[str, Any] = {
         "spread": {
             "target": f"p90/p10 <= {SPREAD_TARGET} per graph",
             "worst": worst_spread,
             "met": worst_spread["p90_over_p10"] <= SPREAD_TARGET,
         },
-        "replay_faster": {
-            "target": "replay faster than eager per shape",
-            "worst": least_gain,
-            "met": least_gain["eager_over_replay"] > 1.0,
-        },
+    }
+    if host_bound:
+        least = min(host_bound, key=lambda r: r["eager_over_replay"])
+        out["replay_faster"] = {
+            "target": f"replay faster than eager (eager/replay >= {FASTER}) where the host bounds the cost: "
+            f"decode, mixed, prefill <= {SMALL_PREFILL}",
+            "worst": least,
+            "met": least["eager_over_replay"] >= FASTER,
+        }
+    if device_bound:
+        least = min(device_bound, key=lambda r: r["eager_over_replay"])
+        out["replay_no_slower"] = {
+            "target": f"replay no slower than eager (eager/replay >= {NO_SLOWER}) on the larger prefills",
+            "worst": least,
+            "met": least["eager_over_replay"] >= NO_SLOWER,
+        }
+    return {
+        **out,
         "boot_time": {
             "target": f"a boot <= {BOOT_TARGET_S:.0f} s",
             "worst_s": slowest_boot,
             "met": slowest_boot <= BOOT_TARGET_S,
         },
     }
+
+
+def error_split(arm: dict[str, Any]) -> list[dict[str, Any]]:
+    """TTFT minus the prediction, split by source so each can be judged on its own; the four rows
+    add up to it exactly. `drift`: the planning catalog's belief against this boot's undisturbed
+    medians; `prefix attention`: the chunks' real key buckets against the catalog's shortest one
+    (the catalog holds one duration per graph); `graph interaction`: the launches in sequence
+    against the same graphs timed alone; `host overhead`: wall clock against device time (gaps
+    between launches, the first token's sampling). Boot-to-boot spread needs several boots' catalogs
+    (`boot_to_boot`)."""
+    ttft, device, alone, table, predicted = (
+        arm[k] for k in ("ttft_ms", "launch_sum_ms", "alone_ms", "table_ms", "predicted_ms")
+    )
+    host, interaction = ttft - device, device - alone
+    return [
+        {
+            "source": "catalog drift",
+            "ms": table - predicted,
+            "pct": _pct(table - predicted, predicted),
+            "bound": None,
+            "note": "not bounded: the drift experiment's own effect",
+        },
+        {
+            "source": "prefix attention",
+            "ms": alone - table,
+            "pct": _pct(alone - table, table),
+            "bound": None,
+            "note": "not bounded: a real cost the catalog omits",
+        },
+        {
+            "source": "graph interaction",
+            "ms": interaction,
+            "pct": _pct(interaction, alone),
+            "bound": f"|launches in sequence - alone| <= {INTERACTION_BOUND:.0%} of alone",
+            "met": abs(interaction) <= INTERACTION_BOUND * alone,
+        },
+        {
+            "source": "host overhead",
+            "ms": host,
+            "pct": _pct(host, ttft),
+            "bound": f"TTFT - device time <= {HOST_BOUND:.0%} of TTFT",
+            "met": host <= HOST_BOUND * ttft,
+        },
+    ]
+
+
+def boot_to_boot(predicted_ms: list[float]) -> dict[str, Any]:
+    """One arm planned with each boot's own catalog: the spread of the predicted TTFTs, judged
+    against the per-graph bound (a plan adds graphs, so its spread should not exceed theirs)."""
+    ratio = max(predicted_ms) / min(predicted_ms)
+    return {
+        "source": "boot to boot",
+        "predicted_ms": predicted_ms,
+        "max_over_min": ratio,
+        "pct": 100.0 * (ratio - 1.0),
+        "bound": f"max/min of predicted TTFT over boots <= {BOOT_SPREAD_TARGET}",
+        "met": ratio <= BOOT_SPREAD_TARGET,
+    }
+
+
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole else float("nan")

@@ -60,7 +60,7 @@ def test_a_decode_row_appends_one_token_after_its_prefilled_prompt(boot):
     prompt = prompt_tokens(boot, 60, seed=7)
     execute(boot, plan("cost", CATALOG, Request(59)), prompt)
     boot.cache.hand_off(1, 59)
-    step = Step.allocate(0, 2, boot.device)
+    step = Step.allocate(0, 2, boot.device, 0)
     step.tokens[1] = prompt[59]
     step.row_positions[1] = 59
     decoded = boot.model(step, boot.cache)[1]

@@ -26,12 +26,17 @@ def test_chunkings_agree_with_the_one_shot_prefill_and_repeat_bitwise():
         conforms(event, NUMERICS.events)
     assert result["chunkings"]["cost"]["graphs"] != result["chunkings"]["rule"]["graphs"]
     assert result["reproducible"] and all(r["verdict"] == BITWISE for r in result["same_chunking_twice"].values())
-    assert result["tolerance"] == {"dtype": "float32", "max_rel_diff": 1e-4, "top_k": 5}
+    assert result["tolerance"] == {"dtype": "float32", "max_rel_diff": 1e-4, "cache_rel_diff": 1e-4, "top_k": 5}
+    for policy in ("cost", "rule"):  # the KV cache layer by layer, and the causality probe
+        assert result["kv_vs_one_shot"][policy]["verdict"] in (BITWISE, WITHIN)
+        assert len(result["kv_vs_one_shot"][policy]["layers"]) == 2
+        assert result["causality"][policy]["verdict"] == BITWISE
     for comparison in (*result["vs_one_shot"].values(), result["cost_vs_rule"]):
         assert comparison["verdict"] in (BITWISE, WITHIN) and comparison["max_rel_diff"] <= 1e-4
     assert result["ok"]
     text = NUMERICS.format_text(result)
     assert text.splitlines()[-2].startswith("reproducible") and "cost vs rule:" in text
+    assert "cost  KV cache vs one-shot: " in text and "nothing before it changed (bitwise identical)" in text
     assert text.splitlines()[-1] == "numerics: pass"
 
 
