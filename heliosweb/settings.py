@@ -97,6 +97,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "heliosweb.common.request_body.decoded_request_body",  # before the CSRF check reads a form body
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "heliosweb.telemetry.middleware.engine_token_scope",

@@ -45,9 +45,7 @@ urlpatterns = [
     path("api/recipes/<slug:name>/", recipes_api.RecipeDetailView.as_view(), name="api_recipe"),
     path("api/recipes/<slug:name>/rollback/", recipes_api.RecipeRollbackView.as_view(), name="api_recipe_rollback"),
     path("api/recipes/<slug:name>/policy", policy_poll.recipe_policy, name="api_recipe_policy"),
-    path(
-        "api/recipes/<slug:name>/telemetry/", telemetry_api.RecipeTelemetryView.as_view(), name="api_recipe_telemetry"
-    ),
+    path("api/recipes/<slug:name>/telemetry/", telemetry_api.recipe_telemetry, name="api_recipe_telemetry"),
     path("api/recipes/<slug:name>/boots/", catalogs_api.RecipeBootsView.as_view(), name="api_recipe_boots"),
     path("metrics", metrics_view, name="metrics"),
     path("api/schema/", SchemaView.as_view(), name="api_schema"),

@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from rest_framework.authtoken.models import Token
 
+from heliosweb.common.auth import bearer_token
 from heliosweb.common.broadcast import Message, subscribe
 from heliosweb.common.errors import NotFound
 
@@ -41,13 +42,13 @@ async def recipe_policy(request: HttpRequest, name: str) -> HttpResponse:
         if wait and known:
             async with subscribe(policy_topic(name)) as changes:  # before the read: nothing falls between
                 policy = await _read(name)
-                if _tag(policy) in known:
+                if _matches(policy, known):
                     policy = await _until_changed(name, changes, known, wait)
         else:
             policy = await _read(name)
     except NotFound as exc:
         return JsonResponse(exc.as_dict(), status=404)
-    if _tag(policy) in known:
+    if _matches(policy, known):
         response = HttpResponse(status=304)
     else:
         response = HttpResponse(json.dumps(policy), content_type="application/json")
@@ -66,10 +67,10 @@ async def _until_changed(name: str, changes: asyncio.Queue[Message], known: set[
             message = (await asyncio.wait_for(changes.get(), left)).data
         except TimeoutError:
             break
-        if message.get("type") == "policy" and _tag(message) in known:
+        if message.get("type") == "policy" and _matches(message, known):
             continue  # an announcement of the version the engine already has
         policy = await _read(name)  # the database is the source of truth (and answers a resync)
-        if _tag(policy) not in known:
+        if not _matches(policy, known):
             return policy
     return policy or await _read(name)
 
@@ -80,6 +81,12 @@ async def _read(name: str) -> dict[str, Any]:
 
 def _tag(policy: dict[str, Any]) -> str:
     return f'"v{policy["version"]}"'
+
+
+def _matches(policy: dict[str, Any], known: set[str]) -> bool:
+    """Whether If-None-Match names this version; `*` names any (RFC 9110 13.1.2: 304 while the
+    recipe has a policy at all, and a long-poll with it waits out its deadline)."""
+    return "*" in known or _tag(policy) in known
 
 
 def _versions(header: str) -> set[str]:
@@ -105,10 +112,10 @@ async def _authenticated(request: HttpRequest) -> bool:
         return True
     if (await request.auser()).is_authenticated:
         return True
-    keyword, _, key = request.headers.get("Authorization", "").partition(" ")
-    if keyword != "Bearer" or not key:
+    key = bearer_token(request.headers.get("Authorization", ""))
+    if not key:
         return False
-    return await Token.objects.filter(key=key.strip(), user__is_active=True).aexists()
+    return await Token.objects.filter(key=key, user__is_active=True).aexists()
 
 
 def _error(status: int, field: str, message: str) -> JsonResponse:

@@ -25,6 +25,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from heliosweb.celery import QUEUES
+from heliosweb.common.auth import bearer_token
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.models import PolicySetting
 
@@ -103,6 +104,6 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 def _allowed(request: HttpRequest) -> bool:
     token = settings.HELIOS_METRICS_TOKEN
     if token:
-        keyword, _, given = request.headers.get("Authorization", "").partition(" ")
-        return keyword == "Bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+        given = bearer_token(request.headers.get("Authorization", ""))
+        return given is not None and hmac.compare_digest(given.encode(), token.encode())
     return request.META.get("REMOTE_ADDR", "") in settings.HELIOS_METRICS_ALLOW
