@@ -12,31 +12,11 @@ from __future__ import annotations
 
 import io
 import zlib
-from collections.abc import Awaitable, Callable
 
-from asgiref.sync import iscoroutinefunction
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.utils.decorators import sync_and_async_middleware
+from django.http import HttpRequest, JsonResponse
 
-Handler = Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
-
-
-@sync_and_async_middleware
-def decoded_request_body(get_response: Handler) -> Handler:
-    if iscoroutinefunction(get_response):
-
-        async def async_middleware(request: HttpRequest) -> HttpResponse:
-            refusal = _decode(request)
-            return refusal if refusal is not None else await get_response(request)  # type: ignore[misc]
-
-        return async_middleware
-
-    def middleware(request: HttpRequest) -> HttpResponse:
-        refusal = _decode(request)
-        return refusal if refusal is not None else get_response(request)  # type: ignore[return-value]
-
-    return middleware
+from .gate import gate
 
 
 def _decode(request: HttpRequest) -> JsonResponse | None:
@@ -81,6 +61,9 @@ def gunzip(data: bytes, limit: int) -> bytes:
             raise ValueError("is not valid gzip (it ends early)")
         data = decompressor.unused_data
     return bytes(out)
+
+
+decoded_request_body = gate(_decode)  # in MIDDLEWARE before the CSRF check
 
 
 def _refuse(status: int, field: str, message: str) -> JsonResponse:
