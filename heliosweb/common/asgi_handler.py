@@ -80,7 +80,10 @@ class HeliosASGIHandler(ASGIHandler):
 
     def _serve_in_lane(self, request: HttpRequest) -> HttpResponseBase:
         _close_unusable()
-        return self._in_lane.get_response(request)
+        response = self._in_lane.get_response(request)
+        if response.status_code >= 500:
+            connections.close_all()  # whatever failed may have broken a connection: the next request opens anew
+        return response
 
 
 def _lane_for(path_info: str) -> ThreadPoolExecutor | None:
