@@ -34,11 +34,13 @@ import inspect
 import json
 import time
 from io import BytesIO
-from typing import Any
+from typing import Any, cast
 
 import autobahn.util
 from daphne.http_protocol import HTTPFactory, WebRequest
 from django.conf import settings
+from twisted.internet.protocol import connectionDone
+from twisted.python.failure import Failure
 from twisted.web.http import HTTPChannel, Request
 
 
@@ -55,7 +57,7 @@ def apply() -> None:
         "twisted.web.http.Request(parsePOSTFormSubmission=)",
     )
     autobahn.util._HAS_CLICK = False
-    WebRequest.gotLength = _body_in_memory  # type: ignore[method-assign]
+    WebRequest.gotLength = _body_in_memory
     HTTPFactory.protocol = BoundedHTTPChannel  # daphne builds each connection's channel from it
 
 
@@ -117,7 +119,7 @@ class BoundedHTTPChannel(HTTPChannel):
         self._disarm()
         super().allContentReceived()
 
-    def connectionLost(self, reason: Any) -> None:
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         self._disarm()
         super().connectionLost(reason)
 
@@ -149,8 +151,7 @@ class BoundedHTTPChannel(HTTPChannel):
         self._closing = True
         body = json.dumps({"error": message, "field": field}).encode()
         reason = {408: b"Request Timeout", 413: b"Content Too Large"}[status]
-        assert self.transport is not None
-        self.transport.write(
+        cast(Any, self.transport).write(
             b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
             b"X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n%s" % (status, reason, len(body), body)
         )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any, TypeVar
 
@@ -62,7 +62,7 @@ class HeliosASGIHandler(ASGIHandler):
             return
         await super().__call__(scope, receive, send)
 
-    def create_request(self, scope: dict[str, Any], body_file: IO[bytes]) -> Any:
+    def create_request(self, scope: Mapping[str, Any], body_file: IO[bytes]) -> Any:
         request, error = super().create_request(scope, body_file)
         if request is not None and "CONTENT_LENGTH" not in request.META:
             request.META["CONTENT_LENGTH"] = str(_size(body_file))

@@ -22,7 +22,7 @@ def gate(check: Callable[[HttpRequest], HttpResponse | None]) -> Callable[[Handl
 
             async def async_middleware(request: HttpRequest) -> HttpResponse:
                 answer = check(request)
-                return answer if answer is not None else await get_response(request)  # type: ignore[misc]
+                return answer if answer is not None else await get_response(request)
 
             return async_middleware
 

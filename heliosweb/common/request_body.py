@@ -34,8 +34,8 @@ def _decode(request: HttpRequest) -> JsonResponse | None:
         body = gunzip(compressed, limit)
     except ValueError as exc:
         return _refuse(413 if isinstance(exc, TooLargeDecompressed) else 400, "body", str(exc))
-    request._stream = io.BytesIO(body)  # type: ignore[attr-defined]  # what request.read() reads
-    request._read_started = False
+    request._stream = io.BytesIO(body)  # what request.read() reads
+    request._read_started = False  # type: ignore[attr-defined]
     request.META["CONTENT_LENGTH"] = str(len(body))
     del request.META["HTTP_CONTENT_ENCODING"]
     return None
