@@ -15,14 +15,12 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Permission
-from django.core.management import call_command
 from django.test import Client
 
 from heliosweb.devtool import free_port
@@ -30,11 +28,13 @@ from heliosweb.recipes.models import Recipe
 from heliosweb.stack import web_cmd
 from heliosweb.telemetry.models import TelemetryBatch
 
+from . import test_request_pipeline as pipeline
 from .conftest import ROOT, stop, use_redis, wait_until
 from .test_telemetry import launch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
+engine, user_token = pipeline.engine, pipeline.user_token  # the fixtures: an engine's and a maintainer's token
 HEADER_S, BODY_S, MIN_RATE = 2, 3, 1000  # the web server's read timeouts in these tests
 TELEMETRY = "/api/recipes/tiny-cpu/telemetry/"
 
@@ -105,20 +105,6 @@ def web(_stack_session: Any, transactional_db: None, settings: Any, tmp_path: Pa
     finally:
         stop(proc, 10)
         print(log.read_text()[-5000:])
-
-
-@pytest.fixture
-def engine(recipe: Any) -> str:
-    out = StringIO()
-    call_command("create_api_token", engine="eng-1", recipes="tiny-cpu", stdout=out)
-    return out.getvalue().strip()
-
-
-@pytest.fixture
-def user_token(maintainer: Any) -> str:
-    out = StringIO()
-    call_command("create_api_token", maintainer.username, stdout=out)
-    return out.getvalue().strip().split()[-1]
 
 
 def request(method: str, path: str, headers: list[tuple[str, str]], body: bytes = b"", chunked: bool = False) -> bytes:
