@@ -175,9 +175,12 @@ def test_headers_sent_a_line_a_second_are_timed_out(web):
 def test_a_request_line_sent_a_byte_a_second_is_answered_408_when_its_time_is_up(web):
     with socket.create_connection(("127.0.0.1", web.port), timeout=20) as s:
         start = time.monotonic()
-        for byte in b"GET /api/kinds/ HT"[: HEADER_S + 2]:
-            s.sendall(bytes([byte]))
-            time.sleep(1)
+        try:
+            for byte in b"GET /api/kinds/ HT"[: HEADER_S + 2]:
+                s.sendall(bytes([byte]))
+                time.sleep(1)
+        except ConnectionError:
+            pass  # the server answered and closed while the line was still coming
         status, headers, body = read_answer(s)
         assert (status, json.loads(body)["field"]) == (408, "headers")
         assert headers["connection"] == "close" and s.recv(1) == b""
