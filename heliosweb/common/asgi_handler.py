@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -66,8 +67,9 @@ class HeliosASGIHandler(ASGIHandler):
         executor = _lane_for(request.path_info)
         if executor is None:
             return await super().run_get_response(request)
+        context = contextvars.copy_context()  # the script prefix and the like, as sync_to_async would carry
         response = await asyncio.get_running_loop().run_in_executor(
-            executor, functools.partial(self._serve_in_lane, request)
+            executor, functools.partial(context.run, self._serve_in_lane, request)
         )
         response._handler_class = self.__class__  # type: ignore[attr-defined]  # as Django's own does
         return response
