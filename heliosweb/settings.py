@@ -15,6 +15,7 @@ from pathlib import Path
 
 import dj_database_url
 import plotly
+from django.core.exceptions import ImproperlyConfigured
 
 from heliosweb.common.processes import DEFAULT_DRAIN_SECONDS
 
@@ -292,6 +293,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry ba
 HELIOS_HTTP_HEADER_TIMEOUT = env_int("HELIOS_HTTP_HEADER_TIMEOUT", 10)
 HELIOS_HTTP_BODY_TIMEOUT = env_int("HELIOS_HTTP_BODY_TIMEOUT", 20)
 HELIOS_HTTP_BODY_MIN_RATE = env_int("HELIOS_HTTP_BODY_MIN_RATE", 10_000)
+for _name in ("HELIOS_HTTP_HEADER_TIMEOUT", "HELIOS_HTTP_BODY_TIMEOUT", "HELIOS_HTTP_BODY_MIN_RATE"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be a positive integer, got {globals()[_name]}")
 
 # --- Limits and throttles ---------------------------------------------------------------
 HELIOS_MAX_QUEUED_JOBS_PER_USER = env_int("HELIOS_MAX_QUEUED_JOBS_PER_USER", 20)
