@@ -12,9 +12,13 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "heliosweb.settings")
 
-from django.core.asgi import get_asgi_application
+import django
 
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
+
+from heliosweb.common.asgi_handler import HeliosASGIHandler  # noqa: E402
+
+django_asgi_app = HeliosASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
@@ -22,11 +26,10 @@ from heliosweb import server_tuning  # noqa: E402
 from heliosweb.common.origins import SameOriginValidator  # noqa: E402
 from heliosweb.common.socket_sessions import session_auth_stack  # noqa: E402
 from heliosweb.routing import websocket_urlpatterns  # noqa: E402
-from heliosweb.telemetry.fast_path import EngineTelemetryFastPath  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": EngineTelemetryFastPath(django_asgi_app),  # engines' telemetry posts skip Django's cycle
+        "http": django_asgi_app,
         "websocket": SameOriginValidator(session_auth_stack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import dj_database_url
 import plotly
+from django.core.exceptions import ImproperlyConfigured
 
 from heliosweb.common.processes import DEFAULT_DRAIN_SECONDS
 
@@ -93,11 +94,13 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",  # first: its headers (nosniff) cover static files too
+    "heliosweb.common.http_errors.api_host_check",  # a bad Host under /api/: JSON, DEBUG or not
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "heliosweb.common.query_text.refuse_unstorable_query",  # a NUL in a query string: 400, before any view
+    "heliosweb.common.request_body.decoded_request_body",  # before the CSRF check reads a form body
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "heliosweb.telemetry.middleware.engine_token_scope",
@@ -290,6 +293,14 @@ HELIOS_ENGINE_API_URL = os.environ.get("HELIOS_ENGINE_API_URL", "http://127.0.0.
 HELIOS_METRICS_TOKEN = os.environ.get("HELIOS_METRICS_TOKEN", "")
 HELIOS_METRICS_ALLOW = env_list("HELIOS_METRICS_ALLOW", ["127.0.0.1", "::1"])
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry batch (5 MB) and its headers
+# Slow clients (heliosweb.server_tuning, in daphne): a request's line and headers within this many
+# seconds of its first byte; its body within HELIOS_HTTP_BODY_TIMEOUT s plus 1 s per MIN_RATE bytes.
+HELIOS_HTTP_HEADER_TIMEOUT = env_int("HELIOS_HTTP_HEADER_TIMEOUT", 10)
+HELIOS_HTTP_BODY_TIMEOUT = env_int("HELIOS_HTTP_BODY_TIMEOUT", 20)
+HELIOS_HTTP_BODY_MIN_RATE = env_int("HELIOS_HTTP_BODY_MIN_RATE", 10_000)
+for _name in ("HELIOS_HTTP_HEADER_TIMEOUT", "HELIOS_HTTP_BODY_TIMEOUT", "HELIOS_HTTP_BODY_MIN_RATE"):
+    if globals()[_name] <= 0:
+        raise ImproperlyConfigured(f"{_name} must be a positive integer, got {globals()[_name]}")
 
 # --- Limits and throttles ---------------------------------------------------------------
 HELIOS_MAX_QUEUED_JOBS_PER_USER = env_int("HELIOS_MAX_QUEUED_JOBS_PER_USER", 20)

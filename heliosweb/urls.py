@@ -46,9 +46,7 @@ urlpatterns = [
     path("api/recipes/<slug:name>/", recipes_api.RecipeDetailView.as_view(), name="api_recipe"),
     path("api/recipes/<slug:name>/rollback/", recipes_api.RecipeRollbackView.as_view(), name="api_recipe_rollback"),
     path("api/recipes/<slug:name>/policy", policy_poll.recipe_policy, name="api_recipe_policy"),
-    path(
-        "api/recipes/<slug:name>/telemetry/", telemetry_api.RecipeTelemetryView.as_view(), name="api_recipe_telemetry"
-    ),
+    path("api/recipes/<slug:name>/telemetry/", telemetry_api.recipe_telemetry, name="api_recipe_telemetry"),
     path(
         "api/recipes/<slug:name>/telemetry/trace.json",
         figures_api.TelemetryTraceView.as_view(),

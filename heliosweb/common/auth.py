@@ -47,6 +47,18 @@ class TokenFailureThrottle(SimpleRateThrottle):
         self.cache.set(self.key, self.history, self.duration)
 
 
+def bearer_token(authorization: str) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, the scheme in any case (RFC 9110
+    11.1: `bearer`, `BEARER`); "" when the scheme is Bearer but no single token follows; None for
+    no header or another scheme. The one reading of the header: the API's token authentication,
+    the engine-token scope, the policy read and /metrics all call it."""
+    scheme, _, credentials = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    token = credentials.strip()
+    return "" if not token or any(c.isspace() for c in token) else token
+
+
 class BearerTokenAuthentication(TokenAuthentication):
     """`Authorization: Bearer <token>`; tokens come from `manage.py create_api_token <username>`
     (or the admin), shown once; the token presented is hashed and looked up by its stored key.
@@ -59,13 +71,16 @@ class BearerTokenAuthentication(TokenAuthentication):
         return super().authenticate_credentials(user_token_key(key))
 
     def authenticate(self, request: Request) -> Any:
-        if not request.META.get("HTTP_AUTHORIZATION", "").startswith(self.keyword):
+        token = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
+        if token is None:
             return None  # no token offered: the session decides
         throttle = TokenFailureThrottle(request)
         if throttle.exhausted():
             raise Throttled(wait=throttle.wait(), detail="too many failed token attempts from this address")
         try:
-            return super().authenticate(request)
+            if not token:
+                raise AuthenticationFailed("send one token: Authorization: Bearer <token>")
+            return self.authenticate_credentials(token)
         except AuthenticationFailed:
             throttle.record()
             raise
@@ -78,6 +93,11 @@ class EngineAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[Any, None] | None:
         engine = getattr(request._request, "engine", None)
         return None if engine is None else (engine, None)
+
+    def authenticate_header(self, request: Request) -> str:
+        """Listed first, it decides the answer to no credentials: 401 with this challenge (DRF
+        answers 403 when the first class offers none)."""
+        return 'Bearer realm="api"'
 
 
 class EngineAuthenticationScheme(OpenApiAuthenticationExtension):

@@ -8,12 +8,14 @@ body too large for Django's form parser, a crash in a plain view), in production
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views import csrf, defaults
+from django.views.decorators.csrf import csrf_exempt
 
 from .errors import internal_error
+from .gate import gate
 
 JSON_ONLY = "the API reads JSON bodies only (Content-Type: application/json)"
 
@@ -22,9 +24,24 @@ def _api(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
 
+@csrf_exempt  # a token POST to a path no route names is a 404, not a CSRF refusal: nothing here acts
 def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
     """Every /api/ path no route names, in development and production alike."""
     return JsonResponse({"error": f"no API endpoint {request.path}", "field": "path"}, status=404)
+
+
+def _host_refused(request: HttpRequest) -> JsonResponse | None:
+    """A Host that ALLOWED_HOSTS refuses, under /api/: the JSON 400 `field: "host"` in development
+    too (with DEBUG on, Django answers it with its HTML debug page before `handler400` is asked)."""
+    if _api(request):
+        try:
+            request.get_host()
+        except DisallowedHost as exc:
+            return JsonResponse({"error": str(exc), "field": "host"}, status=400)
+    return None
+
+
+api_host_check = gate(_host_refused)  # in MIDDLEWARE right after SecurityMiddleware
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -33,6 +50,8 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if isinstance(exception, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return JsonResponse({"error": f"body: is over {limit:,} bytes", "field": "body"}, status=413)
+    if isinstance(exception, DisallowedHost):
+        return JsonResponse({"error": str(exception), "field": "host"}, status=400)
     if isinstance(exception, MultiPartParserError):  # read by Django before any API view (the CSRF check)
         return JsonResponse(
             {"error": f"{JSON_ONLY}; this multipart body is unreadable ({exception})", "field": "content_type"},

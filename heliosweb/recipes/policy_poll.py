@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from rest_framework.authtoken.models import Token
 
+from heliosweb.common.auth import bearer_token
 from heliosweb.common.broadcast import Message, subscribe
 from heliosweb.common.errors import NotFound
 from heliosweb.common.tokens import user_token_key
@@ -43,13 +44,13 @@ async def recipe_policy(request: HttpRequest, name: str) -> HttpResponse:
         if wait and known:
             async with subscribe(policy_topic(name)) as changes:  # before the read: nothing falls between
                 policy = await _read(name)
-                if _tag(policy) in known:
+                if _matches(policy, known):
                     policy = await _until_changed(name, changes, known, wait)
         else:
             policy = await _read(name)
     except NotFound as exc:
         return JsonResponse(exc.as_dict(), status=404)
-    if _tag(policy) in known:
+    if _matches(policy, known):
         response = HttpResponse(status=304)
     else:
         response = HttpResponse(json.dumps(policy), content_type="application/json")
@@ -69,10 +70,10 @@ async def _until_changed(name: str, changes: asyncio.Queue[Message], known: set[
         except TimeoutError:
             break
         announced = message.get("version") if message.get("type") == "policy" else None
-        if announced is not None and _tag(message) in known:
+        if announced is not None and _matches(message, known):
             continue  # an announcement of the version the engine already has
         policy = await _read_after(name, announced)  # the database is the source of truth (and answers a resync)
-        if _tag(policy) not in known:
+        if not _matches(policy, known):
             return policy
     return policy or await _read(name)
 
@@ -104,6 +105,12 @@ def _tag(policy: dict[str, Any]) -> str:
     return f'"v{policy["version"]}"'
 
 
+def _matches(policy: dict[str, Any], known: set[str]) -> bool:
+    """Whether If-None-Match names this version; `*` names any (RFC 9110 13.1.2: 304 while the
+    recipe has a policy at all, and a long-poll with it waits out its deadline)."""
+    return "*" in known or _tag(policy) in known
+
+
 def _versions(header: str) -> set[str]:
     """The entity tags an If-None-Match header lists (weak ones compare equal, as RFC 9110 says for GET)."""
     return {t.strip().removeprefix("W/") for t in header.split(",") if t.strip()}
@@ -126,10 +133,10 @@ async def _authenticated(request: HttpRequest) -> bool:
         return True
     if (await request.auser()).is_authenticated:
         return True
-    keyword, _, key = request.headers.get("Authorization", "").partition(" ")
-    if keyword != "Bearer" or not key:
+    key = bearer_token(request.headers.get("Authorization", ""))
+    if not key:
         return False
-    return await Token.objects.filter(key=user_token_key(key.strip()), user__is_active=True).aexists()
+    return await Token.objects.filter(key=user_token_key(key), user__is_active=True).aexists()
 
 
 def _error(status: int, field: str, message: str) -> JsonResponse:

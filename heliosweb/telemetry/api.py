@@ -1,4 +1,8 @@
-"""`POST /api/recipes/<name>/telemetry/`: one batch from one engine (thin: the service validates and stores)."""
+"""`POST /api/recipes/<name>/telemetry/`: one batch from one engine (thin: the service validates and stores).
+
+Served in one kept thread per web process (`common.asgi_handler.kept_thread`), middleware and all, so
+a batch reuses that thread's database connection; batches are one at a time anyway
+(`services.telemetry_turn`)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from heliosweb.common.api import ERROR
+from heliosweb.common.asgi_handler import kept_thread
 from heliosweb.common.auth import BearerTokenAuthentication, EngineAuthentication
 from heliosweb.recipes.selectors import recipe_get
 from scheduler_core.errors import InvalidInput
@@ -75,3 +80,6 @@ class RecipeTelemetryView(APIView):
         return Response(
             services.batch_receipt(batch, created), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
+
+
+recipe_telemetry = kept_thread(RecipeTelemetryView.as_view(), "telemetry-ingest")

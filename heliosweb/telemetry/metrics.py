@@ -27,6 +27,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from heliosweb.celery import QUEUES
+from heliosweb.common.auth import bearer_token
 from heliosweb.common.clients import client_ip
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.models import PolicySetting
@@ -110,8 +111,8 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 def _allowed(request: HttpRequest) -> bool:
     token = settings.HELIOS_METRICS_TOKEN
     if token:
-        keyword, _, given = request.headers.get("Authorization", "").partition(" ")
-        return keyword == "Bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+        given = bearer_token(request.headers.get("Authorization", ""))
+        return given is not None and hmac.compare_digest(given.encode(), token.encode())
     if not settings.HELIOS_TRUSTED_PROXIES and any(h in request.META for h in FORWARDED_HEADERS):
         return False  # a proxy forwarded it (whoever sent it), and no proxy is trusted to say who
     return client_ip(request) in settings.HELIOS_METRICS_ALLOW

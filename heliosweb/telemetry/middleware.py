@@ -12,11 +12,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 from django.utils.decorators import sync_and_async_middleware
 
+from heliosweb.common.auth import bearer_token
+
 from .models import TOKEN_PREFIX
 from .selectors import engine_grant_get
 
 ENGINE_ROUTES = frozenset({"api_recipe_policy", "api_recipe_telemetry"})
-_BEARER = "Bearer " + TOKEN_PREFIX
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,10 @@ class Engine:
 
 
 def engine_token_in(authorization: str) -> str | None:
-    """The engine token an `Authorization` header carries (`Bearer heng_...`), or None: the one
-    reading of it, for this middleware and the telemetry fast path alike."""
-    return authorization[len("Bearer ") :].strip() if authorization.startswith(_BEARER) else None
+    """The engine token an `Authorization` header carries (`Bearer heng_...`, the scheme in any
+    case), or None."""
+    token = bearer_token(authorization)
+    return token if token and token.startswith(TOKEN_PREFIX) else None
 
 
 @sync_and_async_middleware

@@ -1,25 +1,104 @@
-"""What `heliosweb.server_tuning` switches in daphne's libraries when the ASGI application loads."""
+"""What `heliosweb.server_tuning` changes in daphne's libraries, checked by behaviour (each test fails
+if an upgrade of Twisted or autobahn undid its change), and `apply()` refusing to start when a hook
+it uses is gone. The read timeouts and body bounds are checked through a real daphne in
+`test_http_server.py`."""
 
 from __future__ import annotations
 
 from io import BytesIO
-from types import SimpleNamespace
+from typing import Any
 
 import autobahn.util
-from daphne.http_protocol import WebRequest
+import pytest
+from daphne.http_protocol import HTTPFactory, WebRequest
 from django.conf import settings
+from twisted.internet.task import Clock
+from twisted.internet.testing import StringTransport
+from twisted.web.http import HTTPChannel, Request
 
 import heliosweb.asgi  # noqa: F401  (loading it applies the tuning, as in daphne)
+from heliosweb import server_tuning
+from heliosweb.server_tuning import BoundedHTTPChannel
+
+SEEN: list[tuple[Any, dict[bytes, list[bytes]], bytes]] = []
 
 
-def test_request_bodies_up_to_djangos_limit_stay_in_memory_and_larger_ones_go_to_a_file():
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    request = SimpleNamespace()
-    for length, in_memory in ((180_000, True), (limit, True), (limit + 1, False), (None, False)):
-        WebRequest.gotLength(request, length)
-        assert isinstance(request.content, BytesIO) is in_memory, length
-        request.content.close()
+class Seen(WebRequest):
+    """daphne's request as Twisted hands it over, recorded instead of sent to the application."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        Request.__init__(self, *args, **kwargs)  # not daphne's own: no server to register with
+
+    def process(self) -> None:
+        SEEN.append((self.content, dict(self.args), self.content.read()))
 
 
-def test_autobahn_does_not_colour_its_debug_lines():
-    assert autobahn.util._HAS_CLICK is False
+def serve(data: bytes) -> tuple[Any, StringTransport]:
+    """`data` through a fresh channel as daphne builds it; what the request saw and what was answered."""
+    SEEN.clear()
+    channel = HTTPFactory.protocol()
+    channel.requestFactory = Seen
+    channel.callLater = Clock().callLater
+    transport = StringTransport()
+    channel.makeConnection(transport)
+    channel.dataReceived(data)
+    return (SEEN[0] if SEEN else None), transport
+
+
+def post(body: bytes, content_type: bytes = b"application/json") -> bytes:
+    return b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s" % (
+        content_type,
+        len(body),
+        body,
+    )
+
+
+def test_daphne_builds_the_bounded_channel():
+    assert HTTPFactory.protocol is BoundedHTTPChannel and issubclass(BoundedHTTPChannel, HTTPChannel)
+
+
+@pytest.mark.parametrize("size", [180_000, settings.DATA_UPLOAD_MAX_MEMORY_SIZE])
+def test_a_body_up_to_djangos_limit_reaches_daphne_in_memory_whole(size):
+    seen, _ = serve(post(b"x" * size))
+    assert seen is not None
+    content, _, body = seen
+    assert isinstance(content, BytesIO) and len(body) == size  # Twisted alone spools >= 100,000 bytes to a file
+
+
+def test_form_bodies_are_left_to_django_even_a_multipart_one_twisted_cannot_parse():
+    seen, transport = serve(post(b"a=1&b=2", b"application/x-www-form-urlencoded"))
+    assert seen is not None and seen[1] == {} and seen[2] == b"a=1&b=2"
+    seen, transport = serve(post(b"--x\r\n", b"multipart/form-data"))  # no boundary
+    assert seen is not None and seen[2] == b"--x\r\n"
+    assert transport.value() == b""  # Twisted would have written its bare "400 Bad Request" here
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_any_body_is_read():
+    _, transport = serve(b"POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 18446744073709551616\r\n\r\n{")
+    assert transport.value().startswith(b"HTTP/1.1 413 ") and b'"field": "body"' in transport.value()
+    assert SEEN == [] and transport.disconnecting
+
+
+def test_autobahn_writes_its_debug_lines_without_colour_codes():
+    assert autobahn.util.hl("frame sent", bold=True, color="red") == "frame sent"
+
+
+@pytest.mark.parametrize(
+    ("owner", "name", "hook"),
+    [
+        (autobahn.util, "_HAS_CLICK", "autobahn.util._HAS_CLICK"),
+        (HTTPChannel, "allHeadersReceived", "HTTPChannel.allHeadersReceived"),
+        (HTTPChannel, "rawDataReceived", "HTTPChannel.rawDataReceived"),
+        (Request, "gotLength", "Request.gotLength"),
+    ],
+)
+def test_apply_refuses_to_start_when_a_hook_it_uses_is_gone(monkeypatch, owner, name, hook):
+    monkeypatch.delattr(owner, name)
+    with pytest.raises(RuntimeError, match=hook.replace(".", r"\.")):
+        server_tuning.apply()
+
+
+def test_apply_refuses_to_start_when_twisted_no_longer_takes_parse_post_form_submission(monkeypatch):
+    monkeypatch.setattr(Request, "__init__", lambda self, channel, queued=None: None)
+    with pytest.raises(RuntimeError, match="parsePOSTFormSubmission"):
+        server_tuning.apply()
