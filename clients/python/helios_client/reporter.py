@@ -52,8 +52,8 @@ class _Sealed:
 class TelemetryReporter:
     """Posts telemetry for one engine and one recipe (see the module's docstring).
 
-    `gzip` compresses each body (`Content-Encoding: gzip`); leave it off for a server that does
-    not read compressed bodies yet. `validate` checks each record against `helios_client.records`
+    `gzip` (on by default) compresses each body (`Content-Encoding: gzip`, which the server reads
+    bounded after decompression); turn it off for a server older than that. `validate` checks each record against `helios_client.records`
     in `add`, raising ValueError naming the field (a bug in the engine's mapping), so a bad record
     never costs a whole batch at the server.
     """
@@ -69,7 +69,7 @@ class TelemetryReporter:
         batch_records: int = 1_000,
         interval_s: float = 0.5,
         max_queued_records: int = 100_000,
-        gzip: bool = False,
+        gzip: bool = True,
         boot: int | None = None,
         backoff: Backoff = DEFAULT_BACKOFF,
         timeout_s: float = 30.0,
