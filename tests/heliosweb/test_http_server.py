@@ -30,7 +30,8 @@ from heliosweb.telemetry.models import TelemetryBatch
 
 from . import test_request_pipeline as pipeline
 from .conftest import ROOT, stop, use_redis, wait_until
-from .test_telemetry import launch
+from .telemetry_records import body as batch_body
+from .telemetry_records import launch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -122,7 +123,7 @@ def request(method: str, path: str, headers: list[tuple[str, str]], body: bytes 
 
 
 def batch(n: int) -> bytes:
-    return json.dumps({"engine": "eng-1", "batch": n, "records": [launch(n)]}).encode()
+    return json.dumps(batch_body([launch(n)], batch=n)).encode()
 
 
 # --- chunked bodies -----------------------------------------------------------------------------

@@ -27,7 +27,8 @@ from heliosweb.common.request_body import gunzip
 from heliosweb.telemetry import api as telemetry_api
 from heliosweb.telemetry.models import TelemetryBatch
 
-from .test_telemetry import launch
+from .telemetry_records import body as batch_body
+from .telemetry_records import launch
 
 PATH = "/api/recipes/tiny-cpu/telemetry/"
 LANE = lane_of(telemetry_api.recipe_telemetry)
@@ -48,7 +49,7 @@ def user_token(maintainer: Any) -> str:
 
 
 def body(n: int) -> bytes:
-    return json.dumps({"engine": "eng-1", "batch": n, "records": [launch(n)]}).encode()
+    return json.dumps(batch_body([launch(n)], batch=n)).encode()
 
 
 async def post(app: Any, data: bytes, token: str, *extra: tuple[bytes, bytes]) -> dict[str, Any]:
