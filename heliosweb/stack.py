@@ -66,6 +66,17 @@ def celery_worker_cmd(
     return cmd
 
 
+def celery_beat_cmd(var: Path) -> list[str]:
+    """Beat on its own: supervised apart from any worker, so a killed worker leaves no orphan beat
+    beside the new one, and a killed beat is restarted. Its pid file refuses a second beat of this
+    stack while one runs (whatever started it)."""
+    run = var / "run"
+    return [
+        *(PY, "-m", "celery", "-A", "heliosweb", "beat", "--loglevel=INFO"),
+        *("--schedule", str(var / "celerybeat-schedule"), "--pidfile", str(run / "celerybeat.pid")),
+    ]
+
+
 LISTEN_BACKLOG = 1024  # Twisted's default of 50 resets connections when hundreds of pages (re)connect at once
 WS_CONNECT_TIMEOUT_S = 30  # daphne's default 5 s dropped handshakes queued behind a burst of reconnects
 
@@ -80,12 +91,13 @@ def web_cmd(host: str, port: int, application: str = "heliosweb.asgi:application
 
 
 def programs(*, var: Path, host: str, port: int, redis_cmd: list[str] | None) -> list[Program]:
-    """The stack: Redis (unless REDIS_URL names another), a maintenance worker that also runs beat
-    (the reaper never waits behind a job), the job workers, the web server."""
+    """The stack: Redis (unless REDIS_URL names another), beat, a maintenance worker (the reaper
+    never waits behind a job), the job workers, the web server."""
     drain = drain_seconds()
     job_stop_wait = drain + 30  # time to notice the stop at the job's next event, then exit
     found = [
-        Program("worker-maint", celery_worker_cmd("maint", beat_schedule=var / "celerybeat-schedule"), 20),
+        Program("worker-maint", celery_worker_cmd("maint"), 20),
+        Program("beat", celery_beat_cmd(var), 25),
         Program("worker-sim", celery_worker_cmd("sim", concurrency=sim_concurrency()), 30, job_stop_wait),
         Program("worker-sim-long", celery_worker_cmd("sim_long"), 30, job_stop_wait),
         Program("worker-gpu", celery_worker_cmd("gpu"), 30, job_stop_wait),

@@ -120,7 +120,8 @@ class EventPump:
             return
         close_old_connections()
         try:
-            if not stored(lambda: self._store(batch, progress), what=f"{len(batch)} events of the job"):
+            what = f"{len(batch)} events of the job" if batch else "the job's heartbeat"
+            if not stored(lambda: self._store(batch, progress), what=what):
                 return
         except JobFailure as failure:
             self._failure = failure  # the analysis stops at its next event; the job fails with this

@@ -10,7 +10,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.utils import timezone
 
 from heliosweb.audit.services import audit_append
 from heliosweb.catalogs.health import boot_repaired
@@ -25,7 +24,7 @@ from scheduler_core.errors import InvalidInput
 
 from ..models import BenchmarkJob, JobStatus
 from ..registry import JobKind, get_kind
-from .events import event_append, job_announce, job_fail
+from .events import job_announce, job_end, job_fail
 
 log = logging.getLogger(__name__)
 
@@ -148,11 +147,11 @@ def _recipe_or_none(recipe: Any) -> Recipe | None:
 
 
 def _enqueue_and_announce(job: BenchmarkJob) -> None:
-    _enqueue(job)
+    job_enqueue(job)
     job_announce(job.pk)
 
 
-def _enqueue(job: BenchmarkJob) -> None:
+def job_enqueue(job: BenchmarkJob) -> None:
     """To the job's queue, with its time limit: past it Celery raises in a prefork pool's job
     (SoftTimeLimitExceeded, the job fails "time limit exceeded"), and kills it a minute later."""
     limit = get_kind(job.kind).time_limit_s(job.params)
@@ -171,10 +170,11 @@ def job_cancel(*, job: BenchmarkJob, user: Actor | None = None, audit_action: st
     before = str(job.status)
     with transaction.atomic():
         if job.status == JobStatus.QUEUED:
-            if BenchmarkJob.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
-                status=JobStatus.CANCELLED, finished_at=timezone.now(), error="cancelled before it started"
-            ):
-                event_append(job.pk, {"type": "cancelled", "reason": "cancelled before it started"})
+            reason = "cancelled before it started"
+            event = {"type": "cancelled", "reason": reason}
+            job_end(
+                job_id=job.pk, status=JobStatus.CANCELLED, event=event, from_status=(JobStatus.QUEUED,), error=reason
+            )
         elif job.status == JobStatus.RUNNING:
             BenchmarkJob.objects.filter(pk=job.pk).update(cancel_requested=True)
         else:
