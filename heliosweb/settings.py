@@ -249,7 +249,7 @@ def redis_channel_layer(url: str) -> dict[str, object]:
     """The channel layer on Redis at `url` (web, workers and tests must all use this one)."""
     host = {"address": url, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT, "socket_keepalive": True}
     return {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "heliosweb.common.channel_layer.RedisChannelLayer",  # channels_redis's, waiting out MISCONF
         "CONFIG": {"hosts": [host], "capacity": 1000, "expiry": 60},
     }
 

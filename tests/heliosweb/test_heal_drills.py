@@ -7,6 +7,7 @@ filesystem (tmpfs, mounted as root), and is skipped, saying why, where it cannot
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -129,21 +130,13 @@ def small_disk(tmp_path: Path):
 
 
 def fill(path: Path) -> Path:
-    """Fill the filesystem of `path` to the last byte."""
+    """Fill the filesystem of `path` to the last byte (unbuffered: each write is the disk's)."""
     filler = path / "filler"
-    with filler.open("wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 2**20)
-                f.flush()
-        except OSError:
-            pass
-        try:
-            while True:
-                f.write(b"\0" * 512)
-                f.flush()
-        except OSError:
-            pass
+    with filler.open("wb", buffering=0) as f:
+        for size in (2**20, 4096, 512):
+            with contextlib.suppress(OSError):
+                while True:
+                    f.write(b"\0" * size)
     return filler
 
 
