@@ -103,6 +103,9 @@ def drill_database():
         admin.execute(f"DROP DATABASE IF EXISTS {DRILL_DB} WITH (FORCE)")
 
 
+TIMED_OUT = 0  # the status recorded for a request with no answer within 20 s
+
+
 def get(dev: DevUp, path: str) -> tuple[int, str | None]:
     request = urllib.request.Request(
         f"http://127.0.0.1:{dev.port}{path}", headers={"Authorization": f"Bearer {dev.login_token()}"}
@@ -112,6 +115,8 @@ def get(dev: DevUp, path: str) -> tuple[int, str | None]:
             return response.status, None
     except urllib.error.HTTPError as exc:
         return exc.code, exc.headers.get("Retry-After")
+    except TimeoutError:
+        return TIMED_OUT, None
 
 
 def test_the_database_away_and_its_connections_cut(tmp_path: Path, drill_database: None):
