@@ -61,6 +61,10 @@ class Proxy:
         for s in conns:
             with contextlib.suppress(OSError):
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset
+                # Shut down first: a close alone, while a pump thread waits in recv() on the socket,
+                # sends nothing (the socket lives on until that recv returns) and the peer waits forever.
+                s.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
                 s.close()
 
     def _accept(self, listener: socket.socket) -> None:
