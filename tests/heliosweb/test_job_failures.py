@@ -255,3 +255,27 @@ def dead_pid() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()
     return proc.pid
+
+
+def test_a_failed_progress_announcement_never_stops_the_event_pump(maintainer, monkeypatch, transactional_db):
+    """The database cut while the pump announced progress (its read is outside the retried write):
+    the pump's thread died there, the events buffered after were never stored and the job ended
+    `done` without them (drill: the database away mid-job)."""
+    from heliosweb.jobs.services import pump
+
+    calls: list[int] = []
+
+    def announce(job_id: int) -> None:
+        calls.append(job_id)
+        if len(calls) == 1:
+            raise OperationalError("consuming input failed: server closed the connection unexpectedly")
+
+    monkeypatch.setattr(pump, "job_announce", announce)
+    monkeypatch.setattr(pump, "ANNOUNCE_EVERY_S", 0.0)
+    job = submission.job_create(kind="pulse", params={"count": 300, "rate": 1000.0}, user=maintainer)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.error
+    assert len(calls) > 1
+    assert list(job.events.order_by("seq").values_list("seq", flat=True)) == list(range(1, job.last_seq + 1))
+    assert job.events.filter(type="measurement").count() == 300
