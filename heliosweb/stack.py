@@ -66,6 +66,17 @@ def celery_worker_cmd(
     return cmd
 
 
+def celery_beat_cmd(var: Path) -> list[str]:
+    """Beat on its own: supervised apart from any worker, so a killed worker leaves no orphan beat
+    beside the new one, and a killed beat is restarted. Its pid file refuses a second beat of this
+    stack while one runs (whatever started it)."""
+    run = var / "run"
+    return [
+        *(PY, "-m", "celery", "-A", "heliosweb", "beat", "--loglevel=INFO"),
+        *("--schedule", str(var / "celerybeat-schedule"), "--pidfile", str(run / "celerybeat.pid")),
+    ]
+
+
 LISTEN_BACKLOG = 1024  # Twisted's default of 50 resets connections when hundreds of pages (re)connect at once
 WS_CONNECT_TIMEOUT_S = 30  # daphne's default 5 s dropped handshakes queued behind a burst of reconnects
 
@@ -80,12 +91,13 @@ def web_cmd(host: str, port: int, application: str = "heliosweb.asgi:application
 
 
 def programs(*, var: Path, host: str, port: int, redis_cmd: list[str] | None) -> list[Program]:
-    """The stack: Redis (unless REDIS_URL names another), a maintenance worker that also runs beat
-    (the reaper never waits behind a job), the job workers, the web server."""
+    """The stack: Redis (unless REDIS_URL names another), beat, a maintenance worker (the reaper
+    never waits behind a job), the job workers, the web server."""
     drain = drain_seconds()
     job_stop_wait = drain + 30  # time to notice the stop at the job's next event, then exit
     found = [
-        Program("worker-maint", celery_worker_cmd("maint", beat_schedule=var / "celerybeat-schedule"), 20),
+        Program("worker-maint", celery_worker_cmd("maint"), 20),
+        Program("beat", celery_beat_cmd(var), 25),
         Program("worker-sim", celery_worker_cmd("sim", concurrency=sim_concurrency()), 30, job_stop_wait),
         Program("worker-sim-long", celery_worker_cmd("sim_long"), 30, job_stop_wait),
         Program("worker-gpu", celery_worker_cmd("gpu"), 30, job_stop_wait),
@@ -254,19 +266,43 @@ def stop_leftovers(var: Path, say: Callable[[str], None]) -> None:
     which the workers need until their jobs are done."""
     found = leftovers(var)
     for kind, wait_s in (("web", 10.0), ("worker", drain_seconds() + 30), ("redis", 20.0)):
-        pids = found[kind]
-        for pid in pids:
-            say(f"stopping stale {kind} (pid {pid}) left by a crashed start")
+        _stop(found[kind], kind, wait_s, say)
+
+
+def heal_leftovers(var: Path, say: Callable[[str], None]) -> None:
+    """Before a new supervisord takes over (the old one died): stop the old web server and Redis,
+    which hold the ports the new ones need (Redis saves its append-only file on SIGTERM and the new
+    one starts from it), and ask the old workers for a warm shutdown without waiting: they finish
+    their running jobs within the drain, reconnecting to the new Redis, while the new stack serves."""
+    found = leftovers(var)
+    for kind in ("web", "redis"):
+        _stop(found[kind], kind, 20.0, say)
+    for pid in found["worker"]:
+        say(f"old worker (pid {pid}) finishes its running jobs, then exits")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+
+def _stop(pids: list[int], kind: str, wait_s: float, say: Callable[[str], None]) -> None:
+    for pid in pids:
+        say(f"stopping stale {kind} (pid {pid}) left by a crashed start")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in pids:
+        if pid_alive(pid):
+            say(f"{kind} (pid {pid}) did not stop in {wait_s:.0f} s; killing it")
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + wait_s
-        while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for pid in pids:
-            if pid_alive(pid):
-                say(f"{kind} (pid {pid}) did not stop in {wait_s:.0f} s; killing it")
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL) if os.getpgid(pid) == pid else os.kill(pid, signal.SIGKILL)
+
+
+def echo(line: str, *, err: bool = False) -> None:
+    """Print one line for the operator. Where the front's output is a file on a full disk, the line
+    is lost rather than the front, which must outlive the fault to heal it."""
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr if err else sys.stdout, flush=True)
 
 
 class LogFollower:
@@ -294,4 +330,4 @@ class LogFollower:
             complete = chunk.rfind(b"\n") + 1
             self.offsets[name] += complete
             for line in chunk[:complete].decode(errors="replace").splitlines():
-                print(f"{name:>{self.width}} | {line}", flush=True)
+                echo(f"{name:>{self.width}} | {line}")

@@ -2,7 +2,8 @@
 will not write: `MISCONF` once a snapshot failed (its disk full or unwritable, with
 `stop-writes-on-bgsave-error`), `OOM` at its `maxmemory` with `noeviction`, `READONLY` on a replica.
 Libraries wrap that reply (kombu re-raises it as its own OperationalError, a pipeline prefixes the
-command), so the cause chain is searched for it."""
+command, a Lua script's refused call is quoted inside the script's error), so the cause chain is
+searched for it."""
 
 from __future__ import annotations
 
@@ -35,4 +36,7 @@ def _code(exc: ResponseError) -> str:
         return "OOM"
     if isinstance(exc, ReadOnlyError):
         return "READONLY"
-    return str(exc).split("caused error: ", 1)[-1].split(" ", 1)[0]
+    text = str(exc)
+    # A script's refused write: "Error running script (...): @user_script:6: ... -MISCONF ...".
+    in_script = next((code for code in _REFUSALS if f": -{code} " in text), None)
+    return in_script or text.split("caused error: ", 1)[-1].split(" ", 1)[0]

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 MAX_MESSAGE_BYTES = 4096
+REJOIN_SECONDS = 1.0  # a socket that could not join its group: a join and a catch-up this often
 
 
 class Stream(AsyncWebsocketConsumer):
@@ -48,14 +49,26 @@ class Stream(AsyncWebsocketConsumer):
             return
         if self.group:
             # Join before the first message: nothing falls between the snapshot and live messages.
-            await self.channel_layer.group_add(self.group, self.channel_name)
-            self._joined = True
+            await self.join()
         await self.start()
         if not self._refused:
             self._pinger = asyncio.get_running_loop().create_task(self._ping_forever())
 
     async def start(self) -> None:
         """Send what a new client needs first."""
+
+    async def join(self) -> bool:
+        """Join `group` for live messages. Redis refusing writes (its disk full: MISCONF) refuses the
+        join too; the socket is still served, from the database (`on_tick`, every
+        `REJOIN_SECONDS` until a join succeeds), where it was closed 1011 before."""
+        assert self.group is not None
+        try:
+            await self.channel_layer.group_add(self.group, self.channel_name)
+        except Exception as exc:
+            log.warning("%s: cannot join %s (%s); serving from the database", type(self).__name__, self.group, exc)
+            return False
+        self._joined = True
+        return True
 
     async def refuse(self, code: int) -> None:
         self._refused = True
@@ -71,15 +84,25 @@ class Stream(AsyncWebsocketConsumer):
 
     async def _ping_forever(self) -> None:
         interval = settings.HELIOS_WS_PING_SECONDS
+        loop = asyncio.get_running_loop()
+        pinged = loop.time()
         while True:
-            await asyncio.sleep(interval)
-            await self.send_json({"type": "ping", "interval": interval})
+            unjoined = self.group is not None and not self._joined
+            await asyncio.sleep(min(interval, REJOIN_SECONDS) if unjoined else interval)
+            if loop.time() - pinged >= interval * 0.99:
+                pinged = loop.time()
+                await self.send_json({"type": "ping", "interval": interval})
             try:
+                if unjoined and await self.join():
+                    await self.on_rejoined()
                 await self.on_tick()
             except Exception:  # a failed catch-up (database busy, restarting) must not end the pings
                 log.warning(
                     "%s: catch-up on ping failed; retrying at the next ping", type(self).__name__, exc_info=True
                 )
+
+    async def on_rejoined(self) -> None:
+        """Live messages flow again after a join that failed at connect: send what was missed."""
 
     async def on_tick(self) -> None:
         """Each ping: a stream that keeps its history in the database catches up on what the live
@@ -124,6 +147,9 @@ class SnapshotStream(Stream):
 
     async def start(self) -> None:
         await self.send_json(await database_sync_to_async(self.snapshot)())
+
+    async def on_rejoined(self) -> None:
+        await self.start()
 
 
 class UnknownStream(Stream):

@@ -6,6 +6,7 @@ stream takes them (heliosweb.common.streams). Anything else gets {"type": "error
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -20,8 +21,13 @@ from .services.events import LIST_GROUP, group_name
 
 
 class JobConsumer(Stream):
+    """Each event once, in number order: the live batches, the replay on connect or `resume` and
+    the catch-up at each ping all go through one lock and skip what the socket already got (the
+    catch-up, reading the database while a live batch was sent, re-sent events out of order)."""
+
     job_id: int
     last_seq: int
+    _sending: asyncio.Lock
 
     async def start(self) -> None:
         self.job_id = int(self.scope["url_route"]["kwargs"]["job_id"])
@@ -30,11 +36,12 @@ class JobConsumer(Stream):
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
         self.last_seq = int_or_none((query.get("after") or ["0"])[0], minimum=0) or 0
+        self._sending = asyncio.Lock()
         # Join the group before reading the database, so nothing falls between replay and live.
         self.group = group_name(self.job_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        self._joined = True
-        await self._replay(before=None)
+        await self.join()  # refused (Redis refusing writes): served from the database until it joins
+        async with self._sending:
+            await self._replay(before=None)
 
     async def on_message(self, kind: Any, message: dict[str, Any]) -> None:
         if kind != "resume":
@@ -44,22 +51,24 @@ class JobConsumer(Stream):
         if not isinstance(after, int) or isinstance(after, bool) or after < 0:
             await self.error("after", "must be a non-negative integer")
             return
-        self.last_seq = after
-        await self._replay(before=None)
+        async with self._sending:
+            self.last_seq = after  # the client asks again from there: what follows is sent anew
+            await self._replay(before=None)
 
     async def on_tick(self) -> None:
-        await self._replay(before=None)
+        async with self._sending:
+            await self._replay(before=None)
 
     async def job_events(self, message: dict[str, Any]) -> None:
-        for event in message["events"]:
-            seq = event["seq"]
-            if seq <= self.last_seq:
-                continue  # already sent by the replay
-            if seq > self.last_seq + 1:
-                await self._replay(before=seq)  # a batch went missing: refill from the database
-            await self._send_event(event)
+        async with self._sending:
+            for event in message["events"]:
+                seq = event["seq"]
+                if seq > self.last_seq + 1:
+                    await self._replay(before=seq)  # a batch went missing: refill from the database
+                await self._send_event(event)
 
     async def _replay(self, before: int | None) -> None:
+        """Stored events after the last one sent (and before `before`); the caller holds the lock."""
         events = await database_sync_to_async(selectors.job_events)(
             job_id=self.job_id, after=self.last_seq, before=before
         )
@@ -67,8 +76,10 @@ class JobConsumer(Stream):
             await self._send_event(event)
 
     async def _send_event(self, event: dict[str, Any]) -> None:
+        if event["seq"] <= self.last_seq:
+            return  # already sent
         await self.send_json(event)
-        self.last_seq = max(self.last_seq, event["seq"])
+        self.last_seq = event["seq"]
 
 
 class JobListConsumer(SnapshotStream):

@@ -23,7 +23,7 @@ from .devstack import DevUp
 
 pytestmark = [pytest.mark.e2e]
 
-PROGRAMS = {"redis", "worker-maint", "worker-sim", "worker-sim-long", "worker-gpu", "worker-engine", "web"}
+PROGRAMS = {"redis", "worker-maint", "beat", "worker-sim", "worker-sim-long", "worker-gpu", "worker-engine", "web"}
 
 
 def test_dev_up_runs_a_job_survives_crashes_of_its_own_and_drains_on_ctrl_c(tmp_path: Path):
@@ -74,7 +74,7 @@ def test_dev_up_runs_a_job_survives_crashes_of_its_own_and_drains_on_ctrl_c(tmp_
         assert (dev.var / "run" / "broker.env").read_text() == broker  # the bundled Redis kept its port
         assert not any(pid_alive(pid) for pid in children.values())
         stale = [line.split()[3] for line in dev.log().splitlines() if "stopping stale" in line]
-        assert stale == ["web", *["worker"] * 5, "redis"], stale
+        assert stale == ["web", *["worker"] * 6, "redis"], stale  # five workers and beat
         dev.assert_done_with_every_event(running, 60)  # drained by its orphaned worker, not killed
         assert dev.job(job["id"])["status"] == "done"  # stored data survived both crashes
 

@@ -33,7 +33,9 @@ def test_the_config_restarts_every_child_and_drains_the_job_workers_together(tmp
     options = ServerOptions()
     options.realize(args=["-c", str(paths.conf)])
     groups = {g.name: g for g in options.process_group_configs}
-    assert [g.name for g in sorted(groups.values())] == ["redis", "worker-maint", "jobs", "web"]
+    assert [g.name for g in sorted(groups.values())] == ["redis", "worker-maint", "beat", "jobs", "web"]
+    beat = groups["beat"].process_configs[0].command
+    assert " beat " in beat and "--pidfile" in beat and " -B" not in groups["worker-maint"].process_configs[0].command
     assert {p.name for p in groups["jobs"].process_configs} == set(stack.JOB_WORKERS)
     assert set(stack.JOB_WORKERS) == {"worker-sim", "worker-sim-long", "worker-gpu", "worker-engine"}
     every = [p for g in groups.values() for p in g.process_configs]

@@ -195,3 +195,87 @@ def test_a_job_redis_refuses_to_queue_fails_at_once_naming_the_refusal(
     assert job.status == JobStatus.FAILED
     assert job.error.startswith(f"could not queue the job: Redis refuses writes: {why}")
     assert redis_refusal(ResponseError("WRONGTYPE Operation against a key")) is None
+
+
+def flaky_terminal_events(monkeypatch: pytest.MonkeyPatch, failures: int) -> list[int]:
+    """The next `failures` single-event writes (a job's terminal event) fail as on a full disk."""
+    calls: list[int] = []
+    original = JobEvent.objects.create
+
+    def create(**kwargs):
+        calls.append(len(calls))
+        if len(calls) <= failures:
+            raise OperationalError(DISK_FULL)
+        return original(**kwargs)
+
+    monkeypatch.setattr(JobEvent.objects, "create", create)
+    return calls
+
+
+def test_a_job_whose_done_event_fails_to_store_at_first_still_ends_with_it(
+    maintainer, monkeypatch, transactional_db, settings
+):
+    """Status and terminal event are one write: the first attempts roll the status back with the
+    event, so the retry that succeeds writes both (written apart, the job was `done` without `done`)."""
+    settings.HELIOS_STORE_RETRY_SECONDS = 30
+    calls = flaky_terminal_events(monkeypatch, failures=2)
+    job = pulse(maintainer, count=10)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert len(calls) == 3
+    assert job.status == JobStatus.DONE, job.error
+    assert job.events.last().type == "done" and job.events.last().seq == job.last_seq
+
+
+def test_a_failure_whose_event_cannot_be_stored_leaves_the_job_as_it_was(maintainer, monkeypatch, transactional_db):
+    """The reaper's failure while the disk is full: neither status nor event is written; the next
+    round, with room again, writes both."""
+    import socket
+
+    from django.utils import timezone
+
+    job = BenchmarkJob.objects.create(
+        kind="pulse", queue="sim", params={}, status=JobStatus.RUNNING, started_at=timezone.now(),
+        heartbeat_at=timezone.now(), worker_host=socket.gethostname(), worker_pid=dead_pid(),
+    )  # fmt: skip
+    flaky_terminal_events(monkeypatch, failures=1)
+    with pytest.raises(OperationalError):
+        reaper.jobs_reap()
+    job.refresh_from_db()
+    assert (job.status, job.events.count()) == (JobStatus.RUNNING, 0)
+    assert reaper.jobs_reap() == [job.pk]
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert [(e.type, e.data["reason"]) for e in job.events.all()] == [("failed", job.error)]
+
+
+def dead_pid() -> int:
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_failed_progress_announcement_never_stops_the_event_pump(maintainer, monkeypatch, transactional_db):
+    """The database cut while the pump announced progress (its read is outside the retried write):
+    the pump's thread died there, the events buffered after were never stored and the job ended
+    `done` without them (drill: the database away mid-job)."""
+    from heliosweb.jobs.services import pump
+
+    calls: list[int] = []
+
+    def announce(job_id: int) -> None:
+        calls.append(job_id)
+        if len(calls) == 1:
+            raise OperationalError("consuming input failed: server closed the connection unexpectedly")
+
+    monkeypatch.setattr(pump, "job_announce", announce)
+    monkeypatch.setattr(pump, "ANNOUNCE_EVERY_S", 0.0)
+    job = submission.job_create(kind="pulse", params={"count": 300, "rate": 1000.0}, user=maintainer)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.error
+    assert len(calls) > 1
+    assert list(job.events.order_by("seq").values_list("seq", flat=True)) == list(range(1, job.last_seq + 1))
+    assert job.events.filter(type="measurement").count() == 300

@@ -60,11 +60,21 @@ def job_announce(job_id: int) -> None:
         send_event(LIST_GROUP, {"type": "jobs.status", "job": job_as_api(job, full=False)})
 
 
+def job_end(*, job_id: int, status: str, event: dict[str, Any], from_status: tuple[str, ...], **fields: Any) -> bool:
+    """Move a job from one of `from_status` to a terminal `status` and store its terminal event, in
+    one transaction: a follower told the job ended always finds that event, and a job never ends
+    without one (the two were written apart, and a disk filling between them left a job `failed`
+    with no `failed` event). False, and nothing written, when the job was no longer in `from_status`."""
+    with transaction.atomic():
+        updated = BenchmarkJob.objects.filter(pk=job_id, status__in=from_status).update(
+            status=status, finished_at=timezone.now(), **fields
+        )
+        if updated:
+            event_append(job_id, event)
+    return bool(updated)
+
+
 def job_fail(*, job_id: int, reason: str, from_status: tuple[str, ...] = (JobStatus.RUNNING,)) -> bool:
     """Mark a job failed with a reason (keeping the events and results stored so far)."""
-    updated = BenchmarkJob.objects.filter(pk=job_id, status__in=from_status).update(
-        status=JobStatus.FAILED, error=reason, finished_at=timezone.now()
-    )
-    if updated:
-        event_append(job_id, {"type": "failed", "reason": reason})
-    return bool(updated)
+    event = {"type": "failed", "reason": reason}
+    return job_end(job_id=job_id, status=JobStatus.FAILED, event=event, from_status=from_status, error=reason)

@@ -12,14 +12,14 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.utils import timezone
 
 from heliosweb.common.bounds import BadJSON, check_numbers
 
 from ..models import BenchmarkJob, JobEvent, JobStatus
 from .events import event_data, events_send, job_announce
-from .storage import JobFailure, stored
+from .storage import JobFailure, failure_cause, stored
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,11 @@ class EventPump:
         try:
             while True:
                 stopping = self._stopping
-                self._flush()
+                try:
+                    self._flush()
+                except Exception as exc:  # never die silently: the buffered events would be lost, the job `done`
+                    log.exception("job %s: the event pump failed", self.job_id)
+                    self._failure = JobFailure(f"the job's events could not be stored: {failure_cause(exc)}")
                 if stopping:
                     return
                 self._wake.wait(self.interval)
@@ -120,7 +124,8 @@ class EventPump:
             return
         close_old_connections()
         try:
-            if not stored(lambda: self._store(batch, progress), what=f"{len(batch)} events of the job"):
+            what = f"{len(batch)} events of the job" if batch else "the job's heartbeat"
+            if not stored(lambda: self._store(batch, progress), what=what):
                 return
         except JobFailure as failure:
             self._failure = failure  # the analysis stops at its next event; the job fails with this
@@ -128,7 +133,10 @@ class EventPump:
         self._last_heartbeat = now
         if progress and now - self._last_announce >= ANNOUNCE_EVERY_S:
             self._last_announce = now
-            job_announce(self.job_id)
+            try:
+                job_announce(self.job_id)  # best effort, as every live send: the lists refill from the database
+            except DatabaseError as exc:
+                log.warning("job %s: progress not announced: %s", self.job_id, exc)
         events_send(self.job_id, batch)
 
     def _store(self, batch: list[dict[str, Any]], progress: dict[str, Any] | None) -> bool:

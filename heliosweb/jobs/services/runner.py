@@ -8,9 +8,11 @@ import logging
 import os
 import socket
 from contextvars import ContextVar
+from datetime import timedelta
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -21,7 +23,7 @@ from scheduler_core.errors import InvalidInput
 
 from ..models import BenchmarkJob, JobStatus
 from ..registry import get_kind
-from .events import event_append, job_announce, job_fail
+from .events import job_announce, job_end, job_fail
 from .pump import EventPump, JobAbandoned, JobCancelled, time_limit_exceeded
 from .storage import JobFailure, stored
 
@@ -33,7 +35,7 @@ running_job: ContextVar[BenchmarkJob | None] = ContextVar("running_job", default
 
 def job_run(*, job_id: int) -> None:
     """Run a queued job; skip a finished one; fail one whose earlier worker vanished."""
-    job = _claim(job_id)
+    job = stored(lambda: _claim(job_id), what="the job's start", within=settings.HELIOS_END_RETRY_SECONDS)
     if job is None:
         return
     job_announce(job.pk)
@@ -100,7 +102,14 @@ def _end(job: BenchmarkJob, status: str, reason: str) -> None:
     """Failed or cancelled with `reason` (a last event too), retried while the database is away."""
     event = {"type": "cancelled" if status == JobStatus.CANCELLED else "failed", "reason": reason}
     try:
-        stored(lambda: _finish(job, status, error=reason, event=event), what="the job's end")
+        # Longer than a batch's retries: a database away for a while still gets the real cause
+        # (`... could not be stored: database unavailable (...)`) once it is back, where the reaper
+        # would later have said only "no heartbeat".
+        stored(
+            lambda: _finish(job, status, error=reason, event=event),
+            what="the job's end",
+            within=settings.HELIOS_END_RETRY_SECONDS,
+        )
     except JobFailure:
         log.error("job %s could not be marked %s (%s); the reaper will fail it", job.pk, status, reason)
 
@@ -117,16 +126,24 @@ def _claim(job_id: int) -> BenchmarkJob | None:
         if job.status == JobStatus.QUEUED:
             now = timezone.now()
             BenchmarkJob.objects.filter(pk=job_id).update(
-                status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, worker_host=me_host, worker_pid=me_pid
-            )
+                status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, worker_host=me_host, worker_pid=me_pid,
+                progress_message="",  # a note while it waited (a frozen worker) no longer holds
+            )  # fmt: skip
             job.refresh_from_db()
             return job
         if job.status != JobStatus.RUNNING:
             return None  # finished or cancelled: nothing to do
         if job.worker_host == me_host and (job.worker_pid == me_pid or pid_alive(job.worker_pid)):
             return None  # the same process got the message twice, or another live process runs it
+        if job.worker_host != me_host and _heartbeat_fresh(job):
+            return None  # another host's worker runs it (the message was sent again: a frozen worker)
     job_fail(job_id=job_id, reason=f"worker lost mid-job (process {job.worker_pid} on {job.worker_host} vanished)")
     return None
+
+
+def _heartbeat_fresh(job: BenchmarkJob) -> bool:
+    stale = timezone.now() - timedelta(seconds=settings.HELIOS_JOB_STALE_SECONDS)
+    return job.heartbeat_at is not None and job.heartbeat_at >= stale
 
 
 def _store_boots(job: BenchmarkJob, result: dict[str, Any]) -> None:
@@ -138,7 +155,7 @@ def _store_boots(job: BenchmarkJob, result: dict[str, Any]) -> None:
 
 
 def _finish(job: BenchmarkJob, status: str, *, event: dict[str, Any], result: Any = None, error: str = "") -> None:
-    fields: dict[str, Any] = {"status": status, "finished_at": timezone.now(), "error": error}
+    fields: dict[str, Any] = {"error": error}
     if result is not None:
         fields["result"] = result
     if status == JobStatus.DONE:
@@ -146,5 +163,4 @@ def _finish(job: BenchmarkJob, status: str, *, event: dict[str, Any], result: An
         fields["progress_done"] = max(job.progress_total, 1)
         fields["progress_total"] = max(job.progress_total, 1)
     # Only a job still marked running is finished here: the reaper may have failed it already.
-    if BenchmarkJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(**fields):
-        event_append(job.pk, event)
+    job_end(job_id=job.pk, status=status, event=event, from_status=(JobStatus.RUNNING,), **fields)

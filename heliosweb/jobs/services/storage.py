@@ -49,14 +49,14 @@ def _reconnect(state: RetryCallState) -> None:
         connection.close()
 
 
-def stored(write: Callable[[], T], *, what: str) -> T:
+def stored(write: Callable[[], T], *, what: str, within: float | None = None) -> T:
     """`write()` (one transaction), retried while the database is unavailable (full, locked, gone)
-    for up to `HELIOS_STORE_RETRY_SECONDS`; then, or at once for an error a retry cannot mend (a
-    constraint), JobFailure naming `what` and the cause."""
+    for up to `within` seconds (`HELIOS_STORE_RETRY_SECONDS` by default); then, or at once for an
+    error a retry cannot mend (a constraint), JobFailure naming `what` and the cause."""
     retrying = Retrying(
         retry=retry_if_exception_type((OperationalError, InterfaceError)),
         wait=wait_exponential(multiplier=0.05, max=2.0),
-        stop=stop_after_delay(settings.HELIOS_STORE_RETRY_SECONDS),
+        stop=stop_after_delay(settings.HELIOS_STORE_RETRY_SECONDS if within is None else within),
         before_sleep=_reconnect,
         reraise=True,
     )

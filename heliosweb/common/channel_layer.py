@@ -1,0 +1,40 @@
+"""The Redis channel layer every process uses (`settings.redis_channel_layer`): channels_redis's,
+whose `receive` waits out Redis refusing writes instead of raising into the consumer.
+
+A websocket consumer reads its channel through a Lua script that writes (channels_redis keeps a
+backup of the message being received); with Redis refusing writes (`MISCONF`: its disk failing)
+that raised in the consumer's dispatch loop and the socket was closed 1011, for every new socket
+while it lasted. Now the read is tried again every `RETRY_S`; the socket meanwhile gets its
+events from the database (`common.streams`) and live ones once Redis writes again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import redis
+from channels_redis.core import RedisChannelLayer as BaseRedisChannelLayer
+
+from .redis_errors import redis_refusal
+
+log = logging.getLogger(__name__)
+
+RETRY_S = 1.0
+
+
+class RedisChannelLayer(BaseRedisChannelLayer):
+    async def receive(self, channel: str) -> Any:
+        warned = False
+        while True:
+            try:
+                return await super().receive(channel)
+            except redis.ResponseError as exc:
+                refusal = redis_refusal(exc)
+                if refusal is None:
+                    raise
+                if not warned:
+                    log.warning("channel layer: cannot read %s (%s); retrying every %g s", channel, refusal, RETRY_S)
+                    warned = True
+                await asyncio.sleep(RETRY_S)

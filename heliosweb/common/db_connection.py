@@ -1,0 +1,75 @@
+"""A request whose database connection was lost (the server restarted, `pg_terminate_backend`, a
+proxy or firewall cutting it, the database refusing connections) never answers 500.
+
+A view that raised a connection error is run once more on a fresh connection when its method
+writes nothing (GET, HEAD, OPTIONS); a write, or a second failure, answers 503 with `Retry-After`
+(`{error, field: "database"}` under /api/): the cut transaction was rolled back, so the client may
+send it again. DRF views hand such errors on (`common.api.exception_handler`) so they land here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_S = 2
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """The database could not be reached or dropped the connection (not a constraint, not bad SQL)."""
+    return isinstance(exc, (OperationalError, InterfaceError))
+
+
+def unavailable_answer(request: HttpRequest) -> HttpResponse:
+    error = f"the database is unavailable (its connection was lost); retry in {RETRY_AFTER_S} s"
+    if request.path.startswith("/api/"):
+        response: HttpResponse = JsonResponse({"error": error, "field": "database"}, status=503)
+    else:
+        response = HttpResponse(f"503 Service Unavailable: {error}\n", status=503, content_type="text/plain")
+    response["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
+def _fresh_connection() -> None:
+    """Drop the broken connection; the next query opens a new one."""
+    with contextlib.suppress(DatabaseError):
+        connection.close()
+
+
+class DatabaseConnectionLostMiddleware:
+    """Last in MIDDLEWARE: it runs the view itself, after every other middleware's `process_view`."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view: Callable[..., HttpResponse], args: tuple, kwargs: dict[str, Any]
+    ) -> HttpResponse:
+        attempts = 2 if request.method in SAFE_METHODS else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return view(request, *args, **kwargs)
+            except (OperationalError, InterfaceError) as exc:
+                log.warning(
+                    "%s %s: database connection lost (attempt %d of %d): %s",
+                    request.method,
+                    request.path,
+                    attempt,
+                    attempts,
+                    exc,
+                )
+                if connection.in_atomic_block:
+                    raise  # a test's transaction, or a view inside one: not ours to reconnect
+                _fresh_connection()
+        return unavailable_answer(request)
