@@ -32,7 +32,8 @@ def trace_list(request: HttpRequest) -> HttpResponse:
         else:
             return redirect(f"/traces#trace-{trace.name}")
     traces = [
-        {"trace": t, "figures_json": to_json(trace_figures(t.summary, f"trace-{t.pk}"))} for t in selectors.trace_list()[:50]
+        {"trace": t, "figures_json": to_json(trace_figures(t.summary, f"trace-{t.pk}"))}
+        for t in selectors.trace_list()[:50]
     ]
     return render(
         request,

@@ -43,6 +43,10 @@ def trace_figures(summary: dict[str, Any], prefix: str) -> list[Figure]:
     )
     return [
         Figure(f"{prefix}-arrivals", f"Arrivals per {per}", bars),
-        Figure(f"{prefix}-prompt-cdf", "Prompt tokens CDF", _cdf(summary["prompt_cdf"], "Prompt tokens CDF", "#e15759")),
-        Figure(f"{prefix}-output-cdf", "Output tokens CDF", _cdf(summary["output_cdf"], "Output tokens CDF", "#59a14f")),
+        Figure(
+            f"{prefix}-prompt-cdf", "Prompt tokens CDF", _cdf(summary["prompt_cdf"], "Prompt tokens CDF", "#e15759")
+        ),
+        Figure(
+            f"{prefix}-output-cdf", "Output tokens CDF", _cdf(summary["output_cdf"], "Output tokens CDF", "#59a14f")
+        ),
     ]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser, MultiPartParser
@@ -38,7 +40,7 @@ class RawTraceParser(BaseParser):
 
     media_type = "*/*"
 
-    def parse(self, stream, media_type=None, parser_context=None):  # type: ignore[no-untyped-def]
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> dict[str, Any]:
         return {}
 
 
@@ -80,7 +82,9 @@ class TraceListView(APIView):
             trace, created = services.trace_upload(user=request.user, name=name, content=content)
         except TraceError as exc:
             return Response({**exc.as_dict(), "line": exc.line, "column": exc.column}, status=400)
-        return Response(selectors.trace_as_api(trace), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(
+            selectors.trace_as_api(trace), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
 
 class TraceDetailView(APIView):

@@ -45,7 +45,7 @@ def pack(trace: TraceTraffic) -> tuple[bytes, dict[str, Any]]:
     return zlib.compress(body, 6), shapes
 
 
-def unpack(blob: bytes, shapes: dict[str, Any], *, name: str, fmt: str) -> TraceTraffic:
+def unpack(blob: bytes | memoryview, shapes: dict[str, Any], *, name: str, fmt: str) -> TraceTraffic:
     body = zlib.decompress(bytes(blob))
     (n,) = _HEADER.unpack_from(body)
     at = _HEADER.size

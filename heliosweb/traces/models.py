@@ -14,7 +14,9 @@ class Trace(models.Model):
     requests = models.PositiveIntegerField()
     # The parsed requests, packed by `codec`: zlib of the arrival/prompt/output/id arrays.
     packed = models.BinaryField()
-    shapes = models.JSONField(default=dict, blank=True, help_text="spans and boundaries of the few requests that have them")
+    shapes = models.JSONField(
+        default=dict, blank=True, help_text="spans and boundaries of the few requests that have them"
+    )
     summary = models.JSONField(help_text="scheduler_core.traffic.summarise_trace")
     created_by = models.ForeignKey("auth.User", null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import IO
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from heliosweb.audit.services import audit_append
@@ -62,7 +63,7 @@ def trace_upload(*, user: Actor | None, name: str, content: bytes | IO[bytes]) -
             packed=packed,
             shapes=shapes,
             summary=summary,
-            created_by=user if getattr(user, "is_authenticated", False) else None,
+            created_by=user if isinstance(user, User) else None,
         )
         audit_append(
             action="trace_uploaded",

@@ -80,7 +80,11 @@ def test_a_raw_upload_then_the_list_and_the_detail(api):
 @pytest.mark.parametrize(
     "content, line, column",
     [
-        (b"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,4808,10\n2023-11-16 18:17:04.0,12,ten\n", 3, "GeneratedTokens"),
+        (
+            b"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,4808,10\n2023-11-16 18:17:04.0,12,ten\n",
+            3,
+            "GeneratedTokens",
+        ),
         (JSONL + b'\n{"arrival_ms": 5, "prompt_tokens": -1, "output_tokens": 2}', 41, "prompt_tokens"),
     ],
 )
@@ -156,7 +160,9 @@ def test_a_simulate_job_with_a_stored_trace_runs_on_exactly_its_requests(api):
     )
     assert response.status_code == 201, response.content
     job = BenchmarkJob.objects.get()
-    assert job.trace_sources == {"trace": {"trace": "azure", "sha256": hashlib.sha256(AZURE.read_bytes()).hexdigest(), "requests": 8819}}
+    assert job.trace_sources == {
+        "trace": {"trace": "azure", "sha256": hashlib.sha256(AZURE.read_bytes()).hexdigest(), "requests": 8819}
+    }
     assert api.get(f"/api/jobs/{job.pk}/").json()["trace_sources"]["trace"]["trace"] == "azure"
     analysis = ANALYSES["simulate"]
     result = analysis.run(analysis.from_json(job.params), lambda event: None)  # what the worker runs
