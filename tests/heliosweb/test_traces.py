@@ -217,3 +217,24 @@ def test_a_trace_is_uploaded_through_the_page_in_chromium(live_server, page, mai
         page.wait_for_selector("#trace-from-the-ui .trace-figures [data-figure-id] .main-svg")
         assert page.evaluate("document.documentElement.scrollWidth") <= width  # nothing wider than the screen
         page.screenshot(path=f"/tmp/i19web-traces-{width}.png", full_page=True)
+
+
+def test_the_simulated_engine_replays_a_stored_trace_in_a_loop_time_scaled(api, recipe, queued):
+    from heliosweb.telemetry.engine import ANALYSIS, traffic
+
+    upload_raw(api, "small", JSONL)
+    params = {"trace": {"trace": "small"}, "time_scale": 2.0, "duration_s": 5}
+    response = api.post("/api/jobs/", {"kind": "engine", "recipe": recipe.name, "params": params}, format="json")
+    assert response.status_code == 201, response.content
+    job = BenchmarkJob.objects.get()
+    assert job.trace_sources["trace"]["trace"] == "small"
+    stream = traffic(ANALYSIS.from_json(job.params))  # what the engine worker's loop takes
+    arrivals = [next(stream) for _ in range(2 * 40)]
+    file = [json.loads(line) for line in JSONL.splitlines()]
+    span = 2.0 * (file[-1]["arrival_ms"] - file[0]["arrival_ms"])
+    gap = span / 39
+    for k, a in enumerate(arrivals):
+        row = file[k % 40]
+        expected = 2.0 * (row["arrival_ms"] - file[0]["arrival_ms"]) + (k // 40) * (span + gap)
+        assert a.arrival_ms == pytest.approx(expected) and a.id == k
+        assert (a.request.prompt_tokens, a.output_tokens) == (row["prompt_tokens"], row["output_tokens"])
