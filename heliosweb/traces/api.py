@@ -21,18 +21,16 @@ from scheduler_core.traffic import TraceError
 from . import selectors, services
 from .services import MAX_TRACE_BYTES
 
-TRACE = inline_serializer(
-    "Trace",
-    {
-        "name": serializers.CharField(),
-        "sha256": serializers.CharField(),
-        "format": serializers.ChoiceField(["azure-csv", "jsonl"]),
-        "bytes": serializers.IntegerField(),
-        "requests": serializers.IntegerField(),
-        "created_at": serializers.DateTimeField(),
-        "summary": serializers.DictField(help_text="scheduler_core.traffic.summarise_trace"),
-    },
-)
+TRACE_FIELDS: dict[str, serializers.Field] = {
+    "name": serializers.CharField(),
+    "sha256": serializers.CharField(),
+    "format": serializers.ChoiceField(["azure-csv", "jsonl"]),
+    "bytes": serializers.IntegerField(),
+    "requests": serializers.IntegerField(),
+    "created_at": serializers.DateTimeField(),
+    "summary": serializers.DictField(help_text="scheduler_core.traffic.summarise_trace"),
+}
+TRACE = inline_serializer("Trace", TRACE_FIELDS)
 
 
 class RawTraceParser(BaseParser):
@@ -48,7 +46,7 @@ class TraceListView(APIView):
     permission_classes = [IsAuthenticated, CanRunJobs]
     parser_classes = [MultiPartParser, RawTraceParser]
 
-    @extend_schema(responses={200: TRACE})
+    @extend_schema(responses={200: inline_serializer("TraceListed", TRACE_FIELDS, many=True)})
     def get(self, request: Request) -> Response:
         return Response([selectors.trace_as_api(t) for t in selectors.trace_list()])
 
