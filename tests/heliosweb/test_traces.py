@@ -153,6 +153,20 @@ def test_the_page_uploads_and_shows_an_error_at_the_file(client, maintainer):
     assert response.status_code == 302 and Trace.objects.get().name == "good"
 
 
+def test_a_viewer_reads_traces_but_cannot_upload(api, client, viewer):
+    upload_raw(api, "small", JSONL)
+    client.force_login(viewer)
+    page = client.get("/traces")
+    assert page.status_code == 200 and b'id="trace-small"' in page.content and b"trace-upload" not in page.content
+    refused = client.post("/traces", {"name": "mine", "file": SimpleUploadedFile("m.jsonl", JSONL + b"\n")})
+    assert refused.status_code == 403
+    reader = APIClient()
+    reader.force_authenticate(viewer)
+    assert reader.get("/api/traces/small/").status_code == 200
+    assert upload_raw(reader, "mine", JSONL + b"\n").status_code == 403
+    assert list(Trace.objects.values_list("name", flat=True)) == ["small"]
+
+
 def test_a_simulate_job_with_a_stored_trace_runs_on_exactly_its_requests(api):
     upload_raw(api, "azure", AZURE.read_bytes())
     response = api.post(
@@ -238,3 +252,10 @@ def test_the_simulated_engine_replays_a_stored_trace_in_a_loop_time_scaled(api, 
         expected = 2.0 * (row["arrival_ms"] - file[0]["arrival_ms"]) + (k // 40) * (span + gap)
         assert a.arrival_ms == pytest.approx(expected) and a.id == k
         assert (a.request.prompt_tokens, a.output_tokens) == (row["prompt_tokens"], row["output_tokens"])
+
+
+def test_a_million_azure_rows_fit_the_upload_bound():
+    """The shared trace cycled to 1,000,000 rows (timestamps keep their width), counted in bytes."""
+    header, *rows = AZURE.read_bytes().splitlines(keepends=True)
+    million = len(header) + sum(len(rows[i % len(rows)]) for i in range(1_000_000))
+    assert 35_000_000 < million < services.MAX_TRACE_BYTES  # 35.3 MB, as docs/traces.md says
