@@ -15,7 +15,7 @@ from heliosweb.telemetry.services import engine_start, engine_stop
 from heliosweb.traces.services import trace_upload
 from scheduler_core.traffic import read_trace
 
-from .conftest import wait_until
+from .conftest import log_in_and_open, needs_chromium, wait_until
 from .test_traces import AZURE, JSONL
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -63,3 +63,33 @@ def test_the_simulated_engine_serves_a_stored_trace_in_a_loop(stack, recipe, mai
     prompts = {100 + 37 * i for i in range(40)}
     assert set(served) <= prompts  # every request the engine served is one of the trace's
     assert max(served.values()) >= 2  # and some were served again: the trace loops
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_upload_a_trace_in_chromium_and_run_capacity_on_it(stack, page, maintainer, tmp_path):
+    stack.start_web()
+    path = tmp_path / "ui.jsonl"
+    path.write_bytes(JSONL)
+    log_in_and_open(page, f"{stack.base_url}/traces", "maint", "pw-maint-123")
+    page.fill("#trace-upload input[name=name]", "ui-trace")
+    page.set_input_files("#trace-upload input[name=file]", str(path))
+    page.click("#trace-upload button[type=submit]")
+    page.wait_for_selector("#trace-ui-trace .trace-figures [data-figure-id] .main-svg")
+    page.goto(f"{stack.base_url}/jobs/new?kind=capacity")
+    page.select_option("select[name='capacity.trace.stored']", "ui-trace")
+    page.click("#start-job")
+    page.wait_for_url(lambda url: "/jobs/" in url and "/new" not in url)
+    job = BenchmarkJob.objects.get(kind="capacity")
+    assert job.trace_sources["trace"]["trace"] == "ui-trace" and len(job.params["trace"]) == 40
+    done = wait_until(
+        lambda: BenchmarkJob.objects.filter(pk=job.pk, status__in=("done", "failed")).first(),
+        timeout=120,
+        what="the capacity job to finish",
+    )
+    assert done.status == "done", (done.error, stack.worker_log()[-3000:])
+    page.reload()
+    page.wait_for_function("document.getElementById('figures').dataset.loaded")
+    assert page.locator("#figures [data-figure-id] .main-svg").count() >= 3
+    assert page.locator("#trace-sources").inner_text().count("ui-trace") == 1
+    page.screenshot(path="/tmp/i19web-capacity-on-trace.png", full_page=True)
