@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "heliosweb.audit",
     "heliosweb.recipes",
     "heliosweb.catalogs",
+    "heliosweb.traces",
     "heliosweb.jobs",
     "heliosweb.dashboard",
     "heliosweb.telemetry",

@@ -6,7 +6,7 @@ from heliosweb.catalogs import api as catalogs_api
 from heliosweb.common import http_errors
 from heliosweb.common.api import SchemaView
 from heliosweb.common.login import LoginForm
-from heliosweb.dashboard import views
+from heliosweb.dashboard import trace_views, views
 from heliosweb.figures import api as figures_api
 from heliosweb.jobs import api
 from heliosweb.recipes import api as recipes_api
@@ -14,6 +14,7 @@ from heliosweb.recipes import policy_poll
 from heliosweb.recipes import views as recipe_views
 from heliosweb.telemetry import api as telemetry_api
 from heliosweb.telemetry.metrics import metrics_view
+from heliosweb.traces import api as traces_api
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -53,6 +54,9 @@ urlpatterns = [
         name="api_recipe_telemetry_trace",
     ),
     path("api/recipes/<slug:name>/boots/", catalogs_api.RecipeBootsView.as_view(), name="api_recipe_boots"),
+    path("traces", trace_views.trace_list, name="trace_list"),
+    path("api/traces/", traces_api.TraceListView.as_view(), name="api_traces"),
+    path("api/traces/<str:name>/", traces_api.TraceDetailView.as_view(), name="api_trace"),
     path("metrics", metrics_view, name="metrics"),
     path("api/schema/", SchemaView.as_view(), name="api_schema"),
     path("", include("heliosweb.decisions.urls")),

@@ -86,7 +86,11 @@ def _read_catalog(param: Param, post: QueryDict, name: str) -> Any:
 
 
 def _read_trace(param: Param, post: QueryDict, name: str) -> Any:
-    """A pasted trace: its text, parsed by the parameter (never read as a path, as the CLI's flag is)."""
+    """A stored trace picked by name (the service swaps in its requests), else a pasted trace: its
+    text, parsed by the parameter (never read as a path, as the CLI's flag is)."""
+    stored = post.get(f"{name}.stored", "").strip()
+    if stored:
+        return {"trace": stored}
     raw = post.get(name)
     return ABSENT if raw is None or not raw.strip() else raw
 
@@ -168,8 +172,28 @@ def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
     return params
 
 
+def _render_trace(name: str, html: SafeString, traces: list[str], picked: str) -> SafeString:
+    """A trace parameter: a select of the stored traces by name, or a pasted trace."""
+    options = [("", "(none: Poisson traffic, or paste one)")] + [(t, t) for t in traces]
+    picker = forms.Select(choices=options).render(
+        f"{name}.stored", picked, attrs={"id": f"id_{name}.stored", "data-trace-picker": name}
+    )
+    return format_html(
+        '<label>{} stored trace {}</label> <a href="/traces">traces</a><label class="inline">or paste one {}</label>',
+        name.split(".", 1)[1],
+        picker,
+        html,
+    )
+
+
 def _render(
-    param: Param, name: str, value: Any, boots: list[BootChoice], picked: list[str], repaired: bool
+    param: Param,
+    name: str,
+    value: Any,
+    boots: list[BootChoice],
+    picked: list[str],
+    repaired: bool,
+    traces: list[str] | None = None,
 ) -> SafeString:
     """The parameter's label and input(s): its field's widget; for catalogs, first a picker of stored
     boots with a box for their repaired versions (flagged shapes replaced by the recipe's others)."""
@@ -178,6 +202,8 @@ def _render(
     html = field.widget.render(name, how.shown(param, value), attrs={"id": f"id_{name}"})
     if isinstance(field, forms.MultipleChoiceField):  # a group of boxes: a caption, not one label
         return format_html('<span>{}</span><input type="hidden" name="{}.present" value="1">{}', param.name, name, html)
+    if isinstance(param, TraceParam):
+        return _render_trace(name, html, traces or [], picked[0] if picked else "")
     if not how.boots:
         return format_html("<label>{} {}</label>", param.name, html)
     options = [("", "(none)")] if how.boots == "one" else []
@@ -215,11 +241,13 @@ def form_kinds(
     boots: list[BootChoice] | None = None,
     picked_boot: int | None = None,
     picked_repaired: bool = False,
+    traces: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """What the template renders: each kind with its params, each with its help, bounds and input
     HTML (the posted `values` when the form comes back with an error, else the default); catalog
     parameters also offer the stored `boots`, `picked_boot` already selected (a recipe page's
-    "analyse this boot" link), its repaired version if `picked_repaired`."""
+    "analyse this boot" link), its repaired version if `picked_repaired`; trace parameters offer
+    the stored `traces` by name."""
     out = []
     for kind in kinds.values():
         params = []
@@ -227,12 +255,12 @@ def form_kinds(
             name = field_name(kind.name, p.name)
             value = values.get(name, p.default_value()) if values is not None else p.default_value()
             if values is not None:  # the form back with an error: what was posted
-                picked = [x for x in values.getlist(f"{name}.boots") if x.strip()]
+                picked = [x for x in values.getlist(f"{name}.boots") + values.getlist(f"{name}.stored") if x.strip()]
                 repaired = bool(values.get(f"{name}.repaired"))
             else:
                 picked = [] if picked_boot is None else [str(picked_boot)]
                 repaired = picked_repaired and picked_boot is not None
-            html = _render(p, name, value, boots or [], picked, repaired)
+            html = _render(p, name, value, boots or [], picked, repaired, traces)
             params.append({**p.to_dict(), "field": name, "html": html})
         out.append({"name": kind.name, "queue": kind.queue, "summary": kind.summary, "params": params})
     return out

@@ -36,6 +36,7 @@ from heliosweb.recipes.selectors import recipe_get, recipe_list
 from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
 from heliosweb.telemetry.services import engine_job_active, engine_start, engine_stop
+from heliosweb.traces.selectors import trace_names
 from scheduler_core.errors import InvalidInput
 from scheduler_core.tradeoff import CHECKLIST
 
@@ -195,6 +196,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
                 boot_choices(),
                 int_or_none(request.GET.get("boot")),
                 picked_repaired=request.GET.get("repaired") == "1",
+                traces=trace_names(),
             ),
             "selected": selected,
             "recipes": recipe_list(),
@@ -219,6 +221,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
             "job": job,
             "params_json": json.dumps(job.params, indent=2),
             "catalog_sources": selectors.catalog_sources_of(job),
+            "trace_sources": job.trace_sources,
             "can_run": request.user.has_perm("jobs.run_jobs"),
             "tables": table_names(job_data(job, views, with_events=False), views) if job.result is not None else [],
             "has_trace": views.spans is not None,

@@ -39,6 +39,12 @@ JOB_FIELDS: dict[str, serializers.Field] = {
         "{boot, repaired} and, repaired, replaced: [{prefill, decode, reason, ratio, was_ms, ms, source, "
         "from_boots}]; empty when every catalog was spelled out; null in lists",
     ),
+    "trace_sources": serializers.DictField(
+        allow_null=True,
+        child=serializers.DictField(),
+        help_text="per trace parameter given as a stored trace ({trace: name}): {trace, sha256, requests}; "
+        "empty when every trace was spelled out; null in lists",
+    ),
     "progress": PROGRESS,
     "result": serializers.JSONField(allow_null=True),
     "summary": serializers.CharField(allow_null=True, help_text="the result as the analysis's text table"),

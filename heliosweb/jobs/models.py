@@ -28,6 +28,12 @@ class BenchmarkJob(models.Model):
         help_text="per catalog parameter named by stored boots: each boot's id and, when repaired, "
         "what was replaced (the params keep the catalogs themselves, as the analysis validated them)",
     )
+    trace_sources = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="per trace parameter chosen by name: the stored trace's name, sha256 and requests "
+        "(the params keep the requests themselves)",
+    )
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED, db_index=True)
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)

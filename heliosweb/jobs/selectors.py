@@ -65,7 +65,7 @@ def jobs_for_compare(*, ids: list[int]) -> list[BenchmarkJob]:
 
 
 def job_as_api(job: BenchmarkJob, *, full: bool = True) -> dict[str, Any]:
-    """A job as the API shows it; lists leave out (`full=False`) params, catalog sources, result and summary."""
+    """A job as the API shows it; lists leave out (`full=False`) params, catalog and trace sources, result and summary."""
     return {
         "id": job.pk,
         "kind": job.kind,
@@ -73,6 +73,7 @@ def job_as_api(job: BenchmarkJob, *, full: bool = True) -> dict[str, Any]:
         "status": job.status,
         "params": job.params if full else None,
         "catalog_sources": job.catalog_sources if full else None,
+        "trace_sources": job.trace_sources if full else None,
         "progress": {
             "done": job.progress_done,
             "total": job.progress_total,

@@ -1,19 +1,20 @@
 """The simulated engine: job kind `engine` (queue `engine`), so the loop runs on the embedded default.
 
-It runs `scheduler_core.engine.EngineLoop` on endless Poisson traffic in real time (times `pace`),
-on the recipe's latest boot (as stored or repaired) or the pull request's clean or drift catalog,
-and is a real client of the engine API over HTTP with its own engine token, through the client
-package engines use (`clients/python`, `helios_client`): its `PolicyWatcher` long-polls the policy
-with `If-None-Match` and the loop takes a change from its next prefill decision; its
-`TelemetryReporter` posts the records in numbered batches of one session, retrying a failed POST
-with the same number (the server stores a batch once). It runs until stopped (cancel) or for
-`duration_s`.
+It runs `scheduler_core.engine.EngineLoop` on endless Poisson traffic (or a stored trace replayed in
+a loop, time-scaled) in real time (times `pace`), on the recipe's latest boot (as stored or
+repaired) or the pull request's clean or drift catalog, and is a real client of the engine API
+over HTTP with its own engine token, through the client package engines use (`clients/python`,
+`helios_client`): its `PolicyWatcher` long-polls the policy with `If-None-Match` and the loop takes
+a change from its next prefill decision; its `TelemetryReporter` posts the records in numbered
+batches of one session, retrying a failed POST with the same number (the server stores a batch
+once). It runs until stopped (cancel) or for `duration_s`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -34,15 +35,15 @@ from scheduler_core.analyses.catalogs import (
     execution_of,
 )
 from scheduler_core.analyses.params import Analysis, ChoiceParam, Emit, FloatParam, IntParam, progress
-from scheduler_core.analyses.simulate import boot_setting, build_catalog
+from scheduler_core.analyses.simulate import TRACE_PARAMS, boot_setting, build_catalog, selected_trace
 from scheduler_core.analyses.simulate import check as simulate_check
 from scheduler_core.catalog import Catalog
 from scheduler_core.engine import EngineLoop
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import ExecutionModel
 from scheduler_core.limits import MAX_TOKENS
-from scheduler_core.scheduler import SchedulerConfig
-from scheduler_core.traffic import TrafficShape
+from scheduler_core.scheduler import Arrival, SchedulerConfig
+from scheduler_core.traffic import TrafficShape, looped
 
 from .services import ENGINE_KIND, engine_token_create, engine_tokens_revoke
 
@@ -138,6 +139,14 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         engine_tokens_revoke(engine=engine)  # also when the first policy read failed
 
 
+def traffic(params: dict[str, Any]) -> TrafficShape | Iterator[Arrival]:
+    """Endless Poisson draws, or the job's trace (its window, limit and time scale applied) replayed
+    in a loop: each pass one mean gap after the last (`scheduler_core.traffic.looped`)."""
+    if params.get("trace") is not None:
+        return looped(selected_trace(params))
+    return TrafficShape(**{f: params[f] for f in TrafficShape.__dataclass_fields__})
+
+
 def _serve(
     params: dict[str, Any],
     emit: Emit,
@@ -148,9 +157,11 @@ def _serve(
     reporter: TelemetryReporter,
 ) -> dict[str, Any]:
     """The real-time loop: catch up with the wall clock, hand the records to the reporter, report once a second."""
-    shape = TrafficShape(**{f: params[f] for f in TrafficShape.__dataclass_fields__})
     loop = EngineLoop(
-        catalog, execution, SchedulerConfig(first.policy, params["max_lanes"], params["max_decode_wait"]), shape
+        catalog,
+        execution,
+        SchedulerConfig(first.policy, params["max_lanes"], params["max_decode_wait"]),
+        traffic(params),
     )
     loop.set_policy(first.policy, first.version)
     pace, duration = params["pace"], params["duration_s"]
@@ -205,7 +216,7 @@ def check(params: dict[str, Any]) -> None:
 
 ANALYSIS = Analysis(
     name=ENGINE_KIND,
-    summary="A simulated engine for this recipe: Poisson traffic through the multi-lane loop in real time, "
+    summary="A simulated engine for this recipe: Poisson traffic (or a trace, replayed in a loop) through the multi-lane loop in real time, "
     "following the active policy over the engine API and posting its telemetry (runs until stopped).",
     params=(
         ChoiceParam(
@@ -227,6 +238,7 @@ ANALYSIS = Analysis(
         IntParam("duration_s", 0, "stop after this many seconds (0: run until stopped)", minimum=0, maximum=7 * 86_400),
         IntParam("max_lanes", 32, "most requests admitted at once", minimum=1, maximum=64),
         IntParam("max_decode_wait", 2, "most launches a decoding lane may sit out", minimum=1, maximum=64),
+        *TRACE_PARAMS,
         DRIFT_PARAM,
         EXECUTION_PROFILE,
         *EXECUTION_PARAMS,

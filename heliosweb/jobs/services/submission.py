@@ -19,11 +19,12 @@ from heliosweb.audit.services import audit_append
 from heliosweb.catalogs.health import boot_repaired
 from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.celery import app as celery_app
-from heliosweb.common.errors import Throttled
+from heliosweb.common.errors import NotFound, Throttled
 from heliosweb.common.permissions import Actor
 from heliosweb.common.redis_errors import redis_refusal
 from heliosweb.recipes.models import Recipe
-from scheduler_core.analyses.params import CatalogListParam, CatalogParam
+from heliosweb.traces.selectors import trace_get, trace_traffic
+from scheduler_core.analyses.params import CatalogListParam, CatalogParam, TraceParam
 from scheduler_core.errors import InvalidInput
 
 from ..models import BenchmarkJob, JobStatus
@@ -64,6 +65,7 @@ def job_create(
     _check_queue_room(user)
     try:
         resolved, sources = _with_boot_catalogs(job_kind, job_kind.analysis.with_current_names(params))
+        resolved, traces = _with_stored_traces(job_kind, resolved)
         clean = job_kind.analysis.validate(resolved)
     except InvalidInput as exc:
         raise exc.under("params") from None
@@ -76,6 +78,7 @@ def job_create(
             recipe=recipe_obj,
             params=job_kind.analysis.to_json(clean),
             catalog_sources=sources,
+            trace_sources=traces,
             created_by=user if isinstance(user, User) else None,
         )
         audit_append(
@@ -163,6 +166,30 @@ def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> tuple[dict[
             raise
         out[p.name] = catalogs[0] if ref == "boot" else catalogs
         sources[p.name] = provenance
+    return out, sources
+
+
+def _with_stored_traces(kind: JobKind, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A trace parameter may name a stored trace, `{"trace": name}`: it becomes that trace's
+    requests as scheduler_core parsed them at upload (the job keeps them, bounded as any trace given
+    inline), and the job records which trace it was (the second value, its `trace_sources`)."""
+    out, sources = dict(params), {}
+    for p in kind.analysis.params:
+        value = out.get(p.name)
+        if not isinstance(p, TraceParam) or not isinstance(value, Mapping) or set(value) != {"trace"}:
+            continue
+        try:
+            stored = trace_get(name=value["trace"], field=f"{p.name}.trace")
+        except NotFound as exc:
+            raise InvalidInput(exc.field, exc.message, param=p.name) from None
+        if stored.requests > p.max_inline:
+            raise InvalidInput(
+                f"{p.name}.trace",
+                f"{stored.name!r} has {stored.requests:,} requests; a job keeps at most {p.max_inline:,}",
+                param=p.name,
+            )
+        out[p.name] = trace_traffic(stored)
+        sources[p.name] = {"trace": stored.name, "sha256": stored.sha256, "requests": stored.requests}
     return out, sources
 
 
