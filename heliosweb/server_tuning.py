@@ -71,7 +71,8 @@ def _require(present: bool, hook: str) -> None:
 
 def _body_in_memory(self: WebRequest, length: int | None) -> None:
     """`Request.gotLength`, once the headers are in: the body goes to memory (at most
-    DATA_UPLOAD_MAX_MEMORY_SIZE: the channel refuses more), and Twisted leaves forms to Django (what
+    DATA_UPLOAD_MAX_MEMORY_SIZE, or a path's own bound in HELIOS_LARGE_BODIES: the channel refuses
+    more), and Twisted leaves forms to Django (what
     its `parsePOSTFormSubmission=False` does, which daphne gives no way to pass)."""
     self.content = BytesIO()
     self._parsePOSTFormSubmission = False
@@ -86,15 +87,26 @@ class BoundedHTTPChannel(HTTPChannel):
     _deadline = 0.0
     _part = ""
     _closing = False
+    _body_limit = 0
 
     def dataReceived(self, data: bytes) -> None:
         if self._clock is None and not self._handlingRequest and not self._closing:
             self._arm("headers", settings.HELIOS_HTTP_HEADER_TIMEOUT)
         super().dataReceived(data)
 
+    def _limit(self) -> int:
+        """The body bound of this request's path: DATA_UPLOAD_MAX_MEMORY_SIZE, or its own where
+        HELIOS_LARGE_BODIES names a prefix of it (a trace upload)."""
+        path = self._path.decode("latin-1") if isinstance(getattr(self, "_path", None), bytes) else ""
+        path = path.split("?", 1)[0]
+        for prefix, limit in settings.HELIOS_LARGE_BODIES.items():
+            if path.startswith(prefix):
+                return int(limit)
+        return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+
     def allHeadersReceived(self) -> None:
         self._disarm()
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = self._body_limit = self._limit()  # the path read with the headers, once
         if self.length is not None and self.length > limit:
             self._refuse(413, "body", f"body: is {self.length:,} bytes, over {limit:,}")
             return
@@ -110,7 +122,7 @@ class BoundedHTTPChannel(HTTPChannel):
         if not reading_body or self._closing:
             return
         self._deadline += len(data) / settings.HELIOS_HTTP_BODY_MIN_RATE
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = self._body_limit
         content = getattr(self.requests[-1], "content", None) if self.requests else None
         if content is not None and not content.closed and content.tell() > limit:
             self._refuse(413, "body", f"body: is over {limit:,} bytes")

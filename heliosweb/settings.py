@@ -303,6 +303,10 @@ HELIOS_ENGINE_API_URL = os.environ.get("HELIOS_ENGINE_API_URL", "http://127.0.0.
 HELIOS_METRICS_TOKEN = os.environ.get("HELIOS_METRICS_TOKEN", "")
 HELIOS_METRICS_ALLOW = env_list("HELIOS_METRICS_ALLOW", ["127.0.0.1", "::1"])
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry batch (5 MB) and its headers
+TRACE_UPLOAD_MAX_BYTES = 64 * 1024 * 1024  # a stored trace (heliosweb.traces): about 1.9 million Azure rows
+# Paths (prefixes) whose bodies may pass DATA_UPLOAD_MAX_MEMORY_SIZE, and their own bound: daphne
+# refuses any other body over it before reading it (heliosweb.server_tuning).
+HELIOS_LARGE_BODIES = {"/api/traces/": TRACE_UPLOAD_MAX_BYTES, "/traces": TRACE_UPLOAD_MAX_BYTES}
 # Slow clients (heliosweb.server_tuning, in daphne): a request's line and headers within this many
 # seconds of its first byte; its body within HELIOS_HTTP_BODY_TIMEOUT s plus 1 s per MIN_RATE bytes.
 HELIOS_HTTP_HEADER_TIMEOUT = env_int("HELIOS_HTTP_HEADER_TIMEOUT", 10)

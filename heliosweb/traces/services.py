@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from django.contrib.auth.models import User
+from django.conf import settings
 from django.db import transaction
 
 from heliosweb.audit.services import audit_append
@@ -24,7 +25,7 @@ from .models import Trace
 # 1,000,000 rows of the Azure CSV are 35.3 MB (measured: the shared trace cycled, 7 fractional digits);
 # 64 MiB holds ~1.9 million such rows, and JSON Lines rows of ~60 bytes a million. The parser's own
 # row bound (scheduler_core.traffic.MAX_TRACE_ROWS, 2,000,000) stays the tighter one for short rows.
-MAX_TRACE_BYTES = 64 * 1024 * 1024
+MAX_TRACE_BYTES = settings.TRACE_UPLOAD_MAX_BYTES
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _CHUNK = 1 << 20
 
