@@ -9,8 +9,8 @@ import re
 from collections.abc import Iterator
 from typing import IO
 
-from django.contrib.auth.models import User
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from heliosweb.audit.services import audit_append
