@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from asgiref.sync import iscoroutinefunction
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -55,7 +56,9 @@ class DatabaseConnectionLostMiddleware:
 
     def process_view(
         self, request: HttpRequest, view: Callable[..., HttpResponse], args: tuple, kwargs: dict[str, Any]
-    ) -> HttpResponse:
+    ) -> HttpResponse | None:
+        if iscoroutinefunction(view):
+            return None  # an async view (the policy long-poll) is Django's to await; it holds no connection
         attempts = 2 if request.method in SAFE_METHODS else 1
         for attempt in range(1, attempts + 1):
             try:
