@@ -30,7 +30,9 @@
   const EMPTY = { "fig-ttft": "no finished requests reported yet", "fig-itl": "no finished requests reported yet" };
   for (const [id, [title, unit, scale]] of Object.entries(layouts)) {
     Plotly.newPlot(id, [], {
-      title: { text: title }, height: 260, margin: { l: 60, r: 20, t: 40, b: 40 },
+      // the title below the modebar's band (its buttons never cover it), as the job pages' figures
+      title: { text: title, x: 0, xanchor: "left", xref: "paper", y: 1, yanchor: "top", yref: "container", pad: { t: 30 } },
+      height: 280, margin: { l: 60, r: 20, t: 66, b: 40 },
       xaxis: { type: "date" },
       // Whole labels on log axes (20 and 50, not a small "2" and "5" after 10), as the job pages'
       // figures; Plotly picks the ticks, since an empty chart spans five decades.
@@ -158,11 +160,11 @@
       ["most sequences for one prompt length", "sequences_per_length_max", undefined, "prompt_lengths"],
     ];
     const note = (side) => side.too_few ? ` <em class="too-few">too few samples (${side.requests} requests, fewer than ${panel.min_samples})</em>` : "";
-    body.innerHTML = `<p id="panel-label">${panel.label}</p><table id="panel-table"><thead><tr><th></th>` +
+    body.innerHTML = `<p id="panel-label">${panel.label}</p><div class="scroll" tabindex="0" role="region" aria-label="before and after"><table id="panel-table"><thead><tr><th>measure</th>` +
       `<th>before: v${panel.before.version} ${panel.before.policy || ""}</th><th>after: v${panel.after.version} ${panel.after.policy || ""}</th></tr></thead><tbody>` +
       rows.map(([label, key, digits, count]) => `<tr><td>${label}</td><td>${cell(panel.before, key, digits)} <small>n=${panel.before[count]}</small></td>` +
         `<td>${cell(panel.after, key, digits)} <small>n=${panel.after[count]}</small></td></tr>`).join("") +
-      `</tbody></table><p>${note(panel.before)}${note(panel.after)}</p>`;
+      `</tbody></table></div><p>${note(panel.before)}${note(panel.after)}</p>`;
   }
 
   function refreshPanel() {
