@@ -44,14 +44,20 @@ def test_static_files_are_served_with_nosniff_and_a_cache_header(client):
 
 
 @pytest.mark.parametrize("debug", [False, True], ids=["production", "dev-up"])
-def test_collected_static_files_are_hashed_compressed_and_cached_for_good(tmp_path, client, maintainer, done_job, debug):
+def test_collected_static_files_are_hashed_compressed_and_cached_for_good(
+    tmp_path, client, maintainer, done_job, debug
+):
     """As production and `./dev up` (DEBUG on) serve them: every page names the hashed files,
     scripts deferred, and each is served gzipped with a cache header of at least a year."""
     from heliosweb.settings import STORAGES
 
     collected = {**STORAGES, "staticfiles": {"BACKEND": "heliosweb.common.static_files.CollectedStaticStorage"}}
     with override_settings(
-        STATIC_ROOT=tmp_path, STORAGES=collected, WHITENOISE_USE_FINDERS=False, WHITENOISE_AUTOREFRESH=False, DEBUG=debug
+        STATIC_ROOT=tmp_path,
+        STORAGES=collected,
+        WHITENOISE_USE_FINDERS=False,
+        WHITENOISE_AUTOREFRESH=False,
+        DEBUG=debug,
     ):
         call_command("collectstatic", "--noinput", "-v", "0")
         client.force_login(maintainer)

@@ -49,8 +49,12 @@ def _settled(page) -> None:
     """Drawn: the job page's figures fetched, every chart's SVG in place."""
     page.wait_for_load_state("load")
     if page.locator("#job").count():
-        page.wait_for_function("document.getElementById('figures').dataset.loaded && !document.getElementById('result').hidden")
-    page.wait_for_function("Array.from(document.querySelectorAll('.js-plotly-plot')).every(el => el.querySelector('.main-svg'))")
+        page.wait_for_function(
+            "document.getElementById('figures').dataset.loaded && !document.getElementById('result').hidden"
+        )
+    page.wait_for_function(
+        "Array.from(document.querySelectorAll('.js-plotly-plot')).every(el => el.querySelector('.main-svg'))"
+    )
 
 
 def test_every_page_fits_a_phone_and_axe_finds_nothing_serious(stack, page, recipe):
