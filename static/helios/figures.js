@@ -34,9 +34,13 @@
     return out.join("<br>");
   }
 
-  function draw(container, entries, filePrefix) {
+  // Each figure is drawn in a task of its own, so the page answers input between them (one long
+  // task per page was 1-2 s of blocked main thread on a chart-heavy job page).
+  const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+  async function draw(container, entries, filePrefix) {
     const drawn = new Map();
     for (const entry of entries) {
+      if (drawn.size) await nextTask();
       let el = container.querySelector('[data-figure-id="' + CSS.escape(entry.id) + '"]');
       if (!el) {
         el = document.createElement("div");

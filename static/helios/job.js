@@ -82,10 +82,10 @@
     loading = (async () => {
       do {
         again = false;
-        const response = await fetch("/api/jobs/" + jobId + "/figures/", { credentials: "same-origin" });
+        const response = await fetch("/api/jobs/" + jobId + "/figures/");  // the page preloads the first
         if (!response.ok) { console.warn("figures:", response.status); return; }
         const entries = await response.json();
-        const drawn = HeliosFigures.draw($("figures"), entries, "job-" + jobId);
+        const drawn = await HeliosFigures.draw($("figures"), entries, "job-" + jobId);
         grower.reset(drawn, entries);
         refreshOn = new Set(entries.flatMap((e) => e.refresh_on || []));
         $("figures").dataset.loaded = String(Number($("figures").dataset.loaded || 0) + 1);
