@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.contrib import messages
@@ -35,7 +36,7 @@ from heliosweb.jobs.services import submission
 from heliosweb.recipes.selectors import recipe_get, recipe_list
 from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
-from heliosweb.telemetry.services import engine_job_active, engine_start, engine_stop
+from heliosweb.telemetry.services import ENGINE_KIND, engine_job_active, engine_start, engine_stop
 from scheduler_core.errors import InvalidInput
 from scheduler_core.tradeoff import CHECKLIST
 
@@ -70,22 +71,25 @@ def recipe_engine(request: HttpRequest, name: str) -> HttpResponse:
             engine_stop(recipe=recipe, user=request.user)
             messages.info(request, "The simulated engine stops within a second.")
         else:
-            params: dict[str, Any] = {"catalog": request.POST.get("catalog", "clean")}
-            if request.POST.get("rate_per_s"):
-                params["rate_per_s"] = _number(request.POST["rate_per_s"])
+            params = params_from_post(get_kind(ENGINE_KIND), _engine_fields(request.POST))
             job = engine_start(recipe=recipe, user=request.user, params=params)
             messages.info(request, f"Simulated engine started (job {job.pk}).")
     except InvalidInput as exc:
-        messages.error(request, f"{exc.field}: {exc.message}")
+        # shown at its field (rate or catalog), the form keeping what was typed
+        return _recipe_page(request, recipe, engine_error=exc, status=400)
     return redirect("recipe_detail", name=name)
 
 
-def _number(text: str) -> float | str:
-    """The form's number, or the text itself for the service to refuse by name."""
-    try:
-        return float(text)
-    except ValueError:
-        return text
+ENGINE_FIELDS = ("catalog", "rate_per_s")  # what the recipe page's engine form shows
+
+
+def _engine_fields(post: QueryDict) -> QueryDict:
+    """The engine form's fields under the names the job form's reader expects (`engine.<param>`)."""
+    fields = QueryDict(mutable=True)
+    for name in ENGINE_FIELDS:
+        if name in post:
+            fields.setlist(field_name(ENGINE_KIND, name), post.getlist(name))
+    return fields
 
 
 @login_required
@@ -137,6 +141,14 @@ def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
         recipe = recipe_get(name=name)
     except NotFound:
         raise Http404(f"no recipe {name!r}") from None
+    return _recipe_page(request, recipe)
+
+
+def _recipe_page(
+    request: HttpRequest, recipe: Any, *, engine_error: InvalidInput | None = None, status: int = 200
+) -> HttpResponse:
+    name = recipe.name
+    engine_field = (engine_error.param or engine_error.field) if engine_error else ""
     return render(
         request,
         "dashboard/recipe_detail.html",
@@ -151,7 +163,10 @@ def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
             "jobs": selectors.job_list(recipe=name, limit=20),
             "can_run": request.user.has_perm("jobs.run_jobs"),
             "engine_job": engine_job_active(recipe=recipe),
+            "engine_error": {"field": engine_field, "message": engine_error.message} if engine_error else None,
+            "engine_posted": request.POST if engine_error else {},
         },
+        status=status,
     )
 
 
@@ -195,6 +210,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
                 boot_choices(),
                 int_or_none(request.GET.get("boot")),
                 picked_repaired=request.GET.get("repaired") == "1",
+                errors=errors,
             ),
             "selected": selected,
             "recipes": recipe_list(),
@@ -235,6 +251,16 @@ CATALOG_OPTIONS = (
 )
 
 
+EXPLAIN_INPUTS = ("prompt_tokens", "atomic_spans", "message_boundaries", "prefill_limit", "catalog_json")
+
+
+def _explain_input(field: str) -> str:
+    """The explain form's input a refused field came from (`request.atomic_spans[0]`: atomic_spans),
+    or "" when none shows it (the message then stands under the form)."""
+    name = re.match(r"\w*", field.removeprefix("request."))
+    return name[0] if name and name[0] in EXPLAIN_INPUTS else ""
+
+
 @login_required
 def explain(request: HttpRequest) -> HttpResponse:
     """Explain a prompt: each policy's plan for it, drawn one above the other (nothing stored)."""
@@ -250,6 +276,7 @@ def explain(request: HttpRequest) -> HttpResponse:
             data, answer, description = explain_prompt(query)
         except InvalidInput as exc:
             context["errors"] = {exc.field: exc.message}
+            context["error_input"] = _explain_input(exc.field)
         else:
             plans = answer["plans"]
             context.update(

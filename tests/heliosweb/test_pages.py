@@ -92,7 +92,11 @@ def test_compare_shows_other_kinds_as_their_text_tables(browser_client, maintain
     for job in jobs:
         job_run(job_id=job.pk)
     html = browser_client.get(f"/compare?ids={jobs[0].pk},{jobs[1].pk}").content.decode()
-    assert html.count('<pre class="result-text">50 random cases') == 2 and "seed 1" in html and "seed 2" in html
+    assert (
+        html.count('<pre class="result-text" tabindex="0">50 random cases') == 2
+        and "seed 1" in html
+        and "seed 2" in html
+    )
 
 
 def test_plotly_is_the_vendored_partial_bundle_not_a_cdn():

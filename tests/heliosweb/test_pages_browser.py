@@ -91,3 +91,21 @@ def test_every_page_fits_a_phone_and_axe_finds_nothing_serious(stack, page, reci
                 if v["impact"] in ("serious", "critical")
             ]
     assert problems == [], "\n".join(problems)
+
+
+def test_a_number_typed_as_text_or_cleared_is_refused_at_its_field_in_chromium(stack, page, maintainer):
+    """What a person types reaches the server ("ten", not the "" a number input would post) and
+    comes back refused under its field, marked for assistive technology; nothing runs."""
+    from heliosweb.jobs.models import BenchmarkJob
+
+    stack.start_web()
+    log_in_and_open(page, f"{stack.base_url}/jobs/new?kind=sweep", "maint", "pw-maint-123")
+    for typed, says in (("ten", "must be an integer, got 'ten'"), ("", "must not be empty (its default is 256)")):
+        page.fill("[name='sweep.count']", typed)
+        page.click("#start-job")
+        page.wait_for_selector("[data-field='sweep.count']")
+        field = page.locator("[name='sweep.count']")
+        assert field.input_value() == typed and field.get_attribute("aria-invalid") == "true"
+        message = page.locator("#" + field.get_attribute("aria-describedby").replace(".", "\\."))
+        assert says in message.text_content()
+    assert BenchmarkJob.objects.count() == 0
