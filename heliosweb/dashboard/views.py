@@ -21,7 +21,7 @@ from heliosweb.catalogs.selectors import (
 )
 from heliosweb.common.errors import NotFound, Throttled
 from heliosweb.common.inputs import int_or_none, parse_id
-from heliosweb.decisions.selectors import decision_latest_applied, decision_list, decisions_open
+from heliosweb.decisions.selectors import decision_list, decisions_open
 from heliosweb.figures.compare import compare_figures
 from heliosweb.figures.contract import to_json
 from heliosweb.figures.explain import explain as explain_prompt
@@ -33,7 +33,7 @@ from heliosweb.figures.selectors import job_data
 from heliosweb.jobs import selectors
 from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.jobs.services import submission
-from heliosweb.recipes.selectors import recipe_get, recipe_list
+from heliosweb.recipes.selectors import recipe_get, recipe_list, recipe_policy_changes
 from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
 from heliosweb.telemetry.services import ENGINE_KIND, engine_job_active, engine_start, engine_stop
@@ -114,23 +114,34 @@ def recipe_live(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 def recipe_live_panel(request: HttpRequest, name: str) -> JsonResponse:
-    """The before/after panel of the recipe's latest applied decision, from its telemetry."""
+    """The before/after panel of the recipe's latest policy change (a decision applied, an
+    emergency rollback: whatever called the setter), from its telemetry."""
     try:
         recipe = recipe_get(name=name)
     except NotFound:
         raise Http404(f"no recipe {name!r}") from None
-    decision = decision_latest_applied(recipe=name)
-    if decision is None or decision.applied_version is None:
-        return JsonResponse({"decision": None})
+    changes = recipe_policy_changes(name=name)
+    latest = changes[-1] if changes else None
+    if latest is None or latest["version"] is None or latest["version"] < 2:  # v1: the recipe's first policy
+        return JsonResponse({"decision": None, "change": None})
+    version = latest["version"]
     return JsonResponse(
         {
-            "decision": decision.pk,
-            "label": f"v{decision.applied_version}: {decision.to_policy} (decision #{decision.pk})",
+            "decision": latest["decision"],
+            "change": latest,
+            "label": f"v{version}: {latest['policy']} ({change_cause(latest)})",
             "min_samples": MIN_SAMPLES,
-            "before": version_summary(recipe=recipe, version=decision.applied_version - 1),
-            "after": version_summary(recipe=recipe, version=decision.applied_version),
+            "before": version_summary(recipe=recipe, version=version - 1),
+            "after": version_summary(recipe=recipe, version=version),
         }
     )
+
+
+def change_cause(change: dict[str, Any]) -> str:
+    """What made a policy change, as the live page labels it: "decision #3", "emergency rollback by ora"."""
+    if change["decision"]:
+        return f"decision #{change['decision']}"
+    return f"{'emergency rollback' if change['emergency'] else 'changed'} by {change['by']}"
 
 
 @login_required

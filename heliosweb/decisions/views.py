@@ -25,7 +25,7 @@ def decision_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     error = ""
     try:
-        decisions = list(selectors.decision_list(status=status or None, limit=200))
+        decisions = selectors.with_rollbacks(list(selectors.decision_list(status=status or None, limit=200)))
     except InvalidInput as exc:
         decisions, error = [], str(exc)
     return render(
@@ -88,7 +88,7 @@ def decision_new(request: HttpRequest) -> HttpResponse:
 @login_required
 def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
     try:
-        decision = selectors.decision_get(decision_id=decision_id)
+        decision = selectors.with_rollbacks([selectors.decision_get(decision_id=decision_id)])[0]
     except NotFound:
         raise Http404(f"no decision {decision_id}") from None
     return render(

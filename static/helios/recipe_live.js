@@ -41,13 +41,19 @@
     }, { displaylogo: false, responsive: true, showSendToCloud: false });
   }
 
+  // What made a change (as the server's panel label says it): a decision, or an emergency rollback.
+  function cause(c) {
+    if (c.decision) return `decision #${c.decision}`;
+    return `${c.emergency ? "emergency rollback" : "changed"} by ${c.by}`;
+  }
+
   function markers() {
     const shapes = [], annotations = [];
     for (const c of state.changes) {
       shapes.push({ type: "line", xref: "x", yref: "paper", x0: time(c.decided_at), x1: time(c.decided_at), y0: 0, y1: 1,
                     line: { color: "#444", width: 1, dash: "dot" } });
       annotations.push({ xref: "x", yref: "paper", x: time(c.decided_at), y: 1, yanchor: "bottom", xanchor: "right", showarrow: false,
-                         text: `v${c.version}: ${c.policy}` + (c.decision ? ` (decision #${c.decision})` : ""),
+                         text: `v${c.version}: ${c.policy} (${cause(c)})`,
                          font: { size: 10 }, bgcolor: "rgba(255,255,255,0.8)" });
     }
     return { shapes, annotations };
@@ -153,7 +159,7 @@
 
   function showPanel(panel) {
     const body = document.getElementById("panel-body");
-    if (!panel.decision) { body.textContent = "No decision has been applied to this recipe yet."; return; }
+    if (!panel.change) { body.textContent = "The policy has not changed since the recipe was created."; return; }
     const rows = [
       ["TTFT p50 (ms)", "ttft_p50_ms", 2, "requests"], ["TTFT p99 (ms)", "ttft_p99_ms", 2, "requests"],
       ["launches per request", "launches_per_request", 2, "requests"], ["padding share", "padding_share", 3, "launches"],
