@@ -22,10 +22,10 @@ from heliosweb.catalogs.selectors import (
 from heliosweb.common.errors import NotFound, Throttled
 from heliosweb.common.inputs import int_or_none, parse_id
 from heliosweb.decisions.selectors import decision_list, decisions_open
-from heliosweb.figures.compare import compare_figures
+from heliosweb.figures.compare import compare_figures, params_that_differ
 from heliosweb.figures.contract import to_json
 from heliosweb.figures.explain import explain as explain_prompt
-from heliosweb.figures.explain import plans_figure
+from heliosweb.figures.explain import graph_runs, plans_figure
 from heliosweb.figures.exports import table_names
 from heliosweb.figures.palette import capacity_colour
 from heliosweb.figures.registry import views_for
@@ -248,7 +248,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
             "catalog_sources": selectors.catalog_sources_of(job),
             "can_run": request.user.has_perm("jobs.run_jobs"),
             "tables": table_names(job_data(job, views, with_events=False), views) if job.result is not None else [],
-            "has_trace": views.spans is not None,
+            "has_trace": views.spans is not None and job.result is not None,  # a trace of what ran: once done
         },
     )
 
@@ -289,7 +289,7 @@ def explain(request: HttpRequest) -> HttpResponse:
             context["errors"] = {exc.field: exc.message}
             context["error_input"] = _explain_input(exc.field)
         else:
-            plans = answer["plans"]
+            plans = [{**p, "graphs": graph_runs(p.get("launches") or [])} for p in answer["plans"]]
             context.update(
                 description=description,
                 plans=plans,
@@ -341,6 +341,7 @@ def compare(request: HttpRequest) -> HttpResponse:
             "columns": columns,
             "error": error,
             "figures_json": to_json(compare_figures(jobs)) if jobs else "",
+            "differ": params_that_differ([j.params for j in jobs]) if len(jobs) > 1 else [],
             "finished": selectors.job_list(limit=100),
         },
         status=400 if error else 200,

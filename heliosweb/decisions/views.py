@@ -100,6 +100,7 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
             "steps": selectors.decision_allowed_steps(decision=decision, user=request.user),
             "events": selectors.audit_list(decision_id=decision.pk),
             "tradeoff": decision_tradeoff(decision=decision),
+            "reverse": decision.from_policy == "rule",  # the trade-off reads rule (before) -> cost (after)
             "timeline": selectors.decision_timeline(decision=decision),
             "can_comment": request.user.has_perm(services.COMMENT_PERM),
             "can_roll_back": decision.status == DecisionStatus.APPLIED and request.user.has_perm(services.PROPOSE_PERM),

@@ -33,6 +33,7 @@ class JobData:
     result: Json | None
     events: Sequence[Json] = ()
     seq: int = 0  # the events above were read up to this number
+    recipe: str | None = None  # the job's recipe, by name
 
     def events_of(self, event_type: str) -> list[Json]:
         return [e for e in self.events if e.get("type") == event_type]

@@ -29,6 +29,17 @@ def plan_answer(data: Any) -> dict[str, Any]:
     return answer(data)
 
 
+def graph_runs(launches: list[dict[str, Any]]) -> str:
+    """The graphs a plan launches, a run of one size written once: "2048 x 6 · 1024 · 512"."""
+    runs: list[list[int]] = []
+    for launch in launches:
+        if runs and runs[-1][0] == launch["graph"]:
+            runs[-1][1] += 1
+        else:
+            runs.append([launch["graph"], 1])
+    return " · ".join(f"{graph} x {n}" if n > 1 else str(graph) for graph, n in runs)
+
+
 def _ints(text: str, field: str) -> list[int]:
     try:
         return [int(x) for x in text.replace(",", " ").split()]

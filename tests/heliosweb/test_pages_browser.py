@@ -109,3 +109,17 @@ def test_a_number_typed_as_text_or_cleared_is_refused_at_its_field_in_chromium(s
         message = page.locator("#" + field.get_attribute("aria-describedby").replace(".", "\\."))
         assert says in message.text_content()
     assert BenchmarkJob.objects.count() == 0
+
+
+def test_a_jobs_downloads_appear_when_it_ends_without_a_reload(stack, page, maintainer, recipe):
+    from heliosweb.jobs.services.submission import job_create
+
+    stack.start_web()
+    stack.stop_worker()  # the job waits, queued, while its page opens
+    job = job_create(kind="pr22", recipe=recipe.name, params={}, user=maintainer)
+    log_in_and_open(page, f"{stack.base_url}/jobs/{job.pk}", "maint", "pw-maint-123")
+    assert page.locator("#downloads").is_hidden() and page.text_content("#job-status") == "queued"
+    stack.start_worker()
+    page.wait_for_selector("#downloads a[href$='?table=arms']", state="visible", timeout=120_000)
+    assert page.text_content("#job-status") == "done"
+    assert page.locator("#downloads a", has_text="Chrome trace").count() == 1
