@@ -87,3 +87,21 @@ def test_explain_refuses_a_cleared_prompt_at_its_field_and_keeps_it_cleared(brow
     assert _marked(html, "prompt_tokens") and 'id="error-prompt_tokens"' in html
     html = browser_client.get("/explain?prompt_tokens=3504&atomic_spans=1-2-3").content.decode()
     assert _marked(html, "atomic_spans")
+
+
+def test_a_refused_decision_step_shows_its_error_at_that_steps_form(client, author, reviewer, recipe):
+    """Rejecting without the required reason: 400, the message under the reject form's reason
+    (marked for assistive technology), not in the page's banner; the decision unchanged."""
+    from heliosweb.decisions import services
+
+    decision = services.decision_propose(actor=author, recipe=recipe.name, policy="rule", rationale="why " * 200)
+    client.force_login(reviewer)
+    response = client.post(f"/decisions/{decision.pk}/reject", {"reason": "  "})
+    html = response.content.decode()
+    assert response.status_code == 400
+    form = html.split('data-step="reject"')[1].split("</form>")[0]
+    assert 'id="error-reject"' in form and 'data-field="reason"' in form and _marked(form, "reason")
+    assert 'class="message error"' not in html
+    decision.refresh_from_db()
+    assert decision.status == "pending"
+    assert 'id="rationale" class="wrap"' in html  # a long rationale wraps (the page was 1,641 px wide)
