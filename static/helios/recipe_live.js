@@ -27,13 +27,21 @@
     "fig-rate": ["Prefill launches per second", "launches/s", "linear"],
     "fig-padding": ["Padding share of prefill tokens", "share", "linear"],
   };
+  // An empty chart spans the window that ends now (not Plotly's default of the year 2000); on a
+  // phone a long title breaks into two lines (Plotly never wraps one).
+  function lastMinutes() { const now = Date.now(); return { type: "date", range: [time(now - WINDOW_MS), time(now)] }; }
+  function fit(title) {
+    if (root.clientWidth >= 640 || title.length <= 40) return title;
+    const cut = title.lastIndexOf(" ", 40);
+    return title.slice(0, cut) + "<br>" + title.slice(cut + 1);
+  }
   const EMPTY = { "fig-ttft": "no finished requests reported yet", "fig-itl": "no finished requests reported yet" };
   for (const [id, [title, unit, scale]] of Object.entries(layouts)) {
     Plotly.newPlot(id, [], {
       // the title below the modebar's band (its buttons never cover it), as the job pages' figures
-      title: { text: title, x: 0, xanchor: "left", xref: "paper", y: 1, yanchor: "top", yref: "container", pad: { t: 30 } },
-      height: 280, margin: { l: 60, r: 20, t: 66, b: 40 },
-      xaxis: { type: "date" },
+      title: { text: fit(title), x: 0, xanchor: "left", xref: "paper", y: 1, yanchor: "top", yref: "container", pad: { t: 30 } },
+      height: 280, margin: { l: 60, r: 20, t: fit(title).includes("<br>") ? 84 : 66, b: 40 },
+      xaxis: lastMinutes(),
       // Whole labels on log axes (20 and 50, not a small "2" and "5" after 10), as the job pages'
       // figures; Plotly picks the ticks, since an empty chart spans five decades.
       yaxis: { title: { text: unit }, type: scale, rangemode: "tozero", tickformat: scale === "log" ? "~g" : "" },
@@ -90,7 +98,7 @@
     // they line up and every change's marker is drawn.
     const firsts = ["chunks", "ttft", "itl", "padding"].filter((k) => state[k].length).map((k) => state[k][0][0])
       .concat(changed.filter((t) => t >= since));
-    const xaxis = firsts.length ? { type: "date", range: [time(Math.max(since, Math.min(...firsts))), time(newest)] } : { type: "date" };
+    const xaxis = firsts.length ? { type: "date", range: [time(Math.max(since, Math.min(...firsts))), time(newest)] } : lastMinutes();
     const relayout = (id, traces) => {
       const empty = EMPTY[id] && traces.every((t) => t.x.length === 0);
       const notes = empty ? m.annotations.concat([{ xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false,
