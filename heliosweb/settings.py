@@ -14,7 +14,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from heliosweb.common.processes import DEFAULT_DRAIN_SECONDS
@@ -189,24 +188,24 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("HELIOS_STATIC_ROOT", BASE_DIR / "staticfiles"))
 # WhiteNoise serves static files from inside the app (through SecurityMiddleware, so with nosniff).
-# Production serves what `collectstatic` wrote: content-hashed names cached for a year, gzip
-# variants. Development serves straight from the source folders, uncached and uncompressed.
-WHITENOISE_USE_FINDERS = not PRODUCTION
-if not PRODUCTION:  # nothing collected in development: WhiteNoise's warning about it is noise there
+# Production and `./dev up` (which runs collectstatic and sets HELIOS_COLLECTED_STATIC) serve what
+# `collectstatic` wrote: content-hashed names cached for good, gzip variants, read once at start.
+# Tests and a bare `manage.py runserver` serve straight from the source folders, uncached.
+COLLECTED_STATIC = PRODUCTION or env_bool("HELIOS_COLLECTED_STATIC", False)
+WHITENOISE_USE_FINDERS = not COLLECTED_STATIC
+WHITENOISE_AUTOREFRESH = DEBUG and not COLLECTED_STATIC
+if not COLLECTED_STATIC:  # nothing collected: WhiteNoise's warning about it is noise there
     warnings.filterwarnings("ignore", message="No directory at: ")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        if PRODUCTION
+        "BACKEND": "heliosweb.common.static_files.CollectedStaticStorage"
+        if COLLECTED_STATIC
         else "whitenoise.storage.CompressedStaticFilesStorage"
     },
 }
-# Plotly.js comes from the installed plotly package (no CDN): /static/plotly/plotly.min.js
-STATICFILES_DIRS = [
-    BASE_DIR / "static",
-    ("plotly", Path(plotly.__file__).resolve().parent / "package_data"),
-]
+# Plotly.js is vendored (no CDN): static/vendor/plotly/, its cartesian partial bundle (README there).
+STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # --- Redis, Celery, Channels -------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")

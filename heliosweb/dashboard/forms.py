@@ -34,7 +34,7 @@ from scheduler_core.analyses.params import (
 )
 from scheduler_core.errors import InvalidInput
 
-ABSENT = object()  # nothing posted for a parameter: its default applies
+ABSENT = object()  # nothing posted for a parameter (a kind's fields the page did not show): its default applies
 
 
 def field_name(kind: str, param: str) -> str:
@@ -54,8 +54,16 @@ class FieldAdapter:
 
 
 def _read_text(param: Param, post: QueryDict, name: str) -> Any:
+    """A field the page showed comes back with its text: left alone, that is its visible default; a
+    cleared one is refused (never silently the default), unless the parameter's default is "none"."""
     raw = post.get(name)
-    return ABSENT if raw is None or not raw.strip() else param.from_text(raw)
+    if raw is None:
+        return ABSENT
+    if not raw.strip():
+        if param.default_value() is None:
+            return ABSENT
+        raise InvalidInput(param.name, f"must not be empty (its default is {_list_text(param, param.default_value())})")
+    return param.from_text(raw)
 
 
 def _read_choices(param: Param, post: QueryDict, name: str) -> Any:
@@ -121,15 +129,14 @@ def _choices(param: ChoiceParam | ChoiceListParam) -> list[tuple[str, str]]:
 TRACE_TEXT = forms.Textarea(
     attrs={"rows": 2, "cols": 60, "placeholder": "paste a trace (Azure CSV or JSON Lines); empty: Poisson traffic"}
 )
+# Numbers in text inputs: a browser's number input posts "" for text it cannot read ("ten", "1e400"),
+# which the server could not tell from a cleared field; the text itself is refused by name instead.
+INT_TEXT = {"inputmode": "numeric", "autocomplete": "off"}
+FLOAT_TEXT = {"inputmode": "decimal", "autocomplete": "off"}
 CATALOG_TEXT = forms.Textarea(attrs={"rows": 2, "cols": 60, "placeholder": "leave empty for the default"})
 ADAPTERS: dict[type[Param], FieldAdapter] = {
-    IntParam: FieldAdapter(lambda p: forms.IntegerField(min_value=p.minimum, max_value=p.maximum), _read_text),
-    FloatParam: FieldAdapter(
-        lambda p: forms.FloatField(
-            min_value=p.minimum, max_value=p.maximum, widget=forms.NumberInput(attrs={"step": "any"})
-        ),
-        _read_text,
-    ),
+    IntParam: FieldAdapter(lambda p: forms.CharField(widget=forms.TextInput(attrs=INT_TEXT)), _read_text),
+    FloatParam: FieldAdapter(lambda p: forms.CharField(widget=forms.TextInput(attrs=FLOAT_TEXT)), _read_text),
     ChoiceParam: FieldAdapter(lambda p: forms.ChoiceField(choices=_choices(p)), _read_text),
     IntListParam: FieldAdapter(
         lambda p: forms.CharField(widget=forms.TextInput(attrs={"size": 40})), _read_text, _list_text
@@ -158,15 +165,20 @@ def adapter(param: Param) -> FieldAdapter:
     raise LookupError(f"no form field for {type(param).__name__} ({param.name})")
 
 
-def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
-    """Posted form values -> the params dict the service validates; text that cannot be read is
+def read_field(param: Param, post: QueryDict, name: str) -> Any:
+    """One posted field as the value `param.parse` takes (or ABSENT); text that cannot be read is
     refused naming the field (`params.<name>`)."""
+    try:
+        return adapter(param).read(param, post, name)
+    except InvalidInput as exc:
+        raise InvalidInput(f"params.{param.name}", exc.message, param=param.name) from None
+
+
+def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
+    """Posted form values -> the params dict the service validates."""
     params: dict[str, Any] = {}
     for p in kind.analysis.params:
-        try:
-            value = adapter(p).read(p, post, field_name(kind.name, p.name))
-        except InvalidInput as exc:
-            raise InvalidInput(f"params.{p.name}", exc.message, param=p.name) from None
+        value = read_field(p, post, field_name(kind.name, p.name))
         if value is not ABSENT:
             params[p.name] = value
     return params
@@ -186,6 +198,11 @@ def _render_trace(name: str, html: SafeString, traces: list[str], picked: str) -
     )
 
 
+def error_id(name: str) -> str:
+    """The id of the message shown under field `name` (its input points there: aria-describedby)."""
+    return f"error-{name}"
+
+
 def _render(
     param: Param,
     name: str,
@@ -193,13 +210,18 @@ def _render(
     boots: list[BootChoice],
     picked: list[str],
     repaired: bool,
+    invalid: bool,
     traces: list[str] | None = None,
 ) -> SafeString:
     """The parameter's label and input(s): its field's widget; for catalogs, first a picker of stored
-    boots with a box for their repaired versions (flagged shapes replaced by the recipe's others)."""
+    boots with a box for their repaired versions (flagged shapes replaced by the recipe's others).
+    An input whose value was refused is marked so for assistive technology, pointing at the message."""
     how = adapter(param)
     field = how.field(param)
-    html = field.widget.render(name, how.shown(param, value), attrs={"id": f"id_{name}"})
+    attrs = {"id": f"id_{name}"}
+    if invalid:
+        attrs.update({"aria-invalid": "true", "aria-describedby": error_id(name)})
+    html = field.widget.render(name, how.shown(param, value), attrs=attrs)
     if isinstance(field, forms.MultipleChoiceField):  # a group of boxes: a caption, not one label
         return format_html('<span>{}</span><input type="hidden" name="{}.present" value="1">{}', param.name, name, html)
     if isinstance(param, TraceParam):
@@ -242,6 +264,7 @@ def form_kinds(
     picked_boot: int | None = None,
     picked_repaired: bool = False,
     traces: list[str] | None = None,
+    errors: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """What the template renders: each kind with its params, each with its help, bounds and input
     HTML (the posted `values` when the form comes back with an error, else the default); catalog
@@ -260,7 +283,7 @@ def form_kinds(
             else:
                 picked = [] if picked_boot is None else [str(picked_boot)]
                 repaired = picked_repaired and picked_boot is not None
-            html = _render(p, name, value, boots or [], picked, repaired, traces)
-            params.append({**p.to_dict(), "field": name, "html": html})
+            html = _render(p, name, value, boots or [], picked, repaired, name in (errors or {}), traces)
+            params.append({**p.to_dict(), "field": name, "html": html, "error_id": error_id(name)})
         out.append({"name": kind.name, "queue": kind.queue, "summary": kind.summary, "params": params})
     return out

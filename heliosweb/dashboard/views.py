@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.contrib import messages
@@ -20,8 +21,8 @@ from heliosweb.catalogs.selectors import (
 )
 from heliosweb.common.errors import NotFound, Throttled
 from heliosweb.common.inputs import int_or_none, parse_id
-from heliosweb.decisions.selectors import decision_latest_applied, decision_list, decisions_open
-from heliosweb.figures.compare import compare_figures
+from heliosweb.decisions.selectors import decision_list, decisions_open
+from heliosweb.figures.compare import compare_figures, params_that_differ
 from heliosweb.figures.contract import to_json
 from heliosweb.figures.explain import explain as explain_prompt
 from heliosweb.figures.explain import graphs_text, plans_figure
@@ -32,10 +33,10 @@ from heliosweb.figures.selectors import job_data
 from heliosweb.jobs import selectors
 from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.jobs.services import submission
-from heliosweb.recipes.selectors import recipe_get, recipe_list
+from heliosweb.recipes.selectors import recipe_get, recipe_list, recipe_policy_changes
 from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
-from heliosweb.telemetry.services import engine_job_active, engine_start, engine_stop
+from heliosweb.telemetry.services import ENGINE_KIND, engine_job_active, engine_start, engine_stop
 from heliosweb.traces.selectors import trace_names
 from scheduler_core.errors import InvalidInput
 from scheduler_core.tradeoff import CHECKLIST
@@ -71,22 +72,25 @@ def recipe_engine(request: HttpRequest, name: str) -> HttpResponse:
             engine_stop(recipe=recipe, user=request.user)
             messages.info(request, "The simulated engine stops within a second.")
         else:
-            params: dict[str, Any] = {"catalog": request.POST.get("catalog", "clean")}
-            if request.POST.get("rate_per_s"):
-                params["rate_per_s"] = _number(request.POST["rate_per_s"])
+            params = params_from_post(get_kind(ENGINE_KIND), _engine_fields(request.POST))
             job = engine_start(recipe=recipe, user=request.user, params=params)
             messages.info(request, f"Simulated engine started (job {job.pk}).")
     except InvalidInput as exc:
-        messages.error(request, f"{exc.field}: {exc.message}")
+        # shown at its field (rate or catalog), the form keeping what was typed
+        return _recipe_page(request, recipe, engine_error=exc, status=400)
     return redirect("recipe_detail", name=name)
 
 
-def _number(text: str) -> float | str:
-    """The form's number, or the text itself for the service to refuse by name."""
-    try:
-        return float(text)
-    except ValueError:
-        return text
+ENGINE_FIELDS = ("catalog", "rate_per_s")  # what the recipe page's engine form shows
+
+
+def _engine_fields(post: QueryDict) -> QueryDict:
+    """The engine form's fields under the names the job form's reader expects (`engine.<param>`)."""
+    fields = QueryDict(mutable=True)
+    for name in ENGINE_FIELDS:
+        if name in post:
+            fields.setlist(field_name(ENGINE_KIND, name), post.getlist(name))
+    return fields
 
 
 @login_required
@@ -111,23 +115,34 @@ def recipe_live(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 def recipe_live_panel(request: HttpRequest, name: str) -> JsonResponse:
-    """The before/after panel of the recipe's latest applied decision, from its telemetry."""
+    """The before/after panel of the recipe's latest policy change (a decision applied, an
+    emergency rollback: whatever called the setter), from its telemetry."""
     try:
         recipe = recipe_get(name=name)
     except NotFound:
         raise Http404(f"no recipe {name!r}") from None
-    decision = decision_latest_applied(recipe=name)
-    if decision is None or decision.applied_version is None:
-        return JsonResponse({"decision": None})
+    changes = recipe_policy_changes(name=name)
+    latest = changes[-1] if changes else None
+    if latest is None or latest["version"] is None or latest["version"] < 2:  # v1: the recipe's first policy
+        return JsonResponse({"decision": None, "change": None})
+    version = latest["version"]
     return JsonResponse(
         {
-            "decision": decision.pk,
-            "label": f"v{decision.applied_version}: {decision.to_policy} (decision #{decision.pk})",
+            "decision": latest["decision"],
+            "change": latest,
+            "label": f"v{version}: {latest['policy']} ({change_cause(latest)})",
             "min_samples": MIN_SAMPLES,
-            "before": version_summary(recipe=recipe, version=decision.applied_version - 1),
-            "after": version_summary(recipe=recipe, version=decision.applied_version),
+            "before": version_summary(recipe=recipe, version=version - 1),
+            "after": version_summary(recipe=recipe, version=version),
         }
     )
+
+
+def change_cause(change: dict[str, Any]) -> str:
+    """What made a policy change, as the live page labels it: "decision #3", "emergency rollback by ora"."""
+    if change["decision"]:
+        return f"decision #{change['decision']}"
+    return f"{'emergency rollback' if change['emergency'] else 'changed'} by {change['by']}"
 
 
 @login_required
@@ -138,6 +153,14 @@ def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
         recipe = recipe_get(name=name)
     except NotFound:
         raise Http404(f"no recipe {name!r}") from None
+    return _recipe_page(request, recipe)
+
+
+def _recipe_page(
+    request: HttpRequest, recipe: Any, *, engine_error: InvalidInput | None = None, status: int = 200
+) -> HttpResponse:
+    name = recipe.name
+    engine_field = (engine_error.param or engine_error.field) if engine_error else ""
     return render(
         request,
         "dashboard/recipe_detail.html",
@@ -152,7 +175,10 @@ def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
             "jobs": selectors.job_list(recipe=name, limit=20),
             "can_run": request.user.has_perm("jobs.run_jobs"),
             "engine_job": engine_job_active(recipe=recipe),
+            "engine_error": {"field": engine_field, "message": engine_error.message} if engine_error else None,
+            "engine_posted": request.POST if engine_error else {},
         },
+        status=status,
     )
 
 
@@ -197,6 +223,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
                 int_or_none(request.GET.get("boot")),
                 picked_repaired=request.GET.get("repaired") == "1",
                 traces=trace_names(),
+                errors=errors,
             ),
             "selected": selected,
             "recipes": recipe_list(),
@@ -224,7 +251,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
             "trace_sources": job.trace_sources,
             "can_run": request.user.has_perm("jobs.run_jobs"),
             "tables": table_names(job_data(job, views, with_events=False), views) if job.result is not None else [],
-            "has_trace": views.spans is not None,
+            "has_trace": views.spans is not None and job.result is not None,  # a trace of what ran: once done
         },
     )
 
@@ -236,6 +263,16 @@ CATALOG_OPTIONS = (
     ("job", "the job's own boot catalog"),
     ("json", "a pasted catalog (below)"),
 )
+
+
+EXPLAIN_INPUTS = ("prompt_tokens", "atomic_spans", "message_boundaries", "prefill_limit", "catalog_json")
+
+
+def _explain_input(field: str) -> str:
+    """The explain form's input a refused field came from (`request.atomic_spans[0]`: atomic_spans),
+    or "" when none shows it (the message then stands under the form)."""
+    name = re.match(r"\w*", field.removeprefix("request."))
+    return name[0] if name and name[0] in EXPLAIN_INPUTS else ""
 
 
 @login_required
@@ -253,6 +290,7 @@ def explain(request: HttpRequest) -> HttpResponse:
             data, answer, description = explain_prompt(query)
         except InvalidInput as exc:
             context["errors"] = {exc.field: exc.message}
+            context["error_input"] = _explain_input(exc.field)
         else:
             plans = answer["plans"]
             context.update(
@@ -306,6 +344,7 @@ def compare(request: HttpRequest) -> HttpResponse:
             "columns": columns,
             "error": error,
             "figures_json": to_json(compare_figures(jobs)) if jobs else "",
+            "differ": params_that_differ([j.params for j in jobs]) if len(jobs) > 1 else [],
             "finished": selectors.job_list(limit=100),
         },
         status=400 if error else 200,

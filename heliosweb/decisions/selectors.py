@@ -35,21 +35,33 @@ def decision_list(
     return qs.order_by("-created_at", "-id")[:limit]
 
 
+def with_rollbacks(decisions: list[PolicyDecision]) -> list[PolicyDecision]:
+    """Each decision with `rolled_back`: the emergency rollback that reverted the version it applied
+    (`{version, by, at, reason}`, from the audit chain), else None. The decision's status stays
+    `applied` (it was); the pages say "rolled back". One query for the lot."""
+    applied: dict[tuple[str, Any], PolicyDecision] = {
+        (d.recipe.name, d.applied_version): d for d in decisions if d.applied_version is not None
+    }
+    for d in decisions:
+        d.rolled_back = None  # type: ignore[attr-defined]
+    if not applied:
+        return decisions
+    events = AuditEvent.objects.filter(
+        action="emergency_rollback", recipe_name__in={name for name, _ in applied}
+    ).values_list("recipe_name", "before", "after", "actor_name", "created_at", "reason")
+    for name, before, after, by, at, reason in events:
+        decision = applied.get((name, (before or {}).get("version")))
+        if decision is not None and decision.applied_at is not None and at >= decision.applied_at:
+            decision.rolled_back = {"version": (after or {}).get("version"), "by": by, "at": at, "reason": reason}  # type: ignore[attr-defined]
+    return decisions
+
+
 def decisions_open(*, limit: int = 20) -> QuerySet[PolicyDecision]:
     """Decisions still waiting for a review or to be applied, oldest first: what needs a maintainer."""
     return (
         PolicyDecision.objects.select_related("recipe", "created_by")
         .filter(status__in=OPEN)
         .order_by("created_at", "id")[:limit]
-    )
-
-
-def decision_latest_applied(*, recipe: str) -> PolicyDecision | None:
-    """The recipe's most recently applied decision (the live page's before/after panel)."""
-    return (
-        PolicyDecision.objects.filter(recipe__name=recipe, status=DecisionStatus.APPLIED)
-        .order_by("-applied_version")
-        .first()
     )
 
 

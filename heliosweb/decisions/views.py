@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
@@ -26,7 +27,7 @@ def decision_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     error = ""
     try:
-        decisions = list(selectors.decision_list(status=status or None, limit=200))
+        decisions = selectors.with_rollbacks(list(selectors.decision_list(status=status or None, limit=200)))
     except InvalidInput as exc:
         decisions, error = [], str(exc)
     return render(
@@ -96,9 +97,12 @@ def decision_new(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
+def decision_detail(
+    request: HttpRequest, decision_id: int, *, refused: dict[str, Any] | None = None, status: int = 200
+) -> HttpResponse:
+    """The decision; `refused`: a step it just refused ({step, field, message}), shown at that step's form."""
     try:
-        decision = selectors.decision_get(decision_id=decision_id)
+        decision = selectors.with_rollbacks([selectors.decision_get(decision_id=decision_id)])[0]
     except NotFound:
         raise Http404(f"no decision {decision_id}") from None
     return render(
@@ -110,10 +114,13 @@ def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
             "steps": selectors.decision_allowed_steps(decision=decision, user=request.user),
             "events": selectors.audit_list(decision_id=decision.pk),
             "tradeoff": decision_tradeoff(decision=decision),
+            "reverse": decision.from_policy == "rule",  # the trade-off reads rule (before) -> cost (after)
             "timeline": selectors.decision_timeline(decision=decision),
             "can_comment": request.user.has_perm(services.COMMENT_PERM),
             "can_roll_back": decision.status == DecisionStatus.APPLIED and request.user.has_perm(services.PROPOSE_PERM),
+            "refused": refused,
         },
+        status=status,
     )
 
 
@@ -154,9 +161,7 @@ def decision_step(request: HttpRequest, decision_id: int, step: str) -> HttpResp
     try:
         STEPS[step](actor=request.user, decision=decision, reason=request.POST.get("reason", ""))
     except InvalidInput as exc:
-        messages.error(request, str(exc))
-        response = decision_detail(request, decision_id)
-        response.status_code = http_status(exc)
-        return response
+        refused = {"step": step, "field": exc.field, "message": exc.message, "reason": request.POST.get("reason", "")}
+        return decision_detail(request, decision_id, refused=refused, status=http_status(exc))
     messages.success(request, f"Decision #{decision.pk}: {step} done.")
     return redirect("decision_detail", decision_id=decision.pk)

@@ -3,6 +3,7 @@ different kinds side by side."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,3 +71,18 @@ def compare_figures(jobs: Sequence[BenchmarkJob]) -> list[Figure]:
             same = [(job_id, f) for job_id, figures in members for f in figures if f.id == figure_id]
             out.append(overlay(f"{kind}-{figure_id}", same))
     return out
+
+
+SHOWN_CHARS = 80  # a catalog parameter is long: its start is shown, the whole stays in each job's parameters
+
+
+def params_that_differ(params: Sequence[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """The parameters whose values differ between the overlaid jobs, each with its value per job
+    (JSON, cut to SHOWN_CHARS), in the first job's order: what a reader must know to read the overlay."""
+    names = list(dict.fromkeys(name for p in params for name in p))
+    differ = []
+    for name in names:
+        values = [json.dumps(p.get(name), sort_keys=True) for p in params]
+        if len(set(values)) > 1:
+            differ.append((name, [v if len(v) <= SHOWN_CHARS else v[: SHOWN_CHARS - 1] + "…" for v in values]))
+    return differ

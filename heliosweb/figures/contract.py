@@ -16,6 +16,8 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.utils import PlotlyJSONEncoder
 
+from .summary import describe
+
 Json = dict[str, Any]
 Table = list[dict[str, Any]]
 
@@ -31,6 +33,7 @@ class JobData:
     result: Json | None
     events: Sequence[Json] = ()
     seq: int = 0  # the events above were read up to this number
+    recipe: str | None = None  # the job's recipe, by name
 
     def events_of(self, event_type: str) -> list[Json]:
         return [e for e in self.events if e.get("type") == event_type]
@@ -41,9 +44,12 @@ class Figure:
     id: str
     title: str
     figure: go.Figure
+    summary: str | None = None  # its text alternative; by default `describe`d from the figure
 
     def as_dict(self) -> Json:
-        return {"id": self.id, "title": self.title, "figure": self.figure.to_plotly_json()}
+        figure = self.figure.to_plotly_json()
+        summary = self.summary or describe(figure.get("data") or [], figure.get("layout") or {})
+        return {"id": self.id, "title": self.title, "figure": figure, "summary": summary}
 
 
 @dataclass(frozen=True)
@@ -135,11 +141,21 @@ LOG_AXIS: dict[str, Any] = {"type": "log", "dtick": "D2", "tickformat": "~g"}
 
 
 def base_layout(title: str, *, height: int = 380, **extra: Any) -> go.Layout:
-    """The house layout: title, compact margins, legend on top, no Plotly logo in the modebar."""
+    """The house layout: title, compact margins, legend on top, no Plotly logo in the modebar. The
+    title sits below the band the modebar's buttons take at the top (they never cover it)."""
     return go.Layout(
-        title={"text": title},
+        title={
+            "text": title,
+            "x": 0,
+            "xanchor": "left",
+            "xref": "paper",
+            "y": 1,
+            "yanchor": "top",
+            "yref": "container",
+            "pad": {"t": 34},
+        },
         height=height,
-        margin={"l": 70, "r": 20, "t": 60, "b": 50},
+        margin={"l": 70, "r": 20, "t": 76, "b": 50},
         legend={"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top"},  # never over a title
         template="none",  # plotly.js's own light defaults; a full template costs seconds to validate and KBs per figure
         **extra,

@@ -34,6 +34,17 @@ def plan_answer(data: Any) -> dict[str, Any]:
     return answer(data)
 
 
+def graph_runs(launches: list[dict[str, Any]]) -> str:
+    """The graphs a plan launches, a run of one size written once: "2048 x 6 · 1024 · 512"."""
+    runs: list[list[int]] = []
+    for launch in launches:
+        if runs and runs[-1][0] == launch["graph"]:
+            runs[-1][1] += 1
+        else:
+            runs.append([launch["graph"], 1])
+    return " · ".join(f"{graph} x {n}" if n > 1 else str(graph) for graph, n in runs)
+
+
 def _ints(text: str, field: str) -> list[int]:
     numbers = [int_of_text(x) for x in text.replace(",", " ").split()]
     if any(n is None for n in numbers):
@@ -116,10 +127,11 @@ def explain(query: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any], s
 
 
 def graphs_text(plan: dict[str, Any]) -> str:
-    """ "4096 · 4096 · 512": a plan's graphs as the page lists them, the first MAX_DRAWN_LAUNCHES."""
-    graphs = [str(launch["graph"]) for launch in plan.get("launches", [])[:MAX_DRAWN_LAUNCHES]]
-    more = plan.get("launch_count", 0) - len(graphs)
-    return " · ".join(graphs) + (f" · … ({more:,} more)" if more > 0 else "")
+    """ "4096 x 3 · 512": a plan's graphs as the page lists them (`graph_runs`), the first
+    MAX_DRAWN_LAUNCHES launches."""
+    shown = plan.get("launches", [])[:MAX_DRAWN_LAUNCHES]
+    more = plan.get("launch_count", 0) - len(shown)
+    return graph_runs(shown) + (f" · … ({more:,} more)" if more > 0 else "")
 
 
 def plans_figure(plans: list[dict[str, Any]], title: str) -> Figure:

@@ -21,7 +21,8 @@ def job_data(job: BenchmarkJob, views: KindViews, *, with_events: bool = True) -
         # Plain tuples, not model instances: a 1,000-request simulate reads 2,000 launch events.
         newest = rows.order_by("-seq").values_list("seq", "type", "data")[:MAX_EVENTS]
         events = [{**data, "type": type_, "seq": seq} for seq, type_, data in reversed(newest)]
-    return JobData(job.pk, job.kind, job.status, job.params, job.result, events, job.last_seq)
+    recipe = job.recipe.name if job.recipe is not None else None
+    return JobData(job.pk, job.kind, job.status, job.params, job.result, events, job.last_seq, recipe)
 
 
 def job_figures(*, job_id: object) -> list[Figure]:

@@ -1,5 +1,5 @@
-"""`/ws/recipes/`: every recipe's active policy, then each policy decision step as it commits,
-so the dashboard's recipe table stays true without a reload."""
+"""`/ws/recipes/`: every recipe's active policy, then each policy decision step and each change
+of a recipe's policy (whatever made it) as it commits, so every open page stays true without a reload."""
 
 from __future__ import annotations
 
@@ -20,3 +20,6 @@ class RecipesConsumer(SnapshotStream):
 
     async def recipes_decision(self, message: dict[str, Any]) -> None:
         await self.send_json({**message, "type": "decision"})
+
+    async def recipes_policy(self, message: dict[str, Any]) -> None:
+        await self.send_json({**message, "type": "policy"})

@@ -17,6 +17,7 @@ from scheduler_core.policies import selectable_policies
 # scheduler_core's selectable policies, read when the models load: the database constraint is a
 # migration, so a newly registered policy becomes storable with `makemigrations`.
 STORED_POLICIES = selectable_policies()
+EMERGENCY = "emergency rollback: "  # how an emergency rollback's policy change gives its reason (audit, pages)
 
 
 class Recipe(models.Model):

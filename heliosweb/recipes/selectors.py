@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from heliosweb.audit.models import AuditEvent
 from heliosweb.common.errors import NotFound
 
-from .models import PolicySetting, Recipe
+from .models import EMERGENCY, PolicySetting, Recipe
 
 
 def recipe_list() -> QuerySet[Recipe]:
@@ -69,19 +69,33 @@ def recipe_policy_get(*, name: str) -> dict[str, Any]:
 
 
 def recipe_policy_changes(*, name: str, limit: int = 50) -> list[dict[str, Any]]:
-    """The recipe's policy changes made by applied decisions, oldest first: `{version, policy,
-    decided_at (ms), decision}`, what the live page marks (through the reverse relation the
-    decisions app declares, as `recipe_policy_get` finds the current one)."""
+    """Every change of the recipe's active policy, oldest first, read from the audit chain (the one
+    setter records each): `{version, policy, from_policy, decided_at (ms), decision (the applied
+    decision's id, else None), emergency, by, reason}`, what the live page marks. A decision is
+    found through the reverse relation the decisions app declares (as `recipe_policy_get` does)."""
+    recipe = recipe_get(name=name)
     rows = (
-        recipe_get(name=name)
-        .decisions.filter(applied_version__isnull=False)
-        .order_by("-applied_version")
-        .values_list("applied_version", "to_policy", "applied_at", "id")[:limit]
+        AuditEvent.objects.filter(recipe_name=name, action="policy_changed", created_at__gte=recipe.created_at)
+        .order_by("-seq")
+        .values_list("before", "after", "created_at", "actor_name", "reason")[:limit]
     )
-    return [
-        {"version": v, "policy": p, "decided_at": at.timestamp() * 1000 if at else None, "decision": d}
-        for v, p, at, d in reversed(rows)
-    ]
+    decided = dict(recipe.decisions.filter(applied_version__isnull=False).values_list("applied_version", "id"))
+    changes = []
+    for before, after, at, by, reason in reversed(rows):
+        version = (after or {}).get("version")
+        changes.append(
+            {
+                "version": version,
+                "policy": (after or {}).get("policy"),
+                "from_policy": (before or {}).get("policy"),
+                "decided_at": at.timestamp() * 1000,
+                "decision": decided.get(version),
+                "emergency": reason.startswith(EMERGENCY),
+                "by": by,
+                "reason": reason,
+            }
+        )
+    return changes
 
 
 def emergency_banner(event: AuditEvent) -> dict[str, Any]:

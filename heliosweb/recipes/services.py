@@ -16,13 +16,15 @@ from heliosweb.common.broadcast import publish
 from heliosweb.common.errors import Conflict, Forbidden
 from heliosweb.common.inputs import parse_int
 from heliosweb.common.permissions import Actor
+from heliosweb.common.realtime import send_event_on_commit
 from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import selectable_policies
 from scheduler_core.tradeoff import parse_required
 from scheduler_core.validation import require_text
 
-from .models import PolicySetting, Recipe
+from .consumers import GROUP
+from .models import EMERGENCY, PolicySetting, Recipe
 from .selectors import emergency_banner
 
 MANAGE_PERM = "recipes.manage_recipes"
@@ -115,7 +117,9 @@ def recipe_update(
 @transaction.atomic
 def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason: str = "") -> PolicySetting:
     """Change the active policy (a no-op when it is already active): version + 1, the previous
-    policy kept for an emergency rollback, one `policy_changed` event, and the announcement."""
+    policy kept for an emergency rollback, one `policy_changed` event, and the announcements: to
+    engines (the policy topic) and to every open page (`/ws/recipes/`: dashboard, recipe, decision
+    and live pages), whatever made the change (a decision applied, an emergency rollback)."""
     _check_policy(policy)
     setting = PolicySetting.objects.select_for_update().get(recipe=recipe)
     if setting.policy != policy:
@@ -138,6 +142,16 @@ def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason:
         )
         message = {"type": "policy", "recipe": recipe.name, "policy": policy, "version": setting.version}
         transaction.on_commit(lambda: publish(policy_topic(recipe.name), message))
+        page = {
+            **message,
+            "type": "recipes.policy",
+            "from_policy": before["policy"],
+            "from_version": before["version"],
+            "actor": user.get_username() if user else SYSTEM,
+            "reason": reason,
+            "emergency": reason.startswith(EMERGENCY),
+        }
+        send_event_on_commit(GROUP, page)
     return setting
 
 
@@ -169,7 +183,7 @@ def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any, from
             raise InvalidInput("recipe", f"{recipe.name} has had one policy only: there is nothing to roll back to")
         before = {"policy": setting.policy, "version": setting.version}
         setting = policy_set(
-            recipe=recipe, policy=setting.previous_policy, user=actor, reason=f"emergency rollback: {clean_reason}"
+            recipe=recipe, policy=setting.previous_policy, user=actor, reason=f"{EMERGENCY}{clean_reason}"
         )
         event = audit_append(
             action="emergency_rollback",

@@ -6,18 +6,62 @@
   // server; this site is offline and sends figures nowhere.
   const CONFIG = { displaylogo: false, responsive: true, showSendToCloud: false };
 
-  function draw(container, entries, filePrefix) {
+  // A narrow screen (a phone) keeps the plot wide: the legend goes below it, margins shrink, and a
+  // long title breaks into lines (Plotly never wraps one).
+  const NARROW = window.matchMedia("(max-width: 640px)");
+  function fitted(layout, width, traces) {
+    if (!NARROW.matches) return layout;
+    const title = layout.title && layout.title.text;
+    const wrapped = title ? wrap(title, Math.max(20, Math.floor(width / 9))) : title;
+    const lines = wrapped ? wrapped.split("<br>").length : 1;
+    const legendRows = Math.ceil(traces.filter((t) => t.showlegend !== false).length / Math.max(1, Math.floor(width / 130)));
+    const margin = layout.margin || {};
+    const below = 24 * legendRows;
+    return Object.assign({}, layout, {
+      title: Object.assign({}, layout.title, { text: wrapped, font: { size: 15 } }),
+      margin: Object.assign({}, margin, { l: 50, r: 10, t: (margin.t || 76) + 18 * (lines - 1), b: (margin.b || 50) + below }),
+      legend: Object.assign({}, layout.legend, { orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom" }),
+      height: (layout.height || 380) + below + 18 * (lines - 1),
+    });
+  }
+  function wrap(text, perLine) {
+    const out = [];
+    let line = "";
+    for (const word of String(text).split(" ")) {
+      if (line && (line + " " + word).length > perLine) { out.push(line); line = word; } else line = line ? line + " " + word : word;
+    }
+    if (line) out.push(line);
+    return out.join("<br>");
+  }
+
+  // Each figure is drawn in a task of its own, so the page answers input between them (one long
+  // task per page was 1-2 s of blocked main thread on a chart-heavy job page).
+  const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+  async function draw(container, entries, filePrefix) {
     const drawn = new Map();
     for (const entry of entries) {
+      if (drawn.size) await nextTask();
       let el = container.querySelector('[data-figure-id="' + CSS.escape(entry.id) + '"]');
       if (!el) {
         el = document.createElement("div");
         el.className = "chart figure";
         el.dataset.figureId = entry.id;
+        el.setAttribute("role", "figure");
         container.appendChild(el);
+        const summary = document.createElement("p");
+        summary.className = "figure-summary";
+        summary.id = "summary-" + entry.id;
+        container.appendChild(summary);
+        el.setAttribute("aria-describedby", summary.id);
       }
+      el.setAttribute("aria-label", entry.title);
+      const summary = document.getElementById("summary-" + entry.id);
+      if (summary) summary.textContent = entry.summary || "";
       const config = Object.assign({}, CONFIG, { toImageButtonOptions: { format: "png", filename: filePrefix + "-" + entry.id } });
-      Plotly.react(el, entry.figure.data || [], entry.figure.layout || {}, config);
+      const layout = entry.figure.layout || {};
+      const data = entry.figure.data || [];
+      el._helios = { layout: layout, config: config };
+      Plotly.react(el, data, fitted(layout, el.clientWidth || container.clientWidth, data), config);
       if (!el.dataset.linked) {
         el.dataset.linked = "1";
         el.on("plotly_click", (click) => follow(click.points[0]));
@@ -25,10 +69,20 @@
       drawn.set(entry.id, el);
     }
     for (const el of Array.from(container.querySelectorAll("[data-figure-id]"))) {
-      if (!drawn.has(el.dataset.figureId)) el.remove();
+      if (!drawn.has(el.dataset.figureId)) {
+        const summary = document.getElementById("summary-" + el.dataset.figureId);
+        if (summary) summary.remove();
+        el.remove();
+      }
     }
     return drawn;
   }
+  // Crossing the phone width relays every drawn figure out for the new width (points kept as drawn).
+  NARROW.addEventListener("change", () => {
+    for (const el of document.querySelectorAll("[data-figure-id]")) {
+      if (el._helios && el.data) Plotly.react(el, el.data, fitted(el._helios.layout, el.clientWidth, el.data), el._helios.config);
+    }
+  });
 
   // A trace may link its points somewhere (trace.meta.link with {x} for the point's x).
   function follow(point) {

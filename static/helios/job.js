@@ -9,6 +9,7 @@
   const $ = (id) => document.getElementById(id);
   let lastSeq = 0;
   let finished = false;
+  const renderedUnfinished = !["done", "failed", "cancelled"].includes(root.dataset.status);
   let eventCount = 0;
   const MAX_LOG = 300;
   const grower = new HeliosFigures.Grower();
@@ -82,10 +83,10 @@
     loading = (async () => {
       do {
         again = false;
-        const response = await fetch("/api/jobs/" + jobId + "/figures/", { credentials: "same-origin" });
+        const response = await fetch("/api/jobs/" + jobId + "/figures/");  // the page preloads the first
         if (!response.ok) { console.warn("figures:", response.status); return; }
         const entries = await response.json();
-        const drawn = HeliosFigures.draw($("figures"), entries, "job-" + jobId);
+        const drawn = await HeliosFigures.draw($("figures"), entries, "job-" + jobId);
         grower.reset(drawn, entries);
         refreshOn = new Set(entries.flatMap((e) => e.refresh_on || []));
         $("figures").dataset.loaded = String(Number($("figures").dataset.loaded || 0) + 1);
@@ -117,6 +118,15 @@
     }
   }
 
+  // What the page says only once the job has ended (its CSV and trace downloads): read from the
+  // page itself, as the server now renders it.
+  async function loadDownloads() {
+    const response = await fetch(location.pathname, { credentials: "same-origin" });
+    if (!response.ok) return;
+    const fresh = new DOMParser().parseFromString(await response.text(), "text/html").getElementById("downloads");
+    if (fresh) $("downloads").replaceWith(document.importNode(fresh, true));
+  }
+
   async function loadResult() {
     const response = await fetch("/api/jobs/" + jobId + "/", { credentials: "same-origin" });
     if (!response.ok) return;
@@ -137,7 +147,7 @@
         setProgress(ev.done, ev.total, ev.message);
         if (root.dataset.status === "queued") setStatus("running");
         break;
-      case "done": setStatus("done"); setProgress(1, 1); loadResult(); loadFigures(); break;
+      case "done": setStatus("done"); setProgress(1, 1); loadResult(); loadFigures(); if (renderedUnfinished) loadDownloads(); break;
       case "failed": case "cancelled":
         setStatus(ev.type === "failed" ? "failed" : "cancelled");
         $("job-error").hidden = false; $("job-error").textContent = ev.reason || ev.type;

@@ -27,16 +27,32 @@
     "fig-rate": ["Prefill launches per second", "launches/s", "linear"],
     "fig-padding": ["Padding share of prefill tokens", "share", "linear"],
   };
+  // An empty chart spans the window that ends now (not Plotly's default of the year 2000); on a
+  // phone a long title breaks into two lines (Plotly never wraps one).
+  function lastMinutes() { const now = Date.now(); return { type: "date", range: [time(now - WINDOW_MS), time(now)] }; }
+  function fit(title) {
+    if (root.clientWidth >= 640 || title.length <= 40) return title;
+    const cut = title.lastIndexOf(" ", 40);
+    return title.slice(0, cut) + "<br>" + title.slice(cut + 1);
+  }
   const EMPTY = { "fig-ttft": "no finished requests reported yet", "fig-itl": "no finished requests reported yet" };
   for (const [id, [title, unit, scale]] of Object.entries(layouts)) {
     Plotly.newPlot(id, [], {
-      title: { text: title }, height: 260, margin: { l: 60, r: 20, t: 40, b: 40 },
-      xaxis: { type: "date" },
+      // the title below the modebar's band (its buttons never cover it), as the job pages' figures
+      title: { text: fit(title), x: 0, xanchor: "left", xref: "paper", y: 1, yanchor: "top", yref: "container", pad: { t: 30 } },
+      height: 280, margin: { l: 60, r: 20, t: fit(title).includes("<br>") ? 84 : 66, b: 40 },
+      xaxis: lastMinutes(),
       // Whole labels on log axes (20 and 50, not a small "2" and "5" after 10), as the job pages'
       // figures; Plotly picks the ticks, since an empty chart spans five decades.
       yaxis: { title: { text: unit }, type: scale, rangemode: "tozero", tickformat: scale === "log" ? "~g" : "" },
       showlegend: id === "fig-itl" || id === "fig-chunks",
     }, { displaylogo: false, responsive: true, showSendToCloud: false });
+  }
+
+  // What made a change (as the server's panel label says it): a decision, or an emergency rollback.
+  function cause(c) {
+    if (c.decision) return `decision #${c.decision}`;
+    return `${c.emergency ? "emergency rollback" : "changed"} by ${c.by}`;
   }
 
   function markers() {
@@ -45,7 +61,7 @@
       shapes.push({ type: "line", xref: "x", yref: "paper", x0: time(c.decided_at), x1: time(c.decided_at), y0: 0, y1: 1,
                     line: { color: "#444", width: 1, dash: "dot" } });
       annotations.push({ xref: "x", yref: "paper", x: time(c.decided_at), y: 1, yanchor: "bottom", xanchor: "right", showarrow: false,
-                         text: `v${c.version}: ${c.policy}` + (c.decision ? ` (decision #${c.decision})` : ""),
+                         text: `v${c.version}: ${c.policy} (${cause(c)})`,
                          font: { size: 10 }, bgcolor: "rgba(255,255,255,0.8)" });
     }
     return { shapes, annotations };
@@ -82,7 +98,7 @@
     // they line up and every change's marker is drawn.
     const firsts = ["chunks", "ttft", "itl", "padding"].filter((k) => state[k].length).map((k) => state[k][0][0])
       .concat(changed.filter((t) => t >= since));
-    const xaxis = firsts.length ? { type: "date", range: [time(Math.max(since, Math.min(...firsts))), time(newest)] } : { type: "date" };
+    const xaxis = firsts.length ? { type: "date", range: [time(Math.max(since, Math.min(...firsts))), time(newest)] } : lastMinutes();
     const relayout = (id, traces) => {
       const empty = EMPTY[id] && traces.every((t) => t.x.length === 0);
       const notes = empty ? m.annotations.concat([{ xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false,
@@ -151,18 +167,18 @@
 
   function showPanel(panel) {
     const body = document.getElementById("panel-body");
-    if (!panel.decision) { body.textContent = "No decision has been applied to this recipe yet."; return; }
+    if (!panel.change) { body.textContent = "The policy has not changed since the recipe was created."; return; }
     const rows = [
       ["TTFT p50 (ms)", "ttft_p50_ms", 2, "requests"], ["TTFT p99 (ms)", "ttft_p99_ms", 2, "requests"],
       ["launches per request", "launches_per_request", 2, "requests"], ["padding share", "padding_share", 3, "launches"],
       ["most sequences for one prompt length", "sequences_per_length_max", undefined, "prompt_lengths"],
     ];
     const note = (side) => side.too_few ? ` <em class="too-few">too few samples (${side.requests} requests, fewer than ${panel.min_samples})</em>` : "";
-    body.innerHTML = `<p id="panel-label">${panel.label}</p><table id="panel-table"><thead><tr><th></th>` +
+    body.innerHTML = `<p id="panel-label">${panel.label}</p><div class="scroll" tabindex="0" role="region" aria-label="before and after"><table id="panel-table"><thead><tr><th>measure</th>` +
       `<th>before: v${panel.before.version} ${panel.before.policy || ""}</th><th>after: v${panel.after.version} ${panel.after.policy || ""}</th></tr></thead><tbody>` +
       rows.map(([label, key, digits, count]) => `<tr><td>${label}</td><td>${cell(panel.before, key, digits)} <small>n=${panel.before[count]}</small></td>` +
         `<td>${cell(panel.after, key, digits)} <small>n=${panel.after[count]}</small></td></tr>`).join("") +
-      `</tbody></table><p>${note(panel.before)}${note(panel.after)}</p>`;
+      `</tbody></table></div><p>${note(panel.before)}${note(panel.after)}</p>`;
   }
 
   function refreshPanel() {

@@ -9,7 +9,7 @@ from heliosweb.figures.palette import capacity_colour, policy_colour
 from heliosweb.figures.registry import VIEWS, views_for
 from heliosweb.jobs.registry import job_kinds
 
-from .runs import finished
+from .runs import SMALL, finished
 
 
 def built(kind: str) -> dict:
@@ -275,3 +275,44 @@ def test_a_job_without_a_result_says_what_to_wait_for():
     for kind in ("sweep", "boots", "fuzz", "ttft", "numerics"):
         [figure] = views_for(kind).figures(JobData(1, kind, "queued", {}, None))
         assert not figure.figure.data and figure.figure.layout.annotations[0].text
+
+
+def test_the_vendored_plotly_bundle_draws_every_trace_type_the_product_emits():
+    """Every trace type of every kind's figures, of /explain, and of the live page's script is
+    one the vendored partial bundle registers (read from the bundle itself)."""
+    import re
+
+    from heliosweb.figures.explain import plans_figure
+    from heliosweb.figures.summary import describe
+
+    from .conftest import ROOT
+
+    bundle = (ROOT / "static/vendor/plotly/plotly-cartesian.min.js").read_text()
+    registered = set(re.findall(r'moduleType:"trace",name:"([a-z0-9]+)"', bundle))
+    assert {"scatter", "bar"} <= registered
+    emitted: set[str] = set()
+    for kind in job_kinds():
+        if kind in SMALL:
+            for figure in built(kind).values():
+                emitted |= {t.type for t in figure.data}
+    emitted |= {t.type for t in plans_figure([], "nothing").figure.data}
+    live_js = (ROOT / "static/helios/recipe_live.js").read_text()
+    emitted |= set(re.findall(r'type: "([a-z0-9]+)", (?:mode|name)', live_js))
+    assert emitted and emitted <= registered, emitted - registered
+    assert describe([], {}) == "Nothing to draw yet."
+
+
+def test_every_figure_has_a_text_summary_of_what_it_draws():
+    from heliosweb.figures.contract import Figure
+
+    for kind in SMALL:
+        params, result, events = finished(kind)
+        job = JobData(7, kind, "done", params, result, events, seq=len(events))
+        for figure in views_for(kind).figures(job):
+            summary = figure.as_dict()["summary"]
+            assert summary and summary.endswith(".") and len(summary) < 600, (kind, figure.id, summary)
+    ttft = Figure("ttft", "TTFT", built("pr22")["ttft"]).as_dict()["summary"]
+    assert ttft == (
+        "2 series: cost (before) (4 points), rule (after) (4 points); "
+        "x: 4 categories (3.5k clean … 14k drift); TTFT (ms): 62.1 to 238.1."
+    ), ttft

@@ -43,20 +43,36 @@ def test_static_files_are_served_with_nosniff_and_a_cache_header(client):
     assert "max-age" in response["Cache-Control"]
 
 
-def test_collected_static_files_are_hashed_compressed_and_cached_for_good(tmp_path):
-    production_storage = {
-        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
-    }
-    with override_settings(STATIC_ROOT=tmp_path, STORAGES=production_storage, WHITENOISE_USE_FINDERS=False):
-        call_command("collectstatic", "--noinput", "-v", "0")
-        from django.contrib.staticfiles.storage import staticfiles_storage
+@pytest.mark.parametrize("debug", [False, True], ids=["production", "dev-up"])
+def test_collected_static_files_are_hashed_compressed_and_cached_for_good(
+    tmp_path, client, maintainer, done_job, debug
+):
+    """As production and `./dev up` (DEBUG on) serve them: every page names the hashed files,
+    scripts deferred, and each is served gzipped with a cache header of at least a year."""
+    from heliosweb.settings import STORAGES
 
-        url = staticfiles_storage.url("helios/live.js")
-        assert re.search(r"/static/helios/live\.[0-9a-f]{12}\.js$", url)
-        response = Client().get(url, HTTP_ACCEPT_ENCODING="gzip")
-        assert response.status_code == 200 and response["Content-Encoding"] == "gzip"
-        assert "immutable" in response["Cache-Control"] and response["X-Content-Type-Options"] == "nosniff"
+    collected = {**STORAGES, "staticfiles": {"BACKEND": "heliosweb.common.static_files.CollectedStaticStorage"}}
+    with override_settings(
+        STATIC_ROOT=tmp_path,
+        STORAGES=collected,
+        WHITENOISE_USE_FINDERS=False,
+        WHITENOISE_AUTOREFRESH=False,
+        DEBUG=debug,
+    ):
+        call_command("collectstatic", "--noinput", "-v", "0")
+        client.force_login(maintainer)
+        page = client.get(f"/jobs/{done_job.pk}").content.decode()
+        scripts = re.findall(r"<script ([^>]*)>", page)
+        assert scripts and all(s.startswith("defer src=") for s in scripts), scripts
+        urls = re.findall(r'(?:src|href)="(/static/[^"]+)"', page)
+        assert any(re.search(r"/static/vendor/plotly/plotly-cartesian\.min\.[0-9a-f]{12}\.js$", u) for u in urls), urls
+        for url in urls:
+            assert re.search(r"\.[0-9a-f]{12}\.(js|css)$", url), url
+            response = Client().get(url, HTTP_ACCEPT_ENCODING="gzip")
+            assert response.status_code == 200 and response["Content-Encoding"] == "gzip", url
+            max_age = int(re.search(r"max-age=(\d+)", response["Cache-Control"])[1])
+            assert max_age >= 365 * 24 * 3600 and "immutable" in response["Cache-Control"], url
+            assert response["X-Content-Type-Options"] == "nosniff"
 
 
 def test_the_api_schema_needs_credentials(client, maintainer):

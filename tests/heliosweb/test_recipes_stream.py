@@ -31,7 +31,21 @@ async def test_it_sends_a_snapshot_then_each_decision_step_as_it_commits(recipe,
 
     await database_sync_to_async(decide)()
 
-    steps = [await _receive(communicator) for _ in range(3)]
+    messages = [await _receive(communicator) for _ in range(4)]
+    # the change itself (from the one setter, whatever called it), then the decision step that made it
+    change = messages.pop(2)
+    assert change == {
+        "type": "policy",
+        "recipe": "tiny-cpu",
+        "policy": "rule",
+        "version": 2,
+        "from_policy": "cost",
+        "from_version": 1,
+        "actor": applier.username,
+        "reason": change["reason"],
+        "emergency": False,
+    }
+    steps = messages
     assert [s["action"] for s in steps] == ["proposed", "approved", "applied"]
     assert all(s["type"] == "decision" and s["recipe"] == "tiny-cpu" for s in steps)
     assert (steps[-1]["policy"], steps[-1]["version"]) == ("rule", 2)

@@ -86,6 +86,25 @@ def test_the_decision_page_lays_out_the_tradeoff_and_the_checklist(author, revie
     assert 'data-item="real_ttft" class="open"' in checklist and "real TTFT measured" in checklist
 
 
+def test_a_rule_to_cost_decision_reads_rule_before_and_cost_after(author, reviewer, client):
+    from heliosweb.recipes.services import recipe_create
+
+    ruled = recipe_create(name="ruled-cpu", policy="rule")
+    pr22 = evidence_job(ruled, "pr22")
+    decision = services.decision_propose(
+        actor=author, recipe="ruled-cpu", policy="cost", rationale=RATIONALE, evidence=[pr22.pk]
+    )
+    client.force_login(reviewer)
+    html = client.get(f"/decisions/{decision.pk}").content.decode()
+    assert "TTFT per arm: rule (before) → cost (after)" in html
+    head = html.split('id="tradeoff-arms"')[1].split("</thead>")[0]
+    assert head.index("Rule (before)") < head.index("Cost (after)") and "Delta (cost − rule)" in head
+    row = html.split('data-arm="14k" data-catalog="drift"')[1].split("</tr>")[0]
+    cells = row.split("<td")
+    assert "4 launches 232.10 ms" in cells[3] and "9 launches 238.10 ms" in cells[4]  # rule first
+    assert "+6.00 ms" in cells[5]  # cost − rule: 238.10 − 232.10
+
+
 def served(recipe: Any, *, engine: str, batch: int, version: int, policy: str, ttfts: list[float], chunks: list[int]):
     """One telemetry batch, stored as an engine posts it: a request per TTFT, each prefilling a
     1,000-token prompt in launches of the `chunks` graphs (the last one padded to fill its graph)."""
