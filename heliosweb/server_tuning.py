@@ -97,8 +97,8 @@ class BoundedHTTPChannel(HTTPChannel):
     def _limit(self) -> int:
         """The body bound of this request's path: DATA_UPLOAD_MAX_MEMORY_SIZE, or its own where
         HELIOS_LARGE_BODIES names a prefix of it (a trace upload)."""
-        path = self._path.decode("latin-1") if isinstance(getattr(self, "_path", None), bytes) else ""
-        path = path.split("?", 1)[0]
+        raw: Any = getattr(self, "_path", b"")  # the request line's target, set with the headers
+        path = raw.decode("latin-1").split("?", 1)[0] if isinstance(raw, bytes) else ""
         for prefix, limit in settings.HELIOS_LARGE_BODIES.items():
             if path.startswith(prefix):
                 return int(limit)
