@@ -1,5 +1,5 @@
-"""Published Llama-2-7B prefill costs on A100 and H100 (Vidur's profiles, `published/llama-2-7b/`,
-MIT-licensed, notice beside the data), so a capture of the `llama-2-7b` preset can be held against
+"""Published Llama-2-7B prefill costs on A100 and H100 (Vidur's profiles, the copy the execution
+profiles read: `scheduler_core/profiles/llama-2-7b/`, MIT-licensed, notice beside the data), so a capture of the `llama-2-7b` preset can be held against
 them: ours measured, theirs published, the ratio. Torch-free: the CSVs are read with the stdlib.
 
 A published pass of a `c`-token chunk at the start of a prompt is 32 layers x (the linear ops at
@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parent / "published" / "llama-2-7b"
+DATA = Path(__file__).resolve().parent.parent / "scheduler_core" / "profiles" / "llama-2-7b"  # one copy
 LAYERS = 32
 GPUS = ("a100", "h100")
 

@@ -1,5 +1,5 @@
 """A capture held against the published Llama-2-7B passes (Vidur's A100/H100 profiles, copied into
-gpu_runner/published/ with their licence): the figures the data's README states, ranges where the
+scheduler_core/profiles/llama-2-7b/ with their licence): the figures the data's README states, ranges where the
 H100's attention is unpublished, ours over theirs."""
 
 from __future__ import annotations
