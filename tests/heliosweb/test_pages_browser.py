@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
-from .conftest import log_in_and_open, needs_chromium
+from heliosweb.traces.services import trace_upload
+
+from .conftest import ROOT, log_in_and_open, needs_chromium
 from .runs import SMALL, store
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transaction=True), needs_chromium]
@@ -28,7 +30,10 @@ OVERFLOW = """() => ({
 
 def _pages(recipe, jobs: dict, decision) -> dict[str, str]:
     first, second = store("simulate", recipe=recipe), store("simulate", recipe=recipe)
+    rows = (ROOT / "tests" / "data" / "traces" / "azure-llm-2023-code.csv").read_bytes().splitlines()[:400]
+    trace_upload(user=None, name="azure-head", content=b"\n".join(rows) + b"\n")  # /traces draws its charts
     return {
+        "traces": "/traces",
         "dashboard": "/",
         "jobs": "/jobs/",
         "job-new": "/jobs/new",
