@@ -56,11 +56,14 @@ class TraceListView(APIView):
             "multipart/form-data": inline_serializer(
                 "TraceUpload", {"file": serializers.FileField(), "name": serializers.CharField()}
             ),
-            "text/csv": bytes,
-            "application/x-ndjson": bytes,
+            # The raw file, whatever its type says (text/csv, application/x-ndjson, ...): declared as
+            # bytes, the one raw type generated clients (openapi-python-client) know.
+            "application/octet-stream": bytes,
         },
         responses={200: TRACE, 201: TRACE, 400: ERROR, 403: ERROR, 409: ERROR, 413: ERROR},
-        description=f"At most {MAX_TRACE_BYTES:,} bytes. The same bytes again answer the stored trace (200).",
+        description=f"At most {MAX_TRACE_BYTES:,} bytes: multipart (`file`, `name`) or the raw file with "
+        "`?name=` under any content type (text/csv, application/x-ndjson). The same bytes again answer the "
+        "stored trace (200).",
     )
     def post(self, request: Request) -> Response:
         declared = request.META.get("CONTENT_LENGTH")
