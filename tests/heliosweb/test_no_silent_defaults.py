@@ -68,7 +68,8 @@ def test_fields_left_as_shown_run_with_their_visible_defaults(
 
 
 @pytest.mark.parametrize(
-    ("typed", "says"), [("", "must not be empty (its default is 20.0)"), ("ten", "must be a finite number in decimal digits")]
+    ("typed", "says"),
+    [("", "must not be empty (its default is 20.0)"), ("ten", "must be a finite number in decimal digits")],
 )
 def test_the_engine_forms_rate_is_refused_at_its_field(browser_client, recipe, queued, typed, says):
     page = browser_client.get(f"/recipes/{recipe.name}").content.decode()

@@ -105,7 +105,10 @@ def test_a_number_typed_as_text_or_cleared_is_refused_at_its_field_in_chromium(s
 
     stack.start_web()
     log_in_and_open(page, f"{stack.base_url}/jobs/new?kind=sweep", "maint", "pw-maint-123")
-    for typed, says in (("ten", "must be an integer, got 'ten'"), ("", "must not be empty (its default is 256)")):
+    for typed, says in (
+        ("ten", "must be an integer in decimal digits, got 'ten'"),
+        ("", "must not be empty (its default is 256)"),
+    ):
         page.fill("[name='sweep.count']", typed)
         page.click("#start-job")
         page.wait_for_selector("[data-field='sweep.count']")

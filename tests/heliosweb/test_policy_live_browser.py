@@ -41,7 +41,9 @@ def test_an_emergency_rollback_reaches_every_open_page(stack, page, recipe, auth
     tabs["live"].wait_for_function(f"document.getElementById('fig-chunks').textContent.includes({before!r})")
     assert tabs["decision"].text_content("#decision-status") == "applied"
 
-    off_the_browser_thread(policy_rollback_emergency, recipe=recipe, actor=operator, reason="p99 doubled")
+    off_the_browser_thread(
+        policy_rollback_emergency, recipe=recipe, actor=operator, reason="p99 doubled", from_version=2
+    )
 
     dash = tabs["dashboard"]
     dash.wait_for_function(
