@@ -43,15 +43,24 @@ def test_dev_up_runs_a_job_survives_crashes_of_its_own_and_drains_on_ctrl_c(tmp_
         assert "HELIOS_BROKER_KEY_PREFIX=devup-test:" in broker
         shell = f"set -a; . {dev.var}/run/broker.env; set +a; exec $PY -m celery -A heliosweb inspect ping --timeout 10"
         env = {k: v for k, v in dev.env.items() if k not in ("REDIS_URL", "HELIOS_BROKER_KEY_PREFIX")}
-        ping = subprocess.run(
-            ["bash", "-c", shell],
-            cwd=ROOT,
-            env={**env, "PY": sys.executable, "HELIOS_VAR_DIR": str(dev.var)},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert ping.returncode == 0 and ping.stdout.count("pong") == 5, ping.stdout + ping.stderr
+        answers: list[str] = []
+
+        def every_worker_answers() -> bool:  # a worker still starting (gpu imports torch) answers later
+            ping = subprocess.run(
+                ["bash", "-c", shell],
+                cwd=ROOT,
+                env={**env, "PY": sys.executable, "HELIOS_VAR_DIR": str(dev.var)},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            answers.append(ping.stdout + ping.stderr)
+            return ping.returncode == 0 and ping.stdout.count("pong") == 5
+
+        try:
+            wait_until(every_worker_answers, timeout=120, interval=1, what="five workers to answer celery inspect")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the last answer: {answers[-1]}") from None
 
         # The front process killed: supervisord keeps the stack running; the next start attaches.
         front.send_signal(signal.SIGKILL)
