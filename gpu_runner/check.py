@@ -132,6 +132,7 @@ def _plans(capture: dict[str, Any]) -> dict[str, Any]:
     predicted cost-vs-rule gap next to the boot-to-boot spread of the predictions."""
     from scheduler_core.catalog import Catalog
     from scheduler_core.planner import plan
+    from scheduler_core.policies import PR22_POLICIES
     from scheduler_core.request import Request
 
     from .targets import boot_to_boot
@@ -141,9 +142,10 @@ def _plans(capture: dict[str, Any]) -> dict[str, Any]:
     for n in ARMS:
         predicted = {
             policy: [sum(l.predicted_ms for l in plan(policy, c, Request(n)).launches) for c in catalogs]
-            for policy in ("cost", "rule")
+            for policy in PR22_POLICIES
         }
-        gaps = [100.0 * (r - c) / c for c, r in zip(predicted["cost"], predicted["rule"])]
+        before, after = (predicted[p] for p in PR22_POLICIES)
+        gaps = [100.0 * (r - c) / c for c, r in zip(before, after)]
         noise = max(boot_to_boot(v)["pct"] for v in predicted.values())
         arms.append(
             {
