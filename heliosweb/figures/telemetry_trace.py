@@ -12,6 +12,7 @@ from heliosweb.common.errors import NotFound
 from heliosweb.recipes.models import Recipe
 from heliosweb.telemetry.selectors import launch_records
 from scheduler_core.errors import InvalidInput
+from scheduler_core.validation import number_of_text
 
 from .contract import Span
 from .exports import trace_of
@@ -64,10 +65,9 @@ def _unix_ms(query: Mapping[str, str], name: str, *, default: float) -> float:
     raw = query.get(name)
     if raw in (None, ""):
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InvalidInput(name, f"must be Unix time in milliseconds, got {raw!r}") from None
+    value = number_of_text(raw)  # ASCII digits only, as every number the API reads from text
+    if value is None:
+        raise InvalidInput(name, f"must be Unix time in milliseconds, got {raw!r}")
     if not 1e12 <= value <= 1e14:  # 2001 .. 5138: seconds sent as milliseconds fail here
         raise InvalidInput(name, f"must be Unix time in milliseconds (13 digits today), got {raw!r}")
     return value

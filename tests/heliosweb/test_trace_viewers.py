@@ -92,6 +92,7 @@ def test_an_engines_launches_over_a_window_export_as_a_trace_with_an_arrow_per_r
         ("since_ms=1796000000000&until_ms=1796000000000", 400, "since_ms"),
         ("since_ms=nan", 400, "since_ms"),
         ("until_ms=abc", 400, "until_ms"),
+        ("until_ms=1_796_000_000_000", 400, "until_ms"),  # digits only, as everywhere the API reads numbers
         ("since_ms=1796000000000&until_ms=1796000060000", 404, "since_ms"),  # nothing then
     ],
 )
