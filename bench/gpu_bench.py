@@ -32,7 +32,7 @@ from gpu_runner.targets import (
     replay_vs_eager,
     spreads,
 )
-from scheduler_core.analyses.params import ignore_events
+from scheduler_core.analyses.contract import ignore_events
 
 CAPTURE = ANALYSES["capture"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scheduler_core.analyses import ANALYSES
-from scheduler_core.analyses.params import ignore_events
+from scheduler_core.analyses.contract import ignore_events
 from scheduler_core.execution import AffineExecution, measured_catalog
 from scheduler_core.planner import plan, plan_launches
 from scheduler_core.policies import CostPolicy, PrefillState, RulePolicy

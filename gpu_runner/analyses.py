@@ -10,15 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_core.analyses.params import (
-    Analysis,
-    CatalogParam,
-    ChoiceParam,
-    Emit,
-    IntListParam,
-    IntParam,
-    PolicyListParam,
-)
+from scheduler_core.analyses.contract import Analysis, Emit
+from scheduler_core.analyses.params import CatalogParam, ChoiceParam, IntListParam, IntParam, PolicyListParam
 from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES, Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent

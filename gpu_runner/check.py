@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scheduler_core.analyses.params import ignore_events
+from scheduler_core.analyses.contract import ignore_events
 
 from .analyses import ANALYSES
 from .presets import GPU_CHECK_DEFAULT, PRESETS

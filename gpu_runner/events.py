@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NotRequired, TypedDict
 
-from scheduler_core.analyses.params import Emit, progress
+from scheduler_core.analyses.contract import Emit, progress
 
 
 @dataclass

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scheduler_core.analyses.params import Emit
+from scheduler_core.analyses.contract import Emit
 from scheduler_core.errors import InvalidInput
 
 from .errors import BY_NAME, BootFailed

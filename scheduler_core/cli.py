@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from .analyses.params import Analysis
+from .analyses.contract import Analysis
 from .errors import InvalidInput
 
 
@@ -18,7 +18,7 @@ def fail(exc: InvalidInput) -> int:
     return 2
 
 
-def add_analysis_parser(sub: Any, analysis: Analysis) -> None:
+def add_analysis_parser(sub: Any, analysis: Analysis[Any]) -> None:
     p = sub.add_parser(analysis.name, help=analysis.summary, description=analysis.summary)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     old_names = {now: old for old, now in analysis.aliases.items()}
@@ -33,7 +33,7 @@ def add_analysis_parser(sub: Any, analysis: Analysis) -> None:
         )
 
 
-def run_analysis(analysis: Analysis, args: argparse.Namespace, *, text_by_default: bool = True) -> int:
+def run_analysis(analysis: Analysis[Any], args: argparse.Namespace, *, text_by_default: bool = True) -> int:
     """Validate the flags, run with a progress bar on a terminal, print the analysis's text (or
     JSON with --json, or indented JSON when `text_by_default` is off or it has no text)."""
     terminal = sys.stderr.isatty()

@@ -17,7 +17,8 @@ from django.conf import settings
 
 from heliosweb.recipes.models import Recipe
 from scheduler_core.analyses import ANALYSES as SIM_ANALYSES
-from scheduler_core.analyses.params import Analysis, Emit, FloatParam, IntParam, progress
+from scheduler_core.analyses.contract import Analysis, Emit, progress
+from scheduler_core.analyses.params import FloatParam, IntParam
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent
 

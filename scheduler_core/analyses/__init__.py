@@ -3,17 +3,19 @@ progress through a callback, so the CLI, the tests and Celery all drive the same
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import InvalidInput
 from . import boots, capacity, fuzz, pr22, simulate, sweep
-from .params import Analysis
+from .contract import Analysis
 
-ANALYSES: dict[str, Analysis] = {
+ANALYSES: dict[str, Analysis[Any]] = {
     a.name: a
     for a in (pr22.ANALYSIS, sweep.ANALYSIS, boots.ANALYSIS, fuzz.ANALYSIS, simulate.ANALYSIS, capacity.ANALYSIS)
 }
 
 
-def get_analysis(name: object) -> Analysis:
+def get_analysis(name: object) -> Analysis[Any]:
     if not isinstance(name, str) or name not in ANALYSES:
         raise InvalidInput("kind", f"unknown analysis {name!r} (expected one of {sorted(ANALYSES)})")
     return ANALYSES[name]

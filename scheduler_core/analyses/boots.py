@@ -17,8 +17,9 @@ from ..planner import plan
 from ..policies import make_policy
 from ..request import Request
 from .catalogs import EXECUTION_PARAMS, EXECUTION_PROFILE, check_boot_or_profile, execution_dict, execution_of
+from .contract import Analysis, Emit
 from .pacing import Ticker
-from .params import Analysis, CatalogListParam, Emit, FloatParam, IntListParam, IntParam, PolicyListParam
+from .params import CatalogListParam, FloatParam, IntListParam, IntParam, PolicyListParam
 
 DP_STEP = 64  # the default catalog's capacity gcd: one cost-table row per 64 tokens
 

@@ -26,8 +26,9 @@ from ..stats import interval95, nearest_rank, round6
 from ..traffic import TraceTraffic, TrafficShape, poisson_arrivals, work_units
 from . import simulate
 from .catalogs import execution_dict, execution_of
+from .contract import Analysis, Emit
 from .pacing import Ticker
-from .params import Analysis, Emit, FloatParam, IntParam, PolicyListParam
+from .params import FloatParam, IntParam, PolicyListParam
 
 DEFAULT_TTFT_P99_MS = 2000.0  # MLPerf Inference's Llama-2 server scenario: TTFT p99 <= 2 s
 DEFAULT_ITL_P99_MS = 200.0  # ... and time per output token p99 <= 200 ms

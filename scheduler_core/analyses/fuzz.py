@@ -15,8 +15,9 @@ from ..errors import InvalidInput, Stalled
 from ..planner import launch_record, plan, plan_prefix
 from ..policies import Launch, make_policy
 from ..request import Request
+from .contract import Analysis, Emit
 from .pacing import Ticker
-from .params import Analysis, Emit, IntParam, PolicyListParam
+from .params import IntParam, PolicyListParam
 
 # Mostly multiples of 8 keep the cost tables small; an odd capacity now and then exercises gcd 1.
 CAPACITY_POOL: tuple[int, ...] = (8, 16, 24, 32, 48, 64, 96, 128, 256, 384, 512)

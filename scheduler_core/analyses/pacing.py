@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from .params import Emit, progress
+from .contract import Emit, progress
 
 
 class Ticker:

@@ -8,24 +8,22 @@ switches on a kind's name: `kind` is only the label the API shows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..catalog import MAX_CAPACITY, MAX_GRAPHS, MAX_MS, Catalog
 from ..errors import InvalidInput
-from ..events import ProgressEvent
 from ..plan_io import parse_json
 from ..policies import POLICIES, selectable_policies
 from ..profiles import PROFILES
 from ..traffic import TraceTraffic, from_records, parse_trace, read_trace
 from ..validation import int_of_text, number_of_text, require_int, require_list, require_number
 
-Emit = Callable[[dict[str, Any]], None]
-
-
-def ignore_events(event: dict[str, Any]) -> None:
-    """The default callback: analyses run the same whether anyone listens or not."""
+# The contract moved to `contract`; these names stay importable from here for code written before.
+from .contract import Analysis as Analysis
+from .contract import Emit as Emit
+from .contract import ignore_events as ignore_events
+from .contract import progress as progress
 
 
 @dataclass(frozen=True)
@@ -515,107 +513,3 @@ def _int_text(text: str, field: str) -> int:
     if number is None:
         raise InvalidInput(field, f"must be an integer in decimal digits, got {text[:40]!r}")
     return number
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """A named analysis: declared parameters, a work estimate with a cap, and `run(params, emit) -> dict`."""
-
-    name: str
-    summary: str
-    params: tuple[Param, ...]
-    run: Callable[[dict[str, Any], Emit], dict[str, Any]]
-    work: Callable[[dict[str, Any]], int] = field(default=lambda params: 1)
-    max_work: int = 10**9
-    format_text: Callable[[dict[str, Any]], str] | None = None  # the CLI's human-readable output
-    # Rules across parameters (raising InvalidInput), run by validate so a job breaking them is
-    # refused before it is stored or queued, not when a worker picks it up.
-    check: Callable[[dict[str, Any]], None] = field(default=lambda params: None)
-    # The event records `run` may emit (scheduler_core.events): what listeners may rely on.
-    events: tuple[type, ...] = (ProgressEvent,)
-    # Old parameter name -> its name now: still accepted (API, forms' posts, CLI flags) for one
-    # release after a rename, so scripts keep working (docs/api.md lists them).
-    aliases: Mapping[str, str] = field(default_factory=dict)
-
-    def params_schema(self) -> dict[str, Any]:
-        """The JSON schema of this analysis's parameters, from the declarations `validate` enforces:
-        each one's type, bounds and choices; every one optional (defaults fill the rest); no other."""
-        properties = {p.name: _described(p) for p in self.params}
-        for old, now in self.aliases.items():
-            # No default: a generated client would send it beside the new name, and both are refused.
-            like_now = {k: v for k, v in properties[now].items() if k != "default"}
-            properties[old] = {**like_now, "deprecated": True, "description": f"the old name of {now}"}
-        return {"type": "object", "properties": properties, "additionalProperties": False}
-
-    def validate(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Fill defaults, parse every value, reject unknown names, broken cross-parameter rules and
-        runs too large to finish in minutes."""
-        data = self.with_current_names(data)
-        known = {p.name for p in self.params}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InvalidInput(unknown[0], f"unknown parameter for {self.name} (expected one of {sorted(known)})")
-        params = {p.name: self._parse(p, data) for p in self.params}
-        try:
-            self.check(params)
-        except InvalidInput as exc:  # a rule across parameters names one of them
-            exc.param = exc.param or (exc.field if exc.field in known else None)
-            raise
-        work = self.work(params)
-        if work > self.max_work:
-            size = _size_param(self.params)
-            raise InvalidInput(
-                size,
-                f"this {self.name} run is too large ({work:,} work units, limit {self.max_work:,}); reduce its size",
-                param=size,
-            )
-        return params
-
-    def to_json(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Validated params as they are stored (a job's params are JSON): the storage boundary,
-        where typed values (a `Catalog`) become dicts again."""
-        specs = {p.name: p for p in self.params}
-        return {k: specs[k].to_json(v) if k in specs else v for k, v in params.items()}
-
-    def from_json(self, stored: Mapping[str, Any]) -> dict[str, Any]:
-        """Stored params (validated before they were stored) typed again, as `validate` returned them."""
-        specs = {p.name: p for p in self.params}
-        return {k: specs[k].from_json(v) if k in specs else v for k, v in stored.items()}
-
-    def with_current_names(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
-        """`data` with every old parameter name (`aliases`) replaced by its name now."""
-        data = dict(data or {})
-        for old, now in self.aliases.items():
-            if old in data:
-                if now in data:
-                    raise InvalidInput(old, f"is the old name of {now}: give only {now}", param=now)
-                data[now] = data.pop(old)
-        return data
-
-    @staticmethod
-    def _parse(p: Param, data: Mapping[str, Any]) -> Any:
-        if p.name not in data:
-            return p.default_value()
-        try:
-            return p.parse(data[p.name])
-        except InvalidInput as exc:
-            exc.param = p.name
-            raise
-
-
-def _described(p: Param) -> dict[str, Any]:
-    """A parameter's schema with its help line; `null` allowed where it means "not given"."""
-    schema = {**p.json_schema(), "description": p.help}
-    return {"anyOf": [schema, {"type": "null"}], "description": p.help} if p.default_value() is None else schema
-
-
-def _size_param(specs: tuple[Param, ...]) -> str:
-    """Name the parameter to shrink: the first that sizes a run (an int or a list of them or of choices)."""
-    for p in specs:
-        if p.sizes_run:
-            return p.name
-    return specs[0].name if specs else "params"
-
-
-def progress(emit: Emit, done: int, total: int, message: str = "") -> None:
-    emit({"type": "progress", "done": done, "total": total, "message": message})

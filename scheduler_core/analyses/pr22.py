@@ -9,7 +9,7 @@ from ..planner import plan
 from ..policies import PR22_POLICIES
 from ..request import Request
 from .catalogs import DRIFT_PARAM, EXECUTION_PARAMS, EXECUTION_PROFILE, execution_dict, execution_of, pr22_catalogs
-from .params import Analysis, Emit, progress
+from .contract import Analysis, Emit, progress
 
 ARMS: dict[str, int] = {"3.5k": 3504, "14k": 14000}  # 3.5k: a 432-token tail after 2048 + 1024
 

@@ -31,12 +31,11 @@ from .catalogs import (
     execution_dict,
     execution_of,
 )
+from .contract import Analysis, Emit
 from .pacing import Ticker
 from .params import (
-    Analysis,
     CatalogParam,
     ChoiceParam,
-    Emit,
     FloatParam,
     IntListParam,
     IntParam,

@@ -24,8 +24,9 @@ from .catalogs import (
     execution_of,
     pr22_catalogs,
 )
+from .contract import Analysis, Emit
 from .pacing import Ticker
-from .params import Analysis, CatalogParam, ChoiceListParam, ChoiceParam, Emit, IntParam, PolicyListParam
+from .params import CatalogParam, ChoiceListParam, ChoiceParam, IntParam, PolicyListParam
 
 TIE_MS = 1e-6  # TTFTs are rounded to 6 decimals; closer than this is a tie
 FULL_CHUNK = 4096  # the pull request's catalogs' largest graph; sizes their work estimate
