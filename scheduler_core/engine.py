@@ -17,15 +17,15 @@ from typing import Any
 from .catalog import Catalog
 from .errors import InvalidInput
 from .execution import ExecutionModel
-from .policies import Launch, RulePolicy, RuleV1Policy, make_policy
-from .scheduler import Arrival, SchedulerConfig, _Lane, _Run
+from .scheduler import Arrival, LaunchReport, SchedulerConfig, StepLoop
 from .traffic import TrafficShape, poisson_arrivals
 
 _TRIM_EVERY = 1024  # admitted arrivals between trims of the pending list (keeps memory flat)
 
 
-class EngineLoop(_Run):
-    """The step loop of `scheduler.py`, advanced in slices, its solo policy swappable between launches.
+class EngineLoop:
+    """The step loop of `scheduler.py` (a `StepLoop`, driven through its public hooks), advanced in
+    slices, its solo policy swappable between launches.
 
     `advance(until_ms)` runs launches until the clock passes `until_ms` (a launch in flight at
     that moment finishes: launches are not preemptible) and returns the records produced.
@@ -38,7 +38,7 @@ class EngineLoop(_Run):
         config: SchedulerConfig,
         traffic: TrafficShape | Iterator[Arrival],
     ) -> None:
-        super().__init__([], catalog, execution, config, None)
+        self._loop = StepLoop([], catalog, execution, config, on_launch=self._record)
         self.version = 0
         # Poisson draws, or any endless stream in time order (a trace replayed: `traffic.looped`)
         self._arrivals = poisson_arrivals(traffic, catalog.full_chunk) if isinstance(traffic, TrafficShape) else traffic
@@ -50,81 +50,50 @@ class EngineLoop(_Run):
 
     def set_policy(self, name: str, version: int) -> None:
         """Use `name` for solo prefill decisions from the next one on (the busy path stays cost)."""
-        self.solo_policy = make_policy(name)
-        self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
+        self._loop.set_solo_policy(name)
         self.version = version
 
     @property
     def policy(self) -> str:
-        return self.solo_policy.name
+        return self._loop.solo_policy.name
 
     def advance(self, until_ms: float) -> list[dict[str, Any]]:
         """Run up to `until_ms` on the engine clock; the launch and request records since the last call."""
-        self._take_arrivals(until_ms)
-        while True:
-            self._admit()
-            if not self.prefilling and not self.decoding:
-                if self.next_arrival == len(self.pending):
-                    self.clock = max(self.clock, until_ms)  # idle: nothing has arrived yet
-                    break
-                self.clock = max(self.clock, self.pending[self.next_arrival].arrival_ms)
-                continue
-            if self.clock >= until_ms:
-                break
-            stall = self._step()
-            if stall is not None:
-                raise InvalidInput(
-                    "policy", f"{stall.policy} stalled request {stall.lane} at position {stall.position}"
-                )
-        self._trim()
+        while self._next.arrival_ms <= until_ms:
+            self._loop.arrive(self._next)
+            self._prompts[self._next.id] = self._next.request.prompt_tokens
+            self._next = next(self._arrivals)
+        stall = self._loop.run_until(until_ms)
+        if stall is not None:
+            raise InvalidInput("policy", f"{stall.policy} stalled request {stall.lane} at position {stall.position}")
+        self._loop.forget(_TRIM_EVERY)  # finished outcomes, admitted arrivals: an engine runs for days
         records, self._records = self._records, []
         return records
 
-    def _take_arrivals(self, until_ms: float) -> None:
-        while self._next.arrival_ms <= until_ms:
-            self.pending.append(self._next)
-            self._next = next(self._arrivals)
-
-    def _trim(self) -> None:
-        """Forget admitted arrivals, finished outcomes and the run-wide gap list: an engine runs for days."""
-        if self.next_arrival >= _TRIM_EVERY:
-            del self.pending[: self.next_arrival]
-            self.next_arrival = 0
-        self.finished.clear()
-        del self.gaps[:]
-
-    def _launch(
-        self,
-        kind: str,
-        prefill: int,
-        decode: int,
-        predicted_ms: float,
-        lane: _Lane | None = None,
-        chunk: Launch | None = None,
-        solo: bool = False,
-    ) -> None:
-        start = self.clock
-        before = len(self.finished)
-        super()._launch(kind, prefill, decode, predicted_ms, lane, chunk, solo)
-        if chunk is not None and lane is not None:
-            request = lane.arrival.id
-            self._prefills.setdefault(request, []).append(chunk.graph)
+    def _record(self, report: LaunchReport) -> None:
+        """A launch's record (a prefill chunk's) and one per request it finished."""
+        launch = report.launch
+        for request, gap in zip(launch.decode_lanes, report.gaps_ms):
+            self._itl.setdefault(request, []).append(gap)
+        chunk = launch.chunk
+        if chunk is not None and launch.lane is not None:
+            self._prefills.setdefault(launch.lane, []).append(chunk.graph)
             self._records.append(
                 {
                     "type": "launch",
-                    "t_ms": start,
-                    "request": request,
+                    "t_ms": launch.start_ms,
+                    "request": launch.lane,
                     "graph": chunk.graph,
                     "start": chunk.start,
                     "end": chunk.end,
                     "padded": chunk.padding,
                     "chooser": chunk.chooser,
-                    "ms": self.clock - start,
+                    "ms": launch.end_ms - launch.start_ms,
                     "policy": self.policy,
                     "version": self.version,
                 }
             )
-        for outcome in self.finished[before:]:
+        for outcome in report.finished:
             self._records.append(
                 {
                     "type": "request",
@@ -138,14 +107,3 @@ class EngineLoop(_Run):
                     "version": self.version,
                 }
             )
-
-    def _admit(self) -> None:
-        before = self.next_arrival
-        super()._admit()
-        for arrival in self.pending[before : self.next_arrival]:
-            self._prompts[arrival.id] = arrival.request.prompt_tokens
-
-    def _decode_tokens(self, index: int, end: float) -> tuple[int, ...]:
-        for lane in self.decoding:
-            self._itl.setdefault(lane.arrival.id, []).append(end - lane.last_ms)
-        return super()._decode_tokens(index, end)

@@ -120,6 +120,15 @@ class Stall:
     policy: str
 
 
+@dataclass(frozen=True, slots=True)
+class LaunchReport:
+    """What one launch did, handed to a `StepLoop`'s `on_launch` hook (a serving engine's telemetry)."""
+
+    launch: StepLaunch
+    gaps_ms: tuple[float, ...]  # per decoding lane it carried (`launch.decode_lanes`): time since its last token
+    finished: tuple[LaneOutcome, ...]  # the requests whose last token it produced
+
+
 @dataclass(frozen=True)
 class ScheduleResult:
     """What a run produced. With a stall the run stops there and `lanes` holds those finished so far."""
@@ -226,7 +235,7 @@ def schedule(
 
     `on_progress(finished_requests, launches)` is called every `PROGRESS_EVERY` launches.
     """
-    return _Run(arrivals, catalog, execution, config, on_progress).run()
+    return StepLoop(arrivals, catalog, execution, config, on_progress).run()
 
 
 def _validate(arrivals: Sequence[Arrival], catalog: Catalog, config: SchedulerConfig) -> int:
@@ -264,8 +273,14 @@ def _validate(arrivals: Sequence[Arrival], catalog: Catalog, config: SchedulerCo
     return max_lanes
 
 
-class _Run:
-    """One run's state: the clock, the queue of arrivals, and the lanes in FCFS prefill and decode order."""
+class StepLoop:
+    """One run's state: the clock, the queue of arrivals, and the lanes in FCFS prefill and decode order.
+
+    `run` takes a finite list of arrivals to the end (`schedule`). A serving engine
+    (`scheduler_core.engine`) drives the same loop in slices instead: `arrive` as traffic comes,
+    `run_until` the clock passes a time, `set_solo_policy` between two launches, `forget` what it
+    no longer needs, and `on_launch` hears of every launch.
+    """
 
     def __init__(
         self,
@@ -273,8 +288,10 @@ class _Run:
         catalog: Catalog,
         execution: ExecutionModel,
         config: SchedulerConfig,
-        on_progress: Callable[[int, int], None] | None,
+        on_progress: Callable[[int, int], None] | None = None,
+        on_launch: Callable[[LaunchReport], None] | None = None,
     ) -> None:
+        self.on_launch = on_launch
         self.solo_policy = make_policy(config.policy)
         self.max_lanes = _validate(arrivals, catalog, config)
         self.catalog, self.execution, self.config, self.on_progress = catalog, execution, config, on_progress
@@ -308,6 +325,42 @@ class _Run:
                 return self._result(stall)
             if self.on_progress is not None and self.index % PROGRESS_EVERY == 0:
                 self.on_progress(len(self.finished), self.index)
+
+    def run_until(self, until_ms: float) -> Stall | None:
+        """Launch until the clock passes `until_ms` (a launch in flight then finishes: launches are
+        not preemptible), or, idle, move the clock to `until_ms`; a stall stops it and is returned."""
+        pending = self.pending
+        while True:
+            self._admit()
+            if not self.prefilling and not self.decoding:
+                if self.next_arrival == len(pending):
+                    self.clock = max(self.clock, until_ms)  # idle: nothing has arrived yet
+                    return None
+                self.clock = max(self.clock, pending[self.next_arrival].arrival_ms)
+                continue
+            if self.clock >= until_ms:
+                return None
+            stall = self._step()
+            if stall is not None:
+                return stall
+
+    def arrive(self, arrival: Arrival) -> None:
+        """One more arrival, no earlier than the last one given."""
+        self.pending.append(arrival)
+
+    def set_solo_policy(self, name: str) -> None:
+        """Choose solo prefill chunks with `name` from the next decision on (the busy path stays cost)."""
+        self.solo_policy = make_policy(name)
+        self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
+
+    def forget(self, admitted_every: int) -> None:
+        """Drop finished outcomes, the run-wide gap list and, once `admitted_every` arrivals are
+        admitted, those arrivals: a loop that runs for days keeps its memory flat."""
+        if self.next_arrival >= admitted_every:
+            del self.pending[: self.next_arrival]
+            self.next_arrival = 0
+        self.finished.clear()
+        del self.gaps[:]
 
     def _admit(self) -> None:
         pending, clock = self.pending, self.clock
@@ -375,6 +428,8 @@ class _Run:
     ) -> None:
         """Advance the clock by the launch's true cost and every lane that rode in it."""
         index, start = self.index, self.clock
+        hook = self.on_launch
+        finished_before, gaps_before = len(self.finished), len(self.gaps)
         end = start + self.execution.launch_ms(prefill, decode)
         completes = chunk is not None and lane is not None and chunk.end >= lane.end
         if completes:
@@ -395,21 +450,24 @@ class _Run:
                 if completes:
                     self._first_token(lane, index, end)
         self.counts[kind] += 1
-        if index < self.config.trace_limit:
-            self.trace.append(
-                StepLaunch(
-                    index,
-                    kind,
-                    prefill,
-                    decode,
-                    None if lane is None else lane.arrival.id,
-                    chunk,
-                    carried,
-                    start,
-                    end,
-                    predicted_ms,
-                )
+        traced = index < self.config.trace_limit
+        if traced or hook is not None:
+            step = StepLaunch(
+                index,
+                kind,
+                prefill,
+                decode,
+                None if lane is None else lane.arrival.id,
+                chunk,
+                carried,
+                start,
+                end,
+                predicted_ms,
             )
+            if traced:
+                self.trace.append(step)
+            if hook is not None:
+                hook(LaunchReport(step, tuple(self.gaps[gaps_before:]), tuple(self.finished[finished_before:])))
         self.index = index + 1
         self.clock = end
 
