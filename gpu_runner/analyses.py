@@ -8,7 +8,7 @@ Celery `gpu` worker initialises CUDA only inside the task (`run` imports the tor
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from scheduler_core.analyses.contract import Analysis, Emit
 from scheduler_core.analyses.params import CatalogParam, ChoiceParam, IntListParam, IntParam, PolicyListParam
@@ -20,6 +20,7 @@ from .events import MeasurementEvent, TtftLaunchEvent
 from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
 from .published import profile
 from .report import capture_text, numerics_text, ttft_text
+from .results import Boot, CaptureResult, NumericsResult, TtftResult, capture_boots
 from .targets import BOOT_SPREAD_TARGET, error_split
 
 PRESET = ChoiceParam(
@@ -206,7 +207,7 @@ def boot_here(
     return boot, {**stored, "repeats": repeats(params, device)}
 
 
-def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def run_capture(params: dict[str, Any], emit: Emit) -> CaptureResult:
     """Every boot in a fresh process started here (this process needs no torch and no device)."""
     from .events import Progress
     from .fresh_boot import run_fresh_boot
@@ -214,7 +215,7 @@ def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     shapes, field = _capture_shapes(params)
     steps = Progress(emit, params["boots"] * (len(shapes) + 1))
     steps.start("booting")
-    boots = []
+    boots: list[Boot] = []
     for index in range(params["boots"]):
         request = {  # to the boot's process as JSON: the catalog as dicts
             "params": {**params, CATALOG.name: CATALOG.to_json(params[CATALOG.name])},
@@ -223,10 +224,9 @@ def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
             "index": index,
             "progress": [steps.done, steps.total],
         }
-        boots.append(run_fresh_boot(request, emit))
+        boots.append(cast(Boot, run_fresh_boot(request, emit)))  # JSON from the boot's process
         steps.done += len(shapes) + 1
-    result = dict(boots[0])
-    result["profile"] = profile(boots[0])
+    result: CaptureResult = {**boots[0], "profile": profile(boots[0])}
     if len(boots) > 1:
         result["boots"] = boots
         result["boot_spread"] = boot_spread(boots)
@@ -234,7 +234,7 @@ def run_capture(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     return result
 
 
-def boot_spread(boots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def boot_spread(boots: list[Boot]) -> list[dict[str, Any]]:
     """Per shape, the boots' medians and their max/min ratio: noise a stored catalog carries."""
     rows = []
     for i, first in enumerate(boots[0]["measurements"]):
@@ -262,7 +262,7 @@ def judge_boot_spread(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def run_ttft(params: dict[str, Any], emit: Emit) -> TtftResult:
     from scheduler_core.execution import TableExecution
     from scheduler_core.planner import plan
     from scheduler_core.request import Request
@@ -307,7 +307,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
             arms.append(arm)
             steps.advance(f"{n} tokens {policy}: {arm['ttft_ms']:.2f} ms")
     return {
-        **stored,
+        **cast(Boot, stored),
         "planning_catalog": planning.to_dicts(),
         "planning_catalog_source": "given" if params["boot_catalog"] else "this boot",
         "alone_ms": [{"prefill": c, "keys": k, "ms": ms} for (c, k), ms in sorted(alone.items())],
@@ -354,7 +354,7 @@ def _arm(prompt: int, chosen: Any, runs: list[Any], keys: list[int], alone: list
     return {**arm, "errors": error_split(arm)}
 
 
-def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def run_numerics(params: dict[str, Any], emit: Emit) -> NumericsResult:
     """Verdicts against the dtype's tolerance; the same chunking run twice must be bitwise identical."""
     from .capture import catalog_of
     from .events import Progress
@@ -365,17 +365,20 @@ def run_numerics(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     steps.start("booting")
     boot, stored = boot_here(params, shapes, field, steps)
     planning: Catalog = params["boot_catalog"] or catalog_of(stored["measurements"])
-    return {
-        "provenance": stored["provenance"],
-        "prompt_tokens": params["prompt_tokens"],
-        "planning_catalog_source": "given" if params["boot_catalog"] else "this boot",
-        **compare_chunkings(boot, planning, params["prompt_tokens"], params["seed"], steps.advance),
-    }
+    return cast(
+        NumericsResult,
+        {
+            "provenance": stored["provenance"],
+            "prompt_tokens": params["prompt_tokens"],
+            "planning_catalog_source": "given" if params["boot_catalog"] else "this boot",
+            **compare_chunkings(boot, planning, params["prompt_tokens"], params["seed"], steps.advance),
+        },
+    )
 
 
 OLD_NAMES = {"catalog": "boot_catalog"}  # renamed on 2026-11-30: one name for a boot's catalog in every kind
 
-ANALYSES: dict[str, Analysis] = {
+ANALYSES: dict[str, Analysis[Any]] = {
     a.name: a
     for a in (
         Analysis(
@@ -389,6 +392,9 @@ ANALYSES: dict[str, Analysis] = {
             aliases=OLD_NAMES,
             check=check_capture,
             events=(ProgressEvent, MeasurementEvent),
+            result=CaptureResult,
+            needs_recipe="a capture stores its catalog under a recipe: choose one",
+            boots=capture_boots,
         ),
         Analysis(
             "ttft",
@@ -403,6 +409,7 @@ ANALYSES: dict[str, Analysis] = {
             aliases=OLD_NAMES,
             check=check_ttft,
             events=(ProgressEvent, MeasurementEvent, TtftLaunchEvent),
+            result=TtftResult,
         ),
         Analysis(
             "numerics",
@@ -415,6 +422,7 @@ ANALYSES: dict[str, Analysis] = {
             aliases=OLD_NAMES,
             check=check_numerics,
             events=(ProgressEvent, MeasurementEvent),
+            result=NumericsResult,
         ),
     )
 }

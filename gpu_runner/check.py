@@ -34,6 +34,7 @@ from scheduler_core.analyses.contract import ignore_events
 from .analyses import ANALYSES
 from .presets import GPU_CHECK_DEFAULT, PRESETS
 from .published import span
+from .results import CaptureResult, boots_of
 
 BUDGET_S = 300.0  # steps start only within it (on an H200 the whole check is estimated at 4-6 minutes)
 DEADLINE_S = 470.0  # the hard limit: a step still running then is stopped and the check ends (8 minutes: 480 s)
@@ -70,7 +71,7 @@ def _capture(preset: str) -> dict[str, Any]:
     return _run("capture", {"preset": preset, "repeats": 20, "boots": 3})
 
 
-def _capture_summary(result: dict[str, Any]) -> str:
+def _capture_summary(result: CaptureResult) -> str:
     from .targets import boot_seconds, spreads
 
     p = result["provenance"]
@@ -89,8 +90,8 @@ def _verdict(met: bool | None) -> str:
     return "" if met is None else "met" if met else "MISSED"
 
 
-def _capture_rows(result: dict[str, Any]) -> list[Row]:
-    boots = result.get("boots", [result])
+def _capture_rows(result: CaptureResult) -> list[Row]:
+    boots = boots_of(result)
     pinned = {b["provenance"]["attention"]["pinned"] for b in boots}
     observed = {", ".join(b["provenance"]["attention"]["observed"]) for b in boots}
     pids = [b["provenance"]["pid"] for b in boots]
@@ -127,7 +128,7 @@ def _capture_rows(result: dict[str, Any]) -> list[Row]:
     return rows
 
 
-def _plans(capture: dict[str, Any]) -> dict[str, Any]:
+def _plans(capture: CaptureResult) -> dict[str, Any]:
     """Each arm planned with each boot's own catalog (what an engine does after its own boot): the
     predicted cost-vs-rule gap next to the boot-to-boot spread of the predictions."""
     from scheduler_core.catalog import Catalog
@@ -137,7 +138,7 @@ def _plans(capture: dict[str, Any]) -> dict[str, Any]:
 
     from .targets import boot_to_boot
 
-    catalogs = [Catalog.from_dicts(b["catalog"]) for b in capture.get("boots", [capture])]
+    catalogs = [Catalog.from_dicts(b["catalog"]) for b in boots_of(capture)]
     arms = []
     for n in ARMS:
         predicted = {

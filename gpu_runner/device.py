@@ -21,6 +21,7 @@ from scheduler_core.errors import InvalidInput
 
 from .errors import BootOutOfMemory
 from .presets import ModelConfig, estimate_bytes
+from .provenance import ProvenanceRecord
 
 GIB = 2**30
 
@@ -251,7 +252,7 @@ def gpu_state(device: torch.device) -> dict[str, Any] | None:
     return _from_smi(index) or _from_nvml(index)
 
 
-def provenance(config: ModelConfig, device: torch.device, seed: int) -> dict[str, Any]:
+def provenance(config: ModelConfig, device: torch.device, seed: int) -> ProvenanceRecord:
     """What a stored boot must say about itself to be comparable with another: the device and its
     driver, the libraries, and the process it was measured in (each boot of a capture is its own)."""
     cuda = device.type == "cuda"

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from .events import shape_label
+from .provenance import ProvenanceRecord
 from .published import table as published_table
+from .results import CaptureResult, NumericsResult, TtftResult
 
 
-def _provenance(result: dict[str, Any]) -> str:
-    p = result["provenance"]
+def _provenance(p: ProvenanceRecord) -> str:
     cuda = f", CUDA {p['cuda']}" if p.get("cuda") else ""
     attention = f", attention {p['attention']['pinned']}" if p.get("attention") else ""
     return f"{p['device']}, {p['mode']}, {p['preset']} {p['dtype']}, torch {p['torch']}{cuda}{attention}"
@@ -27,12 +28,12 @@ def _gpu_state(state: dict[str, Any] | None) -> str:
     )
 
 
-def capture_text(result: dict[str, Any]) -> str:
+def capture_text(result: CaptureResult) -> str:
     drift = result["provenance"].get("drift")
     disturbed = f"; drifted: prefill {', '.join(map(str, drift['capacities']))} (load {drift['load']})" if drift else ""
     process = result["provenance"].get("pid")
     lines = [
-        f"boot on {_provenance(result)}{disturbed}" + (f"; process {process}" if process else ""),
+        f"boot on {_provenance(result['provenance'])}{disturbed}" + (f"; process {process}" if process else ""),
         f"{'shape':<18} {'median ms':>10} {'p10':>9} {'p90':>9} {'p90/p10':>8} {'samples':>8}",
     ]
     state = result["provenance"].get("gpu_state")
@@ -40,17 +41,17 @@ def capture_text(result: dict[str, Any]) -> str:
         lines.insert(1, f"gpu before: {_gpu_state(state['before'])}; after: {_gpu_state(state['after'])}")
     for m in result["measurements"]:
         spread = m["p90_ms"] / m["p10_ms"] if m["p10_ms"] else float("inf")
-        drift = f"  (drifted: x{m['drift_slowdown']:.2f} its undisturbed median)" if m.get("drifted") else ""
+        drifted = f"  (drifted: x{m['drift_slowdown']:.2f} its undisturbed median)" if m.get("drifted") else ""
         lines.append(
             f"{shape_label(m['prefill'], m['decode']):<18} {m['median_ms']:>10.3f} {m['p10_ms']:>9.3f} "
-            f"{m['p90_ms']:>9.3f} {spread:>8.3f} {m['samples']:>8}{drift}"
+            f"{m['p90_ms']:>9.3f} {spread:>8.3f} {m['samples']:>8}{drifted}"
         )
     for row in result.get("boot_spread", []):
         lines.append(
             f"boots: {shape_label(row['prefill'], row['decode'])} medians max/min {row['max_over_min']:.3f}"
             + ("" if row.get("met", True) else "  (ABOVE the bound)")
         )
-    if result.get("profile", {}).get("published"):
+    if result["profile"].get("published"):
         lines.append(f"profile {result['profile']['name']} against the published Llama-2-7B passes (Vidur):")
         lines += published_table(result["profile"]["published"])
     if "boot_spread_verdict" in result:
@@ -62,9 +63,9 @@ def capture_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def ttft_text(result: dict[str, Any]) -> str:
+def ttft_text(result: TtftResult) -> str:
     lines = [
-        f"on {_provenance(result)}; planned with {result['planning_catalog_source']}'s catalog",
+        f"on {_provenance(result['provenance'])}; planned with {result['planning_catalog_source']}'s catalog",
         "predicted: the launches at the planning catalog's durations; undisturbed: at this boot's "
         "medians timed without drift",
         f"{'prompt':>7} {'policy':<7} {'launches':>8} {'padded':>7} {'TTFT ms':>10} {'predicted':>10} "
@@ -87,10 +88,10 @@ def _compare(c: dict[str, Any]) -> str:
     return f"{verdict} (max |diff| {c['max_abs_diff']:.3g}, {c['max_rel_diff']:.2g} of the largest; {agree})"
 
 
-def numerics_text(result: dict[str, Any]) -> str:
+def numerics_text(result: NumericsResult) -> str:
     t = result["tolerance"]
     lines = [
-        f"{result['prompt_tokens']} tokens on {_provenance(result)}",
+        f"{result['prompt_tokens']} tokens on {_provenance(result['provenance'])}",
         f"tolerance ({t['dtype']}): max |diff| <= {t['max_rel_diff']:g} of the largest logit, argmax and "
         f"top-{t['top_k']} agree up to ties that close; the same chunking twice must be bitwise identical",
     ]

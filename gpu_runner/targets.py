@@ -8,6 +8,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from .results import CaptureResult, boots_of
+
 SPREAD_TARGET = 1.05
 BOOT_SPREAD_TARGET = 1.03  # a graph's median, boot to boot (fresh processes): within 3 %
 HOST_BOUND = 0.02  # TTFT minus the launches' device time (launch gaps, sampling): at most 2 % of TTFT
@@ -27,17 +29,17 @@ def is_host_bound(prefill: int, decode: int) -> bool:
     return decode > 0 or prefill <= SMALL_PREFILL
 
 
-def spreads(capture: dict[str, Any]) -> list[dict[str, Any]]:
+def spreads(capture: CaptureResult) -> list[dict[str, Any]]:
     """p90/p10 of every graph in every boot of a capture result."""
     return [
         {"boot": b, "prefill": m["prefill"], "decode": m["decode"], "p90_over_p10": m["p90_ms"] / m["p10_ms"]}
-        for b, boot in enumerate(capture.get("boots", [capture]))
+        for b, boot in enumerate(boots_of(capture))
         for m in boot["measurements"]
     ]
 
 
-def boot_seconds(capture: dict[str, Any]) -> list[float]:
-    return [boot["provenance"]["boot_s"] for boot in capture.get("boots", [capture])]
+def boot_seconds(capture: CaptureResult) -> list[float]:
+    return [boot["provenance"]["boot_s"] for boot in boots_of(capture)]
 
 
 def replay_vs_eager(preset: str, shapes: list[tuple[int, int]], seed: int = 0) -> list[dict[str, Any]]:

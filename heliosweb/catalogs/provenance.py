@@ -1,61 +1,29 @@
-"""A boot's provenance, typed where it is read.
+"""A boot's provenance as the web stores it: gpu_runner's `Provenance` (the type a capture
+writes and pages read, `gpu_runner.provenance`) with the bounds of storage added.
 
-Provenance is the JSON a capture writes about itself (device, libraries, process, seed, drift) or
-an upload brings. Pages read three of its keys: `device`, `mode` and `drift` (which graphs were
-timed under competing work, and with what load). Those keys are declared here with the types the
-pages read; `Provenance.parse` holds an upload and a capture's result to them (a
+Provenance is the JSON a capture writes about itself or an upload brings. `Provenance.parse`
+holds an upload and a capture's result to the read keys' types and to what a database stores (a
 `{"drift": "x"}` answered 201 and then broke every page that lists boots, for good, since boots
-are append-only), and `Provenance.read` is how every page reads a stored boot: a key of the wrong
-type, stored before this check, reads as absent instead of raising. Other keys are kept as given.
+are append-only); `Provenance.read` (gpu_runner's) is how every page reads a stored boot: a key
+of the wrong type, stored before this check, reads as absent instead of raising. Other keys are
+kept as given.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
+from gpu_runner.provenance import Drift as Drift
+from gpu_runner.provenance import Provenance as BootProvenance
 from heliosweb.common.bounds import check_text
-from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS
 from scheduler_core.errors import InvalidInput
-from scheduler_core.validation import require_int, require_list, require_mapping, text_problem
+from scheduler_core.validation import require_mapping, text_problem
 
 MAX_PROVENANCE_BYTES = 64 * 1024  # where a boot came from, not a place for its data
-MAX_LABEL = 200  # `device` and `mode`: a name, shown in every boot picker
 
-T = TypeVar("T")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # a NUL, a surrogate (one left alone in a str)
-
-
-@dataclass(frozen=True)
-class Drift:
-    """The graphs a deliberately disturbed boot timed under competing work (its catalog
-    over-measures them) and the load it ran beside them."""
-
-    capacities: tuple[int, ...]
-    load: int | None
-
-    @classmethod
-    def parse(cls, value: Any, field: str) -> Drift:
-        data = require_mapping(value, field)
-        capacities = require_list(data.get("capacities"), f"{field}.capacities")
-        if len(capacities) > MAX_GRAPHS:
-            raise InvalidInput(f"{field}.capacities", f"has {len(capacities)} items, at most {MAX_GRAPHS}")
-        load = data.get("load")
-        return cls(
-            tuple(
-                require_int(c, f"{field}.capacities[{i}]", minimum=1, maximum=MAX_CAPACITY)
-                for i, c in enumerate(capacities)
-            ),
-            None if load is None else require_int(load, f"{field}.load", minimum=0, maximum=1_000_000),
-        )
-
-    @property
-    def label(self) -> str:
-        """ "drifted 2048, 4096": how every page and picker marks such a boot."""
-        return f"drifted {', '.join(map(str, self.capacities))}"
 
 
 def _clean_text(value: Any) -> Any:
@@ -69,19 +37,8 @@ def _clean_text(value: Any) -> Any:
     return value
 
 
-def _label(value: Any, field: str) -> str:
-    if not isinstance(value, str) or len(value) > MAX_LABEL:
-        raise InvalidInput(field, f"must be text of at most {MAX_LABEL} characters, got {type(value).__name__}")
-    return value
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """The keys of a boot's provenance that pages read, each None when absent."""
-
-    device: str | None = None
-    mode: str | None = None
-    drift: Drift | None = None
+class Provenance(BootProvenance):
+    """gpu_runner's typed provenance, with what storing it takes (`parse`, `repair`)."""
 
     @classmethod
     def parse(cls, value: Any, field: str = "provenance") -> dict[str, Any]:
@@ -93,13 +50,8 @@ class Provenance:
         if size > MAX_PROVENANCE_BYTES:
             raise InvalidInput(field, f"is {size:,} bytes as JSON, at most {MAX_PROVENANCE_BYTES:,} allowed")
         check_text(data, field)
-        cls._typed(data, field, strict=True)
+        cls.typed(data, field, strict=True)
         return data
-
-    @classmethod
-    def read(cls, stored: Any) -> Provenance:
-        """A stored boot's provenance as pages read it: a key of the wrong type reads as absent."""
-        return cls._typed(stored if isinstance(stored, dict) else {}, "provenance", strict=False)
 
     @classmethod
     def repair(cls, stored: Any) -> dict[str, Any] | None:
@@ -112,12 +64,8 @@ class Provenance:
         except InvalidInput:
             pass
         data = _clean_text(stored if isinstance(stored, dict) else {"unvalidated": stored})
-        typed = cls._typed(data, "provenance", strict=False)
-        moved = {
-            name: data.pop(name)
-            for name in ("device", "mode", "drift")
-            if name in data and getattr(typed, name) is None
-        }
+        typed = cls.typed(data, "provenance", strict=False)
+        moved = {name: data.pop(name) for name in cls.READ if name in data and getattr(typed, name) is None}
         if moved:
             data["unvalidated"] = {
                 **(data.get("unvalidated") if isinstance(data.get("unvalidated"), dict) else {}),
@@ -126,17 +74,3 @@ class Provenance:
         if len(json.dumps(data).encode()) > MAX_PROVENANCE_BYTES:
             data = {"unvalidated": f"provenance over {MAX_PROVENANCE_BYTES:,} bytes, dropped"}
         return data
-
-    @classmethod
-    def _typed(cls, data: dict[str, Any], field: str, *, strict: bool) -> Provenance:
-        def key(name: str, parse: Callable[[Any, str], T]) -> T | None:
-            if data.get(name) is None:
-                return None
-            try:
-                return parse(data[name], f"{field}.{name}")
-            except InvalidInput:
-                if strict:
-                    raise
-                return None
-
-        return cls(device=key("device", _label), mode=key("mode", _label), drift=key("drift", Drift.parse))

@@ -3,7 +3,11 @@ point opens that prompt's chunk timelines on the explain page."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from plotly.subplots import make_subplots
+
+from scheduler_core.analyses.sweep import SweepResult
 
 from .contract import LOG_AXIS, Figure, JobData, KindViews, Table, base_layout, empty
 from .palette import policy_colour
@@ -16,25 +20,14 @@ def _explain_link(job: JobData, catalog: str) -> str:
 
 
 def figures(job: JobData) -> list[Figure]:
-    result = job.result
-    if not result:
+    if not job.result:
         return [empty("ttft", "TTFT vs prompt length", "the sweep draws its curves when it finishes")]
+    result = cast(SweepResult, job.result)
     x = result["prompt_tokens"]
     ttft = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.58, 0.42], vertical_spacing=0.06)
     counts = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06)
     for catalog, by_policy in result["series"].items():
         for policy, values in by_policy.items():
-            if policy == "delta_ms":
-                ttft.add_scatter(
-                    x=x,
-                    y=values,
-                    name=f"{catalog}: rule - cost",
-                    mode="lines",
-                    line={"color": "#444", "dash": DASH.get(catalog, "solid")},
-                    row=2,
-                    col=1,
-                )
-                continue
             style = {"color": policy_colour(policy), "dash": DASH.get(catalog, "solid")}
             meta = {"link": _explain_link(job, catalog)}
             name = f"{catalog} {policy}"
@@ -62,6 +55,16 @@ def figures(job: JobData) -> list[Figure]:
                 row=2,
                 col=1,
             )
+        if catalog in result["delta_ms"]:
+            ttft.add_scatter(
+                x=x,
+                y=result["delta_ms"][catalog],
+                name=f"{catalog}: rule - cost",
+                mode="lines",
+                line={"color": "#444", "dash": DASH.get(catalog, "solid")},
+                row=2,
+                col=1,
+            )
     axis = LOG_AXIS if result.get("spacing") == "log" else {"type": "linear"}
     ttft.update_layout(
         base_layout("TTFT vs prompt length (top), rule - cost (bottom); click a point to explain it", height=560)
@@ -82,7 +85,7 @@ def figures(job: JobData) -> list[Figure]:
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    result = job.result or {}
+    result = cast(SweepResult, job.result or {"series": {}, "summary": {}})
     series = [
         {
             "catalog": catalog,
@@ -92,12 +95,11 @@ def tables(job: JobData) -> dict[str, Table]:
             "launches": values["launches"][i],
             "padded_tokens": values["padded_tokens"][i],
         }
-        for catalog, by_policy in result.get("series", {}).items()
+        for catalog, by_policy in result["series"].items()
         for policy, values in by_policy.items()
-        if policy != "delta_ms"
         for i, n in enumerate(result["prompt_tokens"])
     ]
-    summary = [{"catalog": c, **s} for c, s in result.get("summary", {}).items()]
+    summary = [{"catalog": c, **s} for c, s in result["summary"].items()]
     return {"series": series, "summary": summary}
 
 

@@ -35,8 +35,10 @@ class JobKind:
     queue: str
     analysis: Analysis
     # What the kind needs of its recipe, checked at submission with the validated params (a
-    # simulated engine: a recipe, and its boot usable), so the worker never finds it out.
+    # simulated engine: its boot usable), so the worker never finds it out.
     check_recipe: Callable[[dict[str, Any], Recipe | None], None] | None = None
+    # Where a large run goes instead (`queue_for`); None: every run goes to `queue`.
+    long_queue: str | None = None
 
     @property
     def summary(self) -> str:
@@ -47,16 +49,18 @@ class JobKind:
 
     def time_limit_s(self, params: dict[str, Any]) -> float | None:
         """Every job's hard limit (`HELIOS_JOB_TIME_LIMIT_SECONDS`); past it the job fails "time limit
-        exceeded". A simulated engine is a service that runs until stopped: its own duration, if any."""
-        if self.queue == "engine":
-            return float(params["duration_s"]) + 60 if params.get("duration_s") else None
+        exceeded". A service that runs until stopped (a simulated engine): its own duration, if any."""
+        duration_s = self.analysis.service_duration_s
+        if duration_s is not None:
+            seconds = duration_s(params)
+            return seconds + 60 if seconds else None
         return settings.HELIOS_JOB_TIME_LIMIT_SECONDS
 
     def queue_for(self, params: dict[str, Any]) -> str:
-        """A large sim run goes to `sim_long`, served by a worker of its own, so long runs never
-        hold every `sim` slot and short ones keep starting at once."""
-        if self.queue == "sim" and self.analysis.work(params) > self.analysis.max_work * LONG_WORK_SHARE:
-            return "sim_long"
+        """A large run goes to its `long_queue` (a sim run to `sim_long`), served by a worker of its
+        own, so long runs never hold every `sim` slot and short ones keep starting at once."""
+        if self.long_queue and self.analysis.work(params) > self.analysis.max_work * LONG_WORK_SHARE:
+            return self.long_queue
         return self.queue
 
 
@@ -121,10 +125,10 @@ def register_kind(kind: JobKind) -> None:
 def job_kinds() -> dict[str, JobKind]:
     kinds: dict[str, JobKind] = dict(_REGISTERED)
     for name, analysis in SIM_ANALYSES.items():
-        kinds[name] = JobKind(name, "sim", analysis)
+        kinds[name] = JobKind(name, "sim", analysis, long_queue="sim_long")
     for name, analysis in _gpu_analyses().items():
         kinds.setdefault(name, JobKind(name, "gpu", analysis))
-    kinds.setdefault(PULSE.name, JobKind(PULSE.name, "sim", PULSE))
+    kinds.setdefault(PULSE.name, JobKind(PULSE.name, "sim", PULSE, long_queue="sim_long"))
     return kinds
 
 

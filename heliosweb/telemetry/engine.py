@@ -86,11 +86,7 @@ def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Cat
 def check_submission(params: dict[str, Any], recipe: Recipe | None) -> None:
     """Refused at submission, not found out by the worker: an engine serves a recipe, and a boot
     catalog must be there and carry traffic (decode graphs, rows for `max_lanes`)."""
-    if recipe is None:
-        raise InvalidInput(
-            "recipe", "a simulated engine serves a recipe: choose one, or start it from the recipe's page"
-        )
-    if params["catalog"] not in ("boot", "boot-repaired"):
+    if recipe is None or params["catalog"] not in ("boot", "boot-repaired"):  # no recipe: refused before (needs_recipe)
         return
     try:
         setting(params, recipe)
@@ -248,5 +244,7 @@ ANALYSIS = Analysis(
     work=work,
     max_work=7 * 86_400,
     format_text=format_text,
+    needs_recipe="a simulated engine serves a recipe: choose one, or start it from the recipe's page",
+    service_duration_s=lambda params: float(params["duration_s"]) or None,  # 0: until stopped
 )
 KIND = JobKind(ANALYSIS.name, QUEUE, ANALYSIS, check_recipe=check_submission)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from ..catalog import Catalog, Graph, noise
 from ..execution import ExecutionModel, TableExecution, measured_catalog
@@ -55,7 +55,20 @@ def median_catalog(catalogs: list[Catalog]) -> Catalog:
     return Catalog(tuple(Graph(p, d, statistics.median(v)) for (p, d), v in sorted(ms.items())))
 
 
-def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+class BootsResult(TypedDict):
+    """Per prompt, each policy's distinct launch sequences over the boots and the TTFT they span
+    (`prompts[i][policy]`, beside `prompt_tokens`); `overall[policy]` sums them."""
+
+    execution: dict[str, Any]
+    real_boots: bool
+    boots: int
+    sigma: float
+    seed: int
+    prompts: list[dict[str, Any]]
+    overall: dict[str, dict[str, Any]]
+
+
+def run(params: dict[str, Any], emit: Emit) -> BootsResult:
     execution, catalog_of, boots = boot_catalogs(params)
     policies = {name: make_policy(name) for name in params["policies"]}
     prompts = params["prompts"]
@@ -109,7 +122,7 @@ def _describe(sequences: Counter[tuple[int, ...]], ttft: list[float]) -> dict[st
     }
 
 
-def format_text(result: dict[str, Any]) -> str:
+def format_text(result: BootsResult) -> str:
     """A line per prompt and policy: distinct sequences over the boots and the TTFT they span."""
     source = "real boots" if result["real_boots"] else f"boots, measurement noise sigma {result['sigma']}"
     lines = [f"{result['boots']} {source}"]
@@ -154,4 +167,5 @@ ANALYSIS = Analysis(
     work=work,
     max_work=50_000_000,
     format_text=format_text,
+    result=BootsResult,
 )

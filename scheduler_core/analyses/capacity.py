@@ -17,7 +17,7 @@ model has no randomness: one run per rate, and the result says so.
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import InvalidInput
 from ..events import ProgressEvent
@@ -122,7 +122,22 @@ def measure(result: ScheduleResult, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+class CapacityResult(TypedDict):
+    """Per policy, a point per stepped rate against the SLO and the highest rate meeting it
+    (`capacity_per_s`); `deltas`: rule - cost per rate."""
+
+    execution: dict[str, Any]
+    catalog: str
+    traffic: dict[str, Any]
+    slo: dict[str, float]
+    rates_per_s: list[float]
+    repeats: int
+    randomness: str
+    policies: list[dict[str, Any]]
+    deltas: list[dict[str, Any]]
+
+
+def run(params: dict[str, Any], emit: Emit) -> CapacityResult:
     execution = execution_of(params)
     catalog = simulate.build_catalog(params, execution)
     steps, n_repeats, names = rates(params), repeats(params), params["policies"]
@@ -212,7 +227,7 @@ def _traffic(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def format_text(result: dict[str, Any]) -> str:
+def format_text(result: CapacityResult) -> str:
     """A line per rate and policy, then each policy's capacity."""
     slo = result["slo"]
     lines = [
@@ -259,5 +274,6 @@ ANALYSIS = Analysis(
     work=work,
     max_work=40_000_000,
     format_text=format_text,
+    result=CapacityResult,
     events=(ProgressEvent,),
 )

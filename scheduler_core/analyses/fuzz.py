@@ -8,7 +8,7 @@ import json
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from ..catalog import Catalog
 from ..errors import InvalidInput, Stalled
@@ -201,10 +201,25 @@ def work(params: dict[str, Any]) -> int:
     return int(params["cases"] * len(params["policies"]) * max(1, params["prompt_max"] // 2048))
 
 
-def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+class PolicyReport(TypedDict):
+    plans: int
+    stalls: int
+    violations: int
+    first_failing_case: int | None
+    counterexample: dict[str, Any] | None  # the shrunk case as a replayable `plan` input
+
+
+class FuzzResult(TypedDict):
+    seed: int
+    cases: int
+    prompt_max: int
+    policies: dict[str, PolicyReport]
+
+
+def run(params: dict[str, Any], emit: Emit) -> FuzzResult:
     rng = random.Random(params["seed"])
     policies = params["policies"]
-    report: dict[str, dict[str, Any]] = {
+    report: dict[str, PolicyReport] = {
         name: {"plans": 0, "stalls": 0, "violations": 0, "first_failing_case": None, "counterexample": None}
         for name in policies
     }
@@ -246,7 +261,7 @@ def _minimal(policy: str, case: Case, kind: str) -> Json:
     }
 
 
-def format_text(result: dict[str, Any]) -> str:
+def format_text(result: FuzzResult) -> str:
     """A line per policy, then each minimal counterexample as a `plan` input."""
     lines = [f"{result['cases']} random cases, seed {result['seed']}"]
     for name, entry in result["policies"].items():
@@ -278,5 +293,6 @@ ANALYSIS = Analysis(
     work=work,
     max_work=1_000_000,
     format_text=format_text,
+    result=FuzzResult,
     aliases={"max_tokens": "prompt_max"},  # renamed on 2026-11-30
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from ..events import ArmResultEvent, ProgressEvent
 from ..planner import plan
@@ -14,35 +14,70 @@ from .contract import Analysis, Emit, progress
 ARMS: dict[str, int] = {"3.5k": 3504, "14k": 14000}  # 3.5k: a 432-token tail after 2048 + 1024
 
 
-def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+class Side(TypedDict):
+    """One policy's plan of one arm."""
+
+    launches: int
+    ttft_ms: float
+    graphs: list[int]
+    padded_tokens: int
+    chunks: list[dict[str, Any]]
+
+
+class Arm(TypedDict):
+    """An arm (prompt length x catalog): cost before, rule after, and rule - cost TTFT."""
+
+    arm: str
+    prompt_tokens: int
+    catalog: str
+    cost: Side
+    rule: Side
+    delta_ms: float
+
+
+class Pr22Result(TypedDict):
+    execution: dict[str, Any]
+    drift_factor: float
+    arms: list[Arm]
+
+
+def run(params: dict[str, Any], emit: Emit) -> Pr22Result:
     execution = execution_of(params)
     catalogs = pr22_catalogs(execution, params["drift_factor"])
-    arms: list[dict[str, Any]] = []
+    arms: list[Arm] = []
     total = len(ARMS) * len(catalogs)
     progress(emit, 0, total, "starting")
     for arm, tokens in ARMS.items():
         for catalog_name, catalog in catalogs.items():
-            row: dict[str, Any] = {"arm": arm, "prompt_tokens": tokens, "catalog": catalog_name}
+            sides: dict[str, Side] = {}
             for policy in PR22_POLICIES:
                 p = plan(policy, catalog, Request(tokens), execution)
-                row[policy] = {
+                sides[policy] = {
                     "launches": len(p.launches),
                     "ttft_ms": round(p.ttft_ms or 0.0, 6),
                     "graphs": list(p.graphs),
                     "padded_tokens": p.padded_tokens,
                     "chunks": p.to_dict()["launches"],
                 }
-            row["delta_ms"] = round(row["rule"]["ttft_ms"] - row["cost"]["ttft_ms"], 6)
+            cost, rule = sides["cost"], sides["rule"]
+            row: Arm = {
+                "arm": arm,
+                "prompt_tokens": tokens,
+                "catalog": catalog_name,
+                "cost": cost,
+                "rule": rule,
+                "delta_ms": round(rule["ttft_ms"] - cost["ttft_ms"], 6),
+            }
             arms.append(row)
             emit({"type": "arm_result", **row})
             progress(emit, len(arms), total, f"{arm} {catalog_name}")
     return {"execution": execution_dict(execution), "drift_factor": params["drift_factor"], "arms": arms}
 
 
-def format_table(result: dict[str, Any]) -> str:
+def format_table(result: Pr22Result) -> str:
     """The pull request's text: 'arm catalog: before -> after' per line."""
 
-    def side(x: dict[str, Any]) -> str:
+    def side(x: Side) -> str:
         n = x["launches"]
         return f"{n} launch{'es' if n != 1 else ''} {x['ttft_ms']:.2f} ms"
 
@@ -61,4 +96,5 @@ ANALYSIS = Analysis(
     run=run,
     format_text=format_table,
     events=(ProgressEvent, ArmResultEvent),
+    result=Pr22Result,
 )

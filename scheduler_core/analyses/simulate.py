@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
 from ..errors import InvalidInput
@@ -133,7 +133,20 @@ def boot_setting(params: dict[str, Any]) -> tuple[TableExecution, Catalog, str]:
     return TableExecution(table, params["first_token_ms"]), catalog, init
 
 
-def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+class SimulateResult(TypedDict):
+    """Each policy's figures on the same traffic (`summarise`), and rule - cost per request
+    (`request_deltas`, None unless both ran to the end)."""
+
+    execution: dict[str, Any]
+    catalog: str
+    traffic: dict[str, Any]
+    requests: int
+    offered_ms: float
+    policies: list[dict[str, Any]]
+    deltas: dict[str, Any] | None
+
+
+def run(params: dict[str, Any], emit: Emit) -> SimulateResult:
     execution: ExecutionModel
     if params["boot_catalog"] is not None:
         execution, catalog, init = boot_setting(params)
@@ -257,7 +270,7 @@ def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, 
     }
 
 
-def format_text(result: dict[str, Any]) -> str:
+def format_text(result: SimulateResult) -> str:
     """One line per policy: TTFT and ITL percentiles, launches, padding, or the stall."""
     source = result["traffic"]
     origin = f"trace {source['name']} x{source['time_scale']:g}" if source["source"] == "trace" else "Poisson"
@@ -343,5 +356,6 @@ ANALYSIS = Analysis(
     work=work,
     max_work=10_000_000,
     format_text=format_text,
+    result=SimulateResult,
     events=(ProgressEvent, StepLaunchEvent, PolicyResultEvent),
 )

@@ -5,7 +5,7 @@ this draws the whole curve)."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 from ..catalog import Catalog
 from ..errors import InvalidInput
@@ -30,6 +30,44 @@ from .params import CatalogParam, ChoiceListParam, ChoiceParam, IntParam, Policy
 
 TIE_MS = 1e-6  # TTFTs are rounded to 6 decimals; closer than this is a tie
 FULL_CHUNK = 4096  # the pull request's catalogs' largest graph; sizes their work estimate
+
+
+class Series(TypedDict):
+    """One policy on one catalog, aligned with the result's `prompt_tokens`."""
+
+    ttft_ms: list[float]
+    launches: list[int]
+    padded_tokens: list[int]
+
+
+class Summary(TypedDict):
+    """How often and by how much the rule beats or trails the cost model on one catalog."""
+
+    prompts: int
+    rule_wins: int
+    rule_loses: int
+    ties: int
+    mean_delta_ms: float
+    max_loss_ms: float
+    max_loss_at: int | None
+    max_gain_ms: float
+    max_gain_at: int | None
+    mean_launches_saved: float
+    mean_extra_padding: float
+
+
+class SweepResult(TypedDict):
+    """`series[catalog][policy]`; with both cost and rule planned, `delta_ms[catalog]` (rule - cost
+    TTFT per prompt length, derived, so beside the series rather than among their policies) and
+    `summary[catalog]`."""
+
+    execution: dict[str, Any]
+    drift_factor: float
+    spacing: str
+    prompt_tokens: list[int]
+    series: dict[str, dict[str, Series]]
+    delta_ms: dict[str, list[float]]
+    summary: dict[str, Summary]
 
 
 def prompt_lengths(params: dict[str, Any]) -> list[int]:
@@ -58,7 +96,7 @@ def work(params: dict[str, Any]) -> int:
     return plans_per_length * sum(n // full_chunk + 1 for n in prompt_lengths(params))
 
 
-def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def run(params: dict[str, Any], emit: Emit) -> SweepResult:
     if params["boot_catalog"] is not None:
         execution, boot = boot_setting(params["boot_catalog"], params["first_token_ms"])
         catalogs = {"boot": boot}
@@ -73,12 +111,15 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     lengths = prompt_lengths(params)
     ticker = Ticker(emit, len(lengths) * len(policies) * len(catalogs))
     done = 0
-    series: dict[str, dict[str, Any]] = {}
-    summary: dict[str, dict[str, Any]] = {}
+    series: dict[str, dict[str, Series]] = {}
+    deltas: dict[str, list[float]] = {}
+    summary: dict[str, Summary] = {}
     for catalog_name, catalog in catalogs.items():
-        per_policy: dict[str, Any] = {}
+        per_policy: dict[str, Series] = {}
         for policy_name, policy in policies.items():
-            ttft, launches, padded = [], [], []
+            ttft: list[float] = []
+            launches: list[int] = []
+            padded: list[int] = []
             for n in lengths:
                 p = plan(policy, catalog, Request(n), execution)
                 ttft.append(round(p.ttft_ms or 0.0, 6))
@@ -89,8 +130,8 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
             per_policy[policy_name] = {"ttft_ms": ttft, "launches": launches, "padded_tokens": padded}
         if "cost" in per_policy and "rule" in per_policy:
             cost, rule = per_policy["cost"], per_policy["rule"]
-            per_policy["delta_ms"] = [round(r - c, 6) for r, c in zip(rule["ttft_ms"], cost["ttft_ms"])]
-            summary[catalog_name] = summarise(lengths, cost, rule, per_policy["delta_ms"])
+            deltas[catalog_name] = [round(r - c, 6) for r, c in zip(rule["ttft_ms"], cost["ttft_ms"])]
+            summary[catalog_name] = summarise(lengths, cost, rule, deltas[catalog_name])
         series[catalog_name] = per_policy
     return {
         "execution": execution_dict(execution),
@@ -98,13 +139,12 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         "spacing": params["spacing"],
         "prompt_tokens": lengths,
         "series": series,
+        "delta_ms": deltas,
         "summary": summary,
     }
 
 
-def summarise(
-    lengths: list[int], cost: dict[str, list[Any]], rule: dict[str, list[Any]], delta: list[float]
-) -> dict[str, Any]:
+def summarise(lengths: list[int], cost: Series, rule: Series, delta: list[float]) -> Summary:
     """How often and by how much the rule beats or trails the cost model (delta = rule - cost, ms)."""
     worst = max(range(len(delta)), key=lambda i: (delta[i], -i))
     best = min(range(len(delta)), key=lambda i: (delta[i], i))
@@ -125,7 +165,7 @@ def summarise(
     }
 
 
-def format_text(result: dict[str, Any]) -> str:
+def format_text(result: SweepResult) -> str:
     """One line per catalog: the rule's record against the cost model."""
     lines = [
         f"{len(result['prompt_tokens'])} prompt lengths, {result['prompt_tokens'][0]} .. "
@@ -173,5 +213,6 @@ ANALYSIS = Analysis(
     work=work,
     max_work=20_000_000,
     format_text=format_text,
+    result=SweepResult,
     aliases={"min_tokens": "prompt_min", "max_tokens": "prompt_max"},  # renamed on 2026-11-30
 )

@@ -21,7 +21,8 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from heliosweb.catalogs.provenance import MAX_LABEL, MAX_PROVENANCE_BYTES
+from gpu_runner.provenance import MAX_LABEL
+from heliosweb.catalogs.provenance import MAX_PROVENANCE_BYTES
 from heliosweb.decisions.services import MAX_COMMENT, MAX_EVIDENCE, MAX_RATIONALE, MAX_REASON
 from heliosweb.jobs.registry import job_kinds
 from heliosweb.jobs.selectors import MAX_COMPARE_JOBS

@@ -67,7 +67,7 @@ def test_sweep_draws_ttft_delta_launches_and_padding_and_links_points_to_explain
     names = [t.name for t in figures["ttft"].data]
     assert names == ["clean cost", "clean rule", "clean: rule - cost", "drift cost", "drift rule", "drift: rule - cost"]
     delta = figures["ttft"].data[2]
-    assert list(delta.y) == result["series"]["clean"]["delta_ms"] and list(delta.x) == result["prompt_tokens"]
+    assert list(delta.y) == result["delta_ms"]["clean"] and list(delta.x) == result["prompt_tokens"]
     counts = {t.name: list(t.y) for t in figures["launches-padding"].data}
     assert counts["drift rule launches"] == result["series"]["drift"]["rule"]["launches"]
     assert counts["clean cost padded tokens"] == result["series"]["clean"]["cost"]["padded_tokens"]

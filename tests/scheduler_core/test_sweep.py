@@ -31,7 +31,7 @@ def test_it_reproduces_the_pull_requests_arms_as_points_on_the_curve():
     assert clean["cost"]["ttft_ms"] == [62.1, 232.1] and clean["rule"]["ttft_ms"] == [66.1, 232.1]
     assert drift["cost"]["ttft_ms"] == [62.1, 238.1] and drift["rule"]["ttft_ms"] == [66.1, 232.1]
     assert drift["cost"]["launches"] == [3, 9] and drift["rule"]["launches"] == [1, 4]
-    assert drift["delta_ms"] == [4.0, -6.0]
+    assert result["delta_ms"]["drift"] == [4.0, -6.0] and set(drift) == {"cost", "rule"}  # derived: its own key
 
 
 def test_the_rule_never_beats_the_cost_model_on_a_faithful_catalog():
@@ -39,13 +39,13 @@ def test_the_rule_never_beats_the_cost_model_on_a_faithful_catalog():
     result, _ = sweep(count=400, spacing="linear", prompt_max=20000)
     clean = result["summary"]["clean"]
     assert clean["rule_wins"] == 0 and clean["rule_loses"] > 0
-    assert all(d >= 0 for d in result["series"]["clean"]["delta_ms"])
+    assert all(d >= 0 for d in result["delta_ms"]["clean"])
 
 
 def test_the_summary_counts_every_length_and_locates_the_worst_loss():
     result, _ = sweep(count=200)
     for name, s in result["summary"].items():
-        delta = result["series"][name]["delta_ms"]
+        delta = result["delta_ms"][name]
         assert s["rule_wins"] + s["rule_loses"] + s["ties"] == s["prompts"] == len(result["prompt_tokens"])
         assert s["max_loss_ms"] == max(delta)
         assert delta[result["prompt_tokens"].index(s["max_loss_at"])] == max(delta)

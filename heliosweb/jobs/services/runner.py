@@ -22,7 +22,7 @@ from heliosweb.common.processes import pid_alive
 from scheduler_core.errors import InvalidInput
 
 from ..models import BenchmarkJob, JobStatus
-from ..registry import get_kind
+from ..registry import JobKind, get_kind
 from .events import job_announce, job_end, job_fail
 from .pump import EventPump, JobAbandoned, JobCancelled, time_limit_exceeded
 from .storage import JobFailure, stored
@@ -62,12 +62,12 @@ def job_run(*, job_id: int) -> None:
         _end(job, JobStatus.FAILED, f"{type(exc).__name__}: {exc}")
     else:
         pump.stop()
-        _complete(job, result, pump.failure)
+        _complete(job, kind, result, pump.failure)
     finally:
         running_job.reset(running)
 
 
-def _complete(job: BenchmarkJob, result: dict[str, Any], failure: JobFailure | None) -> None:
+def _complete(job: BenchmarkJob, kind: JobKind, result: dict[str, Any], failure: JobFailure | None) -> None:
     """`done` only when every event and the result are stored; else failed with the cause."""
     if failure is None:
         failure = _non_finite(result)
@@ -77,13 +77,13 @@ def _complete(job: BenchmarkJob, result: dict[str, Any], failure: JobFailure | N
 
     def write() -> None:
         with transaction.atomic():  # the boots and the job's result land together, or neither does
-            _store_boots(job, result)
+            _store_boots(job, kind, result)
             _finish(job, JobStatus.DONE, result=result, event={"type": "done"})
 
     try:
         stored(write, what="the result")
     except InvalidInput as exc:
-        _end(job, JobStatus.FAILED, f"the capture's catalog could not be stored: {exc}")
+        _end(job, JobStatus.FAILED, f"the {job.kind}'s catalog could not be stored: {exc}")
     except JobFailure as exc:
         _end(job, JobStatus.FAILED, exc.reason)
 
@@ -146,12 +146,13 @@ def _heartbeat_fresh(job: BenchmarkJob) -> bool:
     return job.heartbeat_at is not None and job.heartbeat_at >= stale
 
 
-def _store_boots(job: BenchmarkJob, result: dict[str, Any]) -> None:
-    """A capture's catalogs become boots of its recipe, one per repeated boot."""
-    recipe = job.recipe
-    if job.kind == "capture" and recipe is not None and "catalog" in result:
-        for boot in result.get("boots", [result]):
-            boot_create(recipe=recipe, catalog=boot["catalog"], provenance=boot.get("provenance", {}), job_id=job.pk)
+def _store_boots(job: BenchmarkJob, kind: JobKind, result: dict[str, Any]) -> None:
+    """The boots a kind's result yields (a capture's, one per repeated boot) become boots of the
+    job's recipe, as the kind hands them over."""
+    recipe, boots = job.recipe, kind.analysis.boots
+    if boots is not None and recipe is not None:
+        for boot in boots(result):
+            boot_create(recipe=recipe, catalog=boot["catalog"], provenance=boot["provenance"], job_id=job.pk)
 
 
 def _finish(job: BenchmarkJob, status: str, *, event: dict[str, Any], result: Any = None, error: str = "") -> None:

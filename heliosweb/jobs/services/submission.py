@@ -58,8 +58,8 @@ def job_create(
     """
     job_kind = get_kind(kind)
     recipe_obj = _recipe_or_none(recipe)
-    if job_kind.queue == "gpu" and job_kind.name == "capture" and recipe_obj is None:
-        raise InvalidInput("recipe", "a capture stores its catalog under a recipe: choose one")
+    if job_kind.analysis.needs_recipe and recipe_obj is None:
+        raise InvalidInput("recipe", job_kind.analysis.needs_recipe)
     if not isinstance(params, Mapping):  # `null` too: leave `params` out for every default
         raise InvalidInput("params", "must be an object of parameter names to values")
     _check_queue_room(user)

@@ -1,0 +1,129 @@
+"""A boot's provenance: what a capture writes about itself (device, libraries, process, seed,
+drift), declared here, where it is written (`device.provenance`, `capture.capture_boot`), and read
+typed by everyone who reads it (the web's boot pages through `heliosweb.catalogs.provenance`).
+
+`ProvenanceRecord` is the JSON as a capture writes it. `Provenance` is the part pages read
+(`device`, `mode`, `drift`), parsed from any stored JSON (a capture's, or an upload's, which may
+carry only some keys): strictly where it enters (`parse_typed`), leniently where it is read back
+(`read`: a key of the wrong type reads as absent). Importing this module never imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, NotRequired, Self, TypedDict, TypeVar
+
+from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS
+from scheduler_core.errors import InvalidInput
+from scheduler_core.validation import require_int, require_list, require_mapping
+
+MAX_LABEL = 200  # `device` and `mode`: a name, shown in every boot picker
+
+T = TypeVar("T")
+
+
+class DriftAchieved(TypedDict):
+    prefill: int
+    slowdown: float  # the graph's median under the drift over its undisturbed median
+
+
+class DriftRecord(TypedDict):
+    """The graphs a deliberately disturbed boot timed under competing work, and with what load."""
+
+    capacities: list[int]
+    load: int
+    achieved: list[DriftAchieved]
+
+
+class ProvenanceRecord(TypedDict):
+    """What a boot says about itself to be comparable with another (`device.provenance`, then the capture's additions)."""
+
+    device: str
+    mode: str
+    torch: str
+    cuda: str | None
+    cudnn: int | None
+    driver: str | None
+    python: str
+    dtype: str
+    preset: str
+    seed: int
+    code_revision: str | None
+    time: str
+    pid: int
+    process_started: float | None
+    attention: NotRequired[dict[str, Any]]  # the attention kernel pinned and the ones observed
+    gpu_state: NotRequired[dict[str, Any]]  # clocks, power, throttle before and after
+    order: NotRequired[list[str]]  # the shapes in the order they were measured
+    drift: NotRequired[DriftRecord | None]
+    startup_s: NotRequired[float | None]  # a fresh boot process: spawn to torch imported
+    boot_s: NotRequired[float]  # spawn to result
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The graphs a deliberately disturbed boot timed under competing work (its catalog
+    over-measures them) and the load it ran beside them."""
+
+    capacities: tuple[int, ...]
+    load: int | None
+
+    @classmethod
+    def parse(cls, value: Any, field: str) -> Drift:
+        data = require_mapping(value, field)
+        capacities = require_list(data.get("capacities"), f"{field}.capacities")
+        if len(capacities) > MAX_GRAPHS:
+            raise InvalidInput(f"{field}.capacities", f"has {len(capacities)} items, at most {MAX_GRAPHS}")
+        load = data.get("load")
+        return cls(
+            tuple(
+                require_int(c, f"{field}.capacities[{i}]", minimum=1, maximum=MAX_CAPACITY)
+                for i, c in enumerate(capacities)
+            ),
+            None if load is None else require_int(load, f"{field}.load", minimum=0, maximum=1_000_000),
+        )
+
+    @property
+    def label(self) -> str:
+        """ "drifted 2048, 4096": how every page and picker marks such a boot."""
+        return f"drifted {', '.join(map(str, self.capacities))}"
+
+
+def _label(value: Any, field: str) -> str:
+    if not isinstance(value, str) or len(value) > MAX_LABEL:
+        raise InvalidInput(field, f"must be text of at most {MAX_LABEL} characters, got {type(value).__name__}")
+    return value
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The keys of a boot's provenance that pages read, each None when absent."""
+
+    device: str | None = None
+    mode: str | None = None
+    drift: Drift | None = None
+
+    READ: ClassVar[tuple[str, ...]] = ("device", "mode", "drift")  # the keys typed here; others kept as given
+
+    @classmethod
+    def read(cls, stored: Any) -> Self:
+        """A stored boot's provenance as pages read it: a key of the wrong type reads as absent."""
+        return cls.typed(stored if isinstance(stored, Mapping) else {}, "provenance", strict=False)
+
+    @classmethod
+    def typed(cls, data: Mapping[str, Any], field: str, *, strict: bool) -> Self:
+        """The read keys of `data` typed; strict: InvalidInput naming a key of the wrong type
+        (`provenance.drift`), else that key reads as absent."""
+
+        def key(name: str, parse: Callable[[Any, str], T]) -> T | None:
+            if data.get(name) is None:
+                return None
+            try:
+                return parse(data[name], f"{field}.{name}")
+            except InvalidInput:
+                if strict:
+                    raise
+                return None
+
+        return cls(device=key("device", _label), mode=key("mode", _label), drift=key("drift", Drift.parse))
