@@ -52,7 +52,7 @@ class ProvenanceRecord(TypedDict):
     code_revision: str | None
     time: str
     pid: int
-    process_started: float | None
+    process_started: str | None
     attention: NotRequired[dict[str, Any]]  # the attention kernel pinned and the ones observed
     gpu_state: NotRequired[dict[str, Any]]  # clocks, power, throttle before and after
     order: NotRequired[list[str]]  # the shapes in the order they were measured

@@ -16,7 +16,10 @@ import json
 import sys
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from .results import Boot, CaptureResult
 
 DATA = Path(__file__).resolve().parent.parent / "scheduler_core" / "profiles" / "llama-2-7b"  # one copy
 LAYERS = 32
@@ -84,7 +87,7 @@ def side_by_side(measurements: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def profile(capture: dict[str, Any]) -> dict[str, Any]:
+def profile(capture: Boot) -> dict[str, Any]:
     """A capture as a named execution profile (`<preset>-<device>`, e.g. llama-2-7b-h200: its
     catalog is the table); a `llama-2-7b` capture on CUDA carries the published comparison."""
     p = capture["provenance"]
@@ -115,14 +118,14 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def capture_of(report: dict[str, Any]) -> dict[str, Any]:
+def capture_of(report: dict[str, Any]) -> CaptureResult:
     """The capture in a `scripts/gpu-check` report (its `capture` step), or a capture result itself."""
     if "steps" in report:
         step = report["steps"].get("capture", {})
         if step.get("status") != "ok":
             raise ValueError(f"the report's capture step did not pass: {step.get('line', 'not run')}")
-        return dict(step["result"])
-    return report
+        return cast("CaptureResult", dict(step["result"]))
+    return cast("CaptureResult", report)  # a file read: its keys are checked where they are read
 
 
 def main(argv: list[str]) -> int:

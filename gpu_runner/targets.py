@@ -77,7 +77,7 @@ def replay_vs_eager(preset: str, shapes: list[tuple[int, int]], seed: int = 0) -
     return rows
 
 
-def verdicts(capture: dict[str, Any], launches: list[dict[str, Any]]) -> dict[str, Any]:
+def verdicts(capture: CaptureResult, launches: list[dict[str, Any]]) -> dict[str, Any]:
     """Each target with its worst figure and whether it is met."""
     worst_spread = max(spreads(capture), key=lambda r: r["p90_over_p10"])
     slowest_boot = max(boot_seconds(capture))

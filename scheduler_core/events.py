@@ -8,9 +8,10 @@ event against the declaration, so a renamed or missing field fails a test, not a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, NotRequired, TypedDict, get_origin, get_type_hints
+from typing import Any, Literal, TypedDict, get_type_hints
 
 from .errors import InvalidInput
+from .typed_json import record_keys
 
 
 class ProgressEvent(TypedDict):
@@ -93,13 +94,6 @@ class PolicyResultEvent(TypedDict):
     padded_prefill_tokens: int
     padded_decode_rows: int
     end_ms: float
-
-
-def record_keys(record: type) -> tuple[frozenset[str], frozenset[str]]:
-    """(required, all) field names of a TypedDict record."""
-    hints = get_type_hints(record, include_extras=True)  # evaluates postponed annotations, keeps NotRequired
-    optional = {name for name, hint in hints.items() if get_origin(hint) is NotRequired}
-    return frozenset(hints) - optional, frozenset(hints)
 
 
 def event_type(record: type) -> str:

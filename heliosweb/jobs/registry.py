@@ -74,7 +74,13 @@ class PulseEvent(TypedDict):
     elapsed_s: float
 
 
-def _pulse(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+class PulseResult(TypedDict):
+    events: int
+    rate: float
+    seconds: float
+
+
+def _pulse(params: dict[str, Any], emit: Emit) -> PulseResult:
     count, rate = params["count"], params["rate"]
     start = time.monotonic()
     step = max(1, count // 100)
@@ -100,6 +106,7 @@ PULSE = Analysis(
     work=lambda p: int(p["count"] / p["rate"]),
     max_work=3600,  # seconds
     events=(ProgressEvent, PulseEvent),
+    result=PulseResult,
 )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -96,7 +96,20 @@ def check_submission(params: dict[str, Any], recipe: Recipe | None) -> None:
         raise InvalidInput(f"params.{field}", message, param=field) from None
 
 
-def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+class EngineResult(TypedDict):
+    """What an engine served before it stopped: its records, the policy versions it followed, and
+    where its telemetry went (its engine name and session)."""
+
+    launches: int
+    requests: int
+    versions: list[int]
+    batches: int
+    session: str
+    engine: str
+    catalog: str
+
+
+def run(params: dict[str, Any], emit: Emit) -> EngineResult:
     job = running_job.get()
     if job is None or job.recipe_id is None:
         raise InvalidInput("recipe", "a simulated engine serves a recipe: start it from the recipe's page")
@@ -124,10 +137,8 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
             interval_s=params["batch_ms"] / 1000.0,
             flush_on_exit=False,  # closed below, before the token is revoked
         )
-        return _serve(params, emit, execution, catalog, first, watcher, reporter) | {
-            "engine": engine,
-            "catalog": catalog_name,
-        }
+        served = _serve(params, emit, execution, catalog, first, watcher, reporter)
+        return cast(EngineResult, served | {"engine": engine, "catalog": catalog_name})
     finally:
         watcher.stop()
         if reporter is not None:  # it posts what is queued, then stops
@@ -192,7 +203,7 @@ def _serve(
     }
 
 
-def format_text(result: dict[str, Any]) -> str:
+def format_text(result: EngineResult) -> str:
     versions = " -> ".join(f"v{v}" for v in result["versions"])
     return (
         f"{result['engine']} on the {result['catalog']} catalog: {result['launches']} prefill launches, "
@@ -244,6 +255,7 @@ ANALYSIS = Analysis(
     work=work,
     max_work=7 * 86_400,
     format_text=format_text,
+    result=EngineResult,
     needs_recipe="a simulated engine serves a recipe: choose one, or start it from the recipe's page",
     service_duration_s=lambda params: float(params["duration_s"]) or None,  # 0: until stopped
 )

@@ -171,7 +171,7 @@ def job_param_cases() -> Iterator[Case]:
     )
     yield Case("job unknown param", "post", "/api/jobs/", '{"kind": "pr22", "params": {"nope": 1}}', 400, "params.nope")
     for kind in sorted(job_kinds().values(), key=lambda k: k.name):
-        recipe = ', "recipe": "tiny-cpu"' if kind.name in ("capture", "engine") else ""
+        recipe = ', "recipe": "tiny-cpu"' if kind.analysis.needs_recipe else ""
         for p in kind.analysis.params:
 
             def case(label: str, raw: str, kind: Any = kind, p: Any = p, recipe: str = recipe) -> Case:
