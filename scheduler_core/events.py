@@ -35,7 +35,7 @@ class LaunchRecord(TypedDict):
 
 
 class PlanSide(TypedDict):
-    """One policy's plan of one pr22 arm; `chunks` are its launches in order."""
+    """One policy's plan of one pr22 arm; `chunks` are its launches in order (`LaunchRecord`s)."""
 
     launches: int
     ttft_ms: float
@@ -44,16 +44,21 @@ class PlanSide(TypedDict):
     chunks: list[LaunchRecord]
 
 
-class ArmResultEvent(TypedDict):
-    """pr22: one arm (prompt x catalog) planned by both policies."""
+class Arm(TypedDict):
+    """pr22: one arm (prompt x catalog), cost before and rule after, and rule - cost TTFT."""
 
-    type: Literal["arm_result"]
     arm: str
     prompt_tokens: int
     catalog: str
     cost: PlanSide
     rule: PlanSide
     delta_ms: float
+
+
+class ArmResultEvent(Arm):
+    """pr22: one arm planned by both policies, announced as it lands (the result's `arms` entry)."""
+
+    type: Literal["arm_result"]
 
 
 class StepChunk(TypedDict):

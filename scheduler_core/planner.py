@@ -8,6 +8,7 @@ from typing import Any
 
 from .catalog import Catalog
 from .errors import Stalled
+from .events import LaunchRecord
 from .execution import ExecutionModel
 from .policies import Launch, Policy, PrefillState, cheapest_per_token, make_policy
 from .request import Request
@@ -49,7 +50,7 @@ class Plan:
         }
 
 
-def launch_record(launch: Launch, true_ms: float | None) -> dict[str, Any]:
+def launch_record(launch: Launch, true_ms: float | None) -> LaunchRecord:
     """One launch as plans, results and events spell it (`scheduler_core.events.LaunchRecord`)."""
     return {
         "graph": launch.graph,

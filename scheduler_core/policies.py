@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar, Literal, Protocol
 
 from .catalog import Catalog
 from .errors import InvalidInput
@@ -323,7 +323,7 @@ POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (CostPolicy, RuleP
 
 # The pull request's comparison: its before (`cost`) and after (`rule`). Analyses that reproduce it
 # (pr22, numerics) and their figures compare exactly these two, whatever else is registered.
-PR22_POLICIES: tuple[str, str] = ("cost", "rule")
+PR22_POLICIES: tuple[Literal["cost"], Literal["rule"]] = ("cost", "rule")
 
 
 def selectable_policies() -> tuple[str, ...]:

@@ -11,16 +11,22 @@ The checklist is the pull request's own list of what it did not do, ticked by ev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .analyses.boots import BootsResult
 from .analyses.catalogs import execution_of, pr22_catalogs
+from .analyses.fuzz import FuzzResult
+from .analyses.pr22 import Pr22Result
+from .analyses.simulate import SimulateResult
+from .analyses.sweep import Summary, SweepResult
 from .catalog import Catalog
 from .errors import InvalidInput
 from .health import boot_health, repaired
 from .planner import plan
 from .request import Request
+from .typed_json import read_as
 
 Json = dict[str, Any]
 
@@ -100,10 +106,11 @@ def _side(p: Any) -> Json:
 
 def _arms(job: Evidence) -> list[Json]:
     """pr22's arms as published, plus the cost model planning on each catalog repaired."""
-    execution = execution_of(job.result["execution"])
-    catalogs = pr22_catalogs(execution, job.result["drift_factor"])
+    result = read_as(job.result, Pr22Result)
+    execution = execution_of(result["execution"])
+    catalogs = pr22_catalogs(execution, result["drift_factor"])
     rows = []
-    for arm in job.result["arms"]:
+    for arm in result["arms"]:
         catalog = catalogs[arm["catalog"]]
         fixed = repaired(catalog, [catalog])
         on_repaired = plan("cost", fixed.catalog, Request(arm["prompt_tokens"]), execution)
@@ -124,49 +131,44 @@ def _arms(job: Evidence) -> list[Json]:
 
 
 def _sweep(job: Evidence) -> Json:
-    keys: tuple[str, ...] = (
-        "prompts",
-        "rule_wins",
-        "rule_loses",
-        "ties",
-        "mean_delta_ms",
-        "max_loss_ms",
-        "max_loss_at",
-    )
-    keys += ("max_gain_ms", "max_gain_at", "mean_launches_saved", "mean_extra_padding")
+    """Each catalog's summary, every field `sweep.Summary` declares (an older layout missing one is named)."""
+    summary: Mapping[str, Mapping[str, Any]] = read_as(job.result, SweepResult)["summary"]
     return {
         "job": job.id,
-        "catalogs": {name: {k: s[k] for k in keys} for name, s in job.result["summary"].items()},
+        "catalogs": {name: {k: s[k] for k in Summary.__annotations__} for name, s in summary.items()},
     }
 
 
 def _boots(job: Evidence) -> Json:
+    result = read_as(job.result, BootsResult)
     return {
         "job": job.id,
-        "boots": job.result["boots"],
-        "real_boots": job.result["real_boots"],
+        "boots": result["boots"],
+        "real_boots": result["real_boots"],
         "policies": {
             name: {"distinct_sequences": o["distinct_sequences"], "max_ttft_spread_ms": o["max_ttft_spread_ms"]}
-            for name, o in job.result["overall"].items()
+            for name, o in result["overall"].items()
         },
     }
 
 
 def _fuzz(job: Evidence) -> Json:
+    result = read_as(job.result, FuzzResult)
     return {
         "job": job.id,
-        "cases": job.result["cases"],
+        "cases": result["cases"],
         "policies": {
-            name: {"stalls": p["stalls"], "violations": p["violations"]} for name, p in job.result["policies"].items()
+            name: {"stalls": p["stalls"], "violations": p["violations"]} for name, p in result["policies"].items()
         },
     }
 
 
 def _simulate(job: Evidence) -> Json:
+    result = read_as(job.result, SimulateResult)
     return {
         "job": job.id,
-        "catalog": job.result["catalog"],
-        "requests": job.result["requests"],
+        "catalog": result["catalog"],
+        "requests": result["requests"],
         "policies": {
             p["policy"]: {
                 "ttft_p50_ms": p["ttft_ms"]["p50"] if p["ttft_ms"] else None,
@@ -174,7 +176,7 @@ def _simulate(job: Evidence) -> Json:
                 "padded_prefill_tokens": p["padded_prefill_tokens"],
                 "stalled": p["stalled"],
             }
-            for p in job.result["policies"]
+            for p in result["policies"]
         },
     }
 

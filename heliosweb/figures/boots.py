@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from scheduler_core.analyses.boots import BootsResult
+
 from .contract import Figure, JobData, KindViews, Table, base_layout, empty
 from .palette import policy_colour
 
 
 def figures(job: JobData) -> list[Figure]:
-    result = job.result
-    if not result:
+    if not job.result:
         return [empty("distinct", "Distinct launch sequences", "the boots are compared when the job finishes")]
+    result = job.result_as(BootsResult)
     prompts = result["prompts"]
     x = [f"{row['prompt_tokens']} tokens" for row in prompts]
     boots = result["boots"]
@@ -59,7 +61,9 @@ def figures(job: JobData) -> list[Figure]:
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    result = job.result or {}
+    if not job.result:
+        return {"prompts": []}
+    result = job.result_as(BootsResult)
     rows = [
         {
             "prompt_tokens": row["prompt_tokens"],
@@ -69,7 +73,7 @@ def tables(job: JobData) -> dict[str, Table]:
             "launches_max": row[policy]["launches"]["max"],
             **{f"ttft_{k}_ms": v for k, v in row[policy]["ttft_ms"].items()},
         }
-        for row in result.get("prompts", [])
+        for row in result["prompts"]
         for policy in result["overall"]
     ]
     return {"prompts": rows}

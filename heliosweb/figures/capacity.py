@@ -8,6 +8,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from scheduler_core.analyses.capacity import CapacityResult
+
 from .contract import LOG_AXIS, Figure, JobData, KindViews, Table, base_layout, empty
 from .palette import policy_colour
 
@@ -30,7 +32,7 @@ def _curve(x: list[float], values: list[dict[str, Any]], name: str, line: dict[s
     )
 
 
-def _ttft(result: dict[str, Any]) -> go.Figure:
+def _ttft(result: CapacityResult) -> go.Figure:
     traces: list[dict[str, Any]] = []
     for p in result["policies"]:
         x = [pt["rate_per_s"] for pt in p["points"]]
@@ -60,7 +62,7 @@ def _bound_line(y: float) -> dict[str, Any]:
     }
 
 
-def _goodput(result: dict[str, Any]) -> go.Figure:
+def _goodput(result: CapacityResult) -> go.Figure:
     rates = result["rates_per_s"]
     traces: list[Any] = [
         go.Scatter(x=rates, y=rates, name="offered", mode="lines", line={"color": "#999", "dash": "dot"})
@@ -93,7 +95,7 @@ def _goodput(result: dict[str, Any]) -> go.Figure:
     return go.Figure(traces, layout)
 
 
-def _attainment(result: dict[str, Any]) -> go.Figure:
+def _attainment(result: CapacityResult) -> go.Figure:
     traces = []
     for p in result["policies"]:
         x = [pt["rate_per_s"] for pt in p["points"]]
@@ -107,8 +109,8 @@ def _attainment(result: dict[str, Any]) -> go.Figure:
     return go.Figure(traces, layout)
 
 
-def _deltas(result: dict[str, Any]) -> go.Figure | None:
-    rows = [d for d in result.get("deltas", []) if d.get("per_request")]
+def _deltas(result: CapacityResult) -> go.Figure | None:
+    rows = [d for d in result["deltas"] if d.get("per_request")]
     if not rows:
         return None
     traces = []
@@ -133,9 +135,9 @@ def _deltas(result: dict[str, Any]) -> go.Figure | None:
 
 
 def figures(job: JobData) -> list[Figure]:
-    result = job.result
-    if not result:
+    if not job.result:
         return [empty("ttft", "TTFT vs request rate", "the capacity curves are drawn when the job finishes")]
+    result = job.result_as(CapacityResult)
     out = [
         Figure("ttft", "TTFT vs request rate", _ttft(result)),
         Figure("goodput", "Goodput and capacity", _goodput(result)),
@@ -148,7 +150,9 @@ def figures(job: JobData) -> list[Figure]:
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    result = job.result or {}
+    if not job.result:
+        return {"points": [], "worst": []}
+    result = job.result_as(CapacityResult)
     points = [
         {
             "policy": p["policy"],
@@ -161,12 +165,12 @@ def tables(job: JobData) -> dict[str, Table]:
             },
             "capacity_per_s": p["capacity_per_s"],
         }
-        for p in result.get("policies", [])
+        for p in result["policies"]
         for pt in p["points"]
     ]
     worst = [
         {"rate_per_s": row["rate_per_s"], **w}
-        for row in result.get("deltas", [])
+        for row in result["deltas"]
         if row.get("per_request")
         for w in row["per_request"]["worst"]
     ]

@@ -10,6 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from gpu_runner.events import shape_label
+from gpu_runner.results import CaptureResult, boots_of
 
 from .contract import LOG_AXIS, Figure, Growth, JobData, KindViews, Table, base_layout
 
@@ -30,8 +31,7 @@ BOOT_COLOURS = (
 def boot_measurements(job: JobData) -> list[list[dict[str, Any]]]:
     """Per boot, its measurements: from the result, or as streamed so far."""
     if job.result is not None:
-        boots = job.result.get("boots") or [job.result]
-        return [b["measurements"] for b in boots]
+        return [b["measurements"] for b in boots_of(job.result_as(CaptureResult))]
     count = int(job.params.get("boots", 1))
     streamed: list[list[dict[str, Any]]] = [[] for _ in range(count)]
     for event in job.events_of("measurement"):
@@ -148,7 +148,7 @@ def tables(job: JobData) -> dict[str, Table]:
             "max_over_min": r["max_over_min"],
             **{f"boot_{i}_ms": v for i, v in enumerate(r["medians_ms"])},
         }
-        for r in (job.result or {}).get("boot_spread", [])
+        for r in (job.result_as(CaptureResult).get("boot_spread", []) if job.result else [])
     ]
     return {"measurements": rows, **({"boot_spread": spread} if spread else {})}
 

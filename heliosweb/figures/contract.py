@@ -11,15 +11,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import plotly.graph_objects as go
 from plotly.utils import PlotlyJSONEncoder
+
+from scheduler_core.typed_json import read_as
 
 from .summary import describe
 
 Json = dict[str, Any]
 Table = list[dict[str, Any]]
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,13 @@ class JobData:
 
     def events_of(self, event_type: str) -> list[Json]:
         return [e for e in self.events if e.get("type") == event_type]
+
+    def result_as(self, declared: type[R]) -> R:
+        """The stored result read as its kind's declared type (`Analysis.result`, which a test holds
+        every kind's real result to), so mypy checks the figures' reads; the job must have one."""
+        if self.result is None:
+            raise ValueError(f"job {self.id} has no result yet")
+        return read_as(self.result, declared)
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from gpu_runner.results import NumericsResult
+
 from .contract import Figure, JobData, KindViews, Table, base_layout, empty
 from .timeline import TimelineRow, chunk_timeline
 
 
-def comparisons(result: dict) -> list[tuple[str, dict]]:
+def comparisons(result: NumericsResult) -> list[tuple[str, dict]]:
     out = [(f"{p} vs one-shot", c) for p, c in result["vs_one_shot"].items()]
     out.append(("cost vs rule", result["cost_vs_rule"]))
     out += [(f"{p} twice", c) for p, c in result["same_chunking_twice"].items()]
@@ -17,9 +19,9 @@ def comparisons(result: dict) -> list[tuple[str, dict]]:
 
 
 def figures(job: JobData) -> list[Figure]:
-    result = job.result
-    if not result:
+    if not job.result:
         return [empty("differences", "Logit differences", "the comparison is drawn when the job finishes")]
+    result = job.result_as(NumericsResult)
     rows = comparisons(result)
     names = [n for n, _ in rows]
     fig = go.Figure(
@@ -70,7 +72,8 @@ def tables(job: JobData) -> dict[str, Table]:
         return {"comparisons": []}
     return {
         "comparisons": [
-            {"comparison": name, **{k: v for k, v in c.items() if k != "argmax"}} for name, c in comparisons(job.result)
+            {"comparison": name, **{k: v for k, v in c.items() if k != "argmax"}}
+            for name, c in comparisons(job.result_as(NumericsResult))
         ]
     }
 

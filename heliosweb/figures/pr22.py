@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import plotly.graph_objects as go
 
+from scheduler_core.analyses.pr22 import Pr22Result
+from scheduler_core.events import Arm, LaunchRecord
 from scheduler_core.policies import PR22_POLICIES
 
 from .contract import Figure, JobData, KindViews, Span, Table, base_layout, empty
@@ -13,11 +15,11 @@ from .palette import policy_colour
 from .timeline import TimelineRow, chunk_timeline
 
 
-def arms(job: JobData) -> list[dict[str, Any]]:
-    """The finished result's arms, or those announced so far by `arm_result` events."""
+def arms(job: JobData) -> list[Arm]:
+    """The finished result's arms, or those announced so far by `arm_result` events (each an arm)."""
     if job.result is not None:
-        return list(job.result.get("arms", []))
-    return job.events_of("arm_result")
+        return list(job.result_as(Pr22Result).get("arms", []))
+    return cast(list[Arm], job.events_of("arm_result"))
 
 
 def figures(job: JobData) -> list[Figure]:
@@ -88,7 +90,7 @@ def spans(job: JobData) -> list[Span]:
     return out
 
 
-def _args(chunk: dict[str, Any]) -> dict[str, Any]:
+def _args(chunk: LaunchRecord) -> dict[str, Any]:
     return {
         "graph": chunk["graph"],
         "tokens": [chunk["start"], chunk["end"]],

@@ -3,8 +3,6 @@ point opens that prompt's chunk timelines on the explain page."""
 
 from __future__ import annotations
 
-from typing import cast
-
 from plotly.subplots import make_subplots
 
 from scheduler_core.analyses.sweep import SweepResult
@@ -22,7 +20,7 @@ def _explain_link(job: JobData, catalog: str) -> str:
 def figures(job: JobData) -> list[Figure]:
     if not job.result:
         return [empty("ttft", "TTFT vs prompt length", "the sweep draws its curves when it finishes")]
-    result = cast(SweepResult, job.result)
+    result = job.result_as(SweepResult)
     x = result["prompt_tokens"]
     ttft = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.58, 0.42], vertical_spacing=0.06)
     counts = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06)
@@ -85,7 +83,9 @@ def figures(job: JobData) -> list[Figure]:
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    result = cast(SweepResult, job.result or {"series": {}, "summary": {}})
+    if not job.result:
+        return {"series": [], "summary": []}
+    result = job.result_as(SweepResult)
     series = [
         {
             "catalog": catalog,

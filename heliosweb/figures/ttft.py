@@ -7,16 +7,17 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from gpu_runner.results import TtftResult
+
 from .contract import Figure, JobData, KindViews, Span, Table, base_layout, empty
 from .palette import policy_colour
 from .timeline import TimelineRow, chunk_timeline
 
 
 def figures(job: JobData) -> list[Figure]:
-    result = job.result
-    if not result:
+    if not job.result:
         return [empty("ttft", "Measured vs predicted TTFT", "the plans are executed after the boot is captured")]
-    arms = result["arms"]
+    arms = job.result_as(TtftResult)["arms"]
     x = [f"{a['prompt_tokens']} · {a['policy']}" for a in arms]
     fig = go.Figure(layout=base_layout("TTFT: measured on the model vs the catalog's prediction", barmode="group"))
     fig.add_bar(
@@ -52,7 +53,7 @@ def figures(job: JobData) -> list[Figure]:
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    arms = (job.result or {}).get("arms", [])
+    arms = job.result_as(TtftResult)["arms"] if job.result else []
     keys = (
         "prompt_tokens",
         "policy",
@@ -73,7 +74,7 @@ def tables(job: JobData) -> dict[str, Table]:
 
 def spans(job: JobData) -> list[Span]:
     out = []
-    for a in (job.result or {}).get("arms", []):
+    for a in job.result_as(TtftResult)["arms"] if job.result else []:
         clock = 0.0
         for launch in a["launches"]:
             args: dict[str, Any] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from ..events import ArmResultEvent, ProgressEvent
+from ..events import Arm, ArmResultEvent, PlanSide, ProgressEvent
 from ..planner import plan
 from ..policies import PR22_POLICIES
 from ..request import Request
@@ -12,27 +12,6 @@ from .catalogs import DRIFT_PARAM, EXECUTION_PARAMS, EXECUTION_PROFILE, executio
 from .contract import Analysis, Emit, progress
 
 ARMS: dict[str, int] = {"3.5k": 3504, "14k": 14000}  # 3.5k: a 432-token tail after 2048 + 1024
-
-
-class Side(TypedDict):
-    """One policy's plan of one arm."""
-
-    launches: int
-    ttft_ms: float
-    graphs: list[int]
-    padded_tokens: int
-    chunks: list[dict[str, Any]]
-
-
-class Arm(TypedDict):
-    """An arm (prompt length x catalog): cost before, rule after, and rule - cost TTFT."""
-
-    arm: str
-    prompt_tokens: int
-    catalog: str
-    cost: Side
-    rule: Side
-    delta_ms: float
 
 
 class Pr22Result(TypedDict):
@@ -49,7 +28,7 @@ def run(params: dict[str, Any], emit: Emit) -> Pr22Result:
     progress(emit, 0, total, "starting")
     for arm, tokens in ARMS.items():
         for catalog_name, catalog in catalogs.items():
-            sides: dict[str, Side] = {}
+            sides: dict[str, PlanSide] = {}
             for policy in PR22_POLICIES:
                 p = plan(policy, catalog, Request(tokens), execution)
                 sides[policy] = {
@@ -77,7 +56,7 @@ def run(params: dict[str, Any], emit: Emit) -> Pr22Result:
 def format_table(result: Pr22Result) -> str:
     """The pull request's text: 'arm catalog: before -> after' per line."""
 
-    def side(x: Side) -> str:
+    def side(x: PlanSide) -> str:
         n = x["launches"]
         return f"{n} launch{'es' if n != 1 else ''} {x['ttft_ms']:.2f} ms"
 
