@@ -51,7 +51,7 @@ def capture_text(result: CaptureResult) -> str:
             f"boots: {shape_label(row['prefill'], row['decode'])} medians max/min {row['max_over_min']:.3f}"
             + ("" if row.get("met", True) else "  (ABOVE the bound)")
         )
-    if result["profile"].get("published"):
+    if result.get("profile", {}).get("published"):  # a capture stored before profiles has none
         lines.append(f"profile {result['profile']['name']} against the published Llama-2-7B passes (Vidur):")
         lines += published_table(result["profile"]["published"])
     if "boot_spread_verdict" in result:

@@ -196,21 +196,26 @@ def test_a_running_job_stops_at_its_next_event_once_cancelled(maintainer, transa
 def test_a_capture_result_is_stored_as_a_boot_of_the_recipe(maintainer, recipe, monkeypatch, transactional_db):
     from scheduler_core.analyses.params import Analysis
 
+    from gpu_runner.results import capture_boots
+
+    # Not named capture: what the web does with it follows from what it declares.
     capture = Analysis(
-        name="capture",
+        name="fake_capture",
         summary="fake capture",
         params=(),
         run=lambda params, emit: {
             "catalog": [{"prefill": 512, "decode": 0, "ms": 3.5}],
             "provenance": {"device": "cpu"},
         },
+        needs_recipe="a capture stores its catalog under a recipe: choose one",
+        boots=capture_boots,
     )
-    kinds = {**job_kinds(), "capture": JobKind("capture", "gpu", capture)}
+    kinds = {**job_kinds(), "fake_capture": JobKind("fake_capture", "gpu", capture)}
     monkeypatch.setattr("heliosweb.jobs.registry.job_kinds", lambda: kinds)
     with pytest.raises(InvalidInput) as err:
-        submission.job_create(kind="capture", user=maintainer)
-    assert err.value.field == "recipe"
-    job = submission.job_create(kind="capture", recipe="tiny-cpu", user=maintainer)
+        submission.job_create(kind="fake_capture", user=maintainer)
+    assert err.value.field == "recipe" and err.value.message == capture.needs_recipe
+    job = submission.job_create(kind="fake_capture", recipe="tiny-cpu", user=maintainer)
     assert job.queue == "gpu"
     runner.job_run(job_id=job.pk)
     boot = Boot.objects.get(job=job)
@@ -281,11 +286,14 @@ def test_a_capture_whose_shape_runs_out_of_memory_fails_naming_the_shape_and_sto
 def test_a_capture_whose_catalog_is_invalid_fails_and_stores_no_boot(maintainer, recipe, monkeypatch, transactional_db):
     from scheduler_core.analyses.params import Analysis
 
+    from gpu_runner.results import capture_boots
+
     capture = Analysis(
         name="capture",
         summary="broken capture",
         params=(),
-        run=lambda params, emit: {"catalog": [{"prefill": 512, "decode": 0, "ms": -1.0}]},
+        run=lambda params, emit: {"catalog": [{"prefill": 512, "decode": 0, "ms": -1.0}], "provenance": {}},
+        boots=capture_boots,
     )
     kinds = {**job_kinds(), "capture": JobKind("capture", "gpu", capture)}
     monkeypatch.setattr("heliosweb.jobs.registry.job_kinds", lambda: kinds)
