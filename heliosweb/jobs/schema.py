@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from heliosweb.common.bounds import DB_INT_MAX
-from scheduler_core.analyses.params import CatalogListParam, CatalogParam, Param
+from scheduler_core.analyses.contract import Param
+from scheduler_core.analyses.params import CatalogListParam, CatalogParam
 
 from .registry import JobKind, job_kinds
 

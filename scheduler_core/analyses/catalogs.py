@@ -11,7 +11,8 @@ from ..catalog import Catalog, drift
 from ..errors import InvalidInput
 from ..execution import AffineExecution, ExecutionModel, TableExecution, measured_catalog
 from ..profiles import ProfileExecution, load_profile
-from .params import AFFINE, ExecutionProfileParam, FloatParam, Param
+from .contract import Param
+from .params import AFFINE, ExecutionProfileParam, FloatParam
 
 EXECUTION_PARAMS: tuple[Param, ...] = (
     FloatParam("fixed_ms", 2.0, "fixed true cost of a launch (ms)", minimum=0.0, maximum=1e4),

@@ -1,20 +1,18 @@
 """The `Analysis` contract: what every analysis declares (its parameters, work estimate, result
 type, the events it emits, what it needs of the service that runs it) and the one validation of
-its parameters. The parameter classes it is built from live in `params`; this module holds what
-the CLI, the web and the workers rely on to run any analysis without knowing its name.
+its parameters; and `Param`, what every parameter provides. The parameter classes themselves live
+in `params`; this module holds what the CLI, the web and the workers rely on to run any analysis
+without knowing its name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
+from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 
 from ..errors import InvalidInput
 from ..events import ProgressEvent
-
-if TYPE_CHECKING:
-    from .params import Param
 
 Emit = Callable[[dict[str, Any]], None]
 # An analysis's result: a TypedDict it declares (`Analysis.result`), stored as JSON and read by
@@ -31,6 +29,61 @@ class BootArtifact(TypedDict):
 
     catalog: list[dict[str, Any]]
     provenance: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One named parameter with a default and a help line; subclasses say what values it takes."""
+
+    kind: ClassVar[str]  # the label in `GET /api/kinds/` and the form
+    metavar: ClassVar[str] = "VALUE"
+    sizes_run: ClassVar[bool] = False  # named when a run is too large (the first such parameter)
+
+    name: str
+    default: Any
+    help: str
+
+    def parse(self, value: Any) -> Any:
+        """The one validation of a value from JSON (API, form, CLI), or InvalidInput naming the field."""
+        raise NotImplementedError
+
+    def default_value(self) -> Any:
+        return self.default
+
+    def from_text(self, text: str) -> Any:
+        """A CLI flag's (or a form field's) text as the JSON-like value `parse` takes."""
+        return text
+
+    def to_json(self, value: Any) -> Any:
+        """A parsed value as it is stored (a job's params are JSON): most values already are."""
+        return value
+
+    def from_json(self, value: Any) -> Any:
+        """A stored value, validated by `parse` before it was stored, back as `parse` returned it."""
+        return value
+
+    def cli_help(self) -> str:
+        default = self.default_value()
+        shown = ",".join(map(str, default)) if isinstance(default, list) else "none" if default is None else default
+        return f"{self.help} [default: {shown}]"
+
+    def json_schema(self) -> dict[str, Any]:
+        """The value's JSON schema, bounds included (API docs)."""
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        """How `GET /api/kinds/` and the job form describe the parameter."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "default": self.default_value(),
+            "help": self.help,
+            "minimum": None,
+            "maximum": None,
+            "choices": [],
+            "max_items": None,
+            "schema": self.json_schema(),
+        }
 
 
 @dataclass(frozen=True)

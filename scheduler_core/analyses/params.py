@@ -22,63 +22,9 @@ from ..validation import int_of_text, number_of_text, require_int, require_list,
 # The contract moved to `contract`; these names stay importable from here for code written before.
 from .contract import Analysis as Analysis
 from .contract import Emit as Emit
+from .contract import Param as Param
 from .contract import ignore_events as ignore_events
 from .contract import progress as progress
-
-
-@dataclass(frozen=True)
-class Param:
-    """One named parameter with a default and a help line; subclasses say what values it takes."""
-
-    kind: ClassVar[str]  # the label in `GET /api/kinds/` and the form
-    metavar: ClassVar[str] = "VALUE"
-    sizes_run: ClassVar[bool] = False  # named when a run is too large (the first such parameter)
-
-    name: str
-    default: Any
-    help: str
-
-    def parse(self, value: Any) -> Any:
-        """The one validation of a value from JSON (API, form, CLI), or InvalidInput naming the field."""
-        raise NotImplementedError
-
-    def default_value(self) -> Any:
-        return self.default
-
-    def from_text(self, text: str) -> Any:
-        """A CLI flag's (or a form field's) text as the JSON-like value `parse` takes."""
-        return text
-
-    def to_json(self, value: Any) -> Any:
-        """A parsed value as it is stored (a job's params are JSON): most values already are."""
-        return value
-
-    def from_json(self, value: Any) -> Any:
-        """A stored value, validated by `parse` before it was stored, back as `parse` returned it."""
-        return value
-
-    def cli_help(self) -> str:
-        default = self.default_value()
-        shown = ",".join(map(str, default)) if isinstance(default, list) else "none" if default is None else default
-        return f"{self.help} [default: {shown}]"
-
-    def json_schema(self) -> dict[str, Any]:
-        """The value's JSON schema, bounds included (API docs)."""
-        raise NotImplementedError
-
-    def to_dict(self) -> dict[str, Any]:
-        """How `GET /api/kinds/` and the job form describe the parameter."""
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "default": self.default_value(),
-            "help": self.help,
-            "minimum": None,
-            "maximum": None,
-            "choices": [],
-            "max_items": None,
-            "schema": self.json_schema(),
-        }
 
 
 def _with_default(schema: dict[str, Any], default: Any) -> dict[str, Any]:

@@ -194,9 +194,8 @@ def test_a_running_job_stops_at_its_next_event_once_cancelled(maintainer, transa
 
 
 def test_a_capture_result_is_stored_as_a_boot_of_the_recipe(maintainer, recipe, monkeypatch, transactional_db):
-    from scheduler_core.analyses.params import Analysis
-
     from gpu_runner.results import capture_boots
+    from scheduler_core.analyses.params import Analysis
 
     # Not named capture: what the web does with it follows from what it declares.
     capture = Analysis(
@@ -284,9 +283,8 @@ def test_a_capture_whose_shape_runs_out_of_memory_fails_naming_the_shape_and_sto
 
 
 def test_a_capture_whose_catalog_is_invalid_fails_and_stores_no_boot(maintainer, recipe, monkeypatch, transactional_db):
-    from scheduler_core.analyses.params import Analysis
-
     from gpu_runner.results import capture_boots
+    from scheduler_core.analyses.params import Analysis
 
     capture = Analysis(
         name="capture",
