@@ -7,7 +7,6 @@ session; `heliosweb.common.api.exception_handler`: `{error, field}`, 403 for `Fo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -20,7 +19,6 @@ from heliosweb.common.api import ERROR, json_object
 from heliosweb.common.inputs import query_int, query_limit
 
 from . import selectors, services
-from .models import PolicyDecision
 from .tradeoff import decision_tradeoff
 
 DECISION_FIELDS: dict[str, serializers.Field] = {
@@ -162,18 +160,12 @@ class DecisionStepView(APIView):
     """POST /api/decisions/<id>/<step>/ with an optional {reason} (required to reject)."""
 
     step = ""
-    STEPS: dict[str, Callable[..., PolicyDecision]] = {
-        "approve": services.decision_approve,
-        "reject": services.decision_reject,
-        "withdraw": services.decision_withdraw,
-        "apply": services.decision_apply,
-    }
 
     @extend_schema(request=STEP, responses={200: DECISION, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR})
     def post(self, request: Request, decision_id: int) -> Response:
         data = json_object(request, {"reason"})
         decision = selectors.decision_get(decision_id=decision_id)
-        self.STEPS[self.step](actor=request.user, decision=decision, reason=data.get("reason", ""))
+        services.STEPS[self.step](actor=request.user, decision=decision, reason=data.get("reason", ""))
         return Response(_detail(decision.pk))
 
 

@@ -8,7 +8,7 @@ Each is one atomic action in Zulip's shape: check, change the state, append the 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -187,6 +187,15 @@ def decision_apply(*, actor: Actor, decision: PolicyDecision, reason: Any = "") 
             reason=clean_reason,
         )
     return decision
+
+
+# A decision's steps by the name the page and the API route them under (/decisions/<id>/<step>).
+STEPS: dict[str, Callable[..., PolicyDecision]] = {
+    "approve": decision_approve,
+    "reject": decision_reject,
+    "withdraw": decision_withdraw,
+    "apply": decision_apply,
+}
 
 
 def decision_comment(*, actor: Actor, decision: PolicyDecision, body: Any) -> DecisionComment:

@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 from heliosweb.common.api import ERROR
 from heliosweb.common.asgi_handler import kept_thread
 from heliosweb.common.auth import BearerTokenAuthentication, EngineAuthentication
+from heliosweb.common.permissions import RUN_JOBS
 from heliosweb.recipes.selectors import recipe_get
 from scheduler_core.errors import InvalidInput
 
@@ -26,10 +27,10 @@ from .validation import MAX_BYTES, MAX_RECORDS, SCHEMA
 
 
 class MayPostTelemetry(BasePermission):
-    message = "posting telemetry needs an engine token for this recipe or the maintainer permission (jobs.run_jobs)"
+    message = f"posting telemetry needs an engine token for this recipe or the maintainer permission ({RUN_JOBS})"
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        return isinstance(request.user, Engine) or bool(request.user and request.user.has_perm("jobs.run_jobs"))
+        return isinstance(request.user, Engine) or bool(request.user and request.user.has_perm(RUN_JOBS))
 
 
 STORED = inline_serializer(
