@@ -331,8 +331,29 @@ def selectable_policies() -> tuple[str, ...]:
     return tuple(name for name, cls in POLICIES.items() if cls.selectable)
 
 
-def make_policy(name: object, field: str = "policy") -> Policy:
-    """A fresh policy object (policies cache per-catalog tables, so keep one per run)."""
+def policy_named(name: object, field: str = "policy") -> str:
+    """A registered policy's name (analyses, telemetry records), else bad input of `field`."""
     if not isinstance(name, str) or name not in POLICIES:
         raise InvalidInput(field, f"unknown policy {name!r} (expected one of {sorted(POLICIES)})")
-    return POLICIES[name]()
+    return name
+
+
+def recipe_policy_named(name: object, field: str = "policy") -> str:
+    """A policy a recipe may run (created with, proposed, applied), else bad input of `field`."""
+    choices = list(selectable_policies())
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput(field, f"required: one of {choices}")
+    if name in POLICIES and name not in choices:
+        # rule-v1: the pre-fix rule that stalls solo requests; kept only to demonstrate the stall.
+        raise InvalidInput(
+            field,
+            f"{name!r} can never be a recipe's active policy (it is kept only for analyses); expected one of {choices}",
+        )
+    if name not in choices:
+        raise InvalidInput(field, f"unknown policy {name!r} (expected one of {choices})")
+    return name
+
+
+def make_policy(name: object, field: str = "policy") -> Policy:
+    """A fresh policy object (policies cache per-catalog tables, so keep one per run)."""
+    return POLICIES[policy_named(name, field)]()

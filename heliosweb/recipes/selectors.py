@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 
 from heliosweb.audit.models import AuditEvent
 from heliosweb.common.errors import NotFound
+from scheduler_core.errors import InvalidInput
 
 from .models import EMERGENCY, PolicySetting, Recipe
 
@@ -47,6 +48,17 @@ def recipe_get(*, name: str) -> Recipe:
     if recipe is None:
         raise NotFound("recipe", f"unknown recipe {name!r}")
     return recipe
+
+
+def recipe_named(value: Any, *, field: str = "recipe") -> Recipe:
+    """The recipe a request body names: not a name, or no such recipe, is bad input of `field`
+    (400 naming it), where `recipe_get` answers a path's unknown recipe (404)."""
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be a recipe name")
+    try:
+        return recipe_get(name=value)
+    except NotFound:
+        raise InvalidInput(field, f"unknown recipe {value!r}") from None
 
 
 def recipe_policy_get(*, name: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from heliosweb.common.errors import NotFound, Throttled
 from heliosweb.common.permissions import Actor
 from heliosweb.common.redis_errors import redis_refusal
 from heliosweb.recipes.models import Recipe
+from heliosweb.recipes.selectors import recipe_named
 from heliosweb.traces.selectors import trace_get, trace_traffic
 from scheduler_core.analyses.params import CatalogListParam, CatalogParam, TraceParam
 from scheduler_core.errors import InvalidInput
@@ -196,12 +197,7 @@ def _with_stored_traces(kind: JobKind, params: dict[str, Any]) -> tuple[dict[str
 def _recipe_or_none(recipe: Any) -> Recipe | None:
     if recipe in (None, ""):
         return None
-    if not isinstance(recipe, str):
-        raise InvalidInput("recipe", "must be a recipe name")
-    found = Recipe.objects.filter(name=recipe).first()
-    if found is None:
-        raise InvalidInput("recipe", f"unknown recipe {recipe!r}")
-    return found
+    return recipe_named(recipe)
 
 
 def _enqueue_and_announce(job: BenchmarkJob) -> None:
