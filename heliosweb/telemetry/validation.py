@@ -14,7 +14,7 @@ from typing import Any
 from helios_client import records as schema
 
 from scheduler_core.errors import InvalidInput
-from scheduler_core.policies import POLICIES
+from scheduler_core.policies import POLICIES, policy_named
 from scheduler_core.validation import require_list, require_mapping
 
 MAX_RECORDS = schema.MAX_RECORDS
