@@ -324,6 +324,8 @@ POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (CostPolicy, RuleP
 # The pull request's comparison: its before (`cost`) and after (`rule`). Analyses that reproduce it
 # (pr22, numerics) and their figures compare exactly these two, whatever else is registered.
 PR22_POLICIES: tuple[str, str] = ("cost", "rule")
+# Its arms, by name: the prompt lengths it was measured on (3.5k: a 432-token tail after 2048 + 1024).
+PR22_ARMS: dict[str, int] = {"3.5k": 3504, "14k": 14000}
 
 
 def selectable_policies() -> tuple[str, ...]:

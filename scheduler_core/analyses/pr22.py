@@ -6,21 +6,19 @@ from typing import Any
 
 from ..events import ArmResultEvent, ProgressEvent
 from ..planner import plan
-from ..policies import PR22_POLICIES
+from ..policies import PR22_ARMS, PR22_POLICIES
 from ..request import Request
 from .catalogs import DRIFT_PARAM, EXECUTION_PARAMS, EXECUTION_PROFILE, execution_dict, execution_of, pr22_catalogs
 from .params import Analysis, Emit, progress
-
-ARMS: dict[str, int] = {"3.5k": 3504, "14k": 14000}  # 3.5k: a 432-token tail after 2048 + 1024
 
 
 def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     execution = execution_of(params)
     catalogs = pr22_catalogs(execution, params["drift_factor"])
     arms: list[dict[str, Any]] = []
-    total = len(ARMS) * len(catalogs)
+    total = len(PR22_ARMS) * len(catalogs)
     progress(emit, 0, total, "starting")
-    for arm, tokens in ARMS.items():
+    for arm, tokens in PR22_ARMS.items():
         for catalog_name, catalog in catalogs.items():
             row: dict[str, Any] = {"arm": arm, "prompt_tokens": tokens, "catalog": catalog_name}
             for policy in PR22_POLICIES:
