@@ -26,7 +26,7 @@ class Launch:
     graph: int
     start: int
     end: int
-    chooser: str  # "rule" or "catalog"
+    chooser: str  # the policy that chose the graph: "cost", "rule" (or its fallback "cost"), "rule-v1"
     predicted_ms: float
 
     @property
@@ -190,7 +190,6 @@ class CostPolicy:
 
     name: ClassVar[str] = "cost"
     selectable: ClassVar[bool] = True
-    chooser = "catalog"
 
     def __init__(self) -> None:
         self._tables: dict[int, tuple[Catalog, _RemainderTable]] = {}
@@ -214,14 +213,14 @@ class CostPolicy:
             if r <= 0:
                 return None
             first = self._table(catalog).best(r)[3]
-            return Launch(first, p, p + min(first, r), self.chooser, catalog.predicted_ms(first))
+            return Launch(first, p, p + min(first, r), self.name, catalog.predicted_ms(first))
         target = request.cut(e)
         memo = self._span_memo(catalog, request, target)
         score = self._best_with_spans(catalog, request, p, e, target, memo)
         if score is None:
             return None
         first = score[3]
-        return Launch(first, p, p + request.consumed(p, first, e), self.chooser, catalog.predicted_ms(first))
+        return Launch(first, p, p + request.consumed(p, first, e), self.name, catalog.predicted_ms(first))
 
     def _span_memo(self, catalog: Catalog, request: Request, target: int) -> dict[int, Score]:
         owner = self._memo_owner
@@ -293,7 +292,7 @@ class RulePolicy:
         work = request.consumed(p, graph, e)
         if work == 0 or catalog.prefill_ms[graph] is None:
             return self._fallback.choose(state)
-        return Launch(graph, p, p + work, "rule", catalog.predicted_ms(graph))
+        return Launch(graph, p, p + work, self.name, catalog.predicted_ms(graph))
 
 
 class RuleV1Policy:
@@ -312,7 +311,7 @@ class RuleV1Policy:
         i = catalog.capacities.index(graph)
         if catalog.prefill_ms[graph] is None and i > 0 and request.consumed(p, catalog.capacities[i - 1], e) == work:
             return None
-        return Launch(graph, p, p + work, "rule", catalog.predicted_ms(graph))
+        return Launch(graph, p, p + work, self.name, catalog.predicted_ms(graph))
 
 
 # The one registry of policies, by name. Everything that offers a choice of policies (the CLI, the
