@@ -158,15 +158,15 @@ def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> tuple[dict[
             raise InvalidInput(f"{p.name}.repaired", f"must be true or false, got {repaired!r}", param=p.name)
         try:
             catalogs = boot_catalogs(ids=ids, field=f"{p.name}.{ref}")
-            provenance = [{"boot": i, "repaired": False} for i in ids]
+            named = [{"boot": i, "repaired": False} for i in ids]
             if repaired:
                 pairs = [boot_repaired(boot_id=i, field=f"{p.name}.{ref}") for i in ids]
-                catalogs, provenance = [c for c, _ in pairs], [why for _, why in pairs]
+                catalogs, named = [c for c, _ in pairs], [why for _, why in pairs]
         except InvalidInput as exc:
             exc.param = p.name
             raise
         out[p.name] = catalogs[0] if ref == "boot" else catalogs
-        sources[p.name] = provenance
+        sources[p.name] = named
     return out, sources
 
 
