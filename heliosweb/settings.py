@@ -130,6 +130,7 @@ INSTALLED_APPS = [
     "heliosweb.jobs",
     "heliosweb.dashboard",
     "heliosweb.telemetry",
+    "heliosweb.simengine",
     "heliosweb.decisions",
 ]
 

@@ -36,8 +36,8 @@ from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.jobs.services import submission
 from heliosweb.recipes.selectors import recipe_get, recipe_list, recipe_policy_changes
 from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
+from heliosweb.simengine.services import ENGINE_KIND, engine_job_active, engine_start, engine_stop
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
-from heliosweb.telemetry.services import ENGINE_KIND, engine_job_active, engine_start, engine_stop
 from heliosweb.traces.selectors import trace_names
 from scheduler_core.errors import InvalidInput
 from scheduler_core.tradeoff import CHECKLIST

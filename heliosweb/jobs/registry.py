@@ -1,7 +1,7 @@
 """The job kinds this service can run: scheduler_core's analyses (queue `sim`), gpu_runner's
 (queue `gpu`, when that package is importable; importing it must not import torch), and `pulse`,
 a diagnostic that streams events at a set rate to check and benchmark the live path; apps above
-this one add theirs with `register_kind` (telemetry's `engine`, queue `engine`)."""
+this one add theirs with `register_kind` (simengine's `engine`, queue `engine`)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,15 @@ LONG_WORK_SHARE = 0.05
 
 
 @dataclass(frozen=True)
+class RunContext:
+    """What the runner tells a kind that serves a recipe (`JobKind.serve`) beyond its declared
+    params: which job it runs as (an engine's name and token) and the job's recipe."""
+
+    job_id: int
+    recipe: Recipe | None
+
+
+@dataclass(frozen=True)
 class JobKind:
     name: str
     queue: str
@@ -36,10 +45,18 @@ class JobKind:
     # What the kind needs of its recipe, checked at submission with the validated params (a
     # simulated engine: a recipe, and its boot usable), so the worker never finds it out.
     check_recipe: Callable[[dict[str, Any], Recipe | None], None] | None = None
+    # A kind that needs its job's context (the simulated engine: its recipe and job id) runs
+    # through this instead of `analysis.run`, which then stands for a run with no job (the CLI).
+    serve: Callable[[RunContext, dict[str, Any], Emit], dict[str, Any]] | None = None
 
     @property
     def summary(self) -> str:
         return self.analysis.summary
+
+    def run(self, context: RunContext, params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+        if self.serve is not None:
+            return self.serve(context, params, emit)
+        return self.analysis.run(params, emit)
 
     def params_spec(self) -> list[dict[str, Any]]:
         return [p.to_dict() for p in self.analysis.params]
@@ -111,7 +128,7 @@ _REGISTERED: dict[str, JobKind] = {}
 
 
 def register_kind(kind: JobKind) -> None:
-    """A kind declared by an app above this one (the simulated engine, telemetry's), at app ready."""
+    """A kind declared by an app above this one (the simulated engine, simengine's), at app ready."""
     _REGISTERED[kind.name] = kind
     job_kinds.cache_clear()
 

@@ -35,8 +35,8 @@ from heliosweb.recipes.models import Recipe
 from heliosweb.recipes.selectors import recipe_get, recipe_policy_changes, recipe_policy_get
 from heliosweb.recipes.services import policy_topic
 
+from .ingest import live_topic
 from .selectors import frames_after
-from .services import live_topic
 
 SEND_INTERVAL_S = 0.05
 FRAMES_PER_MESSAGE = 100

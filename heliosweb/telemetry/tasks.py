@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from . import services
+from . import ingest
 
 
 @shared_task(name="heliosweb.telemetry.tasks.prune_telemetry", ignore_result=True)
 def prune_telemetry() -> dict[str, int]:
-    return services.telemetry_prune()
+    return ingest.telemetry_prune()

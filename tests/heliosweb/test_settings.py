@@ -47,7 +47,9 @@ def test_settings_helpers_read_what_they_understand(monkeypatch):
         monkeypatch.setenv("HELIOS_X", text)
         assert s.env_bool("HELIOS_X", not want) is want
     monkeypatch.setenv("HELIOS_X", "")
-    assert s.env_bool("HELIOS_X", True) is True and s.env_int("HELIOS_X", 7) == 7 and s.env_float("HELIOS_X", 0.5) == 0.5
+    assert (
+        s.env_bool("HELIOS_X", True) is True and s.env_int("HELIOS_X", 7) == 7 and s.env_float("HELIOS_X", 0.5) == 0.5
+    )
     monkeypatch.setenv("HELIOS_X", " 42 ")
     assert s.env_int("HELIOS_X", 0) == 42 and s.env_float("HELIOS_X", 0) == 42.0
     monkeypatch.setenv("HELIOS_X", "production")
