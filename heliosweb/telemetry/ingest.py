@@ -70,7 +70,8 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
 
     `engine`, for an engine token, is the only engine name the batch may carry; without one (a
     maintainer) the batch may not carry the name of an engine that has tokens. Raises InvalidInput
-    naming the first bad field; then nothing is stored. Called by both the DRF view and the fast path.
+    naming the first bad field; then nothing is stored. Called by the API view (`api.py`), the
+    live-page bench and the tests.
     """
     setting = setting_of(recipe)
     if setting is None:
