@@ -386,6 +386,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Start benchmark jobs, read their results, read each recipe's active policy.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # One name per enum, whichever components share it (a decision's status: the detail and the list).
+    "ENUM_NAME_OVERRIDES": {"DecisionStatusEnum": ["pending", "approved", "rejected", "withdrawn", "applied"]},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "heliosweb.recipes.policy_poll.add_to_openapi",

@@ -21,28 +21,9 @@ from heliosweb.common.inputs import query_int, query_limit
 from . import selectors, services
 from .tradeoff import decision_tradeoff
 
-DECISION_FIELDS: dict[str, serializers.Field] = {
-    "id": serializers.IntegerField(),
-    "recipe": serializers.CharField(),
-    "status": serializers.ChoiceField(["pending", "approved", "rejected", "withdrawn", "applied"]),
-    "from_policy": serializers.CharField(),
-    "to_policy": serializers.CharField(),
-    "base_version": serializers.IntegerField(),
-    "applied_version": serializers.IntegerField(allow_null=True),
-    "rationale": serializers.CharField(),
-    "evidence": serializers.ListField(child=serializers.IntegerField()),
-    "created_by": serializers.CharField(),
-    "created_at": serializers.DateTimeField(),
-    "reviewed_by": serializers.CharField(allow_null=True),
-    "reviewed_at": serializers.DateTimeField(allow_null=True),
-    "review_reason": serializers.CharField(),
-    "applied_by": serializers.CharField(allow_null=True),
-    "applied_at": serializers.DateTimeField(allow_null=True),
-}
-DECISION = inline_serializer("Decision", DECISION_FIELDS)
-DECISION_LIST = inline_serializer(
-    "DecisionSummary", {k: v for k, v in DECISION_FIELDS.items() if k != "evidence"}, many=True
-)
+EVIDENCE = {"evidence": serializers.ListField(child=serializers.IntegerField())}
+DECISION = selectors.DECISION.schema(extra=EVIDENCE)
+DECISION_LIST = selectors.DECISION.schema("DecisionSummary", many=True)
 PROPOSE = inline_serializer(
     "DecisionPropose",
     {
@@ -55,15 +36,8 @@ PROPOSE = inline_serializer(
         "rollback_of": serializers.IntegerField(required=False, help_text="the applied decision this one reverts"),
     },
 )
-COMMENT_FIELDS: dict[str, serializers.Field] = {
-    "id": serializers.IntegerField(),
-    "decision": serializers.IntegerField(),
-    "author": serializers.CharField(),
-    "body": serializers.CharField(),
-    "created_at": serializers.DateTimeField(),
-}
-COMMENT = inline_serializer("DecisionComment", COMMENT_FIELDS)
-COMMENT_LIST = inline_serializer("DecisionComment", COMMENT_FIELDS, many=True)
+COMMENT = selectors.COMMENT.schema()
+COMMENT_LIST = selectors.COMMENT.schema(many=True)
 TRADEOFF = inline_serializer(
     "Tradeoff",
     {
