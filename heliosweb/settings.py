@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import secrets
 import warnings
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -26,6 +28,7 @@ VAR_DIR = Path(os.environ.get("HELIOS_VAR_DIR", BASE_DIR / "var"))
 # Each helper refuses text it does not understand (ImproperlyConfigured, naming the variable): a
 # typo such as HELIOS_DEBUG=ture or HELIOS_DRAIN_SECONDS=3O must stop the process, not turn into
 # the default or False.
+N = TypeVar("N", int, float)
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -46,24 +49,22 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be one of {', '.join(_TRUE + _FALSE)}, got {value!r}")
 
 
-def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+def _env_number(name: str, default: N, parse: Callable[[str], N | None], minimum: N, what: str) -> N:
     value = _env_text(name)
     if value is None:
         return default
-    number = int_of_text(value)
+    number = parse(value)
     if number is None or number < minimum:
-        raise ImproperlyConfigured(f"{name} must be a whole number >= {minimum}, got {value!r}")
+        raise ImproperlyConfigured(f"{name} must be {what} >= {minimum:g}, got {value!r}")
     return number
+
+
+def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    return _env_number(name, default, int_of_text, minimum, "a whole number")
 
 
 def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
-    value = _env_text(name)
-    if value is None:
-        return default
-    number = number_of_text(value)
-    if number is None or number < minimum:
-        raise ImproperlyConfigured(f"{name} must be a number >= {minimum:g}, got {value!r}")
-    return number
+    return _env_number(name, default, number_of_text, minimum, "a number")
 
 
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
