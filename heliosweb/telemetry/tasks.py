@@ -1,4 +1,4 @@
-"""Thin Celery adapter: the periodic prune (beat, every 10 minutes, on the `sim` worker)."""
+"""Thin Celery adapter: the periodic prune (beat, every 10 minutes, on the `maint` queue: settings.CELERY_BEAT_SCHEDULE)."""
 
 from __future__ import annotations
 
