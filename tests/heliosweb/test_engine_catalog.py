@@ -92,3 +92,10 @@ def test_the_recipe_page_offers_the_latest_boot_repaired_and_starts_it(recipe, b
     client.post("/recipes/tiny-cpu/engine", {"action": "start", "catalog": "boot-repaired", "rate_per_s": "5"})
     job = BenchmarkJob.objects.get(kind="engine")
     assert (job.params["catalog"], job.params["rate_per_s"]) == ("boot-repaired", 5.0)
+
+
+def test_the_engine_run_without_a_job_refuses_naming_the_recipe():
+    """`Analysis.run` is what the CLI would call: with no job there is no recipe to serve."""
+    with pytest.raises(InvalidInput) as caught:
+        ANALYSIS.run(DEFAULTS, lambda event: None)
+    assert caught.value.field == "recipe" and "serves a recipe" in caught.value.message
