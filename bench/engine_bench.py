@@ -124,7 +124,7 @@ def main() -> int:
 
 def engine_token(recipe: str, engine: str) -> str:
     from heliosweb.recipes.services import recipe_ensure
-    from heliosweb.telemetry.services import engine_token_create
+    from heliosweb.telemetry.tokens import engine_token_create
 
     return engine_token_create(engine=engine, recipes=[recipe_ensure(name=recipe)])
 
@@ -411,7 +411,7 @@ def frames_into(recipe_name: str, rate: float, seconds: float, bare: bool) -> in
     the feed fell behind 20/s (233 frames in 15 s)."""
     from heliosweb.common.broadcast import publish
     from heliosweb.recipes.models import Recipe
-    from heliosweb.telemetry.services import live_topic, telemetry_ingest
+    from heliosweb.telemetry.ingest import live_topic, telemetry_ingest
 
     recipe = Recipe.objects.get(name=recipe_name)
     start, n = time.perf_counter(), 0

@@ -58,7 +58,7 @@ Object.assign(window.WebSocket, NativeWebSocket);
 
 def feed(recipe, rate: float, batch: int, seconds: float, sent: list[int]) -> None:
     """Ingest `rate` launch records per second in batches of `batch` for `seconds`."""
-    from heliosweb.telemetry.services import telemetry_ingest
+    from heliosweb.telemetry.ingest import telemetry_ingest
 
     per_second = rate / batch
     start, n = time.perf_counter(), 0

@@ -15,6 +15,7 @@ from scheduler_core.analyses.params import CatalogParam, ChoiceParam, IntListPar
 from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES, Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent
+from scheduler_core.policies import PR22_ARMS
 
 from .events import MeasurementEvent, TtftLaunchEvent
 from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
@@ -96,13 +97,13 @@ CATALOG = CatalogParam(
 )
 PROMPTS = IntListParam(
     "prompt_tokens",
-    [3504],
-    "prompt lengths to prefill (the pr22 arms are 3504 and 14000; tiny holds 4096 tokens, the GPU presets 16384)",
+    [PR22_ARMS["3.5k"]],
+    f"prompt lengths to prefill (the pr22 arms are {' and '.join(map(str, PR22_ARMS.values()))}; tiny holds 4096 tokens, the GPU presets 16384)",
     minimum=1,
     maximum=65536,
     max_items=8,
 )
-PROMPT = IntParam("prompt_tokens", 3504, "prompt length", minimum=1, maximum=65536)
+PROMPT = IntParam("prompt_tokens", PR22_ARMS["3.5k"], "prompt length", minimum=1, maximum=65536)
 POLICIES_PARAM = PolicyListParam("policies", help="policies whose plans are executed", every_policy=True)
 RUNS = IntParam("runs", 3, "executions of each plan; TTFT is their median", minimum=1, maximum=50)
 BOOT_PARAMS = (

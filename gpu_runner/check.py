@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler_core.analyses.contract import ignore_events
+from scheduler_core.policies import PR22_ARMS, PR22_POLICIES
 
 from .analyses import ANALYSES
 from .presets import GPU_CHECK_DEFAULT, PRESETS
@@ -41,7 +42,7 @@ DEADLINE_S = 470.0  # the hard limit: a step still running then is stopped and t
 # scripts/gpu-run shares its 8 minutes with other work: it sets both lower through these.
 ENV_BUDGET, ENV_DEADLINE, ENV_PRESET = "GPU_CHECK_BUDGET_S", "GPU_CHECK_DEADLINE_S", "GPU_CHECK_PRESET"
 CUDA_TESTS_TIMEOUT_S = 150  # BUDGET_S + this < DEADLINE_S: pytest's child always ends before the check does
-ARMS = [3504, 14000]  # the pull request's 3.5k and 14k arms
+ARMS = list(PR22_ARMS.values())  # the pull request's 3.5k and 14k arms
 ROOT = Path(__file__).resolve().parent.parent
 Results = dict[str, Any]
 
@@ -133,7 +134,6 @@ def _plans(capture: CaptureResult) -> dict[str, Any]:
     predicted cost-vs-rule gap next to the boot-to-boot spread of the predictions."""
     from scheduler_core.catalog import Catalog
     from scheduler_core.planner import plan
-    from scheduler_core.policies import PR22_POLICIES
     from scheduler_core.request import Request
 
     from .targets import boot_to_boot

@@ -322,6 +322,8 @@ CHECKS: list[tuple[str, list[str]]] = [
     ("ruff format", [PY, "-m", "ruff", "format", "--check", "--quiet", "."]),
     ("import layers", [str(Path(PY).parent / "lint-imports"), "--no-cache", "--no-logo"]),
     ("types", [PY, "-m", "mypy"]),  # files and strictness: [tool.mypy] in pyproject.toml
+    # a model changed without its migration: `manage.py migrate` would leave the database behind the code
+    ("migrations", [PY, "manage.py", "makemigrations", "--check", "--dry-run"]),
 ]
 
 
@@ -353,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--queues", default="gpu", help="comma-separated: sim, sim_long, gpu, engine, maint")
     worker.add_argument("--beat", action="store_true", help="also run beat, the periodic reaper (one host only)")
     sub.add_parser("test", help="the code-health checks, then every test (pytest arguments follow)")
-    sub.add_parser("check", help="the code-health checks alone (ruff, import layers, types)")
+    sub.add_parser("check", help="the code-health checks alone (ruff, import layers, types, migrations)")
     args = parser.parse_args(argv)
     if args.command == "check":
         return cmd_check()

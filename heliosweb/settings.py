@@ -10,28 +10,70 @@ from __future__ import annotations
 import os
 import secrets
 import warnings
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from heliosweb.common.processes import DEFAULT_DRAIN_SECONDS
+from scheduler_core.validation import int_of_text, number_of_text
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("HELIOS_VAR_DIR", BASE_DIR / "var"))
 
 
+# Each helper refuses text it does not understand (ImproperlyConfigured, naming the variable): a
+# typo such as HELIOS_DEBUG=ture or HELIOS_DRAIN_SECONDS=3O must stop the process, not turn into
+# the default or False.
+N = TypeVar("N", int, float)
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _env_text(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
 def env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
+    value = _env_text(name)
+    if value is None:
         return default
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name} must be one of {', '.join(_TRUE + _FALSE)}, got {value!r}")
 
 
-def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name, "")
-    return int(value) if value.strip() else default
+def _env_number(name: str, default: N, parse: Callable[[str], N | None], minimum: N, what: str) -> N:
+    value = _env_text(name)
+    if value is None:
+        return default
+    number = parse(value)
+    if number is None or number < minimum:
+        raise ImproperlyConfigured(f"{name} must be {what} >= {minimum:g}, got {value!r}")
+    return number
+
+
+def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    return _env_number(name, default, int_of_text, minimum, "a whole number")
+
+
+def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
+    return _env_number(name, default, number_of_text, minimum, "a number")
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = _env_text(name)
+    if value is None:
+        return default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -39,7 +81,7 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()] or default
 
 
-PRODUCTION = os.environ.get("HELIOS_ENV", "development") == "production"
+PRODUCTION = env_choice("HELIOS_ENV", "development", ("development", "production")) == "production"
 DEBUG = env_bool("HELIOS_DEBUG", not PRODUCTION)
 
 
@@ -89,6 +131,7 @@ INSTALLED_APPS = [
     "heliosweb.jobs",
     "heliosweb.dashboard",
     "heliosweb.telemetry",
+    "heliosweb.simengine",
     "heliosweb.decisions",
 ]
 
@@ -235,7 +278,7 @@ CELERY_TASK_DEFAULT_QUEUE = "sim"
 CELERY_BEAT_SCHEDULE = {
     "reap-vanished-jobs": {
         "task": "heliosweb.jobs.tasks.reap_jobs",
-        "schedule": float(os.environ.get("HELIOS_REAP_SECONDS", "15")),
+        "schedule": env_float("HELIOS_REAP_SECONDS", 15),
         "options": {"queue": "maint", "expires": 60},
     },
     "prune-telemetry": {
@@ -268,34 +311,34 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 # Every websocket sends {"type": "ping"} this often; pages answer {"type": "pong"} and reconnect
 # when the server has been silent for more than two intervals (a connection a proxy dropped).
-HELIOS_WS_PING_SECONDS = float(os.environ.get("HELIOS_WS_PING_SECONDS", "20"))
+HELIOS_WS_PING_SECONDS = env_float("HELIOS_WS_PING_SECONDS", 20)
 
 # --- Jobs --------------------------------------------------------------------------------
-HELIOS_EVENT_FLUSH_SECONDS = float(os.environ.get("HELIOS_EVENT_FLUSH_SECONDS", "0.05"))
-HELIOS_HEARTBEAT_SECONDS = float(os.environ.get("HELIOS_HEARTBEAT_SECONDS", "5"))
+HELIOS_EVENT_FLUSH_SECONDS = env_float("HELIOS_EVENT_FLUSH_SECONDS", 0.05)
+HELIOS_HEARTBEAT_SECONDS = env_float("HELIOS_HEARTBEAT_SECONDS", 5)
 # A running job whose heartbeat is older than this is failed by the reaper (other hosts' workers).
-HELIOS_JOB_STALE_SECONDS = float(os.environ.get("HELIOS_JOB_STALE_SECONDS", "120"))
+HELIOS_JOB_STALE_SECONDS = env_float("HELIOS_JOB_STALE_SECONDS", 120)
 # Each worker's main process says it is alive this often; one silent for the second figure is
 # frozen: its queue's waiting jobs say so, and go to a live worker of the queue (jobs.services.workers).
-HELIOS_WORKER_BEAT_SECONDS = float(os.environ.get("HELIOS_WORKER_BEAT_SECONDS", "2"))
-HELIOS_WORKER_SILENT_SECONDS = float(os.environ.get("HELIOS_WORKER_SILENT_SECONDS", "10"))
+HELIOS_WORKER_BEAT_SECONDS = env_float("HELIOS_WORKER_BEAT_SECONDS", 2)
+HELIOS_WORKER_SILENT_SECONDS = env_float("HELIOS_WORKER_SILENT_SECONDS", 10)
 # Every job's hard limit: past it the job fails "time limit exceeded" (Celery's soft limit in a
 # prefork pool; the event pump at the job's next event in any pool; the reaper as the backstop).
-HELIOS_JOB_TIME_LIMIT_SECONDS = float(os.environ.get("HELIOS_JOB_TIME_LIMIT_SECONDS", "3600"))
+HELIOS_JOB_TIME_LIMIT_SECONDS = env_float("HELIOS_JOB_TIME_LIMIT_SECONDS", 3600)
 # A database write of a running job (events, result) is retried this long before the job fails.
-HELIOS_STORE_RETRY_SECONDS = float(os.environ.get("HELIOS_STORE_RETRY_SECONDS", "10"))
+HELIOS_STORE_RETRY_SECONDS = env_float("HELIOS_STORE_RETRY_SECONDS", 10)
 # A job's start and end are retried longer (the worker's slot waits): a database away for
 # minutes still leaves the job failed with the real cause, not "no heartbeat" from the reaper.
-HELIOS_END_RETRY_SECONDS = float(os.environ.get("HELIOS_END_RETRY_SECONDS", "300"))
+HELIOS_END_RETRY_SECONDS = env_float("HELIOS_END_RETRY_SECONDS", 300)
 # How long a worker's stop lets running jobs finish; what is left then fails "stopped by operator".
-HELIOS_DRAIN_SECONDS = float(os.environ.get("HELIOS_DRAIN_SECONDS") or DEFAULT_DRAIN_SECONDS)
+HELIOS_DRAIN_SECONDS = env_float("HELIOS_DRAIN_SECONDS", DEFAULT_DRAIN_SECONDS)
 
 # --- Telemetry (sizes in docs/telemetry.md) --------------------------------------------------
-HELIOS_TELEMETRY_RAW_HOURS = float(os.environ.get("HELIOS_TELEMETRY_RAW_HOURS", "24"))
+HELIOS_TELEMETRY_RAW_HOURS = env_float("HELIOS_TELEMETRY_RAW_HOURS", 24)
 HELIOS_TELEMETRY_MAX_RECORDS = env_int("HELIOS_TELEMETRY_MAX_RECORDS", 2_000_000)  # raw records per recipe
-HELIOS_TELEMETRY_ROLLUP_DAYS = float(os.environ.get("HELIOS_TELEMETRY_ROLLUP_DAYS", "90"))
+HELIOS_TELEMETRY_ROLLUP_DAYS = env_float("HELIOS_TELEMETRY_ROLLUP_DAYS", 90)
 # A web process trusts an engine token it checked this long: a revoked token is refused within it.
-HELIOS_ENGINE_TOKEN_CACHE_SECONDS = float(os.environ.get("HELIOS_ENGINE_TOKEN_CACHE_SECONDS", "10"))
+HELIOS_ENGINE_TOKEN_CACHE_SECONDS = env_float("HELIOS_ENGINE_TOKEN_CACHE_SECONDS", 10)
 # Where the simulated engine (a job on the `engine` worker) reaches the engine API; `./dev up` sets it.
 HELIOS_ENGINE_API_URL = os.environ.get("HELIOS_ENGINE_API_URL", "http://127.0.0.1:8000")
 # /metrics: a bearer token when set, else only these client addresses (docs/telemetry.md).
@@ -308,12 +351,9 @@ TRACE_UPLOAD_MAX_BYTES = 64 * 1024 * 1024  # a stored trace (heliosweb.traces): 
 HELIOS_LARGE_BODIES = {"/api/traces/": TRACE_UPLOAD_MAX_BYTES, "/traces": TRACE_UPLOAD_MAX_BYTES}
 # Slow clients (heliosweb.server_tuning, in daphne): a request's line and headers within this many
 # seconds of its first byte; its body within HELIOS_HTTP_BODY_TIMEOUT s plus 1 s per MIN_RATE bytes.
-HELIOS_HTTP_HEADER_TIMEOUT = env_int("HELIOS_HTTP_HEADER_TIMEOUT", 10)
-HELIOS_HTTP_BODY_TIMEOUT = env_int("HELIOS_HTTP_BODY_TIMEOUT", 20)
-HELIOS_HTTP_BODY_MIN_RATE = env_int("HELIOS_HTTP_BODY_MIN_RATE", 10_000)
-for _name in ("HELIOS_HTTP_HEADER_TIMEOUT", "HELIOS_HTTP_BODY_TIMEOUT", "HELIOS_HTTP_BODY_MIN_RATE"):
-    if globals()[_name] <= 0:
-        raise ImproperlyConfigured(f"{_name} must be a positive integer, got {globals()[_name]}")
+HELIOS_HTTP_HEADER_TIMEOUT = env_int("HELIOS_HTTP_HEADER_TIMEOUT", 10, minimum=1)
+HELIOS_HTTP_BODY_TIMEOUT = env_int("HELIOS_HTTP_BODY_TIMEOUT", 20, minimum=1)
+HELIOS_HTTP_BODY_MIN_RATE = env_int("HELIOS_HTTP_BODY_MIN_RATE", 10_000, minimum=1)
 
 # --- Limits and throttles ---------------------------------------------------------------
 HELIOS_MAX_QUEUED_JOBS_PER_USER = env_int("HELIOS_MAX_QUEUED_JOBS_PER_USER", 20)
@@ -347,6 +387,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Start benchmark jobs, read their results, read each recipe's active policy.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # One name per enum, whichever components share it (a decision's status: the detail and the list).
+    "ENUM_NAME_OVERRIDES": {"DecisionStatusEnum": ["pending", "approved", "rejected", "withdrawn", "applied"]},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "heliosweb.recipes.policy_poll.add_to_openapi",

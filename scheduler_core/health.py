@@ -394,7 +394,8 @@ class Repair:
     catalog: Catalog
     replaced: tuple[dict[str, Any], ...]
 
-    def provenance(self) -> dict[str, Any]:
+    def record(self) -> dict[str, Any]:
+        """The repair record a job's `catalog_sources` keeps beside the boot's id."""
         return {"repaired": True, "replaced": list(self.replaced)}
 
 

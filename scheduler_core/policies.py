@@ -26,7 +26,7 @@ class Launch:
     graph: int
     start: int
     end: int
-    chooser: str  # "rule" or "catalog"
+    chooser: str  # the policy that chose the graph: "cost", "rule" (or its fallback "cost"), "rule-v1"
     predicted_ms: float
 
     @property
@@ -190,7 +190,6 @@ class CostPolicy:
 
     name: ClassVar[str] = "cost"
     selectable: ClassVar[bool] = True
-    chooser = "catalog"
 
     def __init__(self) -> None:
         self._tables: dict[int, tuple[Catalog, _RemainderTable]] = {}
@@ -214,14 +213,14 @@ class CostPolicy:
             if r <= 0:
                 return None
             first = self._table(catalog).best(r)[3]
-            return Launch(first, p, p + min(first, r), self.chooser, catalog.predicted_ms(first))
+            return Launch(first, p, p + min(first, r), self.name, catalog.predicted_ms(first))
         target = request.cut(e)
         memo = self._span_memo(catalog, request, target)
         score = self._best_with_spans(catalog, request, p, e, target, memo)
         if score is None:
             return None
         first = score[3]
-        return Launch(first, p, p + request.consumed(p, first, e), self.chooser, catalog.predicted_ms(first))
+        return Launch(first, p, p + request.consumed(p, first, e), self.name, catalog.predicted_ms(first))
 
     def _span_memo(self, catalog: Catalog, request: Request, target: int) -> dict[int, Score]:
         owner = self._memo_owner
@@ -293,7 +292,7 @@ class RulePolicy:
         work = request.consumed(p, graph, e)
         if work == 0 or catalog.prefill_ms[graph] is None:
             return self._fallback.choose(state)
-        return Launch(graph, p, p + work, "rule", catalog.predicted_ms(graph))
+        return Launch(graph, p, p + work, self.name, catalog.predicted_ms(graph))
 
 
 class RuleV1Policy:
@@ -312,7 +311,7 @@ class RuleV1Policy:
         i = catalog.capacities.index(graph)
         if catalog.prefill_ms[graph] is None and i > 0 and request.consumed(p, catalog.capacities[i - 1], e) == work:
             return None
-        return Launch(graph, p, p + work, "rule", catalog.predicted_ms(graph))
+        return Launch(graph, p, p + work, self.name, catalog.predicted_ms(graph))
 
 
 # The one registry of policies, by name. Everything that offers a choice of policies (the CLI, the
@@ -324,6 +323,8 @@ POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (CostPolicy, RuleP
 # The pull request's comparison: its before (`cost`) and after (`rule`). Analyses that reproduce it
 # (pr22, numerics) and their figures compare exactly these two, whatever else is registered.
 PR22_POLICIES: tuple[Literal["cost"], Literal["rule"]] = ("cost", "rule")
+# Its arms, by name: the prompt lengths it was measured on (3.5k: a 432-token tail after 2048 + 1024).
+PR22_ARMS: dict[str, int] = {"3.5k": 3504, "14k": 14000}
 
 
 def selectable_policies() -> tuple[str, ...]:
@@ -331,8 +332,29 @@ def selectable_policies() -> tuple[str, ...]:
     return tuple(name for name, cls in POLICIES.items() if cls.selectable)
 
 
-def make_policy(name: object, field: str = "policy") -> Policy:
-    """A fresh policy object (policies cache per-catalog tables, so keep one per run)."""
+def policy_named(name: object, field: str = "policy") -> str:
+    """A registered policy's name (analyses, telemetry records), else bad input of `field`."""
     if not isinstance(name, str) or name not in POLICIES:
         raise InvalidInput(field, f"unknown policy {name!r} (expected one of {sorted(POLICIES)})")
-    return POLICIES[name]()
+    return name
+
+
+def recipe_policy_named(name: object, field: str = "policy") -> str:
+    """A policy a recipe may run (created with, proposed, applied), else bad input of `field`."""
+    choices = list(selectable_policies())
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput(field, f"required: one of {choices}")
+    if name in POLICIES and name not in choices:
+        # rule-v1: the pre-fix rule that stalls solo requests; kept only to demonstrate the stall.
+        raise InvalidInput(
+            field,
+            f"{name!r} can never be a recipe's active policy (it is kept only for analyses); expected one of {choices}",
+        )
+    if name not in choices:
+        raise InvalidInput(field, f"unknown policy {name!r} (expected one of {choices})")
+    return name
+
+
+def make_policy(name: object, field: str = "policy") -> Policy:
+    """A fresh policy object (policies cache per-catalog tables, so keep one per run)."""
+    return POLICIES[policy_named(name, field)]()

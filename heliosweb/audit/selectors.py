@@ -123,18 +123,7 @@ def _short(value: Any) -> str:
 
 
 def event_as_api(event: AuditEvent) -> dict[str, Any]:
-    return {
-        "seq": event.seq,
-        "action": event.action,
-        "actor": event.actor_name,
-        "client_addr": event.client_addr,
-        "recipe": event.recipe_name,
-        "object_type": event.object_type,
-        "object_id": event.object_id,
-        "before": event.before,
-        "after": event.after,
-        "reason": event.reason,
-        "created_at": event.created_at.isoformat(),
-        "prev_hash": event.prev_hash,
-        "hash": event.hash,
-    }
+    """What the chain hashes (`event_payload`), less the actor's id, with the server's own
+    timestamp text and the two hashes."""
+    shown = {k: v for k, v in event_payload(event).items() if k != "actor_id"}
+    return {**shown, "created_at": event.created_at.isoformat(), "prev_hash": event.prev_hash, "hash": event.hash}

@@ -13,30 +13,11 @@ from rest_framework.views import APIView
 from heliosweb.common.api import ERROR, json_object
 from heliosweb.common.permissions import CanRunJobs
 from heliosweb.recipes.selectors import recipe_get
-from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS, MAX_MS
 
 from . import selectors, services
 from .health import boot_healths
 from .provenance import MAX_PROVENANCE_BYTES
 
-GRAPH = inline_serializer(
-    "Graph",
-    {
-        "prefill": serializers.IntegerField(min_value=0, max_value=MAX_CAPACITY),
-        "decode": serializers.IntegerField(min_value=0, max_value=MAX_CAPACITY),
-        "ms": serializers.FloatField(allow_null=True, min_value=0, max_value=MAX_MS, help_text="0 or null: unmeasured"),
-    },
-    many=True,
-    max_length=MAX_GRAPHS,
-)
-BOOT_FIELDS: dict[str, serializers.Field] = {
-    "id": serializers.IntegerField(),
-    "recipe": serializers.CharField(),
-    "job": serializers.IntegerField(allow_null=True),
-    "created_at": serializers.DateTimeField(),
-    "provenance": serializers.DictField(),
-    "catalog": GRAPH,
-}
 HEALTH = inline_serializer(
     "BootHealth",
     {
@@ -46,11 +27,11 @@ HEALTH = inline_serializer(
         "compared_with": serializers.IntegerField(help_text="boots of the recipe it was judged against"),
     },
 )
-BOOT = inline_serializer("Boot", BOOT_FIELDS)
+BOOT = selectors.BOOT.schema()
 BOOT_UPLOAD = inline_serializer(
     "BootUpload",
     {
-        "catalog": GRAPH,
+        "catalog": selectors.GRAPHS,
         "provenance": serializers.DictField(
             required=False, help_text=f"at most {MAX_PROVENANCE_BYTES:,} bytes as JSON"
         ),
@@ -62,7 +43,7 @@ class RecipeBootsView(APIView):
     permission_classes = [IsAuthenticated, CanRunJobs]
 
     @extend_schema(
-        responses={200: inline_serializer("BootWithHealth", {**BOOT_FIELDS, "health": HEALTH}, many=True), 404: ERROR}
+        responses={200: selectors.BOOT.schema("BootWithHealth", many=True, extra={"health": HEALTH}), 404: ERROR}
     )
     def get(self, request: Request, name: str) -> Response:
         recipe = recipe_get(name=name)  # 404 for an unknown recipe rather than an empty list

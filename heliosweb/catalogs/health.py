@@ -31,7 +31,7 @@ def recipe_noise(*, recipe_id: int) -> list[dict[str, Any]]:
 
 
 def boot_repaired(*, boot_id: int, field: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(catalog, provenance) of the boot with its flagged shapes replaced; the provenance lists
+    """(catalog, repair record) of the boot with its flagged shapes replaced; the record lists
     each replacement (shape, why, measured, new value, from what, and `from_boots`: the ids of the
     boots whose median replaced it, empty when this boot's own fit did)."""
     boot = Boot.objects.filter(pk=boot_id).only("pk", "recipe_id").first()
@@ -50,4 +50,4 @@ def boot_repaired(*, boot_id: int, field: str) -> tuple[list[dict[str, Any]], di
         }
         for r in repair.replaced
     ]
-    return repair.catalog.to_dicts(), {"boot": boot.pk, **repair.provenance(), "replaced": replaced}
+    return repair.catalog.to_dicts(), {"boot": boot.pk, **repair.record(), "replaced": replaced}

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
+from drf_spectacular.utils import inline_serializer
+from rest_framework import serializers
 
 from heliosweb.common.bounds import DB_INT_MAX
+from heliosweb.common.shapes import Shape, when
 from heliosweb.recipes.models import Recipe
 from heliosweb.recipes.selectors import recipe_list
+from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS, MAX_MS
 from scheduler_core.errors import InvalidInput
 
 from .health import boot_healths
@@ -91,16 +96,32 @@ def boot_catalogs(*, ids: list[Any], field: str) -> list[list[dict[str, Any]]]:
     return [found[i] for i in ids]
 
 
+GRAPHS = inline_serializer(
+    "Graph",
+    {
+        "prefill": serializers.IntegerField(min_value=0, max_value=MAX_CAPACITY),
+        "decode": serializers.IntegerField(min_value=0, max_value=MAX_CAPACITY),
+        "ms": serializers.FloatField(allow_null=True, min_value=0, max_value=MAX_MS, help_text="0 or null: unmeasured"),
+    },
+    many=True,
+    max_length=MAX_GRAPHS,
+)
+BOOT: Shape[Boot] = Shape(
+    "Boot",
+    {
+        "id": (serializers.IntegerField(), attrgetter("pk")),
+        "recipe": (serializers.CharField(), attrgetter("recipe.name")),
+        "job": (serializers.IntegerField(allow_null=True), attrgetter("job_id")),
+        "created_at": (serializers.DateTimeField(), lambda boot: when(boot.created_at)),
+        "provenance": (serializers.DictField(), attrgetter("provenance")),
+        "catalog": (GRAPHS, attrgetter("catalog")),
+    },
+)
+
+
 def boot_as_api(boot: Boot, *, health: Any = None) -> dict[str, Any]:
     """A stored boot; `health` ({status, flagged: [{prefill, decode, reason, ratio}], ...}) when judged."""
-    data = {
-        "id": boot.pk,
-        "recipe": boot.recipe.name,
-        "job": boot.job_id,
-        "created_at": boot.created_at.isoformat(),
-        "provenance": boot.provenance,
-        "catalog": boot.catalog,
-    }
+    data = BOOT.of(boot)
     if health is not None:
         data["health"] = health.to_dict()
     return data

@@ -14,7 +14,7 @@ RUN_JOBS = "jobs.run_jobs"  # the maintainer permission (declared on jobs.Benchm
 class CanRunJobs(BasePermission):
     """Anyone authenticated reads; starting or cancelling jobs and uploading boots needs `jobs.run_jobs`."""
 
-    message = "starting or cancelling jobs needs the maintainer permission (jobs.run_jobs)"
+    message = f"starting or cancelling jobs needs the maintainer permission ({RUN_JOBS})"
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         if request.method in ("GET", "HEAD", "OPTIONS"):

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from heliosweb.common.permissions import RUN_JOBS
+
 ROLES: dict[str, tuple[str, ...]] = {
     "viewers": (),
-    "maintainers": ("jobs.run_jobs", "decisions.propose_decision", "decisions.comment_decision"),
+    "maintainers": (RUN_JOBS, "decisions.propose_decision", "decisions.comment_decision"),
     "approvers": ("decisions.approve_decision", "decisions.comment_decision"),
     # Engines are jobs of kind `engine`: starting one takes run_jobs.
     "operators": (
@@ -25,7 +27,7 @@ ROLES: dict[str, tuple[str, ...]] = {
         "recipes.rollback_policy",
         "recipes.add_recipe",
         "recipes.change_recipe",
-        "jobs.run_jobs",
+        RUN_JOBS,
     ),
 }
 

@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from heliosweb.common.errors import http_status
+from heliosweb.common.permissions import RUN_JOBS
 from heliosweb.figures.contract import to_json
 from heliosweb.figures.traces import trace_figures
 from heliosweb.traces import selectors, services
@@ -20,8 +21,8 @@ def trace_list(request: HttpRequest) -> HttpResponse:
     errors: dict[str, str] = {}
     status = 200
     if request.method == "POST":
-        if not request.user.has_perm("jobs.run_jobs"):
-            raise PermissionDenied("uploading a trace needs the maintainer permission (jobs.run_jobs)")
+        if not request.user.has_perm(RUN_JOBS):
+            raise PermissionDenied(f"uploading a trace needs the maintainer permission ({RUN_JOBS})")
         declared = request.META.get("CONTENT_LENGTH") or ""
         try:
             services.check_size(int(declared) if declared.isdigit() else None)  # before the body is read

@@ -21,6 +21,7 @@ from heliosweb.catalogs.selectors import (
 )
 from heliosweb.common.errors import NotFound, Throttled
 from heliosweb.common.inputs import int_or_none, parse_id
+from heliosweb.common.permissions import RUN_JOBS
 from heliosweb.decisions.selectors import decision_list, decisions_open
 from heliosweb.figures.compare import compare_figures, params_that_differ
 from heliosweb.figures.contract import to_json
@@ -35,8 +36,8 @@ from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.jobs.services import submission
 from heliosweb.recipes.selectors import recipe_get, recipe_list, recipe_policy_changes
 from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
+from heliosweb.simengine.services import ENGINE_KIND, engine_job_active, engine_start, engine_stop
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
-from heliosweb.telemetry.services import ENGINE_KIND, engine_job_active, engine_start, engine_stop
 from heliosweb.traces.selectors import trace_names
 from scheduler_core.errors import InvalidInput
 from scheduler_core.tradeoff import CHECKLIST
@@ -53,13 +54,13 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "jobs": selectors.job_list(limit=50),
             "recipes": recipe_list_with_latest_boot(),
             "open_decisions": decisions_open(),
-            "can_run": request.user.has_perm("jobs.run_jobs"),
+            "can_run": request.user.has_perm(RUN_JOBS),
         },
     )
 
 
 @login_required
-@permission_required("jobs.run_jobs", raise_exception=True)
+@permission_required(RUN_JOBS, raise_exception=True)
 @require_POST
 def recipe_engine(request: HttpRequest, name: str) -> HttpResponse:
     """Start (with the form's catalog and rate) or stop the recipe's simulated engine."""
@@ -173,7 +174,7 @@ def _recipe_page(
             "can_manage": request.user.has_perm(MANAGE_PERM),
             "required_labels": [dict(CHECKLIST).get(k, k) for k in recipe.required_evidence or []],
             "jobs": selectors.job_list(recipe=name, limit=20),
-            "can_run": request.user.has_perm("jobs.run_jobs"),
+            "can_run": request.user.has_perm(RUN_JOBS),
             "engine_job": engine_job_active(recipe=recipe),
             "engine_error": {"field": engine_field, "message": engine_error.message} if engine_error else None,
             "engine_posted": request.POST if engine_error else {},
@@ -188,7 +189,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@permission_required("jobs.run_jobs", raise_exception=True)
+@permission_required(RUN_JOBS, raise_exception=True)
 def job_new(request: HttpRequest) -> HttpResponse:
     kinds = job_kinds()
     selected = request.GET.get("kind", "pr22")
@@ -249,7 +250,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
             "params_json": json.dumps(job.params, indent=2),
             "catalog_sources": selectors.catalog_sources_of(job),
             "trace_sources": job.trace_sources,
-            "can_run": request.user.has_perm("jobs.run_jobs"),
+            "can_run": request.user.has_perm(RUN_JOBS),
             "tables": table_names(job_data(job, views, with_events=False), views) if job.result is not None else [],
             "has_trace": views.spans is not None and job.result is not None,  # a trace of what ran: once done
         },
@@ -306,7 +307,7 @@ def explain(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-@permission_required("jobs.run_jobs", raise_exception=True)
+@permission_required(RUN_JOBS, raise_exception=True)
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
     try:
         submission.job_cancel(job=selectors.job_get(job_id=job_id), user=request.user)

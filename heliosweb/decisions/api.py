@@ -7,7 +7,6 @@ session; `heliosweb.common.api.exception_handler`: `{error, field}`, 403 for `Fo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -20,31 +19,11 @@ from heliosweb.common.api import ERROR, json_object
 from heliosweb.common.inputs import query_int, query_limit
 
 from . import selectors, services
-from .models import PolicyDecision
 from .tradeoff import decision_tradeoff
 
-DECISION_FIELDS: dict[str, serializers.Field] = {
-    "id": serializers.IntegerField(),
-    "recipe": serializers.CharField(),
-    "status": serializers.ChoiceField(["pending", "approved", "rejected", "withdrawn", "applied"]),
-    "from_policy": serializers.CharField(),
-    "to_policy": serializers.CharField(),
-    "base_version": serializers.IntegerField(),
-    "applied_version": serializers.IntegerField(allow_null=True),
-    "rationale": serializers.CharField(),
-    "evidence": serializers.ListField(child=serializers.IntegerField()),
-    "created_by": serializers.CharField(),
-    "created_at": serializers.DateTimeField(),
-    "reviewed_by": serializers.CharField(allow_null=True),
-    "reviewed_at": serializers.DateTimeField(allow_null=True),
-    "review_reason": serializers.CharField(),
-    "applied_by": serializers.CharField(allow_null=True),
-    "applied_at": serializers.DateTimeField(allow_null=True),
-}
-DECISION = inline_serializer("Decision", DECISION_FIELDS)
-DECISION_LIST = inline_serializer(
-    "DecisionSummary", {k: v for k, v in DECISION_FIELDS.items() if k != "evidence"}, many=True
-)
+EVIDENCE = {"evidence": serializers.ListField(child=serializers.IntegerField())}
+DECISION = selectors.DECISION.schema(extra=EVIDENCE)
+DECISION_LIST = selectors.DECISION.schema("DecisionSummary", many=True)
 PROPOSE = inline_serializer(
     "DecisionPropose",
     {
@@ -57,15 +36,8 @@ PROPOSE = inline_serializer(
         "rollback_of": serializers.IntegerField(required=False, help_text="the applied decision this one reverts"),
     },
 )
-COMMENT_FIELDS: dict[str, serializers.Field] = {
-    "id": serializers.IntegerField(),
-    "decision": serializers.IntegerField(),
-    "author": serializers.CharField(),
-    "body": serializers.CharField(),
-    "created_at": serializers.DateTimeField(),
-}
-COMMENT = inline_serializer("DecisionComment", COMMENT_FIELDS)
-COMMENT_LIST = inline_serializer("DecisionComment", COMMENT_FIELDS, many=True)
+COMMENT = selectors.COMMENT.schema()
+COMMENT_LIST = selectors.COMMENT.schema(many=True)
 TRADEOFF = inline_serializer(
     "Tradeoff",
     {
@@ -162,18 +134,12 @@ class DecisionStepView(APIView):
     """POST /api/decisions/<id>/<step>/ with an optional {reason} (required to reject)."""
 
     step = ""
-    STEPS: dict[str, Callable[..., PolicyDecision]] = {
-        "approve": services.decision_approve,
-        "reject": services.decision_reject,
-        "withdraw": services.decision_withdraw,
-        "apply": services.decision_apply,
-    }
 
     @extend_schema(request=STEP, responses={200: DECISION, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR})
     def post(self, request: Request, decision_id: int) -> Response:
         data = json_object(request, {"reason"})
         decision = selectors.decision_get(decision_id=decision_id)
-        self.STEPS[self.step](actor=request.user, decision=decision, reason=data.get("reason", ""))
+        services.STEPS[self.step](actor=request.user, decision=decision, reason=data.get("reason", ""))
         return Response(_detail(decision.pk))
 
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from operator import attrgetter
 from typing import Any
 
 from django.db.models import QuerySet
+from rest_framework import serializers
 
 from heliosweb.audit.models import AuditEvent
 from heliosweb.audit.selectors import ChainReport, audit_events, chain_verify, event_as_api
 from heliosweb.common.bounds import DB_INT_MAX
 from heliosweb.common.inputs import as_int, get_by_id
 from heliosweb.common.permissions import Actor
+from heliosweb.common.shapes import Shape, username, when
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.selectors import job_summary
 from heliosweb.recipes.selectors import policy_audit_mismatches
@@ -162,30 +165,45 @@ def decision_timeline(*, decision: PolicyDecision) -> list[dict[str, Any]]:
     return sorted(steps + comments, key=lambda row: row["at"])
 
 
+DECISION: Shape[PolicyDecision] = Shape(
+    "Decision",
+    {
+        "id": (serializers.IntegerField(), attrgetter("pk")),
+        "recipe": (serializers.CharField(), attrgetter("recipe.name")),
+        "status": (
+            serializers.ChoiceField(["pending", "approved", "rejected", "withdrawn", "applied"]),
+            attrgetter("status"),
+        ),
+        "from_policy": (serializers.CharField(), attrgetter("from_policy")),
+        "to_policy": (serializers.CharField(), attrgetter("to_policy")),
+        "base_version": (serializers.IntegerField(), attrgetter("base_version")),
+        "applied_version": (serializers.IntegerField(allow_null=True), attrgetter("applied_version")),
+        "rationale": (serializers.CharField(), attrgetter("rationale")),
+        "created_by": (serializers.CharField(), lambda d: username(d.created_by)),
+        "created_at": (serializers.DateTimeField(), lambda d: when(d.created_at)),
+        "reviewed_by": (serializers.CharField(allow_null=True), lambda d: username(d.reviewed_by)),
+        "reviewed_at": (serializers.DateTimeField(allow_null=True), lambda d: when(d.reviewed_at)),
+        "review_reason": (serializers.CharField(), attrgetter("review_reason")),
+        "applied_by": (serializers.CharField(allow_null=True), lambda d: username(d.applied_by)),
+        "applied_at": (serializers.DateTimeField(allow_null=True), lambda d: when(d.applied_at)),
+    },
+)
+COMMENT: Shape[DecisionComment] = Shape(
+    "DecisionComment",
+    {
+        "id": (serializers.IntegerField(), attrgetter("pk")),
+        "decision": (serializers.IntegerField(), attrgetter("decision_id")),
+        "author": (serializers.CharField(), lambda c: c.author.get_username()),
+        "body": (serializers.CharField(), attrgetter("body")),
+        "created_at": (serializers.DateTimeField(), lambda c: when(c.created_at)),
+    },
+)
+comment_as_api = COMMENT.of
+
+
 def decision_as_api(decision: PolicyDecision, *, evidence: list[BenchmarkJob] | None = None) -> dict[str, Any]:
-    def user(u: Any) -> str | None:
-        return u.get_username() if u is not None else None
-
-    def when(t: Any) -> str | None:
-        return t.isoformat() if t is not None else None
-
-    data = {
-        "id": decision.pk,
-        "recipe": decision.recipe.name,
-        "status": decision.status,
-        "from_policy": decision.from_policy,
-        "to_policy": decision.to_policy,
-        "base_version": decision.base_version,
-        "applied_version": decision.applied_version,
-        "rationale": decision.rationale,
-        "created_by": user(decision.created_by),
-        "created_at": when(decision.created_at),
-        "reviewed_by": user(decision.reviewed_by),
-        "reviewed_at": when(decision.reviewed_at),
-        "review_reason": decision.review_reason,
-        "applied_by": user(decision.applied_by),
-        "applied_at": when(decision.applied_at),
-    }
+    """A decision; with its evidence's job ids on its own page (`evidence`), not in lists."""
+    data = DECISION.of(decision)
     if evidence is not None:
         data["evidence"] = [j.pk for j in evidence]
     return data
@@ -196,13 +214,3 @@ def audit_event_as_api(event: AuditEvent) -> dict[str, Any]:
     data = event_as_api(event)
     data["decision"] = int(event.object_id) if event.object_type == "decision" and event.object_id else None
     return data
-
-
-def comment_as_api(comment: DecisionComment) -> dict[str, Any]:
-    return {
-        "id": comment.pk,
-        "decision": comment.decision_id,
-        "author": comment.author.get_username(),
-        "body": comment.body,
-        "created_at": comment.created_at.isoformat(),
-    }

@@ -8,7 +8,7 @@ Each is one atomic action in Zulip's shape: check, change the state, append the 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -25,9 +25,10 @@ from heliosweb.common.realtime import send_event_on_commit
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.consumers import GROUP as REALTIME_GROUP
 from heliosweb.recipes.models import PolicySetting, Recipe
+from heliosweb.recipes.selectors import recipe_named
 from heliosweb.recipes.services import emergency_reviewed, policy_set
 from scheduler_core.errors import InvalidInput
-from scheduler_core.policies import POLICIES, selectable_policies
+from scheduler_core.policies import recipe_policy_named
 from scheduler_core.validation import require_text
 
 from .models import DecisionComment, DecisionStatus, PolicyDecision
@@ -63,7 +64,7 @@ def decision_propose(
     """
     user = _require(actor, PROPOSE_PERM, "proposing a policy change")
     recipe_obj = _recipe(recipe)
-    clean_policy = _policy(policy)
+    clean_policy = recipe_policy_named(policy)
     clean_rationale = require_text(rationale, "rationale", max_length=MAX_RATIONALE, required="required: say why")
     job_ids = _evidence_ids(evidence)
     with transaction.atomic():
@@ -168,7 +169,7 @@ def decision_apply(*, actor: Actor, decision: PolicyDecision, reason: Any = "") 
                     "propose again against the current policy"
                 ),
             )
-        _policy(decision.to_policy)  # a policy may have become unselectable since the proposal
+        recipe_policy_named(decision.to_policy)  # a policy may have become unselectable since the proposal
         before = _state(decision, setting)
         setting = policy_set(
             recipe=decision.recipe, policy=decision.to_policy, user=user, reason=f"decision #{decision.pk} applied"
@@ -187,6 +188,15 @@ def decision_apply(*, actor: Actor, decision: PolicyDecision, reason: Any = "") 
             reason=clean_reason,
         )
     return decision
+
+
+# A decision's steps by the name the page and the API route them under (/decisions/<id>/<step>).
+STEPS: dict[str, Callable[..., PolicyDecision]] = {
+    "approve": decision_approve,
+    "reject": decision_reject,
+    "withdraw": decision_withdraw,
+    "apply": decision_apply,
+}
 
 
 def decision_comment(*, actor: Actor, decision: PolicyDecision, body: Any) -> DecisionComment:
@@ -333,25 +343,7 @@ def _recipe(recipe: Any) -> Recipe:
         return recipe
     if not isinstance(recipe, str) or not recipe.strip():
         raise InvalidInput("recipe", "required: a recipe name")
-    found = Recipe.objects.filter(name=recipe.strip()).first()
-    if found is None:
-        raise InvalidInput("recipe", f"unknown recipe {recipe!r}")
-    return found
-
-
-def _policy(policy: Any) -> str:
-    if not isinstance(policy, str) or not policy.strip():
-        raise InvalidInput("policy", f"required: one of {list(selectable_policies())}")
-    if policy in POLICIES and policy not in selectable_policies():
-        # rule-v1: the pre-fix rule that stalls solo requests; kept only to demonstrate the stall.
-        raise InvalidInput(
-            "policy",
-            f"{policy!r} can never be a recipe's active policy "
-            f"(it is kept only for analyses); expected one of {list(selectable_policies())}",
-        )
-    if policy not in selectable_policies():
-        raise InvalidInput("policy", f"unknown policy {policy!r} (expected one of {list(selectable_policies())})")
-    return policy
+    return recipe_named(recipe.strip())
 
 
 def _evidence_ids(evidence: Any) -> list[int]:

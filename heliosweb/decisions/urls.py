@@ -2,7 +2,7 @@
 
 from django.urls import path, register_converter
 
-from . import api, audit_views, views
+from . import api, audit_views, services, views
 
 register_converter(audit_views.ExportFormat, "export_format")
 
@@ -23,5 +23,5 @@ urlpatterns = [
     path(
         f"api/decisions/<int:decision_id>/{step}/", api.DecisionStepView.as_view(step=step), name=f"api_decision_{step}"
     )
-    for step in api.DecisionStepView.STEPS
+    for step in services.STEPS
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -18,7 +17,7 @@ from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import selectable_policies
 
 from . import selectors, services
-from .models import DecisionStatus, PolicyDecision
+from .models import DecisionStatus
 from .tradeoff import decision_tradeoff
 
 
@@ -141,25 +140,17 @@ def decision_comment(request: HttpRequest, decision_id: int) -> HttpResponse:
     return redirect("decision_detail", decision_id=decision.pk)
 
 
-STEPS: dict[str, Callable[..., PolicyDecision]] = {
-    "approve": services.decision_approve,
-    "reject": services.decision_reject,
-    "withdraw": services.decision_withdraw,
-    "apply": services.decision_apply,
-}
-
-
 @require_POST
 @login_required
 def decision_step(request: HttpRequest, decision_id: int, step: str) -> HttpResponse:
-    if step not in STEPS:
+    if step not in services.STEPS:
         raise Http404(f"no step {step!r}")
     try:
         decision = selectors.decision_get(decision_id=decision_id)
     except NotFound:
         raise Http404(f"no decision {decision_id}") from None
     try:
-        STEPS[step](actor=request.user, decision=decision, reason=request.POST.get("reason", ""))
+        services.STEPS[step](actor=request.user, decision=decision, reason=request.POST.get("reason", ""))
     except InvalidInput as exc:
         refused = {"step": step, "field": exc.field, "message": exc.message, "reason": request.POST.get("reason", "")}
         return decision_detail(request, decision_id, refused=refused, status=http_status(exc))

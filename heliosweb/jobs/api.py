@@ -17,45 +17,7 @@ from . import selectors
 from .registry import job_kinds
 from .services.submission import NO_PARAMS, job_cancel, job_create
 
-PROGRESS = inline_serializer(
-    "Progress",
-    {
-        "done": serializers.IntegerField(),
-        "total": serializers.IntegerField(),
-        "percent": serializers.IntegerField(),
-        "message": serializers.CharField(),
-    },
-)
-JOB_FIELDS: dict[str, serializers.Field] = {
-    "id": serializers.IntegerField(),
-    "kind": serializers.CharField(),
-    "recipe": serializers.CharField(allow_null=True),
-    "status": serializers.ChoiceField(["queued", "running", "done", "failed", "cancelled"]),
-    "params": serializers.DictField(allow_null=True, help_text="null in lists"),
-    "catalog_sources": serializers.DictField(
-        allow_null=True,
-        child=serializers.ListField(child=serializers.DictField()),
-        help_text="per catalog parameter given as stored boots ({boot} / {boots}): one entry per boot, "
-        "{boot, repaired} and, repaired, replaced: [{prefill, decode, reason, ratio, was_ms, ms, source, "
-        "from_boots}]; empty when every catalog was spelled out; null in lists",
-    ),
-    "trace_sources": serializers.DictField(
-        allow_null=True,
-        child=serializers.DictField(),
-        help_text="per trace parameter given as a stored trace ({trace: name}): {trace, sha256, requests}; "
-        "empty when every trace was spelled out; null in lists",
-    ),
-    "progress": PROGRESS,
-    "result": serializers.JSONField(allow_null=True),
-    "summary": serializers.CharField(allow_null=True, help_text="the result as the analysis's text table"),
-    "error": serializers.CharField(allow_null=True),
-    "last_seq": serializers.IntegerField(),
-    "created_by": serializers.CharField(allow_null=True),
-    "created_at": serializers.DateTimeField(),
-    "started_at": serializers.DateTimeField(allow_null=True),
-    "finished_at": serializers.DateTimeField(allow_null=True),
-}
-JOB = inline_serializer("Job", JOB_FIELDS)
+JOB = selectors.JOB.schema()
 JOB_CREATE = inline_serializer(
     "JobCreate",
     {

@@ -1,7 +1,7 @@
 """The job kinds this service can run: scheduler_core's analyses (queue `sim`), gpu_runner's
 (queue `gpu`, when that package is importable; importing it must not import torch), and `pulse`,
 a diagnostic that streams events at a set rate to check and benchmark the live path; apps above
-this one add theirs with `register_kind` (telemetry's `engine`, queue `engine`)."""
+this one add theirs with `register_kind` (simengine's `engine`, queue `engine`)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,15 @@ LONG_WORK_SHARE = 0.05
 
 
 @dataclass(frozen=True)
+class RunContext:
+    """What the runner tells a kind that serves a recipe (`JobKind.serve`) beyond its declared
+    params: which job it runs as (an engine's name and token) and the job's recipe."""
+
+    job_id: int
+    recipe: Recipe | None
+
+
+@dataclass(frozen=True)
 class JobKind:
     name: str
     queue: str
@@ -39,10 +48,19 @@ class JobKind:
     check_recipe: Callable[[dict[str, Any], Recipe | None], None] | None = None
     # Where a large run goes instead (`queue_for`); None: every run goes to `queue`.
     long_queue: str | None = None
+    # A kind that needs its job's context (the simulated engine: its recipe and job id) runs
+    # through this instead of `analysis.run`, which then stands for a run with no job (the CLI).
+    # It returns the analysis' declared result type, as `analysis.run` does.
+    serve: Callable[[RunContext, dict[str, Any], Emit], Any] | None = None
 
     @property
     def summary(self) -> str:
         return self.analysis.summary
+
+    def run(self, context: RunContext, params: dict[str, Any], emit: Emit) -> dict[str, Any]:
+        if self.serve is not None:
+            return self.serve(context, params, emit)
+        return self.analysis.run(params, emit)
 
     def params_spec(self) -> list[dict[str, Any]]:
         return [p.to_dict() for p in self.analysis.params]
@@ -123,7 +141,7 @@ _REGISTERED: dict[str, JobKind] = {}
 
 
 def register_kind(kind: JobKind) -> None:
-    """A kind declared by an app above this one (the simulated engine, telemetry's), at app ready."""
+    """A kind declared by an app above this one (the simulated engine, simengine's), at app ready."""
     _REGISTERED[kind.name] = kind
     job_kinds.cache_clear()
 

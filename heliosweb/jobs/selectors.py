@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+from operator import attrgetter
 from typing import Any
 
 from django.db.models import QuerySet
+from drf_spectacular.utils import inline_serializer
+from rest_framework import serializers
 
 from heliosweb.catalogs.models import Boot
 from heliosweb.common.inputs import get_by_id
+from heliosweb.common.shapes import Shape, when
 from scheduler_core.errors import InvalidInput
 
 from .models import FINISHED, BenchmarkJob, JobEvent
@@ -64,31 +68,76 @@ def jobs_for_compare(*, ids: list[int]) -> list[BenchmarkJob]:
     return [jobs[i] for i in ids]
 
 
+PROGRESS = inline_serializer(
+    "Progress",
+    {
+        "done": serializers.IntegerField(),
+        "total": serializers.IntegerField(),
+        "percent": serializers.IntegerField(),
+        "message": serializers.CharField(),
+    },
+)
+JOB: Shape[BenchmarkJob] = Shape(
+    "Job",
+    {
+        "id": (serializers.IntegerField(), attrgetter("pk")),
+        "kind": (serializers.CharField(), attrgetter("kind")),
+        "recipe": (serializers.CharField(allow_null=True), lambda job: job.recipe.name if job.recipe else None),
+        "status": (
+            serializers.ChoiceField(["queued", "running", "done", "failed", "cancelled"]),
+            attrgetter("status"),
+        ),
+        "params": (serializers.DictField(allow_null=True, help_text="null in lists"), attrgetter("params")),
+        "catalog_sources": (
+            serializers.DictField(
+                allow_null=True,
+                child=serializers.ListField(child=serializers.DictField()),
+                help_text="per catalog parameter given as stored boots ({boot} / {boots}): one entry per boot, "
+                "{boot, repaired} and, repaired, replaced: [{prefill, decode, reason, ratio, was_ms, ms, source, "
+                "from_boots}]; empty when every catalog was spelled out; null in lists",
+            ),
+            attrgetter("catalog_sources"),
+        ),
+        "trace_sources": (
+            serializers.DictField(
+                allow_null=True,
+                child=serializers.DictField(),
+                help_text="per trace parameter given as a stored trace ({trace: name}): {trace, sha256, requests}; "
+                "empty when every trace was spelled out; null in lists",
+            ),
+            attrgetter("trace_sources"),
+        ),
+        "progress": (
+            PROGRESS,
+            lambda job: {
+                "done": job.progress_done,
+                "total": job.progress_total,
+                "percent": job.progress_percent,
+                "message": job.progress_message,
+            },
+        ),
+        "result": (serializers.JSONField(allow_null=True), attrgetter("result")),
+        "summary": (
+            serializers.CharField(allow_null=True, help_text="the result as the analysis's text table"),
+            lambda job: job_summary(job),
+        ),
+        "error": (serializers.CharField(allow_null=True), lambda job: job.error or None),
+        "last_seq": (serializers.IntegerField(), attrgetter("last_seq")),
+        "created_by": (
+            serializers.CharField(allow_null=True),
+            lambda job: job.created_by.username if job.created_by else None,
+        ),
+        "created_at": (serializers.DateTimeField(), lambda job: when(job.created_at)),
+        "started_at": (serializers.DateTimeField(allow_null=True), lambda job: when(job.started_at)),
+        "finished_at": (serializers.DateTimeField(allow_null=True), lambda job: when(job.finished_at)),
+    },
+)
+LISTED_WITHOUT = ("params", "catalog_sources", "trace_sources", "result", "summary")  # null in lists
+
+
 def job_as_api(job: BenchmarkJob, *, full: bool = True) -> dict[str, Any]:
     """A job as the API shows it; lists leave out (`full=False`) params, catalog and trace sources, result and summary."""
-    return {
-        "id": job.pk,
-        "kind": job.kind,
-        "recipe": job.recipe.name if job.recipe else None,
-        "status": job.status,
-        "params": job.params if full else None,
-        "catalog_sources": job.catalog_sources if full else None,
-        "trace_sources": job.trace_sources if full else None,
-        "progress": {
-            "done": job.progress_done,
-            "total": job.progress_total,
-            "percent": job.progress_percent,
-            "message": job.progress_message,
-        },
-        "result": job.result if full else None,
-        "summary": job_summary(job) if full else None,
-        "error": job.error or None,
-        "last_seq": job.last_seq,
-        "created_by": job.created_by.username if job.created_by else None,
-        "created_at": job.created_at.isoformat(),
-        "started_at": job.started_at.isoformat() if job.started_at else None,
-        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-    }
+    return JOB.of(job, left_out=() if full else LISTED_WITHOUT)
 
 
 def job_summary(job: BenchmarkJob) -> str | None:

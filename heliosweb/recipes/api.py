@@ -3,8 +3,6 @@ emergency rollback (one recipe's policy, for engines, is `policy_poll`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -14,24 +12,9 @@ from rest_framework.views import APIView
 from heliosweb.common.api import ERROR, json_object
 
 from . import selectors, services
-from .models import Recipe
 
-POLICY_FIELDS: dict[str, serializers.Field] = {
-    "recipe": serializers.CharField(),
-    "policy": serializers.CharField(allow_null=True, help_text="null for a recipe without a policy setting"),
-    "version": serializers.IntegerField(allow_null=True),
-    "emergency": serializers.DictField(allow_null=True, help_text="set by an emergency rollback until reviewed"),
-}
-SHAPES = serializers.ListField(child=serializers.DictField(), help_text="[{prefill, decode}]")
-REQUIRED = serializers.ListField(child=serializers.CharField(), help_text="checklist items required before approval")
-RECIPE_FIELDS: dict[str, serializers.Field] = {
-    "name": serializers.CharField(),
-    "description": serializers.CharField(),
-    "shapes": SHAPES,
-    "required_evidence": REQUIRED,
-    **{k: v for k, v in POLICY_FIELDS.items() if k != "recipe"},
-}
-RECIPE = inline_serializer("Recipe", RECIPE_FIELDS)
+RECIPE = selectors.RECIPE.schema()
+SHAPES, REQUIRED = selectors.SHAPES, selectors.REQUIRED
 RECIPE_CREATE = inline_serializer(
     "RecipeCreate",
     {
@@ -57,21 +40,8 @@ ROLLBACK = inline_serializer(
 )
 
 
-def recipe_as_api(recipe: Recipe) -> dict[str, Any]:
-    setting = selectors.setting_of(recipe)
-    return {
-        "name": recipe.name,
-        "description": recipe.description,
-        "shapes": recipe.shapes,
-        "required_evidence": recipe.required_evidence,
-        "policy": setting.policy if setting else None,
-        "version": setting.version if setting else None,
-        "emergency": setting.emergency if setting else None,
-    }
-
-
 class RecipeListView(APIView):
-    @extend_schema(responses={200: inline_serializer("RecipePolicy", POLICY_FIELDS, many=True)})
+    @extend_schema(responses={200: selectors.RECIPE_POLICY.schema(many=True)})
     def get(self, request: Request) -> Response:
         return Response(selectors.recipe_policies())
 
@@ -79,19 +49,19 @@ class RecipeListView(APIView):
     def post(self, request: Request) -> Response:
         data = json_object(request, {"name", "description", "policy", "shapes", "required_evidence"})
         recipe = services.recipe_create(actor=request.user, **data)
-        return Response(recipe_as_api(recipe), status=status.HTTP_201_CREATED)
+        return Response(selectors.recipe_as_api(recipe), status=status.HTTP_201_CREATED)
 
 
 class RecipeDetailView(APIView):
     @extend_schema(responses={200: RECIPE, 404: ERROR})
     def get(self, request: Request, name: str) -> Response:
-        return Response(recipe_as_api(selectors.recipe_get(name=name)))
+        return Response(selectors.recipe_as_api(selectors.recipe_get(name=name)))
 
     @extend_schema(request=RECIPE_EDIT, responses={200: RECIPE, 400: ERROR, 403: ERROR, 404: ERROR})
     def patch(self, request: Request, name: str) -> Response:
         data = json_object(request, {"description", "shapes", "required_evidence"})
         recipe = services.recipe_update(recipe=selectors.recipe_get(name=name), actor=request.user, **data)
-        return Response(recipe_as_api(recipe))
+        return Response(selectors.recipe_as_api(recipe))
 
 
 class RecipeRollbackView(APIView):
@@ -104,4 +74,4 @@ class RecipeRollbackView(APIView):
         services.policy_rollback_emergency(
             recipe=recipe, actor=request.user, reason=data.get("reason"), from_version=data.get("from_version")
         )
-        return Response(recipe_as_api(selectors.recipe_get(name=name)))
+        return Response(selectors.recipe_as_api(selectors.recipe_get(name=name)))

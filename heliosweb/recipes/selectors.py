@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from django.db.models import QuerySet
+from rest_framework import serializers
 
 from heliosweb.audit.models import AuditEvent
 from heliosweb.common.errors import NotFound
+from heliosweb.common.shapes import Key, Shape
+from scheduler_core.errors import InvalidInput
 
 from .models import EMERGENCY, PolicySetting, Recipe
 
@@ -26,20 +31,41 @@ def setting_of(recipe: Recipe) -> PolicySetting | None:
         return None
 
 
+def _setting(name: str) -> Callable[[Recipe], Any]:
+    return lambda recipe: getattr(setting_of(recipe), name, None)  # None without a setting
+
+
+_NAME = serializers.CharField()  # made first: a serializer lists its fields in the order they were made
+_ACTIVE: dict[str, Key[Recipe]] = {
+    "policy": (
+        serializers.CharField(allow_null=True, help_text="null for a recipe without a policy setting"),
+        _setting("policy"),
+    ),
+    "version": (serializers.IntegerField(allow_null=True), _setting("version")),
+    "emergency": (
+        serializers.DictField(allow_null=True, help_text="set by an emergency rollback until reviewed"),
+        _setting("emergency"),
+    ),
+}
+RECIPE_POLICY: Shape[Recipe] = Shape("RecipePolicy", {"recipe": (_NAME, attrgetter("name")), **_ACTIVE})
+SHAPES = serializers.ListField(child=serializers.DictField(), help_text="[{prefill, decode}]")
+REQUIRED = serializers.ListField(child=serializers.CharField(), help_text="checklist items required before approval")
+RECIPE: Shape[Recipe] = Shape(
+    "Recipe",
+    {
+        "name": (serializers.CharField(), attrgetter("name")),
+        "description": (serializers.CharField(), attrgetter("description")),
+        "shapes": (SHAPES, attrgetter("shapes")),
+        "required_evidence": (REQUIRED, attrgetter("required_evidence")),
+        **_ACTIVE,
+    },
+)
+recipe_as_api = RECIPE.of
+
+
 def recipe_policies() -> list[dict[str, Any]]:
     """Every recipe's active policy, as the API and the live stream show it (null: none set)."""
-    out = []
-    for r in Recipe.objects.select_related("policy_setting").order_by("name"):
-        setting = setting_of(r)
-        out.append(
-            {
-                "recipe": r.name,
-                "policy": setting.policy if setting else None,
-                "version": setting.version if setting else None,
-                "emergency": setting.emergency if setting else None,
-            }
-        )
-    return out
+    return [RECIPE_POLICY.of(r) for r in Recipe.objects.select_related("policy_setting").order_by("name")]
 
 
 def recipe_get(*, name: str) -> Recipe:
@@ -47,6 +73,17 @@ def recipe_get(*, name: str) -> Recipe:
     if recipe is None:
         raise NotFound("recipe", f"unknown recipe {name!r}")
     return recipe
+
+
+def recipe_named(value: Any, *, field: str = "recipe") -> Recipe:
+    """The recipe a request body names: not a name, or no such recipe, is bad input of `field`
+    (400 naming it), where `recipe_get` answers a path's unknown recipe (404)."""
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be a recipe name")
+    try:
+        return recipe_get(name=value)
+    except NotFound:
+        raise InvalidInput(field, f"unknown recipe {value!r}") from None
 
 
 def recipe_policy_get(*, name: str) -> dict[str, Any]:

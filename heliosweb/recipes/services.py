@@ -13,19 +13,19 @@ from django.db import transaction
 
 from heliosweb.audit.services import audit_append
 from heliosweb.common.broadcast import publish
-from heliosweb.common.errors import Conflict, Forbidden
+from heliosweb.common.errors import Conflict, Forbidden, NotFound
 from heliosweb.common.inputs import parse_int
 from heliosweb.common.permissions import Actor
 from heliosweb.common.realtime import send_event_on_commit
 from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
-from scheduler_core.policies import selectable_policies
+from scheduler_core.policies import recipe_policy_named
 from scheduler_core.tradeoff import parse_required
 from scheduler_core.validation import require_text
 
 from .consumers import GROUP
 from .models import EMERGENCY, PolicySetting, Recipe
-from .selectors import emergency_banner
+from .selectors import emergency_banner, recipe_get
 
 MANAGE_PERM = "recipes.manage_recipes"
 ROLLBACK_PERM = "recipes.rollback_policy"
@@ -38,7 +38,7 @@ def recipe_create(
     *,
     name: Any = None,  # required, but refused by _name with the field named (an API body may lack it)
     description: Any = "",
-    policy: Any = None,  # required: refused by _check_policy naming the field
+    policy: Any = None,  # required: refused by recipe_policy_named naming the field
     shapes: Any = None,
     required_evidence: Any = None,
     actor: Actor | None = None,
@@ -52,7 +52,7 @@ def recipe_create(
         "shapes": parse_shapes(shapes or []),
         "required_evidence": parse_required(required_evidence or []),
     }
-    _check_policy(policy)
+    recipe_policy_named(policy)
     with transaction.atomic():
         new_recipe_name(clean["name"])
         recipe = Recipe.objects.create(**clean)
@@ -72,8 +72,10 @@ def recipe_create(
 
 
 def recipe_ensure(*, name: str, description: str = "", policy: str = "cost") -> Recipe:
-    recipe = Recipe.objects.filter(name=name).first()
-    return recipe or recipe_create(name=name, description=description, policy=policy)
+    try:
+        return recipe_get(name=name)
+    except NotFound:
+        return recipe_create(name=name, description=description, policy=policy)
 
 
 def recipe_update(
@@ -120,7 +122,7 @@ def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason:
     policy kept for an emergency rollback, one `policy_changed` event, and the announcements: to
     engines (the policy topic) and to every open page (`/ws/recipes/`: dashboard, recipe, decision
     and live pages), whatever made the change (a decision applied, an emergency rollback)."""
-    _check_policy(policy)
+    recipe_policy_named(policy)
     setting = PolicySetting.objects.select_for_update().get(recipe=recipe)
     if setting.policy != policy:
         before = {"policy": setting.policy, "version": setting.version}
@@ -260,12 +262,3 @@ def _name(name: Any) -> str:
     if name == "new":
         raise InvalidInput("name", "'new' is the page that creates recipes: choose another name")
     return name
-
-
-def _check_policy(policy: Any) -> None:
-    if policy is None:
-        raise InvalidInput("policy", f"required: the recipe's first policy, one of {list(selectable_policies())}")
-    if policy not in selectable_policies():
-        raise InvalidInput(
-            "policy", f"{policy!r} cannot be a recipe's active policy (expected one of {list(selectable_policies())})"
-        )

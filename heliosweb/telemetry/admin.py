@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 from rest_framework.authtoken.admin import TokenAdmin
 from rest_framework.authtoken.models import Token, TokenProxy
 
-from .services import user_token_issue, user_token_revoke
+from .tokens import user_token_issue, user_token_revoke
 
 admin.site.unregister(TokenProxy)
 

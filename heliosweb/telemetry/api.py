@@ -2,7 +2,7 @@
 
 Served in one kept thread per web process (`common.asgi_handler.kept_thread`), middleware and all, so
 a batch reuses that thread's database connection; batches are one at a time anyway
-(`services.telemetry_turn`)."""
+(`ingest.telemetry_turn`)."""
 
 from __future__ import annotations
 
@@ -17,19 +17,20 @@ from rest_framework.views import APIView
 from heliosweb.common.api import ERROR
 from heliosweb.common.asgi_handler import kept_thread
 from heliosweb.common.auth import BearerTokenAuthentication, EngineAuthentication
+from heliosweb.common.permissions import RUN_JOBS
 from heliosweb.recipes.selectors import recipe_get
 from scheduler_core.errors import InvalidInput
 
-from . import services
+from . import ingest
 from .middleware import Engine
 from .validation import MAX_BYTES, MAX_RECORDS, SCHEMA
 
 
 class MayPostTelemetry(BasePermission):
-    message = "posting telemetry needs an engine token for this recipe or the maintainer permission (jobs.run_jobs)"
+    message = f"posting telemetry needs an engine token for this recipe or the maintainer permission ({RUN_JOBS})"
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        return isinstance(request.user, Engine) or bool(request.user and request.user.has_perm("jobs.run_jobs"))
+        return isinstance(request.user, Engine) or bool(request.user and request.user.has_perm(RUN_JOBS))
 
 
 STORED = inline_serializer(
@@ -75,10 +76,10 @@ class RecipeTelemetryView(APIView):
             raise InvalidInput("body", f"is {size} bytes, at most {MAX_BYTES} per batch")
         engine = request.user.name if isinstance(request.user, Engine) else None
         recipe = recipe_get(name=name)
-        with services.telemetry_turn():
-            batch, created = services.telemetry_ingest(recipe=recipe, data=request.data, engine=engine)
+        with ingest.telemetry_turn():
+            batch, created = ingest.telemetry_ingest(recipe=recipe, data=request.data, engine=engine)
         return Response(
-            services.batch_receipt(batch, created), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+            ingest.batch_receipt(batch, created), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
 
 

@@ -28,14 +28,15 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 
 from heliosweb.common.broadcast import Message, subscribe
+from heliosweb.common.errors import NotFound
 from heliosweb.common.inputs import int_or_none
 from heliosweb.common.streams import CLOSE_NOT_FOUND, Stream
 from heliosweb.recipes.models import Recipe
-from heliosweb.recipes.selectors import recipe_policy_changes, recipe_policy_get
+from heliosweb.recipes.selectors import recipe_get, recipe_policy_changes, recipe_policy_get
 from heliosweb.recipes.services import policy_topic
 
+from .ingest import live_topic
 from .selectors import frames_after
-from .services import live_topic
 
 SEND_INTERVAL_S = 0.05
 FRAMES_PER_MESSAGE = 100
@@ -95,10 +96,10 @@ class LiveConsumer(Stream):
 
     def _opening(self, name: str) -> tuple[dict[str, Any], list[str]] | None:
         """The recipe's policy changes and the frames after `last_seq` (None: no such recipe)."""
-        recipe = Recipe.objects.filter(name=name).first()
-        if recipe is None:
+        try:
+            self.recipe = recipe_get(name=name)
+        except NotFound:
             return None
-        self.recipe = recipe
         return self._policies(), self._frames_after_last()
 
     async def disconnect(self, code: int) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from helios_client import records as schema
 
 from scheduler_core.errors import InvalidInput
-from scheduler_core.policies import POLICIES
+from scheduler_core.policies import POLICIES, policy_named
 from scheduler_core.validation import require_list, require_mapping
 
 MAX_RECORDS = schema.MAX_RECORDS
@@ -188,9 +188,7 @@ def _check_record(record: Any, f: str, window: Window, versions: _Versions) -> N
             raise InvalidInput(f"{f}.end", f"the chunk [{start}, {end}) is empty or does not fit graph {graph}")
         if record["padded"] != graph - (end - start):
             raise InvalidInput(f"{f}.padded", f"must be graph - (end - start) = {graph - (end - start)}")
-    policy = record["policy"]
-    if policy not in POLICIES:
-        raise InvalidInput(f"{f}.policy", f"unknown policy {policy!r} (expected one of {sorted(POLICIES)})")
+    policy = policy_named(record["policy"], f"{f}.policy")
     versions.check(record["version"], policy, f)
 
 

@@ -21,16 +21,7 @@ from scheduler_core.traffic import TraceError
 from . import selectors, services
 from .services import MAX_TRACE_BYTES
 
-TRACE_FIELDS: dict[str, serializers.Field] = {
-    "name": serializers.CharField(),
-    "sha256": serializers.CharField(),
-    "format": serializers.ChoiceField(["azure-csv", "jsonl"]),
-    "bytes": serializers.IntegerField(),
-    "requests": serializers.IntegerField(),
-    "created_at": serializers.DateTimeField(),
-    "summary": serializers.DictField(help_text="scheduler_core.traffic.summarise_trace"),
-}
-TRACE = inline_serializer("Trace", TRACE_FIELDS)
+TRACE = selectors.TRACE.schema()
 
 
 class RawTraceParser(BaseParser):
@@ -46,7 +37,7 @@ class TraceListView(APIView):
     permission_classes = [IsAuthenticated, CanRunJobs]
     parser_classes = [MultiPartParser, RawTraceParser]
 
-    @extend_schema(responses={200: inline_serializer("TraceListed", TRACE_FIELDS, many=True)})
+    @extend_schema(responses={200: selectors.TRACE.schema("TraceListed", many=True)})
     def get(self, request: Request) -> Response:
         return Response([selectors.trace_as_api(t) for t in selectors.trace_list()])
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from django.db.models import QuerySet
+from rest_framework import serializers
 
 from heliosweb.common.errors import NotFound
+from heliosweb.common.shapes import Shape
 from scheduler_core.traffic import TraceTraffic
 
 from . import codec
@@ -36,13 +39,16 @@ def trace_traffic(trace: Trace) -> TraceTraffic:
     return codec.unpack(trace.packed, trace.shapes, name=trace.name, fmt=trace.format)
 
 
-def trace_as_api(trace: Trace) -> dict[str, Any]:
-    return {
-        "name": trace.name,
-        "sha256": trace.sha256,
-        "format": trace.format,
-        "bytes": trace.size_bytes,
-        "requests": trace.requests,
-        "created_at": trace.created_at,
-        "summary": trace.summary,
-    }
+TRACE: Shape[Trace] = Shape(
+    "Trace",
+    {
+        "name": (serializers.CharField(), attrgetter("name")),
+        "sha256": (serializers.CharField(), attrgetter("sha256")),
+        "format": (serializers.ChoiceField(["azure-csv", "jsonl"]), attrgetter("format")),
+        "bytes": (serializers.IntegerField(), attrgetter("size_bytes")),
+        "requests": (serializers.IntegerField(), attrgetter("requests")),
+        "created_at": (serializers.DateTimeField(), attrgetter("created_at")),
+        "summary": (serializers.DictField(help_text="scheduler_core.traffic.summarise_trace"), attrgetter("summary")),
+    },
+)
+trace_as_api = TRACE.of

@@ -14,7 +14,7 @@ from ..catalog import Catalog, Graph, noise
 from ..execution import ExecutionModel, TableExecution, measured_catalog
 from ..limits import MAX_TOKENS
 from ..planner import plan
-from ..policies import make_policy
+from ..policies import PR22_ARMS, make_policy
 from ..request import Request
 from .catalogs import EXECUTION_PARAMS, EXECUTION_PROFILE, check_boot_or_profile, execution_dict, execution_of
 from .contract import Analysis, Emit
@@ -145,7 +145,7 @@ ANALYSIS = Analysis(
         IntParam("seed", 0, "seed of the first boot", minimum=0, maximum=2**31 - 1),
         IntListParam(
             "prompts",
-            [3504, 14000, 131072],
+            [*PR22_ARMS.values(), 131072],
             "prompt lengths (tokens)",
             minimum=1,
             maximum=MAX_TOKENS,

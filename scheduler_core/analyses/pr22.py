@@ -6,12 +6,10 @@ from typing import Any, TypedDict
 
 from ..events import Arm, ArmResultEvent, PlanSide, ProgressEvent
 from ..planner import plan
-from ..policies import PR22_POLICIES
+from ..policies import PR22_ARMS, PR22_POLICIES
 from ..request import Request
 from .catalogs import DRIFT_PARAM, EXECUTION_PARAMS, EXECUTION_PROFILE, execution_dict, execution_of, pr22_catalogs
 from .contract import Analysis, Emit, progress
-
-ARMS: dict[str, int] = {"3.5k": 3504, "14k": 14000}  # 3.5k: a 432-token tail after 2048 + 1024
 
 
 class Pr22Result(TypedDict):
@@ -24,9 +22,9 @@ def run(params: dict[str, Any], emit: Emit) -> Pr22Result:
     execution = execution_of(params)
     catalogs = pr22_catalogs(execution, params["drift_factor"])
     arms: list[Arm] = []
-    total = len(ARMS) * len(catalogs)
+    total = len(PR22_ARMS) * len(catalogs)
     progress(emit, 0, total, "starting")
-    for arm, tokens in ARMS.items():
+    for arm, tokens in PR22_ARMS.items():
         for catalog_name, catalog in catalogs.items():
             sides: dict[str, PlanSide] = {}
             for policy in PR22_POLICIES:

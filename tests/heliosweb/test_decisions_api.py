@@ -13,7 +13,7 @@ from heliosweb.decisions import services
 from heliosweb.decisions.models import PolicyDecision
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.recipes.models import PolicySetting
-from heliosweb.telemetry.services import user_token_issue
+from heliosweb.telemetry.tokens import user_token_issue
 
 from .test_audit import guard_dropped
 from .test_decisions import RATIONALE

@@ -114,7 +114,7 @@ def test_an_engine_token_is_stored_hashed_and_can_be_revoked(recipe):
 
 def test_a_token_revoked_elsewhere_is_refused_once_the_checked_one_is_older_than_the_bound(recipe, monkeypatch):
     from heliosweb.telemetry import selectors
-    from heliosweb.telemetry.services import engine_tokens_revoke
+    from heliosweb.telemetry.tokens import engine_tokens_revoke
 
     client = Client(**bearer(engine_token()))
     clock = [1000.0]

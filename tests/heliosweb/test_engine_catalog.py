@@ -7,9 +7,9 @@ import pytest
 
 from heliosweb.catalogs.services import boot_create
 from heliosweb.jobs.models import BenchmarkJob
-from heliosweb.jobs.services.runner import running_job
-from heliosweb.telemetry import engine
-from heliosweb.telemetry.engine import ANALYSIS, run, setting
+from heliosweb.jobs.registry import RunContext
+from heliosweb.simengine import engine
+from heliosweb.simengine.engine import ANALYSIS, serve, setting
 from heliosweb.telemetry.models import EngineToken
 from scheduler_core.analyses.catalogs import execution_of
 from scheduler_core.analyses.simulate import build_catalog
@@ -74,12 +74,8 @@ def test_the_engine_job_records_the_repair_before_it_serves(recipe, boots, setti
     settings.HELIOS_ENGINE_API_URL = "http://127.0.0.1:9"  # the discard port: nothing answers
     params = ANALYSIS.validate({"catalog": "boot-repaired"})
     job = BenchmarkJob.objects.create(kind="engine", queue="engine", recipe=recipe, params=params, status="running")
-    token = running_job.set(job)
-    try:
-        with pytest.raises(OSError):
-            run(params, lambda event: None)
-    finally:
-        running_job.reset(token)
+    with pytest.raises(OSError):
+        serve(RunContext(job_id=job.pk, recipe=recipe), params, lambda event: None)
     [source] = BenchmarkJob.objects.get(pk=job.pk).catalog_sources["catalog"]
     assert (source["boot"], source["repaired"], source["replaced"][0]["prefill"]) == (bad.pk, True, 4096)
     # A first policy read that fails still revokes the engine's token (it used to fail joining
@@ -96,3 +92,10 @@ def test_the_recipe_page_offers_the_latest_boot_repaired_and_starts_it(recipe, b
     client.post("/recipes/tiny-cpu/engine", {"action": "start", "catalog": "boot-repaired", "rate_per_s": "5"})
     job = BenchmarkJob.objects.get(kind="engine")
     assert (job.params["catalog"], job.params["rate_per_s"]) == ("boot-repaired", 5.0)
+
+
+def test_the_engine_run_without_a_job_refuses_naming_the_recipe():
+    """`Analysis.run` is what the CLI would call: with no job there is no recipe to serve."""
+    with pytest.raises(InvalidInput) as caught:
+        ANALYSIS.run(DEFAULTS, lambda event: None)
+    assert caught.value.field == "recipe" and "serves a recipe" in caught.value.message

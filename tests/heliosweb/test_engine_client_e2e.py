@@ -15,7 +15,7 @@ from helios_client import Policy, PolicyWatcher, TelemetryReporter
 
 from heliosweb.decisions import services as decisions
 from heliosweb.telemetry.models import TelemetryBatch
-from heliosweb.telemetry.services import engine_token_create
+from heliosweb.telemetry.tokens import engine_token_create
 
 from .conftest import wait_until
 

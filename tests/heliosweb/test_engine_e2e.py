@@ -9,8 +9,8 @@ import pytest
 
 from heliosweb.decisions import services as decisions
 from heliosweb.jobs.models import BenchmarkJob
+from heliosweb.simengine.services import engine_start, engine_stop
 from heliosweb.telemetry.models import EngineToken, TelemetryBatch
-from heliosweb.telemetry.services import engine_start, engine_stop
 
 from .conftest import wait_until
 

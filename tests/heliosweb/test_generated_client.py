@@ -22,7 +22,7 @@ from django.test import Client
 
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.jobs.registry import job_kinds
-from heliosweb.telemetry.services import engine_token_create, user_token_issue
+from heliosweb.telemetry.tokens import engine_token_create, user_token_issue
 from scheduler_core.analyses.params import Param
 from tests.heliosweb.telemetry_records import body
 

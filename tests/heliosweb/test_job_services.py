@@ -366,3 +366,27 @@ def test_done_is_sent_only_after_the_result_is_committed(maintainer, monkeypatch
     runner.job_run(job_id=job.pk)
     assert ("done", False) in sent_inside_a_transaction
     assert ("done", True) not in sent_inside_a_transaction
+
+
+def test_a_kind_that_serves_gets_its_job_and_recipe_as_a_run_context(maintainer, recipe, monkeypatch, transactional_db):
+    """The runner hands `JobKind.serve` the job's id and recipe; the analysis's own `run` (what the
+    CLI calls, with no job) is not used then."""
+    from scheduler_core.analyses.params import Analysis
+
+    seen = []
+
+    def serve(context, params, emit):
+        seen.append(context)
+        return {"served": context.recipe.name}
+
+    def run(params, emit):
+        raise AssertionError("a serving kind is run through serve")
+
+    analysis = Analysis(name="pr22", summary="", params=(), run=run)
+    kinds = {**job_kinds(), "pr22": JobKind("pr22", "sim", analysis, serve=serve)}
+    monkeypatch.setattr("heliosweb.jobs.registry.job_kinds", lambda: kinds)
+    job = submission.job_create(kind="pr22", recipe=recipe.name, user=maintainer)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE and job.result == {"served": recipe.name}
+    assert [(c.job_id, c.recipe.pk) for c in seen] == [(job.pk, recipe.pk)]

@@ -15,7 +15,7 @@ from django.test import Client
 
 from heliosweb.asgi import application
 from heliosweb.common.broadcast import Message, publish
-from heliosweb.telemetry import services
+from heliosweb.telemetry import ingest as services
 from heliosweb.telemetry.consumers import LiveConsumer, Pace
 from heliosweb.telemetry.selectors import frames_after
 

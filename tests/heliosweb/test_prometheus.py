@@ -23,7 +23,8 @@ import pytest
 from heliosweb.devtool import free_port
 from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.recipes.services import policy_set
-from heliosweb.telemetry.services import engine_start, engine_stop, telemetry_ingest
+from heliosweb.simengine.services import engine_start, engine_stop
+from heliosweb.telemetry.ingest import telemetry_ingest
 from tests.heliosweb.telemetry_records import body, finished
 
 from .conftest import ROOT, stop, wait_until

@@ -10,8 +10,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from heliosweb.decisions import services as decisions
+from heliosweb.telemetry.ingest import telemetry_ingest
 from heliosweb.telemetry.models import TelemetryBatch
-from heliosweb.telemetry.services import telemetry_ingest
 
 from .conftest import log_in_and_open, needs_chromium
 from .telemetry_records import body, finished, launch

@@ -18,7 +18,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
-from heliosweb.telemetry.services import user_token_issue
+from heliosweb.telemetry.tokens import user_token_issue
 
 EXAMPLES = int(os.environ.get("HELIOS_SCHEMATHESIS_EXAMPLES", "8"))
 # The engine policy long-poll waits for a change by design (up to its `wait`): not a fuzzing target.

@@ -177,7 +177,7 @@ def test_the_banner_is_made_from_the_audit_event(bad_policy_applied):
 @pytest.mark.django_db(transaction=True)
 def test_a_recipes_engine_started_or_stopped_at_once_is_started_and_stopped_once(bad_policy_applied, queued):
     from heliosweb.jobs.models import BenchmarkJob
-    from heliosweb.telemetry.services import engine_start, engine_stop
+    from heliosweb.simengine.services import engine_start, engine_stop
 
     starters = []
     for i in range(4):

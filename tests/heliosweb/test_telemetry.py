@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from heliosweb.recipes.services import policy_set
 from heliosweb.telemetry import buckets
+from heliosweb.telemetry.ingest import telemetry_prune
 from heliosweb.telemetry.models import LiveSequence, Rollup, TelemetryBatch, Totals
-from heliosweb.telemetry.services import telemetry_prune
 from heliosweb.telemetry.validation import Window, parse_batch
 from scheduler_core.errors import InvalidInput
 

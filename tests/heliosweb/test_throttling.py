@@ -9,7 +9,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from heliosweb.jobs.models import BenchmarkJob
-from heliosweb.telemetry.services import user_token_issue
+from heliosweb.telemetry.tokens import user_token_issue
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_counters")]
 

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 from heliosweb.audit.models import AuditEvent
 from heliosweb.common.tokens import user_token_key
 from heliosweb.decisions.selectors import audit_verify
-from heliosweb.telemetry.services import user_token_issue
+from heliosweb.telemetry.tokens import user_token_issue
 
 BEFORE = [("telemetry", "0006_engines_bounds_repair")]
 AFTER = [("telemetry", "0007_state_user_tokens_hashed")]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from heliosweb.telemetry.services import telemetry_ingest
+from heliosweb.telemetry.ingest import telemetry_ingest
 from tests.heliosweb.telemetry_records import body, launch
 
 from .conftest import ROOT

@@ -234,7 +234,7 @@ def test_a_trace_is_uploaded_through_the_page_in_chromium(live_server, page, mai
 
 
 def test_the_simulated_engine_replays_a_stored_trace_in_a_loop_time_scaled(api, recipe, queued):
-    from heliosweb.telemetry.engine import ANALYSIS, traffic
+    from heliosweb.simengine.engine import ANALYSIS, traffic
 
     upload_raw(api, "small", JSONL)
     params = {"trace": {"trace": "small"}, "time_scale": 2.0, "duration_s": 5}

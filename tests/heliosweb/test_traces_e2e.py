@@ -10,8 +10,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from heliosweb.jobs.models import BenchmarkJob
+from heliosweb.simengine.services import engine_start, engine_stop
 from heliosweb.telemetry.models import TelemetryBatch
-from heliosweb.telemetry.services import engine_start, engine_stop
 from heliosweb.traces.services import trace_upload
 from scheduler_core.traffic import read_trace
 

@@ -108,7 +108,7 @@ def test_a_rule_to_cost_decision_reads_rule_before_and_cost_after(author, review
 def served(recipe: Any, *, engine: str, batch: int, version: int, policy: str, ttfts: list[float], chunks: list[int]):
     """One telemetry batch, stored as an engine posts it: a request per TTFT, each prefilling a
     1,000-token prompt in launches of the `chunks` graphs (the last one padded to fill its graph)."""
-    from heliosweb.telemetry.services import telemetry_ingest
+    from heliosweb.telemetry.ingest import telemetry_ingest
 
     now, records = time.time() * 1000, []
     for i, ttft in enumerate(ttfts):

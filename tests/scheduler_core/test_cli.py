@@ -37,8 +37,8 @@ def test_plan_answers_the_spec_example():
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout)
     assert [(l["graph"], l["start"], l["end"], l["chooser"]) for l in answer["launches"]] == [
-        (2048, 0, 2000, "catalog"),
-        (4096, 2000, 6000, "catalog"),
+        (2048, 0, 2000, "cost"),
+        (4096, 2000, 6000, "cost"),
     ]
     assert [l["true_ms"] for l in answer["launches"]] == [34.0, 66.0]
     assert answer["padded_tokens"] == 144 and answer["launch_count"] == 2 and answer["end"] == 6000

@@ -112,7 +112,7 @@ def test_rule_launches_its_graph_when_it_survives_and_else_the_brute_force_choic
         graph = catalog.full_chunk if remaining >= catalog.full_chunk else min(covering)
         survives = catalog.prefill_ms[graph] is not None and cut(request, min(p + graph, segment_end(request, p))) > p
         assert (launch.graph, launch.chooser) == (
-            (graph, "rule") if survives else (reference_first(catalog, request, p), "catalog")
+            (graph, "rule") if survives else (reference_first(catalog, request, p), "cost")
         )
 
 

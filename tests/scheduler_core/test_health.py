@@ -173,7 +173,7 @@ def test_repaired_replaces_flagged_shapes_by_the_median_of_the_other_boots():
     assert record["source"] == "median of 3 other boots"
     assert record["from_index"] == [0, 2, 3]  # the other boots, by their positions in the list given
     assert record["was_ms"] == catalogs[1].prefill_ms[4096] and (record["prefill"], record["decode"]) == (4096, 0)
-    assert repair.provenance()["repaired"] is True
+    assert repair.record()["repaired"] is True
     assert boot_health(repair.catalog, [c for i, c in enumerate(catalogs) if i != 1] + [repair.catalog]).flagged == ()
 
 

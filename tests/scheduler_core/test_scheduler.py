@@ -48,7 +48,7 @@ def test_it_reports_the_rule_v1_stall_with_its_request_and_position_instead_of_h
 def test_the_fixed_rule_finishes_the_stall_request_with_the_catalogs_chunks():
     result = schedule([Arrival(0, 0.0, REQUEST_A, 2)], STALL_CATALOG, EXECUTION, SchedulerConfig("rule"))
     assert result.stall is None
-    assert chunks(result.lanes[0])[:2] == [(2048, 0, 2000, "catalog"), (4096, 2000, 6000, "catalog")]
+    assert chunks(result.lanes[0])[:2] == [(2048, 0, 2000, "cost"), (4096, 2000, 6000, "cost")]
 
 
 def test_the_measured_catalog_chooses_while_two_lanes_prefill_and_the_rule_once_one_is_left():
@@ -83,8 +83,8 @@ def test_a_mixed_shape_never_carries_a_chunk_the_rule_bailed_from():
     result = schedule(arrivals, catalog, EXECUTION, SchedulerConfig("rule", trace_limit=TRACE_ALL))
     target = [s for s in result.trace if s.lane == 1 and s.chunk is not None]
     assert [(s.kind, s.chunk.graph, s.chunk.chooser) for s in target[:2]] == [
-        ("prefill", 2048, "catalog"),
-        ("mixed", 4096, "catalog"),
+        ("prefill", 2048, "cost"),
+        ("mixed", 4096, "cost"),
     ]
 
 

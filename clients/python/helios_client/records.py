@@ -212,7 +212,10 @@ class LaunchRecord(_Record):
     start: int = spec("int", "first prompt token it carried", 0, MAX_TOKENS)
     end: int = spec("int", "one past the last prompt token it carried: `end - start <= graph`", 1, MAX_TOKENS)
     padded: int = spec("int", "padding tokens: must equal `graph - (end - start)`", 0, MAX_TOKENS)
-    chooser: str = spec("name", "what picked the graph (`catalog`, `rule`, `fallback`, or the engine's own name)")
+    chooser: str = spec(
+        "name",
+        "the policy that chose the graph (`cost`, `rule`, or the engine's own name; `catalog`, the old word for `cost`, is accepted)",
+    )
     ms: float = spec("number", "its duration in milliseconds", 0, MAX_MS)
     policy: str = spec("name", "the prefill policy that planned it (`cost` or `rule`)")
     version: int = spec("int", "the policy version it ran under (one per batch)", 1, MAX_VERSION)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any
 
@@ -22,15 +21,12 @@ from heliosweb.common.processes import pid_alive
 from scheduler_core.errors import InvalidInput
 
 from ..models import BenchmarkJob, JobStatus
-from ..registry import JobKind, get_kind
+from ..registry import JobKind, RunContext, get_kind
 from .events import job_announce, job_end, job_fail
 from .pump import EventPump, JobAbandoned, JobCancelled, time_limit_exceeded
 from .storage import JobFailure, stored
 
 log = logging.getLogger(__name__)
-# The job whose analysis runs in this thread: an analysis that serves a recipe (the simulated
-# engine) reads the job's recipe and id here, its params stay the kind's declared ones.
-running_job: ContextVar[BenchmarkJob | None] = ContextVar("running_job", default=None)
 
 
 def job_run(*, job_id: int) -> None:
@@ -42,9 +38,9 @@ def job_run(*, job_id: int) -> None:
     kind = get_kind(job.kind)
     pump = EventPump(job, time_limit_s=kind.time_limit_s(job.params))
     pump.start()
-    running = running_job.set(job)
+    context = RunContext(job_id=job.pk, recipe=job.recipe)
     try:
-        result = kind.analysis.run(kind.analysis.from_json(job.params), pump.emit)
+        result = kind.run(context, kind.analysis.from_json(job.params), pump.emit)
     except JobAbandoned:
         pump.stop()  # failed from outside (stop, reaper): the job already carries its reason
     except JobCancelled:
@@ -63,8 +59,6 @@ def job_run(*, job_id: int) -> None:
     else:
         pump.stop()
         _complete(job, kind, result, pump.failure)
-    finally:
-        running_job.reset(running)
 
 
 def _complete(job: BenchmarkJob, kind: JobKind, result: dict[str, Any], failure: JobFailure | None) -> None:

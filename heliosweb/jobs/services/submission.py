@@ -23,6 +23,7 @@ from heliosweb.common.errors import NotFound, Throttled
 from heliosweb.common.permissions import Actor
 from heliosweb.common.redis_errors import redis_refusal
 from heliosweb.recipes.models import Recipe
+from heliosweb.recipes.selectors import recipe_named
 from heliosweb.traces.selectors import trace_get, trace_traffic
 from scheduler_core.analyses.params import CatalogListParam, CatalogParam, TraceParam
 from scheduler_core.errors import InvalidInput
@@ -157,15 +158,15 @@ def _with_boot_catalogs(kind: JobKind, params: Mapping[str, Any]) -> tuple[dict[
             raise InvalidInput(f"{p.name}.repaired", f"must be true or false, got {repaired!r}", param=p.name)
         try:
             catalogs = boot_catalogs(ids=ids, field=f"{p.name}.{ref}")
-            provenance = [{"boot": i, "repaired": False} for i in ids]
+            named = [{"boot": i, "repaired": False} for i in ids]
             if repaired:
                 pairs = [boot_repaired(boot_id=i, field=f"{p.name}.{ref}") for i in ids]
-                catalogs, provenance = [c for c, _ in pairs], [why for _, why in pairs]
+                catalogs, named = [c for c, _ in pairs], [why for _, why in pairs]
         except InvalidInput as exc:
             exc.param = p.name
             raise
         out[p.name] = catalogs[0] if ref == "boot" else catalogs
-        sources[p.name] = provenance
+        sources[p.name] = named
     return out, sources
 
 
@@ -196,12 +197,7 @@ def _with_stored_traces(kind: JobKind, params: dict[str, Any]) -> tuple[dict[str
 def _recipe_or_none(recipe: Any) -> Recipe | None:
     if recipe in (None, ""):
         return None
-    if not isinstance(recipe, str):
-        raise InvalidInput("recipe", "must be a recipe name")
-    found = Recipe.objects.filter(name=recipe).first()
-    if found is None:
-        raise InvalidInput("recipe", f"unknown recipe {recipe!r}")
-    return found
+    return recipe_named(recipe)
 
 
 def _enqueue_and_announce(job: BenchmarkJob) -> None:

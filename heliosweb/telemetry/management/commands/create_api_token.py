@@ -10,12 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from heliosweb.recipes.models import Recipe
-from heliosweb.telemetry.services import (
-    engine_token_create,
-    engine_tokens_revoke,
-    user_token_issue,
-    user_token_revoke,
-)
+from heliosweb.telemetry.tokens import engine_token_create, engine_tokens_revoke, user_token_issue, user_token_revoke
 from scheduler_core.errors import InvalidInput
 
 

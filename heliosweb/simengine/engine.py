@@ -24,9 +24,9 @@ from helios_client import Policy, PolicyWatcher, TelemetryReporter
 from heliosweb.catalogs.health import boot_repaired
 from heliosweb.catalogs.models import Boot
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
-from heliosweb.jobs.registry import JobKind
-from heliosweb.jobs.services.runner import running_job
+from heliosweb.jobs.registry import JobKind, RunContext
 from heliosweb.recipes.models import Recipe
+from heliosweb.telemetry.tokens import engine_token_create, engine_tokens_revoke
 from scheduler_core.analyses.catalogs import (
     DRIFT_PARAM,
     EXECUTION_PARAMS,
@@ -45,7 +45,7 @@ from scheduler_core.limits import MAX_TOKENS
 from scheduler_core.scheduler import Arrival, SchedulerConfig
 from scheduler_core.traffic import TrafficShape, looped
 
-from .services import ENGINE_KIND, engine_token_create, engine_tokens_revoke
+from .services import ENGINE_KIND
 
 log = logging.getLogger(__name__)
 QUEUE = "engine"
@@ -110,17 +110,23 @@ class EngineResult(TypedDict):
 
 
 def run(params: dict[str, Any], emit: Emit) -> EngineResult:
-    job = running_job.get()
-    if job is None or job.recipe_id is None:
-        raise InvalidInput("recipe", "a simulated engine serves a recipe: start it from the recipe's page")
-    recipe = Recipe.objects.get(pk=job.recipe_id)
-    other = BenchmarkJob.objects.filter(kind=ENGINE_KIND, recipe=recipe, status=JobStatus.RUNNING).exclude(pk=job.pk)
+    """Without a job (the CLI, a bare `Analysis.run`) there is no recipe to serve."""
+    raise InvalidInput("recipe", "a simulated engine serves a recipe: start it from the recipe's page")
+
+
+def serve(context: RunContext, params: dict[str, Any], emit: Emit) -> EngineResult:
+    """The job's run: its recipe and id come in `context`, its params stay the kind's declared ones."""
+    recipe = context.recipe
+    if recipe is None:
+        return run(params, emit)
+    other = BenchmarkJob.objects.filter(kind=ENGINE_KIND, recipe=recipe, status=JobStatus.RUNNING)
+    other = other.exclude(pk=context.job_id)
     if other.exists():  # started around engine_start (the generic job form or API): still one per recipe
         raise InvalidInput("recipe", f"a simulated engine already runs for {recipe.name} (job {other[0].pk})")
     execution, catalog, catalog_name, source = setting(params, recipe)
     if source is not None:  # said on the job page and in the API, as for a job given a boot's catalog
-        BenchmarkJob.objects.filter(pk=job.pk).update(catalog_sources={"catalog": [source]})
-    engine = engine_name(job.pk)
+        BenchmarkJob.objects.filter(pk=context.job_id).update(catalog_sources={"catalog": [source]})
+    engine = engine_name(context.job_id)
     token = engine_token_create(engine=engine, recipes=[recipe])
     close_old_connections()  # the loop runs for hours; it needs no connection of its own
     api = settings.HELIOS_ENGINE_API_URL.rstrip("/")
@@ -259,4 +265,4 @@ ANALYSIS = Analysis(
     needs_recipe="a simulated engine serves a recipe: choose one, or start it from the recipe's page",
     service_duration_s=lambda params: float(params["duration_s"]) or None,  # 0: until stopped
 )
-KIND = JobKind(ANALYSIS.name, QUEUE, ANALYSIS, check_recipe=check_submission)
+KIND = JobKind(ANALYSIS.name, QUEUE, ANALYSIS, check_recipe=check_submission, serve=serve)

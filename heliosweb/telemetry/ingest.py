@@ -1,13 +1,12 @@
-"""Writes for telemetry: ingest a batch (idempotent by recipe, engine, session and batch number), fold it into
-minute rollups and per-version totals in the same transaction, prune what the window no longer
-holds, issue or revoke engine tokens, and start or stop a recipe's simulated engine."""
+"""Telemetry's writes of what engines report: ingest a batch (idempotent by recipe, engine, session
+and batch number), fold it into minute rollups and per-version totals in the same transaction, and
+prune what the window no longer holds. Tokens are `tokens.py`; the read side `selectors.py`,
+`consumers.py` and `metrics.py`."""
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import repeat
@@ -15,106 +14,25 @@ from operator import floordiv
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
-from heliosweb.audit.services import audit_append
 from heliosweb.catalogs.models import Boot
 from heliosweb.common.broadcast import publish
 from heliosweb.common.errors import Conflict, Forbidden
-from heliosweb.common.permissions import Actor
-from heliosweb.common.tokens import token_digest, user_token_key
-from heliosweb.jobs.models import BenchmarkJob, JobStatus
-from heliosweb.jobs.services.submission import job_cancel, job_create
 from heliosweb.recipes.models import Recipe
 from heliosweb.recipes.selectors import policy_of_version, setting_of
 from scheduler_core.errors import InvalidInput
 
 from . import buckets
 from .frames import frame_of
-from .models import TOKEN_PREFIX, EngineToken, LiveSequence, Rollup, TelemetryBatch, Totals
-from .validation import ENGINE_NAME, Batch, Launches, Window, parse_batch
+from .models import EngineToken, LiveSequence, Rollup, TelemetryBatch, Totals
+from .validation import Batch, Launches, Window, parse_batch
 
-ENGINE_KIND = "engine"  # the simulated engine's job kind (declared in engine.py)
-TOKEN_ADMIN = "manage.py"  # tokens are issued from the command line, by whoever runs it there
 MAX_PROMPT_LENGTHS_PER_MINUTE = 2_000  # bounds a rollup's `sequences`
 MAX_SEQUENCES_PER_PROMPT = 16
 MAX_COUNTER = 2**63 - 1  # the database's bigint: a counter is checked against it before each write
-
-
-def engine_token_create(*, engine: str, recipes: Iterable[Recipe]) -> str:
-    """A new token for `engine`, limited to `recipes`; returned once, stored only as its hash."""
-    if not ENGINE_NAME.match(engine):
-        raise InvalidInput("engine", "must be 1-64 letters, digits, '-' or '_'")
-    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    allowed = list(recipes)
-    with transaction.atomic():
-        row = EngineToken.objects.create(engine=engine, key_hash=token_digest(token))
-        row.recipes.set(allowed)
-        audit_append(
-            action="token_created",
-            actor_name=TOKEN_ADMIN,
-            object_type="engine_token",
-            object_id=engine,
-            after={"recipes": sorted(r.name for r in allowed)},
-        )
-    return token
-
-
-def engine_tokens_revoke(*, engine: str) -> int:
-    """Revoke every live token of `engine`; how many were revoked."""
-    with transaction.atomic():
-        count = EngineToken.objects.filter(engine=engine, revoked_at=None).update(revoked_at=timezone.now())
-        audit_append(
-            action="token_revoked",
-            actor_name=TOKEN_ADMIN,
-            object_type="engine_token",
-            object_id=engine,
-            after={"revoked": count},
-        )
-    return count
-
-
-def user_token_issue(*, user: User, rotate: bool = False, actor: Actor | None = None) -> str:
-    """A new API token for `user`, returned once: only `user_token_key` of it is stored (as engine
-    tokens are hashed). A user has one token; `rotate` replaces it, else a user who has one is
-    refused (it was shown when it was made, and cannot be shown again). `actor` is who issued it
-    (an admin user), None for the command line. Audited."""
-    token = secrets.token_hex(20)
-    with transaction.atomic():
-        had = Token.objects.select_for_update().filter(user=user).exists()
-        if had and not rotate:
-            raise Conflict(
-                "username",
-                f"{user.get_username()} has an API token already (a token is shown only when it is made)",
-            )
-        Token.objects.filter(user=user).delete()
-        Token.objects.create(user=user, key=user_token_key(token))
-        audit_append(
-            action="token_rotated" if had else "token_created",
-            actor=actor,
-            actor_name=TOKEN_ADMIN,
-            object_type="user_token",
-            object_id=user.get_username(),
-        )
-    return token
-
-
-def user_token_revoke(*, user: User, actor: Actor | None = None) -> int:
-    with transaction.atomic():
-        count, _ = Token.objects.filter(user=user).delete()
-        audit_append(
-            action="token_revoked",
-            actor=actor,
-            actor_name=TOKEN_ADMIN,
-            object_type="user_token",
-            object_id=user.get_username(),
-            after={"revoked": count},
-        )
-    return count
 
 
 @dataclass
@@ -152,7 +70,8 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
 
     `engine`, for an engine token, is the only engine name the batch may carry; without one (a
     maintainer) the batch may not carry the name of an engine that has tokens. Raises InvalidInput
-    naming the first bad field; then nothing is stored. Called by both the DRF view and the fast path.
+    naming the first bad field; then nothing is stored. Called by the API view (`api.py`), the
+    live-page bench and the tests.
     """
     setting = setting_of(recipe)
     if setting is None:
@@ -390,37 +309,3 @@ def _cap(recipe_id: int) -> int:
     if cut is None:
         return 0
     return TelemetryBatch.objects.filter(recipe_id=recipe_id, id__lte=cut).delete()[0]
-
-
-def engine_start(*, recipe: Recipe, user: Actor, params: dict[str, Any] | None = None) -> BenchmarkJob:
-    """Queue a simulated engine for `recipe` (queue `engine`); at most one runs per recipe: the
-    check and the new job hold the recipe's row lock, so two starts at once queue one engine and
-    the other is refused (Conflict)."""
-    with transaction.atomic():
-        Recipe.objects.select_for_update().filter(pk=recipe.pk).first()
-        active = engine_job_active(recipe=recipe)
-        if active is not None:
-            raise Conflict("recipe", f"a simulated engine already runs for {recipe.name} (job {active.pk})")
-        return job_create(
-            kind=ENGINE_KIND, recipe=recipe.name, params=params or {}, user=user, audit_action="engine_started"
-        )
-
-
-def engine_stop(*, recipe: Recipe, user: Actor | None = None) -> BenchmarkJob:
-    """Stop the recipe's simulated engine (it stops within about a second); a second stop is Conflict."""
-    with transaction.atomic():
-        Recipe.objects.select_for_update().filter(pk=recipe.pk).first()
-        active = engine_job_active(recipe=recipe)
-        if active is None:
-            raise Conflict("recipe", f"no simulated engine runs for {recipe.name}")
-        if active.cancel_requested:
-            raise Conflict("recipe", f"the simulated engine of {recipe.name} (job {active.pk}) is stopping already")
-        return job_cancel(job=active, user=user, audit_action="engine_stopped")
-
-
-def engine_job_active(*, recipe: Recipe) -> BenchmarkJob | None:
-    return (
-        BenchmarkJob.objects.filter(kind=ENGINE_KIND, recipe=recipe, status__in=(JobStatus.QUEUED, JobStatus.RUNNING))
-        .order_by("-id")
-        .first()
-    )

@@ -1,0 +1,16 @@
+from django.apps import AppConfig
+
+
+class SimEngineConfig(AppConfig):
+    """The simulated engine (job kind `engine`): above telemetry, whose API it reports to as any
+    engine does, and jobs, which run it. No models."""
+
+    name = "heliosweb.simengine"
+    label = "simengine"
+
+    def ready(self) -> None:
+        from heliosweb.jobs.registry import register_kind
+
+        from .engine import KIND
+
+        register_kind(KIND)
