@@ -128,6 +128,9 @@ class ScheduleResult:
     lanes: tuple[LaneOutcome, ...]
     launch_counts: dict[str, int]
     padded_prefill_tokens: int
+    padded_prefill_ms: (
+        float  # GPU time spent on padding: each launch's true ms x its padded share of the tokens it carries
+    )
     padded_decode_rows: int
     itl_ms: Sequence[float]  # every gap between two consecutive tokens of one lane (a compact array)
     end_ms: float
@@ -290,6 +293,7 @@ class _Run:
         self.index = 0
         self.counts = dict.fromkeys(LAUNCH_KINDS, 0)
         self.padded_prefill = 0
+        self.padded_prefill_ms = 0.0
         self.padded_decode = 0
         self.gaps = array("d")  # one float per output token: keep it compact
         self.trace: list[StepLaunch] = []
@@ -440,7 +444,8 @@ class _Run:
     ) -> None:
         """Advance the clock by the launch's true cost and every lane that rode in it."""
         index, start = self.index, self.clock
-        end = start + self.execution.launch_ms(prefill, decode)
+        ms = self.execution.launch_ms(prefill, decode)
+        end = start + ms
         completes = chunk is not None and lane is not None and chunk.end >= lane.end
         if completes:
             end += self.execution.first_token_ms  # sampling the first token is part of the last chunk's launch
@@ -457,6 +462,8 @@ class _Run:
                 lane.solo.append(solo)
                 lane.position = chunk.end
                 self.padded_prefill += chunk.padding
+                if chunk.padding:
+                    self.padded_prefill_ms += ms * chunk.padding / (prefill + decode)
                 if completes:
                     self._first_token(lane, index, end)
         self.counts[kind] += 1
@@ -513,6 +520,7 @@ class _Run:
             tuple(sorted(self.finished, key=lambda o: o.id)),
             dict(self.counts),
             self.padded_prefill,
+            self.padded_prefill_ms,
             self.padded_decode,
             self.gaps,
             self.clock,

@@ -189,7 +189,7 @@ def test_decode_stretches_make_exactly_the_launches_of_step_by_step(shape, polic
     for limit in (0, TRACE_ALL):
         calls: list[tuple[int, int]] = []
         config = SchedulerConfig(policy, max_lanes=lanes, trace_limit=limit)
-        result = schedule(arrivals, CLEAN, EXECUTION, config, lambda done, n: calls.append((done, n)))
+        result = schedule(arrivals, CLEAN, EXECUTION, config, lambda done, n, calls=calls: calls.append((done, n)))
         runs[limit] = (result, calls)
     (fast, fast_calls), (stepped, stepped_calls) = runs[0], runs[TRACE_ALL]
     assert stepped.launch_counts["decode"] > 1000  # the stretches were exercised
