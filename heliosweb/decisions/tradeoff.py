@@ -32,6 +32,7 @@ def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
         to_policy=decision.to_policy,
         boots=recipe_boots(recipe_id=decision.recipe_id),
     )
+    _name_stored_traces(decision, summary)
     if summary["requests"] and "worst" in summary["requests"]:
         part = summary["requests"]
         for row in part["worst"]:
@@ -43,6 +44,17 @@ def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
     summary["required"] = required
     summary["missing"] = missing(summary["checklist"], required)
     return summary
+
+
+def _name_stored_traces(decision: PolicyDecision, summary: dict[str, Any]) -> None:
+    """A serving part run on a stored trace names it (`stored_trace`), as the job page does: the
+    result itself only holds the requests it was given."""
+    sources = dict(decision.evidence.values_list("pk", "trace_sources"))
+    for name in ("simulate", "capacity"):
+        part = summary[name]
+        stored = (sources.get(part["job"]) or {}).get("trace") if part else None
+        if part and stored:
+            part["stored_trace"] = stored["trace"]
 
 
 def engine_part(*, recipe: Recipe, to_policy: str) -> dict[str, Any] | None:

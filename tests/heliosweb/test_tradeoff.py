@@ -36,6 +36,11 @@ def evidence_job(recipe: Any, kind: str, **params: Any) -> BenchmarkJob:
     )
 
 
+def rate_text(rate: float) -> str:
+    """A rate as the decision page prints it (floatformat "-3": three decimals unless whole)."""
+    return f"{rate:.0f}" if rate == int(rate) else f"{rate:.3f}"
+
+
 def api_for(user: User) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
@@ -119,7 +124,7 @@ def test_the_decision_page_shows_capacity_the_delta_padding_ms_and_the_worst_req
     for p in capacity.result["policies"]:
         row = table.split(f'data-policy="{p["policy"]}"')[1].split("</tr>")[0]
         cap = p["capacity_per_s"]
-        assert ("below the lowest rate" if cap is None else f"{cap:g} requests/s") in row
+        assert ("below the lowest rate" if cap is None else f"{rate_text(cap)} requests/s") in row
         assert "GPU-ms" in row
     deltas = html.split('id="tradeoff-capacity-deltas"')[1].split("</table>")[0]
     rows = deltas.split("<tr data-rate=")[1:]
