@@ -282,7 +282,8 @@ class _Run:
         self.max_lanes = _validate(arrivals, catalog, config)
         self.catalog, self.execution, self.config, self.on_progress = catalog, execution, config, on_progress
         self.shapes = _Shapes(catalog, self.max_lanes)
-        self.busy_policy = CostPolicy()
+        # `cost` plans solo chunks and busy ones alike: one instance, so its plan table is filled once
+        self.busy_policy = self.solo_policy if isinstance(self.solo_policy, CostPolicy) else CostPolicy()
         self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
         self.pending = sorted(arrivals, key=lambda a: (a.arrival_ms, a.id))
         self.next_arrival = 0
