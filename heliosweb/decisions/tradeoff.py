@@ -127,7 +127,7 @@ def delta_cdf(cdf_ms: list[float]) -> dict[str, Any] | None:
         return round(CDF_PAD + (ms - low) / span * inner_w, 2)
 
     steps = len(cdf_ms) - 1
-    points = []
+    points: list[str] = []
     for i, ms in enumerate(cdf_ms):  # a step function: across at the previous share, then up
         y = round(CDF_PAD + inner_h * (1 - i / steps), 2)
         if points:

@@ -14,8 +14,8 @@ from heliosweb.decisions.models import PolicyDecision
 from heliosweb.jobs.models import BenchmarkJob
 
 from .conftest import log_in_and_open, needs_chromium, wait_until
-from .test_tradeoff import rate_text
 from .test_traces import AZURE
+from .test_tradeoff import rate_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transaction=True), needs_chromium]
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"

@@ -113,7 +113,9 @@ def test_a_rule_to_cost_decision_reads_rule_before_and_cost_after(author, review
 def test_the_decision_page_shows_capacity_the_delta_padding_ms_and_the_worst_requests_opening_explain(
     author, reviewer, recipe, client
 ):
-    capacity = evidence_job(recipe, "capacity", requests=120, rate_min_per_s=1.0, rate_max_per_s=8.0, steps=3, repeats=3)
+    capacity = evidence_job(
+        recipe, "capacity", requests=120, rate_min_per_s=1.0, rate_max_per_s=8.0, steps=3, repeats=3
+    )
     simulate = evidence_job(recipe, "simulate", requests=80, catalog="drift")
     decision = services.decision_propose(
         actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[capacity.pk, simulate.pk]
