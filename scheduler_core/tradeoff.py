@@ -10,7 +10,7 @@ Serving evidence (simulate, capacity) is read as a maintainer weighs it: capacit
 policy, the rule - cost TTFT delta at p50 and p99 with its 95 % interval (or "deterministic" where
 nothing in the run is random), padding in GPU-ms, and the same requests under both policies.
 A measured timing (ttft) on a CPU, or spread wider than SPREAD_BOUND over its runs, is marked
-INDICATIVE.
+`indicative` (the page: "indicative, not GPU timing"), with why.
 
 The checklist is the pull request's own list of what it did not do, ticked by evidence.
 """
@@ -31,7 +31,7 @@ from .stats import round6
 
 Json = dict[str, Any]
 SPREAD_BOUND = 0.10  # (slowest - fastest) / median of a timing's runs above which it is not read as GPU timing
-INDICATIVE = "indicative, not GPU timing"
+DETERMINISTIC = "deterministic (a trace on a fixed execution model)"
 GPU_MODE = "cuda-graph"  # gpu_runner's mode on a GPU; "eager-cpu" on a CPU
 
 CHECKLIST: tuple[tuple[str, str], ...] = (
@@ -204,7 +204,7 @@ def _simulate_delta(traffic: Json, policies: dict[str, Json]) -> Json | None:
         return None
     row: Json = {q: round6(rule["ttft_ms"][q] - cost["ttft_ms"][q]) for q in ("p50", "p99")}
     if traffic["source"] == "trace":
-        return {**row, "randomness": "deterministic (a trace on a fixed execution model)"}
+        return {**row, "randomness": DETERMINISTIC}
     return {**row, "randomness": f"one seeded Poisson draw (seed {traffic['seed']}): no interval"}
 
 
@@ -238,10 +238,10 @@ def _capacity(job: Evidence) -> Json:
     return {
         "job": job.id,
         "slo": r["slo"],
-        "traffic": "trace " + r["traffic"]["name"] if r["traffic"]["source"] == "trace" else "Poisson traffic",
+        "traffic": _traffic_text(r["traffic"]),
         "basis": _basis(r["execution"]),
         "repeats": r["repeats"],
-        "randomness": "deterministic (a trace on a fixed execution model)" if deterministic else r["randomness"],
+        "randomness": DETERMINISTIC if deterministic else r["randomness"],
         "deterministic": deterministic,
         "policies": {
             p["policy"]: {
@@ -303,9 +303,7 @@ def timing_caveat(mode: str | None, runs: Sequence[float]) -> Json:
     ordered = sorted(runs)
     median = ordered[len(ordered) // 2] if ordered else 0.0
     spread = (ordered[-1] - ordered[0]) / median if median > 0 else None
-    why = []
-    if mode != GPU_MODE:
-        why.append(f"measured {mode or 'on an unknown device'}, not on a GPU")
+    why = _off_gpu(mode)
     if spread is not None and spread > SPREAD_BOUND:
         why.append(f"its {len(ordered)} runs spread {spread:.0%}, above the {SPREAD_BOUND:.0%} bound")
     return {
@@ -314,6 +312,10 @@ def timing_caveat(mode: str | None, runs: Sequence[float]) -> Json:
         "indicative": bool(why),
         "why": "; ".join(why),
     }
+
+
+def _off_gpu(mode: str | None) -> list[str]:
+    return [] if mode == GPU_MODE else [f"measured {mode or 'on an unknown device'}, not on a GPU"]
 
 
 def _ttft(job: Evidence) -> Json:
@@ -329,7 +331,7 @@ def _ttft(job: Evidence) -> Json:
         }
         for a in job.result["arms"]
     ]
-    why = [] if mode == GPU_MODE else [f"measured {mode or 'on an unknown device'}, not on a GPU"]
+    why = _off_gpu(mode)
     wide = sum(a["spread"] is not None and a["spread"] > SPREAD_BOUND for a in arms)
     if wide:
         why.append(f"{wide} of {len(arms)} arms spread more than {SPREAD_BOUND:.0%} over their runs")

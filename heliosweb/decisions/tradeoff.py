@@ -1,6 +1,7 @@
 """A decision's trade-off and evidence checklist, read from its evidence jobs, the recipe's
 stored boots and its engines' telemetry. The arithmetic lives in `scheduler_core.tradeoff` and
-`telemetry.selectors`; this module only gathers."""
+`telemetry.selectors`; this module gathers, and adds what only the web knows: a stored trace's
+name, each worst request's /explain link, the per-request CDF as an inline picture."""
 
 from __future__ import annotations
 
