@@ -273,6 +273,7 @@ def _serving_newest(newest: dict[str, Evidence]) -> Evidence | None:
 def _requests(job: Evidence) -> Json | None:
     """The same requests under both policies (`simulate.request_deltas`): the rule - cost TTFT CDF and
     the worst requests, from a simulate job or a capacity job's operating rate (`_operating_index`)."""
+    draws = job.result.get("repeats", 1)
     if job.kind == "simulate":
         deltas, rate = job.result["deltas"], None
     else:
@@ -285,6 +286,7 @@ def _requests(job: Evidence) -> Json | None:
         "job": job.id,
         "kind": job.kind,
         "rate_per_s": rate,
+        "draw": f"the first of {draws} seeded draws" if draws > 1 else None,
         **{k: deltas[k] for k in keys},
         "cdf_ms": deltas["cdf_ms"],
         "worst": deltas["worst"],

@@ -196,6 +196,7 @@ def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_
     assert not random["capacity"]["deterministic"] and random["capacity"]["repeats"] == 4
     assert any(d["p50"]["low"] < d["p50"]["high"] for d in random["capacity"]["deltas"])
     assert random["requests"]["kind"] == "capacity" and random["requests"]["rate_per_s"] is not None
+    assert random["requests"]["draw"] == "the first of 4 seeded draws" and requests["draw"] is None
 
 
 def test_a_ttft_measured_on_a_cpu_or_spread_wide_is_marked_indicative():
