@@ -97,6 +97,7 @@ class PolicyResultEvent(TypedDict):
     itl_quantiles_ms: list[float]
     launches: dict[str, int]
     padded_prefill_tokens: int
+    padded_prefill_ms: float
     padded_decode_rows: int
     end_ms: float
 

@@ -137,6 +137,9 @@ class ScheduleResult:
     lanes: tuple[LaneOutcome, ...]
     launch_counts: dict[str, int]
     padded_prefill_tokens: int
+    padded_prefill_ms: (
+        float  # GPU time spent on padding: each launch's true ms x its padded share of the tokens it carries
+    )
     padded_decode_rows: int
     itl_ms: Sequence[float]  # every gap between two consecutive tokens of one lane (a compact array)
     end_ms: float
@@ -296,7 +299,8 @@ class StepLoop:
         self.max_lanes = _validate(arrivals, catalog, config)
         self.catalog, self.execution, self.config, self.on_progress = catalog, execution, config, on_progress
         self.shapes = _Shapes(catalog, self.max_lanes)
-        self.busy_policy = CostPolicy()
+        # `cost` plans solo chunks and busy ones alike: one instance, so its plan table is filled once
+        self.busy_policy = self.solo_policy if isinstance(self.solo_policy, CostPolicy) else CostPolicy()
         self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
         self.pending = sorted(arrivals, key=lambda a: (a.arrival_ms, a.id))
         self.next_arrival = 0
@@ -307,6 +311,7 @@ class StepLoop:
         self.index = 0
         self.counts = dict.fromkeys(LAUNCH_KINDS, 0)
         self.padded_prefill = 0
+        self.padded_prefill_ms = 0.0
         self.padded_decode = 0
         self.gaps = array("d")  # one float per output token: keep it compact
         self.trace: list[StepLaunch] = []
@@ -320,11 +325,77 @@ class StepLoop:
                     return self._result(None)
                 self.clock = max(self.clock, pending[self.next_arrival].arrival_ms)
                 continue
+            if not self.prefilling and self.index >= self.config.trace_limit and self.on_launch is None:
+                self._decode_stretch()
+                continue
             stall = self._step()
             if stall is not None:
                 return self._result(stall)
-            if self.on_progress is not None and self.index % PROGRESS_EVERY == 0:
-                self.on_progress(len(self.finished), self.index)
+            self._report()
+
+    def _report(self) -> None:
+        if self.on_progress is not None and self.index % PROGRESS_EVERY == 0:
+            self.on_progress(len(self.finished), self.index)
+
+    def _decode_stretch(self) -> None:
+        """Decode launches while no lane waits to prefill, until an arrival can be admitted or every
+        lane has finished: three launches in four on the Azure trace. It makes exactly the launches
+        `_step` would, with the same float arithmetic in the same order, in far fewer operations: after
+        the stretch's first launch every decoding lane's last token is at the same instant, so
+        each later launch's gap is one subtraction shared by all of them, and the lanes are
+        touched only when one finishes. Launches kept in `trace`, or heard by `on_launch`, go through
+        `_step` instead."""
+        self._launch_decode()
+        self._report()
+        while self.decoding and not self._admissible():
+            self._uniform_launches()
+
+    def _admissible(self) -> bool:
+        """The next arrival has come and a lane is free for it (what `_admit` would take)."""
+        nxt = self.next_arrival
+        return (
+            nxt < len(self.pending)
+            and self.pending[nxt].arrival_ms <= self.clock
+            and len(self.prefilling) + len(self.decoding) < self.max_lanes
+        )
+
+    def _uniform_launches(self) -> None:
+        """Decode launches over lanes whose last tokens all came at `clock`, the same graph for each,
+        until the first of them finishes or an arrival can be admitted."""
+        decoding, pending, gaps, on_progress = self.decoding, self.pending, self.gaps, self.on_progress
+        n = len(decoding)
+        graph = self.shapes.decode_for(n)
+        ms = self.execution.launch_ms(0, graph.decode)
+        left = min(lane.arrival.output_tokens - lane.tokens for lane in decoding)  # launches until one finishes
+        nxt = self.next_arrival
+        admit_at = pending[nxt].arrival_ms if nxt < len(pending) and n < self.max_lanes else math.inf
+        clock, index, longest, made = self.clock, self.index, 0.0, 0
+        while made < left:
+            end = clock + ms
+            gap = end - clock  # each lane's `end - last_ms`: the same float for all of them
+            gaps.fromlist([gap] * n)
+            if gap > longest:
+                longest = gap
+            clock, index, made = end, index + 1, made + 1
+            if on_progress is not None and index % PROGRESS_EVERY == 0 and made < left:
+                on_progress(len(self.finished), index)  # no lane finishes before the last of these launches
+            if admit_at <= clock:
+                break
+        still = []
+        for lane in decoding:
+            lane.tokens += made
+            lane.last_index, lane.last_ms = index - 1, clock
+            if longest > lane.max_gap:
+                lane.max_gap = longest
+            if lane.tokens >= lane.arrival.output_tokens:
+                self.finished.append(lane.outcome())
+            else:
+                still.append(lane)
+        self.decoding, self.clock, self.index = still, clock, index
+        self.counts[DECODE] += made
+        self.padded_decode += made * (graph.decode - n)
+        if made == left:
+            self._report()  # the launch that finished a lane, counted with it
 
     def run_until(self, until_ms: float) -> Stall | None:
         """Launch until the clock passes `until_ms` (a launch in flight then finishes: launches are
@@ -430,7 +501,8 @@ class StepLoop:
         index, start = self.index, self.clock
         hook = self.on_launch
         finished_before, gaps_before = len(self.finished), len(self.gaps)
-        end = start + self.execution.launch_ms(prefill, decode)
+        ms = self.execution.launch_ms(prefill, decode)
+        end = start + ms
         completes = chunk is not None and lane is not None and chunk.end >= lane.end
         if completes:
             end += self.execution.first_token_ms  # sampling the first token is part of the last chunk's launch
@@ -447,6 +519,8 @@ class StepLoop:
                 lane.solo.append(solo)
                 lane.position = chunk.end
                 self.padded_prefill += chunk.padding
+                if chunk.padding:
+                    self.padded_prefill_ms += ms * chunk.padding / (prefill + decode)
                 if completes:
                     self._first_token(lane, index, end)
         self.counts[kind] += 1
@@ -506,6 +580,7 @@ class StepLoop:
             tuple(sorted(self.finished, key=lambda o: o.id)),
             dict(self.counts),
             self.padded_prefill,
+            self.padded_prefill_ms,
             self.padded_decode,
             self.gaps,
             self.clock,

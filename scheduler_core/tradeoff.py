@@ -1,10 +1,16 @@
 """The pull request's trade-off, assembled from evidence: one summary in its own layout.
 
-A decision carries evidence jobs (pr22, sweep, boots, fuzz, simulate, and the GPU kinds ttft and
-numerics). Each part of the trade-off summarises the newest job of its kind; a part is None
+A decision carries evidence jobs (pr22, sweep, boots, fuzz, simulate, capacity, and the GPU kinds
+ttft and numerics). Each part of the trade-off summarises the newest job of its kind; a part is None
 when no evidence covers it, so a reader sees what was not measured as plainly as what was.
 Beside the pull request's "cost" and "rule", every arm shows the cost model on the *repaired*
 catalog: the narrower alternative the pull request names (fix the drift, keep measured costs).
+
+Serving evidence (simulate, capacity) is read as a maintainer weighs it: capacity at the SLO per
+policy, the rule - cost TTFT delta at p50 and p99 with its 95 % interval (or "deterministic" where
+nothing in the run is random), padding in GPU-ms, and the same requests under both policies.
+A measured timing (ttft) on a CPU, or spread wider than SPREAD_BOUND over its runs, is marked
+`indicative` (the page: "indicative, not GPU timing"), with why.
 
 The checklist is the pull request's own list of what it did not do, ticked by evidence.
 """
@@ -26,9 +32,13 @@ from .errors import InvalidInput
 from .health import boot_health, repaired
 from .planner import plan
 from .request import Request
+from .stats import round6
 from .typed_json import read_as
 
 Json = dict[str, Any]
+SPREAD_BOUND = 0.10  # (slowest - fastest) / median of a timing's runs above which it is not read as GPU timing
+DETERMINISTIC = "deterministic (a trace on a fixed execution model)"
+GPU_MODE = "cuda-graph"  # gpu_runner's mode on a GPU; "eager-cpu" on a CPU
 
 CHECKLIST: tuple[tuple[str, str], ...] = (
     ("recipe_run", "per-recipe run on this recipe's boots"),
@@ -80,6 +90,7 @@ def tradeoff(evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots
         "boots": _boots,
         "fuzz": _fuzz,
         "simulate": _simulate,
+        "capacity": _capacity,
         "ttft": _ttft,
         "numerics": _numerics,
     }
@@ -87,6 +98,8 @@ def tradeoff(evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots
     out.update(
         {name: _readable(summarise, newest[name]) if name in newest else None for name, summarise in parts.items()}
     )
+    serving = _serving_newest(newest)
+    out["requests"] = _readable(_requests, serving) if serving else None
     out["health"] = _health(involved, boots) if involved else None
     out["checklist"] = checklist(evidence, recipe=recipe, to_policy=to_policy, boots=boots)
     return out
@@ -165,19 +178,121 @@ def _fuzz(job: Evidence) -> Json:
 
 def _simulate(job: Evidence) -> Json:
     result = read_as(job.result, SimulateResult)
+    policies = {p["policy"]: p for p in result["policies"]}
     return {
         "job": job.id,
         "catalog": result["catalog"],
         "requests": result["requests"],
+        "traffic": _traffic_text(result["traffic"]),
+        "basis": _basis(result["execution"]),
         "policies": {
-            p["policy"]: {
+            name: {
                 "ttft_p50_ms": p["ttft_ms"]["p50"] if p["ttft_ms"] else None,
                 "ttft_p99_ms": p["ttft_ms"]["p99"] if p["ttft_ms"] else None,
                 "padded_prefill_tokens": p["padded_prefill_tokens"],
+                "padded_prefill_ms": p.get("padded_prefill_ms"),  # absent from results older than it
                 "stalled": p["stalled"],
             }
-            for p in result["policies"]
+            for name, p in policies.items()
         },
+        "delta": _simulate_delta(result["traffic"], policies),
+    }
+
+
+def _simulate_delta(traffic: Json, policies: dict[str, Json]) -> Json | None:
+    """rule - cost at p50 and p99 of one run: a trace is deterministic, a Poisson run one seeded draw."""
+    cost, rule = policies.get("cost"), policies.get("rule")
+    if not cost or not rule or cost["stalled"] or rule["stalled"]:
+        return None
+    row: Json = {q: round6(rule["ttft_ms"][q] - cost["ttft_ms"][q]) for q in ("p50", "p99")}
+    if traffic["source"] == "trace":
+        return {**row, "randomness": DETERMINISTIC}
+    return {**row, "randomness": f"one seeded Poisson draw (seed {traffic['seed']}): no interval"}
+
+
+def _traffic_text(traffic: Json) -> str:
+    if traffic["source"] == "trace":
+        scale = traffic.get("time_scale", 1.0)
+        return f"trace {traffic['name']}" + (f", gaps x{scale:g}" if scale != 1.0 else "")
+    return "Poisson traffic"
+
+
+def _basis(execution: Json) -> str:
+    """What the durations of a serving run are: a model, a published GPU profile, or a stored boot."""
+    if "execution" in execution:
+        return f"GPU profile {execution['execution']} ({execution['provenance'].get('gpu', '?')}, published timings)"
+    if execution.get("table") == "boot":
+        return "a stored boot's measured durations"
+    return (
+        f"affine cost model ({execution['fixed_ms']:g} ms + {execution['ms_per_token']:g} ms per token), not measured"
+    )
+
+
+def _capacity(job: Evidence) -> Json:
+    """Capacity at the SLO per policy, and rule - cost at p50/p99 per rate with its interval."""
+    r = job.result
+    deterministic = r["repeats"] == 1 and r["traffic"]["source"] == "trace"
+    rates = []
+    for d in r["deltas"]:
+        if "ttft_p50_ms" in d:
+            rates.append({"rate_per_s": d["rate_per_s"], "p50": d["ttft_p50_ms"], "p99": d["ttft_p99_ms"]})
+    at = _operating_index(r)
+    return {
+        "job": job.id,
+        "slo": r["slo"],
+        "traffic": _traffic_text(r["traffic"]),
+        "basis": _basis(r["execution"]),
+        "repeats": r["repeats"],
+        "randomness": DETERMINISTIC if deterministic else r["randomness"],
+        "deterministic": deterministic,
+        "policies": {
+            p["policy"]: {
+                "capacity_per_s": p["capacity_per_s"],
+                "padded_prefill_ms": p["points"][at].get("padded_prefill_ms"),  # absent from older results
+            }
+            for p in r["policies"]
+        },
+        "padding_at_per_s": r["rates_per_s"][at],
+        "deltas": rates,
+    }
+
+
+def _operating_index(result: Json) -> int:
+    """The rate a capacity job's single figures are read at: the highest rate every policy meets
+    the SLO at (both within it), else the lowest rate."""
+    meeting = [
+        i for i in range(len(result["rates_per_s"])) if all(p["points"][i]["meets_slo"] for p in result["policies"])
+    ]
+    return meeting[-1] if meeting else 0
+
+
+def _serving_newest(newest: dict[str, Evidence]) -> Evidence | None:
+    """The job the per-request comparison comes from: the newest of simulate and capacity."""
+    jobs = [newest[k] for k in ("simulate", "capacity") if k in newest]
+    return max(jobs, key=lambda e: e.id) if jobs else None
+
+
+def _requests(job: Evidence) -> Json | None:
+    """The same requests under both policies (`simulate.request_deltas`): the rule - cost TTFT CDF and
+    the worst requests, from a simulate job or a capacity job's operating rate (`_operating_index`)."""
+    draws = job.result.get("repeats", 1)
+    if job.kind == "simulate":
+        deltas, rate = job.result["deltas"], None
+    else:
+        at = _operating_index(job.result)
+        deltas, rate = job.result["deltas"][at].get("per_request"), job.result["rates_per_s"][at]
+    if not deltas or not deltas["requests"]:
+        return None
+    keys = ("requests", "mean_ms", "p50", "p90", "p99", "max", "min", "share_rule_slower", "share_rule_faster")
+    return {
+        "job": job.id,
+        "kind": job.kind,
+        "rate_per_s": rate,
+        "draw": f"the first of {draws} seeded draws" if draws > 1 else None,
+        **{k: deltas[k] for k in keys},
+        "cdf_ms": deltas["cdf_ms"],
+        "worst": deltas["worst"],
+        "catalog": job.result["catalog"],
     }
 
 
@@ -186,20 +301,51 @@ def _device(result: Json) -> str:
     return f"{p.get('device', 'unknown device')} ({p.get('mode', '?')})"
 
 
+def timing_caveat(mode: str | None, runs: Sequence[float]) -> Json:
+    """Whether a measured timing reads as GPU timing: measured with CUDA graphs, its runs within
+    SPREAD_BOUND of each other; otherwise `indicative`, with why."""
+    ordered = sorted(runs)
+    median = ordered[len(ordered) // 2] if ordered else 0.0
+    spread = (ordered[-1] - ordered[0]) / median if median > 0 else None
+    why = _off_gpu(mode)
+    if spread is not None and spread > SPREAD_BOUND:
+        why.append(f"its {len(ordered)} runs spread {spread:.0%}, above the {SPREAD_BOUND:.0%} bound")
+    return {
+        "runs": len(ordered),
+        "spread": None if spread is None else round6(spread),
+        "indicative": bool(why),
+        "why": "; ".join(why),
+    }
+
+
+def _off_gpu(mode: str | None) -> list[str]:
+    return [] if mode == GPU_MODE else [f"measured {mode or 'on an unknown device'}, not on a GPU"]
+
+
 def _ttft(job: Evidence) -> Json:
+    mode = (job.result.get("provenance") or {}).get("mode")
+    arms = [
+        {
+            "prompt_tokens": a["prompt_tokens"],
+            "policy": a["policy"],
+            "launches": a["launch_count"],
+            "measured_ms": round(a["ttft_ms"], 6),
+            "predicted_ms": round(a["predicted_ms"], 6),
+            **timing_caveat(mode, a.get("ttft_runs_ms") or [a["ttft_ms"]]),
+        }
+        for a in job.result["arms"]
+    ]
+    why = _off_gpu(mode)
+    wide = sum(a["spread"] is not None and a["spread"] > SPREAD_BOUND for a in arms)
+    if wide:
+        why.append(f"{wide} of {len(arms)} arms spread more than {SPREAD_BOUND:.0%} over their runs")
     return {
         "job": job.id,
         "device": _device(job.result),
-        "arms": [
-            {
-                "prompt_tokens": a["prompt_tokens"],
-                "policy": a["policy"],
-                "launches": a["launch_count"],
-                "measured_ms": round(a["ttft_ms"], 6),
-                "predicted_ms": round(a["predicted_ms"], 6),
-            }
-            for a in job.result["arms"]
-        ],
+        "arms": arms,
+        "indicative": bool(why),
+        "why": "; ".join(why),
+        "spread_bound": SPREAD_BOUND,
     }
 
 

@@ -44,7 +44,18 @@ TRADEOFF = inline_serializer(
         "arms": serializers.ListField(child=serializers.DictField(), allow_null=True),
         **{
             part: serializers.DictField(allow_null=True)
-            for part in ("sweep", "boots", "fuzz", "simulate", "ttft", "numerics", "health", "engine")
+            for part in (
+                "sweep",
+                "boots",
+                "fuzz",
+                "simulate",
+                "capacity",
+                "requests",
+                "ttft",
+                "numerics",
+                "health",
+                "engine",
+            )
         },
         "checklist": serializers.ListField(child=serializers.DictField()),
         "required": serializers.ListField(child=serializers.CharField()),

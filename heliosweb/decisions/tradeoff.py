@@ -1,10 +1,14 @@
 """A decision's trade-off and evidence checklist, read from its evidence jobs, the recipe's
 stored boots and its engines' telemetry. The arithmetic lives in `scheduler_core.tradeoff` and
-`telemetry.selectors`; this module only gathers."""
+`telemetry.selectors`; this module gathers, and adds what only the web knows: a stored trace's
+name, each worst request's /explain link, the per-request CDF as an inline picture."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
+
+from django.urls import reverse
 
 from heliosweb.catalogs.health import recipe_boots
 from heliosweb.jobs.models import JobStatus
@@ -29,11 +33,29 @@ def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
         to_policy=decision.to_policy,
         boots=recipe_boots(recipe_id=decision.recipe_id),
     )
+    _name_stored_traces(decision, summary)
+    if summary["requests"] and "worst" in summary["requests"]:
+        part = summary["requests"]
+        for row in part["worst"]:
+            row["explain_url"] = explain_url(
+                job=part["job"], catalog=part["catalog"], prompt_tokens=row["prompt_tokens"]
+            )
     summary["engine"] = engine_part(recipe=decision.recipe, to_policy=decision.to_policy)
     required = list(decision.recipe.required_evidence or [])
     summary["required"] = required
     summary["missing"] = missing(summary["checklist"], required)
     return summary
+
+
+def _name_stored_traces(decision: PolicyDecision, summary: dict[str, Any]) -> None:
+    """A serving part run on a stored trace names it (`stored_trace`), as the job page does: the
+    result itself only holds the requests it was given."""
+    sources = dict(decision.evidence.values_list("pk", "trace_sources"))
+    for name in ("simulate", "capacity"):
+        part = summary[name]
+        stored = (sources.get(part["job"]) or {}).get("trace") if part else None
+        if part and stored:
+            part["stored_trace"] = stored["trace"]
 
 
 def engine_part(*, recipe: Recipe, to_policy: str) -> dict[str, Any] | None:
@@ -75,3 +97,50 @@ def decision_missing_evidence(*, decision: PolicyDecision) -> list[str]:
     )
     labels = dict(CHECKLIST)
     return [labels[item] for item in missing(rows, required)]
+
+
+# /explain's catalog choice for a serving job's catalog; it reads the job's execution model and
+# drift factor (or its boot) from `job`. "unmeasured-full" has no counterpart there.
+EXPLAIN_CATALOGS = {"clean": "clean", "drift": "drift", "boot": "job"}
+
+
+def explain_url(*, job: int, catalog: str, prompt_tokens: int) -> str | None:
+    """/explain for one request's prompt, planned on the catalog and execution model the job ran."""
+    choice = EXPLAIN_CATALOGS.get(catalog)
+    if choice is None:
+        return None
+    return f"{reverse('explain')}?{urlencode({'job': job, 'catalog': choice, 'prompt_tokens': prompt_tokens})}"
+
+
+CDF_WIDTH, CDF_HEIGHT, CDF_PAD = 600, 200, 8  # the drawing's own units; the page scales it to its width
+
+
+def delta_cdf(cdf_ms: list[float]) -> dict[str, Any] | None:
+    """The rule - cost CDF (101 quantiles) as an inline SVG polyline: x the delta in ms, y the share
+    of requests; where x = 0 falls, and the axis ends. One small picture needs no chart library."""
+    if len(cdf_ms) < 2:
+        return None
+    low, high = min(cdf_ms[0], 0.0), max(cdf_ms[-1], 0.0)
+    span = (high - low) or 1.0
+    inner_w, inner_h = CDF_WIDTH - 2 * CDF_PAD, CDF_HEIGHT - 2 * CDF_PAD
+
+    def x(ms: float) -> float:
+        return round(CDF_PAD + (ms - low) / span * inner_w, 2)
+
+    steps = len(cdf_ms) - 1
+    points: list[str] = []
+    for i, ms in enumerate(cdf_ms):  # a step function: across at the previous share, then up
+        y = round(CDF_PAD + inner_h * (1 - i / steps), 2)
+        if points:
+            points.append(f"{x(ms)},{points[-1].split(',')[1]}")
+        points.append(f"{x(ms)},{y}")
+    return {
+        "width": CDF_WIDTH,
+        "height": CDF_HEIGHT,
+        "points": " ".join(points),
+        "zero_x": x(0.0),
+        "top": CDF_PAD,
+        "bottom": CDF_HEIGHT - CDF_PAD,
+        "low_ms": low,
+        "high_ms": high,
+    }

@@ -17,8 +17,8 @@ from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import selectable_policies
 
 from . import selectors, services
-from .models import DecisionStatus
-from .tradeoff import decision_tradeoff
+from .models import DecisionStatus, PolicyDecision
+from .tradeoff import decision_tradeoff, delta_cdf
 
 
 @login_required
@@ -104,6 +104,8 @@ def decision_detail(
         decision = selectors.with_rollbacks([selectors.decision_get(decision_id=decision_id)])[0]
     except NotFound:
         raise Http404(f"no decision {decision_id}") from None
+    tradeoff = decision_tradeoff(decision=decision)
+    per_request = tradeoff["requests"] if tradeoff["requests"] and "cdf_ms" in tradeoff["requests"] else None
     return render(
         request,
         "decisions/detail.html",
@@ -112,7 +114,8 @@ def decision_detail(
             "evidence": selectors.decision_evidence_summaries(decision=decision),
             "steps": selectors.decision_allowed_steps(decision=decision, user=request.user),
             "events": selectors.audit_list(decision_id=decision.pk),
-            "tradeoff": decision_tradeoff(decision=decision),
+            "tradeoff": tradeoff,
+            "delta_cdf": delta_cdf(per_request["cdf_ms"]) if per_request else None,
             "reverse": decision.from_policy == "rule",  # the trade-off reads rule (before) -> cost (after)
             "timeline": selectors.decision_timeline(decision=decision),
             "can_comment": request.user.has_perm(services.COMMENT_PERM),

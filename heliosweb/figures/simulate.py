@@ -210,6 +210,7 @@ def tables(job: JobData) -> dict[str, Table]:
             **{f"itl_{k}_ms": v for k, v in p["itl_ms"].items()},
             **{f"launches_{k}": v for k, v in p["launches"].items()},
             "padded_prefill_tokens": p["padded_prefill_tokens"],
+            "padded_prefill_ms": p.get("padded_prefill_ms"),  # absent from results older than it
             "padded_decode_rows": p["padded_decode_rows"],
             "end_ms": p["end_ms"],
         }

@@ -117,6 +117,7 @@ def measure(result: ScheduleResult, params: dict[str, Any]) -> dict[str, Any]:
         "itl_p99_ms": nearest_rank(itl, 99) if itl else 0.0,
         "goodput_per_s": met / seconds,
         "attainment": met / n if n else 0.0,
+        "padded_prefill_ms": result.padded_prefill_ms,
         "finished": n,
         "stalled": result.stall is not None,
     }
@@ -183,7 +184,7 @@ def run(params: dict[str, Any], emit: Emit) -> CapacityResult:
 def _point(rate: float, runs: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
     """A policy at one rate: every figure's mean and 95 % interval over the repeats, and the verdict."""
     figures = {k: interval95([r[k] for r in runs]) for k in ("ttft_p50_ms", "ttft_p99_ms", "itl_p99_ms")}
-    figures |= {k: interval95([r[k] for r in runs]) for k in ("goodput_per_s", "attainment")}
+    figures |= {k: interval95([r[k] for r in runs]) for k in ("goodput_per_s", "attainment", "padded_prefill_ms")}
     meets = (
         not any(r["stalled"] for r in runs)
         and figures["ttft_p99_ms"]["mean"] <= params["ttft_p99_ms"]

@@ -252,6 +252,7 @@ def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, 
         "itl_quantiles_ms": quantiles(result.itl_ms),
         "launches": {**result.launch_counts, "total": result.launches},
         "padded_prefill_tokens": result.padded_prefill_tokens,
+        "padded_prefill_ms": round6(result.padded_prefill_ms),
         "padded_decode_rows": result.padded_decode_rows,
         "end_ms": round6(result.end_ms),
         "per_request": [

@@ -36,6 +36,11 @@ def evidence_job(recipe: Any, kind: str, **params: Any) -> BenchmarkJob:
     )
 
 
+def rate_text(rate: float) -> str:
+    """A rate as the decision page prints it (floatformat "-3": three decimals unless whole)."""
+    return f"{rate:.0f}" if rate == int(rate) else f"{rate:.3f}"
+
+
 def api_for(user: User) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
@@ -103,6 +108,64 @@ def test_a_rule_to_cost_decision_reads_rule_before_and_cost_after(author, review
     cells = row.split("<td")
     assert "4 launches 232.10 ms" in cells[3] and "9 launches 238.10 ms" in cells[4]  # rule first
     assert "+6.00 ms" in cells[5]  # cost − rule: 238.10 − 232.10
+
+
+def test_the_decision_page_shows_capacity_the_delta_padding_ms_and_the_worst_requests_opening_explain(
+    author, reviewer, recipe, client
+):
+    capacity = evidence_job(
+        recipe, "capacity", requests=120, rate_min_per_s=1.0, rate_max_per_s=8.0, steps=3, repeats=3
+    )
+    simulate = evidence_job(recipe, "simulate", requests=80, catalog="drift")
+    decision = services.decision_propose(
+        actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[capacity.pk, simulate.pk]
+    )
+    client.force_login(reviewer)
+    html = client.get(f"/decisions/{decision.pk}").content.decode()
+    table = html.split('id="tradeoff-capacity"')[1].split("</table>")[0]
+    for p in capacity.result["policies"]:
+        row = table.split(f'data-policy="{p["policy"]}"')[1].split("</tr>")[0]
+        cap = p["capacity_per_s"]
+        assert ("below the lowest rate" if cap is None else f"{rate_text(cap)} requests/s") in row
+        assert "GPU-ms" in row
+    deltas = html.split('id="tradeoff-capacity-deltas"')[1].split("</table>")[0]
+    rows = deltas.split("<tr data-rate=")[1:]
+    assert len(rows) == 3 and all("95 %, n=3" in r for r in rows)  # Poisson: an interval over 3 seeds
+    first = capacity.result["deltas"][0]["ttft_p50_ms"]
+    assert f"[{first['low']:.2f}, {first['high']:.2f}] 95 %" in rows[0]
+    sim = html.split('id="tradeoff-simulate-delta"')[1].split("</p>")[0]
+    assert "one seeded Poisson draw (seed 0): no interval" in sim
+    rule = next(p for p in simulate.result["policies"] if p["policy"] == "rule")
+    assert f"{rule['padded_prefill_ms']:.1f} GPU-ms of padding" in html
+    # the same requests (the newest serving job: simulate): a CDF drawn, the 20 worst, each opening /explain
+    assert 'id="tradeoff-delta-cdf"' in html and "<polyline points=" in html
+    worst = html.split('id="tradeoff-worst"')[1].split("</table>")[0].split("<tr data-request=")[1:]
+    assert len(worst) == 20
+    top = simulate.result["deltas"]["worst"][0]
+    link = f"/explain?job={simulate.pk}&amp;catalog=drift&amp;prompt_tokens={top['prompt_tokens']}"
+    assert link in worst[0] and f"+{top['delta_ms']:.2f} ms" in worst[0]
+    explained = client.get(link.replace("&amp;", "&"))
+    assert explained.status_code == 200
+    assert f"job #{simulate.pk}&#x27;s drift catalog" in explained.content.decode()
+
+
+def test_a_ttft_measured_on_a_cpu_reads_indicative_not_gpu_timing(author, reviewer, recipe, client):
+    arms = [
+        {"prompt_tokens": 300, "policy": p, "launch_count": 2, "ttft_ms": 9.0, "predicted_ms": 2.0,
+         "ttft_runs_ms": [8.0, 9.0, 14.0]}
+        for p in ("cost", "rule")
+    ]  # fmt: skip
+    result = {"provenance": {"device": "cpu (2 threads)", "mode": "eager-cpu"}, "arms": arms}
+    ttft = BenchmarkJob.objects.create(kind="ttft", queue="gpu", recipe=recipe, params={}, status="done", result=result)
+    decision = services.decision_propose(
+        actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[ttft.pk]
+    )
+    client.force_login(reviewer)
+    html = client.get(f"/decisions/{decision.pk}").content.decode()
+    banner = html.split('id="ttft-indicative"')[1].split("</p>")[0]
+    assert "Indicative, not GPU timing" in banner and "measured eager-cpu, not on a GPU" in banner
+    assert "2 of 2 arms spread more than 10%" in banner
+    assert html.count("(indicative, not GPU timing)") == 2 and "3 (67 %)" in html
 
 
 def served(recipe: Any, *, engine: str, batch: int, version: int, policy: str, ttfts: list[float], chunks: list[int]):

@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 
 from scheduler_core.catalog import Catalog, Graph, catalog_from_mapping
@@ -6,6 +8,7 @@ from scheduler_core.execution import AffineExecution, measured_catalog
 from scheduler_core.planner import plan
 from scheduler_core.request import Request
 from scheduler_core.scheduler import PROGRESS_EVERY, Arrival, SchedulerConfig, Stall, schedule
+from scheduler_core.traffic import TrafficShape, poisson_arrivals
 
 EXECUTION = AffineExecution(2.0, 1 / 64, 0.10)
 DECODE_ROWS = (1, 4, 8)
@@ -167,3 +170,35 @@ def test_it_reports_progress_every_few_hundred_launches():
         on_progress=lambda done, launches: calls.append((done, launches)),
     )
     assert [launches for _, launches in calls] == list(range(PROGRESS_EVERY, result.launches + 1, PROGRESS_EVERY))
+
+
+@pytest.mark.parametrize(
+    "shape, policy, lanes",
+    [
+        (TrafficShape(50.0, 32, 9000, 1, 300, 0.0, 1), "rule", 8),
+        (TrafficShape(400.0, 32, 3000, 1, 64, 0.3, 2), "cost", 8),
+        (TrafficShape(5.0, 32, 16000, 1, 500, 0.0, 3), "rule", 4),
+    ],
+    ids=["busy-rule", "saturated-cost-spans", "sparse-rule"],
+)
+def test_decode_stretches_make_exactly_the_launches_of_step_by_step(shape, policy, lanes):
+    """Launches kept in the trace go step by step; the rest through the decode stretch's shortcut:
+    every figure of the run, each gap in its order and each progress call included, must agree."""
+    arrivals = list(itertools.islice(poisson_arrivals(shape, CLEAN.full_chunk), 400))
+    runs = {}
+    for limit in (0, TRACE_ALL):
+        calls: list[tuple[int, int]] = []
+        config = SchedulerConfig(policy, max_lanes=lanes, trace_limit=limit)
+        result = schedule(arrivals, CLEAN, EXECUTION, config, lambda done, n, calls=calls: calls.append((done, n)))
+        runs[limit] = (result, calls)
+    (fast, fast_calls), (stepped, stepped_calls) = runs[0], runs[TRACE_ALL]
+    assert stepped.launch_counts["decode"] > 1000  # the stretches were exercised
+    assert fast.lanes == stepped.lanes
+    assert list(fast.itl_ms) == list(stepped.itl_ms)
+    assert (fast.launch_counts, fast.padded_prefill_tokens, fast.padded_decode_rows, fast.end_ms) == (
+        stepped.launch_counts,
+        stepped.padded_prefill_tokens,
+        stepped.padded_decode_rows,
+        stepped.end_ms,
+    )
+    assert fast_calls == stepped_calls

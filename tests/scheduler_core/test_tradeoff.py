@@ -1,12 +1,24 @@
+from pathlib import Path
+
 import pytest
 
 from scheduler_core.analyses import ANALYSES
 from scheduler_core.catalog import Catalog, drift
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import AffineExecution, measured_catalog
-from scheduler_core.tradeoff import CHECKLIST_ITEMS, Evidence, StoredBoot, missing, parse_required, tradeoff
+from scheduler_core.tradeoff import (
+    CHECKLIST_ITEMS,
+    SPREAD_BOUND,
+    Evidence,
+    StoredBoot,
+    missing,
+    parse_required,
+    tradeoff,
+)
+from scheduler_core.traffic import read_trace
 
 CLEAN = measured_catalog(AffineExecution())
+AZURE = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces" / "azure-llm-2023-code.csv"
 
 
 def job(job_id, kind, recipe="tiny-cpu", **params):
@@ -42,7 +54,7 @@ def test_the_pull_requests_numbers_are_reproduced_with_the_repaired_catalog_besi
 
 def test_each_part_is_null_until_evidence_covers_it():
     summary = tradeoff([], recipe="tiny-cpu", to_policy="rule")
-    parts = ("arms", "sweep", "boots", "fuzz", "simulate", "ttft", "numerics", "health")
+    parts = ("arms", "sweep", "boots", "fuzz", "simulate", "capacity", "requests", "ttft", "numerics", "health")
     assert all(summary[part] is None for part in parts)
     assert [row["item"] for row in summary["checklist"]] == list(CHECKLIST_ITEMS)
     assert not any(row["done"] for row in summary["checklist"])
@@ -144,3 +156,61 @@ def test_a_pr22_job_on_a_gpu_profile_is_read_back_on_that_profile():
     # the cost policy on the repaired catalog, planned on the job's own profile, not the affine model
     assert row["repaired"]["ttft_ms"] == pytest.approx(arms[("14k", "clean")]["cost"]["ttft_ms"])
     assert row["repaired"]["ttft_ms"] > 600  # A100: about 347 ms per 4,096-token chunk, not 66 ms
+
+
+@pytest.fixture(scope="module")
+def azure():
+    return read_trace(str(AZURE))
+
+
+def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_and_the_same_requests(azure):
+    on_trace = job(8, "capacity", trace=azure, limit=600, rate_min_per_s=0.5, rate_max_per_s=20.0, steps=4)
+    poisson = job(9, "capacity", requests=150, rate_min_per_s=1.0, rate_max_per_s=8.0, steps=3, repeats=4)
+    simulated = job(10, "simulate", trace=azure, limit=600)
+    summary = tradeoff([on_trace, simulated], recipe="r", to_policy="rule")
+    cap = summary["capacity"]
+    result = on_trace.result
+    assert cap["job"] == 8 and cap["deterministic"] and cap["randomness"].startswith("deterministic")
+    assert {p: c["capacity_per_s"] for p, c in cap["policies"].items()} == {
+        p["policy"]: p["capacity_per_s"] for p in result["policies"]
+    }
+    assert [d["rate_per_s"] for d in cap["deltas"]] == result["rates_per_s"]
+    for d, stored in zip(cap["deltas"], result["deltas"]):
+        assert d["p50"] == stored["ttft_p50_ms"] and d["p50"]["low"] == d["p50"]["high"]  # one run: no width
+    cost, rule = (next(p for p in result["policies"] if p["policy"] == name) for name in ("cost", "rule"))
+    at = result["rates_per_s"].index(cap["padding_at_per_s"])
+    assert cap["policies"]["rule"]["padded_prefill_ms"] == rule["points"][at]["padded_prefill_ms"]
+    assert cost["points"][at]["meets_slo"] and rule["points"][at]["meets_slo"]
+    # simulate on a trace: the delta of the percentiles, deterministic; padding in GPU-ms per policy
+    sim = summary["simulate"]
+    by_name = {p["policy"]: p for p in simulated.result["policies"]}
+    assert sim["delta"]["p50"] == pytest.approx(by_name["rule"]["ttft_ms"]["p50"] - by_name["cost"]["ttft_ms"]["p50"])
+    assert sim["delta"]["randomness"].startswith("deterministic")
+    assert sim["policies"]["rule"]["padded_prefill_ms"] > sim["policies"]["cost"]["padded_prefill_ms"] > 0
+    # the same requests: from the newest serving job (simulate, #10), its CDF and 20 worst
+    requests = summary["requests"]
+    assert requests["job"] == 10 and requests["kind"] == "simulate" and len(requests["cdf_ms"]) == 101
+    assert requests["worst"] == simulated.result["deltas"]["worst"] and len(requests["worst"]) == 20
+    # Poisson repeats: a real interval around the mean, and the capacity job's own per-request rows
+    random = tradeoff([poisson], recipe="r", to_policy="rule")
+    assert not random["capacity"]["deterministic"] and random["capacity"]["repeats"] == 4
+    assert any(d["p50"]["low"] < d["p50"]["high"] for d in random["capacity"]["deltas"])
+    assert random["requests"]["kind"] == "capacity" and random["requests"]["rate_per_s"] is not None
+    assert random["requests"]["draw"] == "the first of 4 seeded draws" and requests["draw"] is None
+
+
+def test_a_ttft_measured_on_a_cpu_or_spread_wide_is_marked_indicative():
+    def arm(runs):
+        return {"prompt_tokens": 256, "policy": "rule", "launch_count": 1, "ttft_ms": sorted(runs)[1]}
+
+    def ttft(mode, runs):
+        arms = [{**arm(runs), "predicted_ms": 5.0, "ttft_runs_ms": runs}]
+        result = {"provenance": {"device": "x", "mode": mode}, "arms": arms}
+        return tradeoff([Evidence(1, "ttft", "r", {}, result)], recipe="r", to_policy="rule")["ttft"]
+
+    steady = ttft("cuda-graph", [5.0, 5.1, 5.2])
+    assert not steady["indicative"] and steady["arms"][0]["spread"] == pytest.approx(0.2 / 5.1, abs=1e-6)
+    on_cpu = ttft("eager-cpu", [5.0, 5.1, 5.2])
+    assert on_cpu["indicative"] and "not on a GPU" in on_cpu["why"]
+    wide = ttft("cuda-graph", [5.0, 5.1, 5.0 * (1 + 2 * SPREAD_BOUND)])
+    assert wide["indicative"] and wide["arms"][0]["indicative"] and "1 of 1 arms spread" in wide["why"]

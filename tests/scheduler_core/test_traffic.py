@@ -191,12 +191,12 @@ def test_the_shared_trace_summary_equals_figures_computed_independently():
 def test_a_trace_driven_simulate_serves_every_request_of_the_file_as_it_is():
     rows = azure_rows()
     a = ANALYSES["simulate"]
-    params = a.validate({"trace": read_trace(str(AZURE)), "limit": 500, "policies": ["cost", "rule"]})
+    params = a.validate({"trace": read_trace(str(AZURE)), "policies": ["cost", "rule"]})
     result = a.run(params, lambda event: None)
-    first = sorted(rows, key=lambda r: (r[0], r[3]))[:500]
-    t0 = first[0][0]
-    expected = {i: ((t - t0).total_seconds() * 1000.0, p, o) for t, p, o, i in first}
-    assert result["requests"] == 500 and result["traffic"]["source"] == "trace"
+    ordered = sorted(rows, key=lambda r: (r[0], r[3]))
+    t0 = ordered[0][0]
+    expected = {i: ((t - t0).total_seconds() * 1000.0, p, o) for t, p, o, i in ordered}
+    assert result["requests"] == len(rows) == 8819 and result["traffic"]["source"] == "trace"
     for policy in result["policies"]:
         got = {r["id"]: (r["arrival_ms"], r["prompt_tokens"], r["output_tokens"]) for r in policy["per_request"]}
         assert got.keys() == expected.keys()
@@ -204,7 +204,7 @@ def test_a_trace_driven_simulate_serves_every_request_of_the_file_as_it_is():
             assert got[rid][1:] == (prompt, output)
             assert got[rid][0] == pytest.approx(arrival, abs=1e-3)  # the test's datetime keeps 6 of 7 digits
     deltas = result["deltas"]
-    assert deltas["requests"] == 500 and len(deltas["cdf_ms"]) == 101 and len(deltas["worst"]) == 20
+    assert deltas["requests"] == 8819 and len(deltas["cdf_ms"]) == 101 and len(deltas["worst"]) == 20
     by_id = {p["policy"]: {r["id"]: r for r in p["per_request"]} for p in result["policies"]}
     for w in deltas["worst"]:
         assert w["delta_ms"] == pytest.approx(by_id["rule"][w["id"]]["ttft_ms"] - by_id["cost"][w["id"]]["ttft_ms"])
