@@ -17,7 +17,7 @@ from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import selectable_policies
 
 from . import selectors, services
-from .models import DecisionStatus, PolicyDecision
+from .models import DecisionStatus
 from .tradeoff import decision_tradeoff, delta_cdf
 
 
