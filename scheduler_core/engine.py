@@ -1,27 +1,43 @@
 """The multi-lane loop run as a serving engine: traffic that never ends, a policy that can change
-between two launches, and what a real engine would report about each launch and each request.
+while it serves, and what a real engine would report about each launch and each request.
 
 `scheduler.schedule` runs a finite list of arrivals to the end; an engine instead advances its
 clock a little at a time (`advance(until_ms)`), takes arrivals as they come, and swaps its solo
-policy when told (`set_policy`), in force from its next prefill decision. The records it returns
-are the telemetry a web service stores: one per prefill launch, one per finished request, each
-tagged with the policy and version that chose it. Times are on the engine's own clock (ms from
+policy when told (`set_policy`), in force for every request whose first prefill chunk comes
+after it: a request already prefilling keeps the version that planned its first chunk to its
+end, so its launch sequence is one version's and the per-version counts (launches per request,
+sequences per prompt length) never mix two policies. The records it returns are the telemetry a
+web service stores: one per prefill launch, one per finished request, each tagged with the policy
+and version that planned its chunks (for a request, not the version in force when it finished). Times are on the engine's own clock (ms from
 its start); the caller maps them to the wall clock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from .catalog import Catalog
 from .errors import InvalidInput
 from .execution import ExecutionModel
-from .policies import Launch, RulePolicy, RuleV1Policy, make_policy
-from .scheduler import Arrival, SchedulerConfig, _Lane, _Run
+from .policies import Launch, Policy, RulePolicy, RuleV1Policy, make_policy
+from .scheduler import Arrival, SchedulerConfig, Stall, _Lane, _Run
 from .traffic import TrafficShape, poisson_arrivals
 
 _TRIM_EVERY = 1024  # admitted arrivals between trims of the pending list (keeps memory flat)
+
+
+@dataclass(frozen=True)
+class _Planner:
+    """A solo policy with the version that set it: what plans a request from its first chunk on."""
+
+    policy: Policy
+    version: int
+
+    @property
+    def rule_solo(self) -> bool:
+        return isinstance(self.policy, (RulePolicy, RuleV1Policy))
 
 
 class EngineLoop(_Run):
@@ -47,12 +63,14 @@ class EngineLoop(_Run):
         self._itl: dict[int, list[float]] = {}
         self._prefills: dict[int, list[int]] = {}  # per request: its prefill graphs, in order
         self._prompts: dict[int, int] = {}
+        self._planners: dict[int, _Planner] = {}  # per request in flight: the version planning its chunks
 
     def set_policy(self, name: str, version: int) -> None:
-        """Use `name` for solo prefill decisions from the next one on (the busy path stays cost)."""
-        self.solo_policy = make_policy(name)
-        self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
-        self.version = version
+        """Use `name` for the solo prefill decisions of requests not yet prefilling (the busy path stays cost)."""
+        self._use(_Planner(make_policy(name), version))
+
+    def _use(self, planner: _Planner) -> None:
+        self.solo_policy, self.rule_solo, self.version = planner.policy, planner.rule_solo, planner.version
 
     @property
     def policy(self) -> str:
@@ -79,6 +97,18 @@ class EngineLoop(_Run):
         self._trim()
         records, self._records = self._records, []
         return records
+
+    def _step(self) -> Stall | None:
+        """One launch, the head request planned by the version that planned its first chunk."""
+        pinned = self._planners.get(self.prefilling[0].arrival.id) if self.prefilling else None
+        if pinned is None or pinned.version == self.version:
+            return super()._step()
+        current = _Planner(self.solo_policy, self.version)
+        self._use(pinned)
+        try:
+            return super()._step()
+        finally:
+            self._use(current)
 
     def _take_arrivals(self, until_ms: float) -> None:
         while self._next.arrival_ms <= until_ms:
@@ -108,6 +138,7 @@ class EngineLoop(_Run):
         super()._launch(kind, prefill, decode, predicted_ms, lane, chunk, solo)
         if chunk is not None and lane is not None:
             request = lane.arrival.id
+            planner = self._planners.setdefault(request, _Planner(self.solo_policy, self.version))
             self._prefills.setdefault(request, []).append(chunk.graph)
             self._records.append(
                 {
@@ -120,11 +151,12 @@ class EngineLoop(_Run):
                     "padded": chunk.padding,
                     "chooser": chunk.chooser,
                     "ms": self.clock - start,
-                    "policy": self.policy,
-                    "version": self.version,
+                    "policy": planner.policy.name,
+                    "version": planner.version,
                 }
             )
         for outcome in self.finished[before:]:
+            planner = self._planners.pop(outcome.id)
             self._records.append(
                 {
                     "type": "request",
@@ -134,8 +166,8 @@ class EngineLoop(_Run):
                     "ttft_ms": outcome.ttft_ms,
                     "itl_ms": self._itl.pop(outcome.id, []),
                     "launches": self._prefills.pop(outcome.id, []),
-                    "policy": self.policy,
-                    "version": self.version,
+                    "policy": planner.policy.name,
+                    "version": planner.version,
                 }
             )
 

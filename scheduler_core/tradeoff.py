@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .analyses.boots import per_prompt_summary
 from .analyses.catalogs import execution_of, pr22_catalogs
 from .catalog import Catalog
 from .errors import InvalidInput
@@ -145,10 +146,8 @@ def _boots(job: Evidence) -> Json:
         "job": job.id,
         "boots": job.result["boots"],
         "real_boots": job.result["real_boots"],
-        "policies": {
-            name: {"distinct_sequences": o["distinct_sequences"], "max_ttft_spread_ms": o["max_ttft_spread_ms"]}
-            for name, o in job.result["overall"].items()
-        },
+        # recounted from the per-prompt rows, so a result stored with the old summed layout reads the same
+        "policies": {name: per_prompt_summary(job.result["prompts"], name) for name in job.result["overall"]},
     }
 
 

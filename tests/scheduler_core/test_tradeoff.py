@@ -58,7 +58,8 @@ def test_sweep_boots_fuzz_and_simulate_are_summarised_from_the_newest_job_of_eac
     ]
     summary = tradeoff(evidence, recipe="tiny-cpu", to_policy="rule")
     assert summary["sweep"]["job"] == 7 and summary["sweep"]["catalogs"]["drift"]["prompts"] == 8
-    assert summary["boots"]["policies"]["rule"]["distinct_sequences"] == 3
+    rule = summary["boots"]["policies"]["rule"]  # counted per prompt, never added up over the 3 prompts
+    assert (rule["max_distinct_sequences"], rule["prompts_with_one_sequence"], rule["prompts"]) == (1, 3, 3)
     assert summary["fuzz"]["policies"]["rule"] == {"stalls": 0, "violations": 0}
     assert set(summary["simulate"]["policies"]) == {"cost", "rule"}
     done = {row["item"]: row["jobs"] for row in summary["checklist"] if row["done"]}
@@ -144,3 +145,12 @@ def test_a_pr22_job_on_a_gpu_profile_is_read_back_on_that_profile():
     # the cost policy on the repaired catalog, planned on the job's own profile, not the affine model
     assert row["repaired"]["ttft_ms"] == pytest.approx(arms[("14k", "clean")]["cost"]["ttft_ms"])
     assert row["repaired"]["ttft_ms"] > 600  # A100: about 347 ms per 4,096-token chunk, not 66 ms
+
+
+def test_a_boots_result_stored_with_the_old_summed_layout_is_recounted_per_prompt():
+    stored = job(4, "boots", boots=3)
+    for o in stored.result["overall"].values():  # the layout before: prompts added up
+        o.clear()
+        o.update({"distinct_sequences": 3, "prompts_with_one_sequence": 3, "max_ttft_spread_ms": 0.0})
+    rule = tradeoff([stored], recipe="tiny-cpu", to_policy="rule")["boots"]["policies"]["rule"]
+    assert rule["max_distinct_sequences"] == 1 and "distinct_sequences" not in rule
