@@ -275,6 +275,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     from scheduler_core.request import Request
 
     from .capture import catalog_of, isolated_ms
+    from .device import host_load
     from .events import Progress
     from .execute import execute, prompt_tokens
 
@@ -302,6 +303,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
     )
     steps.advance(f"{len(alone)} graphs timed alone")
     arms = []
+    conditions = {"runs": params["runs"], "host_load": {"before": host_load()}}
     for n in params["prompt_tokens"]:
         prompt = prompt_tokens(boot, n, params["seed"])
         for policy in params["policies"]:
@@ -313,12 +315,14 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
                 emit({"type": "launch", "prompt_tokens": n, "policy": policy, **launch})
             arms.append(arm)
             steps.advance(f"{n} tokens {policy}: {arm['ttft_ms']:.2f} ms")
+    conditions["host_load"]["after"] = host_load()
     return {
         **stored,
         "planning_catalog": planning.to_dicts(),
         "planning_catalog_source": "given" if params["boot_catalog"] else "this boot",
         "alone_ms": [{"prefill": c, "keys": k, "ms": ms} for (c, k), ms in sorted(alone.items())],
         "arms": arms,
+        "ttft_conditions": conditions,  # what the TTFT runs ran beside (the boot's own: provenance)
     }
 
 

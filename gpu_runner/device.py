@@ -251,6 +251,12 @@ def gpu_state(device: torch.device) -> dict[str, Any] | None:
     return _from_smi(index) or _from_nvml(index)
 
 
+def host_load() -> dict[str, Any]:
+    """The machine's load now: the 1, 5 and 15 minute load averages and its cores. A timing taken
+    beside other work (a shared CPU) reads slower than the plan costs, so each says what it ran beside."""
+    return {"load_average": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}
+
+
 def provenance(config: ModelConfig, device: torch.device, seed: int) -> dict[str, Any]:
     """What a stored boot must say about itself to be comparable with another: the device and its
     driver, the libraries, and the process it was measured in (each boot of a capture is its own)."""

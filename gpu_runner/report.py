@@ -27,12 +27,22 @@ def _gpu_state(state: dict[str, Any] | None) -> str:
     )
 
 
+def host_load_text(load: dict[str, Any] | None) -> str:
+    """ "load average 7.90 on 2 cores before, 8.10 after" (the 1-minute average), or "host load not recorded"."""
+    if not load or not load.get("before"):
+        return "host load not recorded"
+    before, after = load["before"], load.get("after")
+    text = f"load average {before['load_average'][0]:.2f} on {before['cores']} cores before"
+    return text + (f", {after['load_average'][0]:.2f} after" if after else "")
+
+
 def capture_text(result: dict[str, Any]) -> str:
     drift = result["provenance"].get("drift")
     disturbed = f"; drifted: prefill {', '.join(map(str, drift['capacities']))} (load {drift['load']})" if drift else ""
     process = result["provenance"].get("pid")
     lines = [
-        f"boot on {_provenance(result)}{disturbed}" + (f"; process {process}" if process else ""),
+        f"boot on {_provenance(result)}{disturbed}" + (f"; process {process}" if process else "")
+        + f"; {host_load_text(result['provenance'].get('host_load'))}",
         f"{'shape':<18} {'median ms':>10} {'p10':>9} {'p90':>9} {'p90/p10':>8} {'samples':>8}",
     ]
     state = result["provenance"].get("gpu_state")
@@ -65,6 +75,8 @@ def capture_text(result: dict[str, Any]) -> str:
 def ttft_text(result: dict[str, Any]) -> str:
     lines = [
         f"on {_provenance(result)}; planned with {result['planning_catalog_source']}'s catalog",
+        f"{(result.get('ttft_conditions') or {}).get('runs', '?')} runs per arm (TTFT: their median); "
+        f"{host_load_text((result.get('ttft_conditions') or {}).get('host_load'))}",
         "predicted: the launches at the planning catalog's durations; undisturbed: at this boot's "
         "medians timed without drift",
         f"{'prompt':>7} {'policy':<7} {'launches':>8} {'padded':>7} {'TTFT ms':>10} {'predicted':>10} "
