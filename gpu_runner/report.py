@@ -41,7 +41,8 @@ def capture_text(result: dict[str, Any]) -> str:
     disturbed = f"; drifted: prefill {', '.join(map(str, drift['capacities']))} (load {drift['load']})" if drift else ""
     process = result["provenance"].get("pid")
     lines = [
-        f"boot on {_provenance(result)}{disturbed}" + (f"; process {process}" if process else "")
+        f"boot on {_provenance(result)}{disturbed}"
+        + (f"; process {process}" if process else "")
         + f"; {host_load_text(result['provenance'].get('host_load'))}",
         f"{'shape':<18} {'median ms':>10} {'p10':>9} {'p90':>9} {'p90/p10':>8} {'samples':>8}",
     ]

@@ -42,7 +42,11 @@ def test_boots_count_per_prompt_and_a_loaded_ttft_carries_its_caveat(stack, page
     boots = _done(recipe, "boots", boots=16, sigma=0.1)
     ttft = _ttft_on_a_loaded_cpu(recipe)
     decision = decisions.decision_propose(
-        actor=author, recipe="tiny-cpu", policy="rule", rationale="one sequence per prompt", evidence=[boots.pk, ttft.pk]
+        actor=author,
+        recipe="tiny-cpu",
+        policy="rule",
+        rationale="one sequence per prompt",
+        evidence=[boots.pk, ttft.pk],
     )
     User.objects.create_superuser("ora", password="pw-ora-123")
     stack.start_web()
@@ -53,14 +57,19 @@ def test_boots_count_per_prompt_and_a_loaded_ttft_carries_its_caveat(stack, page
         most = max(row[policy]["distinct_sequences"] for row in prompts)  # the boots job's own per-prompt figure
         one = sum(row[policy]["distinct_sequences"] == 1 for row in prompts)
         assert f"at most {most} distinct launch sequence" in line and f"{one} of {len(prompts)} prompts" in line
-    assert "at most 1 distinct launch sequence per prompt" in page.text_content('#tradeoff-boots li[data-policy="rule"]')
+    assert "at most 1 distinct launch sequence per prompt" in page.text_content(
+        '#tradeoff-boots li[data-policy="rule"]'
+    )
 
     conditions = page.locator("#ttft-conditions")
     text = " ".join(conditions.text_content().split())
     assert "3 runs per arm" in text and "load average 7.90 on 2 cores (loaded" in text
     assert "Caveat: 1 of 2 arms measured more than 25% off their prediction, on a loaded host" in text
     cost = " ".join(conditions.locator('li[data-policy="cost"]').text_content().split())
-    assert cost == "3504 tokens cost: measured 312.20 ms (runs 298.00 .. 371.50 ms), +402.7 % against its prediction of 62.10 ms"
+    assert (
+        cost
+        == "3504 tokens cost: measured 312.20 ms (runs 298.00 .. 371.50 ms), +402.7 % against its prediction of 62.10 ms"
+    )
     assert conditions.locator('li[data-policy="rule"]').count() == 0  # 5.9 % off: within the bound
     SHOTS.mkdir(parents=True, exist_ok=True)
     for width, height in ((1280, 800), (390, 844)):

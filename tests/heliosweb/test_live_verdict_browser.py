@@ -85,7 +85,9 @@ def test_ttft_points_before_a_marker_stay_while_the_page_stays_open(stack, page,
     stack.start_web()
     start = (int(time.time()) - 120) * 1000.0  # two minutes ago, on a whole second
     for batch in range(1, 5):  # 20 seconds at 60 requests a second: 1,200 TTFT points, past any cap
-        off_the_browser_thread(post_seconds, recipe=recipe, batch=batch, first_second_ms=start + (batch - 1) * 5000, seconds=5)
+        off_the_browser_thread(
+            post_seconds, recipe=recipe, batch=batch, first_second_ms=start + (batch - 1) * 5000, seconds=5
+        )
     log_in_and_open(page, f"{stack.base_url}/recipes/tiny-cpu/live", "watcher", "pw-watcher-123")
     page.set_default_timeout(60_000)
     page.wait_for_function("document.getElementById('live').dataset.lastSeq === '4'")

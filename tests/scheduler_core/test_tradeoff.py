@@ -182,7 +182,9 @@ def test_a_ttft_far_off_its_prediction_on_a_loaded_host_carries_a_caveat():
 def test_the_same_gap_on_an_idle_host_is_listed_without_blaming_the_load_and_unknown_load_is_said():
     idle = tradeoff([stored_ttft(9, measured=312.2, predicted=62.1, load=0.3)], recipe="r", to_policy="rule")
     assert idle["ttft_conditions"]["loaded"] is False and "not evidence" not in idle["ttft_conditions"]["caveat"]
-    old = tradeoff([stored_ttft(9, measured=312.2, predicted=62.1, load=None, recorded=False)], recipe="r", to_policy="rule")
+    old = tradeoff(
+        [stored_ttft(9, measured=312.2, predicted=62.1, load=None, recorded=False)], recipe="r", to_policy="rule"
+    )
     assert old["ttft_conditions"]["conditions"] == "host load not recorded" and old["ttft_conditions"]["runs"] is None
     close = tradeoff([stored_ttft(9, measured=64.0, predicted=62.1, load=7.9)], recipe="r", to_policy="rule")
     assert close["ttft_conditions"]["caveat"] is None and close["ttft_conditions"]["off_prediction"] == []
