@@ -137,8 +137,8 @@ def recipe_live_panel(request: HttpRequest, name: str) -> JsonResponse:
             "change": latest,
             "label": f"v{version}: {latest['policy']} ({change_cause(latest)})",
             "min_samples": MIN_SAMPLES,
-            "before": version_summary(recipe=recipe, version=version - 1),
-            "after": version_summary(recipe=recipe, version=version),
+            "before": version_summary(recipe=recipe, version=version - 1, policy=latest["from_policy"]),
+            "after": version_summary(recipe=recipe, version=version, policy=latest["policy"]),
         }
     )
 
