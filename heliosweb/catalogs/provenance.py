@@ -1,8 +1,9 @@
 """A boot's provenance, typed where it is read.
 
 Provenance is the JSON a capture writes about itself (device, libraries, process, seed, drift) or
-an upload brings. Pages read three of its keys: `device`, `mode` and `drift` (which graphs were
-timed under competing work, and with what load). Those keys are declared here with the types the
+an upload brings. Pages read five of its keys: `device`, `mode`, `drift` (which graphs were
+timed under competing work, and with what load), `host_load` (the machine's load when it was
+measured) and `repeats` (the samples per shape). Those keys are declared here with the types the
 pages read; `Provenance.parse` holds an upload and a capture's result to them (a
 `{"drift": "x"}` answered 201 and then broke every page that lists boots, for good, since boots
 are append-only), and `Provenance.read` is how every page reads a stored boot: a key of the wrong
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 from heliosweb.common.bounds import check_text
 from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS
 from scheduler_core.errors import InvalidInput
-from scheduler_core.validation import require_int, require_list, require_mapping, text_problem
+from scheduler_core.validation import require_int, require_list, require_mapping, require_number, text_problem
 
 MAX_PROVENANCE_BYTES = 64 * 1024  # where a boot came from, not a place for its data
 MAX_LABEL = 200  # `device` and `mode`: a name, shown in every boot picker
@@ -58,6 +59,35 @@ class Drift:
         return f"drifted {', '.join(map(str, self.capacities))}"
 
 
+@dataclass(frozen=True)
+class HostLoad:
+    """The host's 1-minute load average and its cores as a capture began measuring (`host_load.before`):
+    a CPU boot measured beside other work over-measures every graph."""
+
+    load_average_1m: float
+    cores: int
+
+    @classmethod
+    def parse(cls, value: Any, field: str) -> HostLoad:
+        before = require_mapping(require_mapping(value, field).get("before"), f"{field}.before")
+        averages = require_list(before.get("load_average"), f"{field}.before.load_average")
+        if not averages:
+            raise InvalidInput(f"{field}.before.load_average", "must list the 1, 5 and 15 minute load averages")
+        return cls(
+            require_number(averages[0], f"{field}.before.load_average[0]", minimum=0.0, maximum=1_000_000.0),
+            require_int(before.get("cores"), f"{field}.before.cores", minimum=1, maximum=1_000_000),
+        )
+
+    @property
+    def label(self) -> str:
+        """ "load 7.90 on 2 cores": how the boots table says what a boot was measured beside."""
+        return f"load {self.load_average_1m:.2f} on {self.cores} cores"
+
+
+def _repeats(value: Any, field: str) -> int:
+    return require_int(value, field, minimum=1, maximum=1_000_000)
+
+
 def _clean_text(value: Any) -> Any:
     """`value` with every string's NUL and lone surrogates (keys too) replaced by U+FFFD."""
     if isinstance(value, str):
@@ -82,6 +112,8 @@ class Provenance:
     device: str | None = None
     mode: str | None = None
     drift: Drift | None = None
+    host_load: HostLoad | None = None
+    repeats: int | None = None
 
     @classmethod
     def parse(cls, value: Any, field: str = "provenance") -> dict[str, Any]:
@@ -115,7 +147,7 @@ class Provenance:
         typed = cls._typed(data, "provenance", strict=False)
         moved = {
             name: data.pop(name)
-            for name in ("device", "mode", "drift")
+            for name in ("device", "mode", "drift", "host_load", "repeats")
             if name in data and getattr(typed, name) is None
         }
         if moved:
@@ -139,4 +171,10 @@ class Provenance:
                     raise
                 return None
 
-        return cls(device=key("device", _label), mode=key("mode", _label), drift=key("drift", Drift.parse))
+        return cls(
+            device=key("device", _label),
+            mode=key("mode", _label),
+            drift=key("drift", Drift.parse),
+            host_load=key("host_load", HostLoad.parse),
+            repeats=key("repeats", _repeats),
+        )

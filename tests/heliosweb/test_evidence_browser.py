@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
+from heliosweb.catalogs.models import Boot
 from heliosweb.decisions import services as decisions
 from heliosweb.jobs.models import BenchmarkJob
 
@@ -78,3 +79,22 @@ def test_boots_count_per_prompt_and_a_loaded_ttft_carries_its_caveat(stack, page
         assert page.evaluate("document.documentElement.scrollWidth") <= width  # no sideways scroll
         page.locator("#tradeoff-boots").scroll_into_view_if_needed()
         page.locator("#tradeoff").screenshot(path=str(SHOTS / f"decision-evidence-{width}.png"))
+
+
+def test_a_stored_boot_says_what_load_it_was_measured_beside(stack, page, recipe):
+    load = {"load_average": [7.9, 6.5, 4.0], "cores": 2}
+    provenance = {"device": "cpu (2 threads)", "mode": "eager-cpu", "host_load": {"before": load}, "repeats": 5}
+    graphs = [{"prefill": 64, "decode": 0, "ms": 1.0}, {"prefill": 128, "decode": 0, "ms": 1.8}]
+    boot = Boot.objects.create(recipe=recipe, catalog=graphs, provenance=provenance)
+    old = Boot.objects.create(recipe=recipe, catalog=graphs, provenance={"device": "cpu", "mode": "eager-cpu"})
+    User.objects.create_superuser("ora", password="pw-ora-123")
+    stack.start_web()
+    log_in_and_open(page, f"{stack.base_url}/recipes/tiny-cpu", "ora", "pw-ora-123")
+    assert page.text_content(f"#boot-{boot.pk} .conditions") == "load 7.90 on 2 cores · 5 samples per shape"
+    assert page.locator(f"#boot-{old.pk} .conditions").count() == 0  # recorded before: nothing claimed
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width, height in ((1280, 800), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.reload()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        page.locator("#boots").screenshot(path=str(SHOTS / f"recipe-boots-{width}.png"))
