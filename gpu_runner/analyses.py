@@ -21,7 +21,7 @@ from .events import MeasurementEvent, TtftLaunchEvent
 from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
 from .published import profile
 from .report import capture_text, numerics_text, ttft_text
-from .results import Boot, CaptureResult, NumericsResult, TtftResult, capture_boots
+from .results import Boot, CaptureResult, NumericsResult, TtftConditions, TtftResult, capture_boots
 from .targets import BOOT_SPREAD_TARGET, error_split
 
 PRESET = ChoiceParam(
@@ -269,6 +269,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> TtftResult:
     from scheduler_core.request import Request
 
     from .capture import catalog_of, isolated_ms
+    from .device import host_load
     from .events import Progress
     from .execute import execute, prompt_tokens
 
@@ -296,6 +297,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> TtftResult:
     )
     steps.advance(f"{len(alone)} graphs timed alone")
     arms = []
+    conditions: TtftConditions = {"runs": params["runs"], "host_load": {"before": host_load()}}
     for n in params["prompt_tokens"]:
         prompt = prompt_tokens(boot, n, params["seed"])
         for policy in params["policies"]:
@@ -307,12 +309,14 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> TtftResult:
                 emit({"type": "launch", "prompt_tokens": n, "policy": policy, **launch})
             arms.append(arm)
             steps.advance(f"{n} tokens {policy}: {arm['ttft_ms']:.2f} ms")
+    conditions["host_load"]["after"] = host_load()
     return {
         **cast(Boot, stored),
         "planning_catalog": planning.to_dicts(),
         "planning_catalog_source": "given" if params["boot_catalog"] else "this boot",
         "alone_ms": [{"prefill": c, "keys": k, "ms": ms} for (c, k), ms in sorted(alone.items())],
         "arms": arms,
+        "ttft_conditions": conditions,  # what the TTFT runs ran beside (the boot's own: provenance)
     }
 
 

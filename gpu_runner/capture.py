@@ -15,7 +15,7 @@ import torch
 
 from scheduler_core.catalog import Catalog
 
-from .device import gpu_state, mode_of, provenance, shape_memory_guard
+from .device import gpu_state, host_load, mode_of, provenance, shape_memory_guard
 from .drift import Disturbance
 from .events import Progress, shape_label
 from .execute import random_token_ids
@@ -115,13 +115,15 @@ def capture_boot(
     boot_index: int = 0,
 ) -> tuple[BootedModel, dict[str, Any]]:
     """Boot the model, capture every shape, measure them in a seeded random order, streaming each
-    measurement; the GPU's clocks, power and throttle reasons are read before and after. Returns the live boot (to execute plans on) and its stored form."""
+    measurement; the GPU's clocks, power and throttle reasons, and the host's load, are read before and after. Returns the live boot (to execute plans on) and its stored form."""
     meta = provenance(config, device, seed)
     boot = BootedModel(config, device, shapes, seed)
     boot.prepare(shapes)
     meta["attention"] = boot.attention
     steps.advance(f"boot {boot_index}: captured {len(shapes)} graphs")
     meta["gpu_state"] = {"before": gpu_state(device)}
+    meta["host_load"] = {"before": host_load()}
+    meta["repeats"] = repeats
     order = list(shapes)
     random.Random(seed * 1000 + boot_index).shuffle(order)  # seeded: the same boot measures in the same order
     meta["order"] = [shape_label(*s) for s in order]
@@ -135,6 +137,7 @@ def capture_boot(
         steps.emit({"type": "measurement", "boot": boot_index, "shape": shape_label(*shape), **row})
         steps.advance(f"boot {boot_index}: prefill={shape[0]} decode={shape[1]}")
     meta["gpu_state"]["after"] = gpu_state(device)
+    meta["host_load"]["after"] = host_load()
     measurements = [measured[s] for s in shapes]  # stored in catalog order
     # A deliberately disturbed boot says so wherever it is stored: its catalog over-measures these,
     # each by the slowdown achieved (its median over its undisturbed median in this boot).

@@ -21,7 +21,7 @@ from scheduler_core.errors import InvalidInput
 
 from .errors import BootOutOfMemory
 from .presets import ModelConfig, estimate_bytes
-from .provenance import ProvenanceRecord
+from .provenance import LoadNow, ProvenanceRecord
 
 GIB = 2**30
 
@@ -250,6 +250,12 @@ def gpu_state(device: torch.device) -> dict[str, Any] | None:
         return None
     index = device.index if device.index is not None else 0
     return _from_smi(index) or _from_nvml(index)
+
+
+def host_load() -> LoadNow:
+    """The machine's load now: the 1, 5 and 15 minute load averages and its cores. A timing taken
+    beside other work (a shared CPU) reads slower than the plan costs, so each says what it ran beside."""
+    return {"load_average": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}
 
 
 def provenance(config: ModelConfig, device: torch.device, seed: int) -> ProvenanceRecord:

@@ -3,7 +3,7 @@ drift), declared here, where it is written (`device.provenance`, `capture.captur
 typed by everyone who reads it (the web's boot pages through `heliosweb.catalogs.provenance`).
 
 `ProvenanceRecord` is the JSON as a capture writes it. `Provenance` is the part pages read
-(`device`, `mode`, `drift`), parsed from any stored JSON (a capture's, or an upload's, which may
+(`device`, `mode`, `drift`, `host_load`, `repeats`), parsed from any stored JSON (a capture's, or an upload's, which may
 carry only some keys): strictly where it enters (`parse_typed`), leniently where it is read back
 (`read`: a key of the wrong type reads as absent). Importing this module never imports torch.
 """
@@ -16,7 +16,7 @@ from typing import Any, ClassVar, NotRequired, Self, TypedDict, TypeVar
 
 from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS
 from scheduler_core.errors import InvalidInput
-from scheduler_core.validation import require_int, require_list, require_mapping
+from scheduler_core.validation import require_int, require_list, require_mapping, require_number
 
 MAX_LABEL = 200  # `device` and `mode`: a name, shown in every boot picker
 
@@ -26,6 +26,16 @@ T = TypeVar("T")
 class DriftAchieved(TypedDict):
     prefill: int
     slowdown: float  # the graph's median under the drift over its undisturbed median
+
+
+class LoadNow(TypedDict):
+    load_average: list[float]  # the 1, 5 and 15 minute averages
+    cores: int | None
+
+
+class HostLoadRecord(TypedDict):
+    before: LoadNow
+    after: NotRequired[LoadNow]
 
 
 class DriftRecord(TypedDict):
@@ -59,6 +69,8 @@ class ProvenanceRecord(TypedDict):
     drift: NotRequired[DriftRecord | None]
     startup_s: NotRequired[float | None]  # a fresh boot process: spawn to torch imported
     boot_s: NotRequired[float]  # spawn to result
+    host_load: NotRequired[HostLoadRecord]  # the machine's load as it measured (`device.host_load`)
+    repeats: NotRequired[int]  # samples timed per shape
 
 
 @dataclass(frozen=True)
@@ -90,6 +102,35 @@ class Drift:
         return f"drifted {', '.join(map(str, self.capacities))}"
 
 
+@dataclass(frozen=True)
+class HostLoad:
+    """The host's 1-minute load average and its cores as a capture began measuring (`host_load.before`):
+    a CPU boot measured beside other work over-measures every graph."""
+
+    load_average_1m: float
+    cores: int
+
+    @classmethod
+    def parse(cls, value: Any, field: str) -> HostLoad:
+        before = require_mapping(require_mapping(value, field).get("before"), f"{field}.before")
+        averages = require_list(before.get("load_average"), f"{field}.before.load_average")
+        if not averages:
+            raise InvalidInput(f"{field}.before.load_average", "must list the 1, 5 and 15 minute load averages")
+        return cls(
+            require_number(averages[0], f"{field}.before.load_average[0]", minimum=0.0, maximum=1_000_000.0),
+            require_int(before.get("cores"), f"{field}.before.cores", minimum=1, maximum=1_000_000),
+        )
+
+    @property
+    def label(self) -> str:
+        """ "load 7.90 on 2 cores": how the boots table says what a boot was measured beside."""
+        return f"load {self.load_average_1m:.2f} on {self.cores} cores"
+
+
+def _repeats(value: Any, field: str) -> int:
+    return require_int(value, field, minimum=1, maximum=1_000_000)
+
+
 def _label(value: Any, field: str) -> str:
     if not isinstance(value, str) or len(value) > MAX_LABEL:
         raise InvalidInput(field, f"must be text of at most {MAX_LABEL} characters, got {type(value).__name__}")
@@ -103,8 +144,16 @@ class Provenance:
     device: str | None = None
     mode: str | None = None
     drift: Drift | None = None
+    host_load: HostLoad | None = None
+    repeats: int | None = None
 
-    READ: ClassVar[tuple[str, ...]] = ("device", "mode", "drift")  # the keys typed here; others kept as given
+    READ: ClassVar[tuple[str, ...]] = (
+        "device",
+        "mode",
+        "drift",
+        "host_load",
+        "repeats",
+    )  # the keys typed here; others kept as given
 
     @classmethod
     def read(cls, stored: Any) -> Self:
@@ -126,4 +175,10 @@ class Provenance:
                     raise
                 return None
 
-        return cls(device=key("device", _label), mode=key("mode", _label), drift=key("drift", Drift.parse))
+        return cls(
+            device=key("device", _label),
+            mode=key("mode", _label),
+            drift=key("drift", Drift.parse),
+            host_load=key("host_load", HostLoad.parse),
+            repeats=key("repeats", _repeats),
+        )

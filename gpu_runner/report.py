@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .events import shape_label
-from .provenance import ProvenanceRecord
+from .provenance import HostLoadRecord, ProvenanceRecord
 from .published import table as published_table
 from .results import CaptureResult, NumericsResult, TtftResult
 
@@ -28,12 +28,23 @@ def _gpu_state(state: dict[str, Any] | None) -> str:
     )
 
 
+def host_load_text(load: HostLoadRecord | None) -> str:
+    """ "load average 7.90 on 2 cores before, 8.10 after" (the 1-minute average), or "host load not recorded"."""
+    if not load or not load.get("before"):
+        return "host load not recorded"
+    before, after = load["before"], load.get("after")
+    text = f"load average {before['load_average'][0]:.2f} on {before['cores']} cores before"
+    return text + (f", {after['load_average'][0]:.2f} after" if after else "")
+
+
 def capture_text(result: CaptureResult) -> str:
     drift = result["provenance"].get("drift")
     disturbed = f"; drifted: prefill {', '.join(map(str, drift['capacities']))} (load {drift['load']})" if drift else ""
     process = result["provenance"].get("pid")
     lines = [
-        f"boot on {_provenance(result['provenance'])}{disturbed}" + (f"; process {process}" if process else ""),
+        f"boot on {_provenance(result['provenance'])}{disturbed}"
+        + (f"; process {process}" if process else "")
+        + f"; {host_load_text(result['provenance'].get('host_load'))}",
         f"{'shape':<18} {'median ms':>10} {'p10':>9} {'p90':>9} {'p90/p10':>8} {'samples':>8}",
     ]
     state = result["provenance"].get("gpu_state")
@@ -66,6 +77,8 @@ def capture_text(result: CaptureResult) -> str:
 def ttft_text(result: TtftResult) -> str:
     lines = [
         f"on {_provenance(result['provenance'])}; planned with {result['planning_catalog_source']}'s catalog",
+        f"{(result.get('ttft_conditions') or {}).get('runs', '?')} runs per arm (TTFT: their median); "
+        f"{host_load_text((result.get('ttft_conditions') or {}).get('host_load'))}",
         "predicted: the launches at the planning catalog's durations; undisturbed: at this boot's "
         "medians timed without drift",
         f"{'prompt':>7} {'policy':<7} {'launches':>8} {'padded':>7} {'TTFT ms':>10} {'predicted':>10} "

@@ -9,7 +9,7 @@ from typing import Any, NotRequired, TypedDict
 
 from scheduler_core.analyses.contract import BootArtifact
 
-from .provenance import ProvenanceRecord
+from .provenance import HostLoadRecord, ProvenanceRecord
 
 
 class Boot(TypedDict):
@@ -33,6 +33,13 @@ class CaptureResult(Boot):
     boot_spread_verdict: NotRequired[dict[str, Any]]
 
 
+class TtftConditions(TypedDict):
+    """What the runs ran beside: their number per arm and the host's load before and after."""
+
+    runs: int
+    host_load: HostLoadRecord
+
+
 class TtftResult(Boot):
     """This boot, the catalog the plans were made with, each graph timed alone, and an arm per
     (prompt, policy): measured TTFT beside the prediction, launch by launch."""
@@ -41,6 +48,7 @@ class TtftResult(Boot):
     planning_catalog_source: str
     alone_ms: list[dict[str, Any]]
     arms: list[dict[str, Any]]
+    ttft_conditions: TtftConditions
 
 
 class NumericsResult(TypedDict):

@@ -1,12 +1,15 @@
 """The multi-lane loop run as a serving engine: traffic that never ends, a policy that can change
-between two launches, and what a real engine would report about each launch and each request.
+while it serves, and what a real engine would report about each launch and each request.
 
 `scheduler.schedule` runs a finite list of arrivals to the end; an engine instead advances its
 clock a little at a time (`advance(until_ms)`), takes arrivals as they come, and swaps its solo
-policy when told (`set_policy`), in force from its next prefill decision. The records it returns
-are the telemetry a web service stores: one per prefill launch, one per finished request, each
-tagged with the policy and version that chose it. Times are on the engine's own clock (ms from
-its start); the caller maps them to the wall clock.
+policy when told (`set_policy`), in force for every request whose first prefill chunk comes
+after it: a request already prefilling keeps the version that planned its first chunk to its
+end, so its launch sequence is one version's and the per-version counts (launches per request,
+sequences per prompt length) never mix two policies. The records it returns are the telemetry a
+web service stores: one per prefill launch, one per finished request, each tagged with the policy
+and version that planned its chunks (for a request, not the version in force when it finished).
+Times are on the engine's own clock (ms from its start); the caller maps them to the wall clock.
 """
 
 from __future__ import annotations
@@ -47,9 +50,11 @@ class EngineLoop:
         self._itl: dict[int, list[float]] = {}
         self._prefills: dict[int, list[int]] = {}  # per request: its prefill graphs, in order
         self._prompts: dict[int, int] = {}
+        self._planners: dict[int, tuple[str, int]] = {}  # per request in flight: the policy and version planning it
 
     def set_policy(self, name: str, version: int) -> None:
-        """Use `name` for solo prefill decisions from the next one on (the busy path stays cost)."""
+        """Use `name` for the solo prefill decisions of requests not yet prefilling (one already
+        prefilling keeps the version that planned its first chunk; the busy path stays cost)."""
         self._loop.set_solo_policy(name)
         self.version = version
 
@@ -71,12 +76,14 @@ class EngineLoop:
         return records
 
     def _record(self, report: LaunchReport) -> None:
-        """A launch's record (a prefill chunk's) and one per request it finished."""
+        """A launch's record (a prefill chunk's) and one per request it finished, each tagged with
+        the version that planned the request's first chunk (`StepLoop` plans the rest with it)."""
         launch = report.launch
         for request, gap in zip(launch.decode_lanes, report.gaps_ms):
             self._itl.setdefault(request, []).append(gap)
         chunk = launch.chunk
         if chunk is not None and launch.lane is not None:
+            policy, version = self._planners.setdefault(launch.lane, (self.policy, self.version))
             self._prefills.setdefault(launch.lane, []).append(chunk.graph)
             self._records.append(
                 {
@@ -89,11 +96,12 @@ class EngineLoop:
                     "padded": chunk.padding,
                     "chooser": chunk.chooser,
                     "ms": launch.end_ms - launch.start_ms,
-                    "policy": self.policy,
-                    "version": self.version,
+                    "policy": policy,
+                    "version": version,
                 }
             )
         for outcome in report.finished:
+            policy, version = self._planners.pop(outcome.id)
             self._records.append(
                 {
                     "type": "request",
@@ -103,7 +111,7 @@ class EngineLoop:
                     "ttft_ms": outcome.ttft_ms,
                     "itl_ms": self._itl.pop(outcome.id, []),
                     "launches": self._prefills.pop(outcome.id, []),
-                    "policy": self.policy,
-                    "version": self.version,
+                    "policy": policy,
+                    "version": version,
                 }
             )

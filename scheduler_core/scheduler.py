@@ -18,7 +18,17 @@ from typing import Any
 from .catalog import Catalog, Graph
 from .errors import InvalidInput
 from .execution import ExecutionModel
-from .policies import CostPolicy, Launch, PrefillState, RulePolicy, RuleV1Policy, make_policy, rule_graph, totals_equal
+from .policies import (
+    CostPolicy,
+    Launch,
+    Policy,
+    PrefillState,
+    RulePolicy,
+    RuleV1Policy,
+    make_policy,
+    rule_graph,
+    totals_equal,
+)
 from .request import Request
 
 PROGRESS_EVERY = 512  # launches between progress callbacks: a few tens of ms of loop time
@@ -166,6 +176,7 @@ class _Lane:
         "last_index",
         "last_ms",
         "max_gap",
+        "planner",
     )
 
     def __init__(self, arrival: Arrival) -> None:
@@ -180,6 +191,9 @@ class _Lane:
         self.last_index = -1  # launch index of its latest token
         self.last_ms = 0.0
         self.max_gap = 0.0
+        # The solo policy in force at its first chunk, and whether it is the rule: it plans the rest
+        # of the request, whatever `set_solo_policy` says meanwhile (one request, one planner).
+        self.planner: tuple[Policy, bool] | None = None
 
     def outcome(self) -> LaneOutcome:
         a = self.arrival
@@ -420,7 +434,8 @@ class StepLoop:
         self.pending.append(arrival)
 
     def set_solo_policy(self, name: str) -> None:
-        """Choose solo prefill chunks with `name` from the next decision on (the busy path stays cost)."""
+        """Choose solo prefill chunks with `name` for requests whose first chunk is still to come
+        (one already prefilling keeps the policy that planned its first chunk; the busy path stays cost)."""
         self.solo_policy = make_policy(name)
         self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
 
@@ -459,7 +474,8 @@ class StepLoop:
                 self._launch(INIT, 0, 0, self.shapes.init_predicted_ms, head)
             return None
         solo = len(self.prefilling) == 1
-        policy = self.solo_policy if solo else self.busy_policy
+        solo_policy, rule_solo = head.planner or (self.solo_policy, self.rule_solo)
+        policy = solo_policy if solo else self.busy_policy
         chunk = policy.choose(PrefillState(self.catalog, head.arrival.request, head.position))
         if chunk is None or chunk.end <= head.position:
             return Stall(head.arrival.id, head.position, policy.name)
@@ -467,7 +483,11 @@ class StepLoop:
             self._launch(PREFILL, chunk.graph, 0, chunk.predicted_ms, head, chunk, solo)
             return None
         decode = self.shapes.decode_for(len(decoding))
-        mixed = self.shapes.mixed_for(chunk.graph, len(decoding)) if self._mixable(chunk, head, solo) else None
+        mixed = (
+            self.shapes.mixed_for(chunk.graph, len(decoding))
+            if self._mixable(chunk, head, solo and rule_solo)
+            else None
+        )
         if mixed is not None and _not_dearer(_predicted(mixed), chunk.predicted_ms + _predicted(decode)):
             self._launch(MIXED, mixed.prefill, mixed.decode, _predicted(mixed), head, chunk, solo)
         elif must_decode:
@@ -476,9 +496,9 @@ class StepLoop:
             self._launch(PREFILL, chunk.graph, 0, chunk.predicted_ms, head, chunk, solo)
         return None
 
-    def _mixable(self, chunk: Launch, lane: _Lane, solo: bool) -> bool:
+    def _mixable(self, chunk: Launch, lane: _Lane, solo_rule: bool) -> bool:
         """PR #22: under the rule, a mixed shape carries a solo chunk only when its prefill row is the rule's graph."""
-        if not (solo and self.rule_solo):
+        if not solo_rule:
             return True
         request, p = lane.arrival.request, lane.position
         return chunk.graph == rule_graph(self.catalog, request.segment_end(p) - p)
@@ -515,6 +535,8 @@ class StepLoop:
                 lane.phase = PREFILL
             else:
                 assert chunk is not None
+                if lane.planner is None:
+                    lane.planner = (self.solo_policy, self.rule_solo)
                 lane.chunks.append(chunk)
                 lane.solo.append(solo)
                 lane.position = chunk.end

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .analyses.boots import BootsResult
+from .analyses.boots import BootsResult, per_prompt_summary
 from .analyses.catalogs import execution_of, pr22_catalogs
 from .analyses.fuzz import FuzzResult
 from .analyses.pr22 import Pr22Result
@@ -48,6 +48,8 @@ CHECKLIST: tuple[tuple[str, str], ...] = (
     ("liveness_fuzzed", "liveness fuzzed"),
 )
 CHECKLIST_ITEMS: tuple[str, ...] = tuple(key for key, _ in CHECKLIST)
+# A measured TTFT further than this share from its prediction is listed with a caveat (docs/decisions.md).
+OFF_PREDICTION_BOUND = 0.25
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ def tradeoff(evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots
     )
     serving = _serving_newest(newest)
     out["requests"] = _readable(_requests, serving) if serving else None
+    out["ttft_conditions"] = _readable(ttft_conditions, newest["ttft"]) if "ttft" in newest else None
     out["health"] = _health(involved, boots) if involved else None
     out["checklist"] = checklist(evidence, recipe=recipe, to_policy=to_policy, boots=boots)
     return out
@@ -158,10 +161,8 @@ def _boots(job: Evidence) -> Json:
         "job": job.id,
         "boots": result["boots"],
         "real_boots": result["real_boots"],
-        "policies": {
-            name: {"distinct_sequences": o["distinct_sequences"], "max_ttft_spread_ms": o["max_ttft_spread_ms"]}
-            for name, o in result["overall"].items()
-        },
+        # recounted from the per-prompt rows, so a result stored with the old summed layout reads the same
+        "policies": {name: per_prompt_summary(result["prompts"], name) for name in result["overall"]},
     }
 
 
@@ -346,6 +347,59 @@ def _ttft(job: Evidence) -> Json:
         "indicative": bool(why),
         "why": "; ".join(why),
         "spread_bound": SPREAD_BOUND,
+    }
+
+
+def ttft_conditions(job: Evidence) -> Json:
+    """What a ttft job's timings ran beside (device, runs, the host's load) and, past
+    OFF_PREDICTION_BOUND, each arm measured that far from its prediction, with its runs' range and
+    a caveat: on a loaded host (a 1-minute load average of at least its cores) the machine's other
+    work, not the plan, may be the gap, so the figure is no evidence of what a policy costs."""
+    p = job.result.get("provenance") or {}
+    recorded = job.result.get("ttft_conditions") or {}
+    before = (recorded.get("host_load") or p.get("host_load") or {}).get("before")
+    load = None if before is None else {"load_average_1m": before["load_average"][0], "cores": before["cores"]}
+    loaded = load is not None and load["load_average_1m"] >= load["cores"]
+    off = []
+    for a in job.result["arms"]:
+        predicted, runs = a["predicted_ms"], a.get("ttft_runs_ms") or [a["ttft_ms"]]
+        share = (a["ttft_ms"] - predicted) / predicted if predicted > 0 else None
+        if share is not None and abs(share) > OFF_PREDICTION_BOUND:
+            off.append(
+                {
+                    "prompt_tokens": a["prompt_tokens"],
+                    "policy": a["policy"],
+                    "measured_ms": round(a["ttft_ms"], 6),
+                    "predicted_ms": round(predicted, 6),
+                    "off_percent": round(100 * share, 1),
+                    "runs_ms": [round(min(runs), 6), round(max(runs), 6)],
+                }
+            )
+    where = (
+        "host load not recorded"
+        if load is None
+        else f"load average {load['load_average_1m']:.2f} on {load['cores']} cores"
+    )
+    caveat = None
+    if off:
+        arms = len(job.result["arms"])
+        caveat = f"{len(off)} of {arms} arms measured more than {OFF_PREDICTION_BOUND:.0%} off their prediction"
+        caveat += (
+            f", on a loaded host ({where}): the machine's other work, not the plan, may explain the gap; "
+            "not evidence of what a policy costs"
+            if loaded
+            else f" ({where})"
+        )
+    return {
+        "job": job.id,
+        "device": _device(job.result),
+        "runs": recorded.get("runs"),
+        "host_load": load,
+        "loaded": loaded,
+        "conditions": where,
+        "off_prediction_bound": OFF_PREDICTION_BOUND,
+        "off_prediction": off,
+        "caveat": caveat,
     }
 
 

@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from heliosweb.catalogs.health import recipe_noise
@@ -117,24 +118,28 @@ def recipe_live(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 def recipe_live_panel(request: HttpRequest, name: str) -> JsonResponse:
     """The before/after panel of the recipe's latest policy change (a decision applied, an
-    emergency rollback: whatever called the setter), from its telemetry."""
+    emergency rollback: whatever called the setter), from its telemetry, and the simulated engine
+    that runs now (the page's header, kept true on a page left open)."""
     try:
         recipe = recipe_get(name=name)
     except NotFound:
         raise Http404(f"no recipe {name!r}") from None
+    job = engine_job_active(recipe=recipe)
+    engine = None if job is None else {"job": job.pk, "url": reverse("job_detail", args=[job.pk])}
     changes = recipe_policy_changes(name=name)
     latest = changes[-1] if changes else None
     if latest is None or latest["version"] is None or latest["version"] < 2:  # v1: the recipe's first policy
-        return JsonResponse({"decision": None, "change": None})
+        return JsonResponse({"decision": None, "change": None, "engine": engine})
     version = latest["version"]
     return JsonResponse(
         {
+            "engine": engine,
             "decision": latest["decision"],
             "change": latest,
             "label": f"v{version}: {latest['policy']} ({change_cause(latest)})",
             "min_samples": MIN_SAMPLES,
-            "before": version_summary(recipe=recipe, version=version - 1),
-            "after": version_summary(recipe=recipe, version=version),
+            "before": version_summary(recipe=recipe, version=version - 1, policy=latest["from_policy"]),
+            "after": version_summary(recipe=recipe, version=version, policy=latest["policy"]),
         }
     )
 

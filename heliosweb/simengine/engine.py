@@ -5,7 +5,8 @@ a loop, time-scaled) in real time (times `pace`), on the recipe's latest boot (a
 repaired) or the pull request's clean or drift catalog, and is a real client of the engine API
 over HTTP with its own engine token, through the client package engines use (`clients/python`,
 `helios_client`): its `PolicyWatcher` long-polls the policy with `If-None-Match` and the loop takes
-a change from its next prefill decision; its `TelemetryReporter` posts the records in numbered
+a change for every request whose prefill begins after it (one already prefilling keeps, and is
+tagged with, the version that planned its first chunk); its `TelemetryReporter` posts the records in numbered
 batches of one session, retrying a failed POST with the same number (the server stores a batch
 once). It runs until stopped (cancel) or for `duration_s`.
 """
@@ -188,7 +189,9 @@ def _serve(
             loop.set_policy(latest.policy, latest.version)
             versions.append(latest.version)
         now = time.monotonic()
-        for record in loop.advance((now - start) * 1000.0 * pace):
+        # older version first: requests planned before a change still finish after it, and the
+        # reporter starts a batch at each version change
+        for record in sorted(loop.advance((now - start) * 1000.0 * pace), key=lambda r: r["version"]):
             record["t_ms"] = start_wall + record["t_ms"] / pace
             counts[record["type"]] += 1
             reporter.add(record)

@@ -62,10 +62,11 @@ def frames_after(*, recipe: Recipe, after: int, limit: int = MAX_REFILL_FRAMES) 
     return [{"type": "frame", **f} for f in reversed(list(rows[:limit]))]
 
 
-def version_summary(*, recipe: Recipe, version: int) -> dict[str, Any]:
+def version_summary(*, recipe: Recipe, version: int, policy: str | None) -> dict[str, Any]:
     """One policy version's telemetry, every engine merged: TTFT p50/p99 (from the fixed buckets),
     launches per request, padding share, distinct prefill sequences per prompt length, and the
-    sample counts each figure rests on."""
+    sample counts each figure rests on. `policy` is the policy the version had (the audit chain's),
+    so the panel names it before any engine has reported under it."""
     rows = list(Rollup.objects.filter(recipe=recipe, version=version))
     ttft = buckets.empty()
     sequences: dict[str, set[str]] = {}
@@ -78,7 +79,7 @@ def version_summary(*, recipe: Recipe, version: int) -> dict[str, Any]:
     distinct = [len(s) for s in sequences.values()]
     return {
         "version": version,
-        "policy": rows[0].policy if rows else None,
+        "policy": policy if policy is not None else (rows[0].policy if rows else None),
         "requests": requests,
         "launches": sum(r.prefill_launches for r in rows),
         "ttft_p50_ms": _round(buckets.quantile_ms(ttft, 0.5)),

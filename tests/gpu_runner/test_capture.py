@@ -93,7 +93,7 @@ def test_two_boots_catalogs_differ_only_by_noise(two_drifted_boots):
         (g["prefill"], g["decode"]) for g in second["catalog"]
     ]
     assert first["output_fingerprint"] == second["output_fingerprint"]
-    per_process = {"pid", "process_started", "startup_s", "boot_s", "time", "drift", "order"}
+    per_process = {"pid", "process_started", "startup_s", "boot_s", "time", "drift", "order", "host_load"}
     assert first["provenance"]["order"] != second["provenance"]["order"]  # each boot its own seeded order
     assert {k: v for k, v in first["provenance"].items() if k not in per_process} == {
         k: v for k, v in second["provenance"].items() if k not in per_process

@@ -119,3 +119,13 @@ def test_every_event_is_a_record_ttft_declares(ttft):
     for event in events:
         conforms(event, TTFT.events)
     assert {e["shape"] for e in events if e["type"] == "measurement"} == {"prefill 16", "prefill 32", "prefill 64"}
+
+
+def test_the_runs_and_the_boot_say_what_load_they_ran_beside(ttft):
+    result, _ = ttft
+    for load in (result["ttft_conditions"]["host_load"], result["provenance"]["host_load"]):
+        for when in ("before", "after"):
+            assert len(load[when]["load_average"]) == 3 and load[when]["cores"] >= 1
+    assert result["ttft_conditions"]["runs"] == 2 and result["provenance"]["repeats"] == 2
+    text = TTFT.format_text(result)
+    assert "2 runs per arm" in text and f"on {result['ttft_conditions']['host_load']['before']['cores']} cores" in text

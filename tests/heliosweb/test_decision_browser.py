@@ -72,7 +72,8 @@ def test_propose_review_apply_and_audit_in_chromium(stack, page, recipe):
     assert "9 launches 238.10 ms" in drift_row and "4 launches 232.10 ms" in drift_row
     assert "6 launches 232.10 ms" in drift_row  # the cost model on the repaired catalog
     assert "rule wins" in maintainer.text_content("#tradeoff-sweep")
-    assert "distinct launch sequences" in maintainer.text_content("#tradeoff-boots")
+    rule_boots = maintainer.text_content('#tradeoff-boots li[data-policy="rule"]')  # per prompt, as the boots job
+    assert "at most 1 distinct launch sequence per prompt" in rule_boots and "3 of 3 prompts" in rule_boots
     boots_item = maintainer.locator('#checklist li[data-item="boots_compared"]')
     assert "done" in boots_item.get_attribute("class") and f"job #{jobs[2].pk}" in boots_item.text_content()
     assert "open" in maintainer.get_attribute('#checklist li[data-item="real_ttft"]', "class")

@@ -1,5 +1,6 @@
 """The simulated engine on a real `engine` worker, talking HTTP to a real ASGI server: it follows
-an applied decision from its next prefill decision and its telemetry shows the new version."""
+an applied decision for every request whose prefill begins after it, and its telemetry shows the
+new version; a request already prefilling is planned and tagged by the old one to its end."""
 
 from __future__ import annotations
 
@@ -18,8 +19,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 BATCH_MS = 200
 
 
+def records(engine: str, kind: str) -> list[dict]:
+    return [r for b in TelemetryBatch.objects.filter(engine=engine) for r in b.records if r["type"] == kind]
+
+
 def launches(engine: str) -> list[dict]:
-    return [r for b in TelemetryBatch.objects.filter(engine=engine) for r in b.records if r["type"] == "launch"]
+    return records(engine, "launch")
 
 
 def test_the_simulated_engine_switches_policy_within_a_second_of_an_apply(stack, recipe, maintainer, author, reviewer):
@@ -40,6 +45,14 @@ def test_the_simulated_engine_switches_policy_within_a_second_of_an_apply(stack,
     )
     later = [r for r in launches(engine) if r["t_ms"] > applied_ms + 1000]
     assert later and {(r["policy"], r["version"]) for r in later} == {("rule", 2)}
+    # A finished request is tagged with the version that planned its chunks, whenever it finished:
+    # its launches carry that version too, and a sequence never mixes the two policies.
+    planned = {}
+    for r in launches(engine):
+        planned.setdefault(r["request"], set()).add((r["policy"], r["version"]))
+    finished = [r for r in records(engine, "request") if r["request"] in planned]
+    assert {(r["policy"], r["version"]) for r in finished} == {("cost", 1), ("rule", 2)}
+    assert all(planned[r["request"]] == {(r["policy"], r["version"])} for r in finished)
 
     engine_stop(recipe=recipe)
     wait_until(lambda: BenchmarkJob.objects.get(pk=job.pk).status == "cancelled", timeout=30, what="the engine to stop")

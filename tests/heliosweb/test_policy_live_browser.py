@@ -59,6 +59,8 @@ def test_an_emergency_rollback_reaches_every_open_page(stack, page, recipe, auth
     tabs["live"].wait_for_function(f"document.getElementById('fig-chunks').textContent.includes({marker!r})")
     tabs["live"].wait_for_function(f"(document.getElementById('panel-label') || {{}}).textContent === {marker!r}")
     assert tabs["live"].text_content("#live-policy") == "cost v3"
+    headers = tabs["live"].locator("#panel-table thead th").all_text_contents()
+    assert headers[1:] == ["before: v2 rule", "after: v3 cost"]  # the rollback's before/after, not decision #1's
     tabs["decision"].wait_for_function("document.getElementById('decision-status').textContent === 'rolled back'")
     tabs["decision"].reload()  # and so it stays
     assert tabs["decision"].text_content("#decision-status") == "rolled back"

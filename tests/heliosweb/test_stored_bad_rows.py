@@ -25,6 +25,7 @@ BAD_PROVENANCE = [
     {"drift": []},
     {"device": 5, "mode": ["cpu"]},
     {"device": {"name": "gpu"}, "mode": 3.5},
+    {"host_load": {"before": {"load_average": "high", "cores": 2}}, "repeats": "many"},
     ["not", "an", "object"],
     "text",
 ]
@@ -54,6 +55,12 @@ def test_readers_see_only_what_was_validated():
     assert Provenance.read({"drift": "x", "device": 5, "mode": "eager"}) == Provenance(mode="eager")
     typed = Provenance.read({"drift": {"capacities": [2048, 4096], "load": 2}, "device": "H100"})
     assert typed.device == "H100" and typed.drift is not None and typed.drift.label == "drifted 2048, 4096"
+    load = {
+        "before": {"load_average": [7.9, 6.5, 4.0], "cores": 2},
+        "after": {"load_average": [8.1, 6.6, 4.1], "cores": 2},
+    }
+    measured = Provenance.read({"host_load": load, "repeats": 5})
+    assert (measured.host_load.label, measured.repeats) == ("load 7.90 on 2 cores", 5)
 
 
 @pytest.mark.django_db

@@ -35,7 +35,7 @@ def test_real_boots_replace_simulated_noise_and_the_rule_stays_on_one_sequence()
     result = run("boots", {"boot_catalogs": BOOTS, "prompts": [3504, 14000, 50000]})
     assert result["real_boots"] is True and result["boots"] == 6
     assert result["overall"]["rule"]["prompts_with_one_sequence"] == 3
-    assert result["overall"]["cost"]["distinct_sequences"] > 3
+    assert result["overall"]["cost"]["max_distinct_sequences"] > 1
 
 
 def test_a_boot_with_an_unmeasured_prefill_graph_cannot_serve_as_true_costs():

@@ -18,8 +18,9 @@ def by_prompt(result):
 def test_the_rule_launches_one_sequence_across_noisy_boots():
     result, _ = boots(boots=48, sigma=0.1)
     assert result["overall"]["rule"] == {
-        "distinct_sequences": 3,
+        "prompts": 3,
         "prompts_with_one_sequence": 3,
+        "max_distinct_sequences": 1,  # per prompt: three prompts planned one way each are not "3 sequences"
         "max_ttft_spread_ms": 0.0,
     }
     assert by_prompt(result)[3504]["rule"]["most_common"] == {"graphs": [4096], "boots": 48}

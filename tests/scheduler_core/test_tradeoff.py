@@ -70,7 +70,8 @@ def test_sweep_boots_fuzz_and_simulate_are_summarised_from_the_newest_job_of_eac
     ]
     summary = tradeoff(evidence, recipe="tiny-cpu", to_policy="rule")
     assert summary["sweep"]["job"] == 7 and summary["sweep"]["catalogs"]["drift"]["prompts"] == 8
-    assert summary["boots"]["policies"]["rule"]["distinct_sequences"] == 3
+    rule = summary["boots"]["policies"]["rule"]  # counted per prompt, never added up over the 3 prompts
+    assert (rule["max_distinct_sequences"], rule["prompts_with_one_sequence"], rule["prompts"]) == (1, 3, 3)
     assert summary["fuzz"]["policies"]["rule"] == {"stalls": 0, "violations": 0}
     assert set(summary["simulate"]["policies"]) == {"cost", "rule"}
     done = {row["item"]: row["jobs"] for row in summary["checklist"] if row["done"]}
@@ -214,3 +215,46 @@ def test_a_ttft_measured_on_a_cpu_or_spread_wide_is_marked_indicative():
     assert on_cpu["indicative"] and "not on a GPU" in on_cpu["why"]
     wide = ttft("cuda-graph", [5.0, 5.1, 5.0 * (1 + 2 * SPREAD_BOUND)])
     assert wide["indicative"] and wide["arms"][0]["indicative"] and "1 of 1 arms spread" in wide["why"]
+
+
+def test_a_boots_result_stored_with_the_old_summed_layout_is_recounted_per_prompt():
+    stored = job(4, "boots", boots=3)
+    for o in stored.result["overall"].values():  # the layout before: prompts added up
+        o.clear()
+        o.update({"distinct_sequences": 3, "prompts_with_one_sequence": 3, "max_ttft_spread_ms": 0.0})
+    rule = tradeoff([stored], recipe="tiny-cpu", to_policy="rule")["boots"]["policies"]["rule"]
+    assert rule["max_distinct_sequences"] == 1 and "distinct_sequences" not in rule
+
+
+def stored_ttft(job_id, *, measured, predicted, load, cores=2, recorded=True):
+    """A ttft job's result as gpu_runner stores it (a real one needs torch; test_ttft.py runs it)."""
+    arms = [
+        {"prompt_tokens": n, "policy": p, "launch_count": 1, "ttft_ms": m, "predicted_ms": predicted,
+         "ttft_runs_ms": [m * 0.9, m, m * 1.3]}
+        for n, p, m in ((3504, "cost", measured), (3504, "rule", predicted * 1.1))
+    ]  # fmt: skip
+    host = None if load is None else {"before": {"load_average": [load, load, load], "cores": cores}}
+    result = {"provenance": {"device": "cpu (2 threads)", "mode": "eager-cpu"}, "arms": arms}
+    if recorded:  # a result stored before the conditions were recorded has none
+        result["ttft_conditions"] = {"runs": 3, "host_load": host}
+    return Evidence(job_id, "ttft", "tiny-cpu", {}, result)
+
+
+def test_a_ttft_far_off_its_prediction_on_a_loaded_host_carries_a_caveat():
+    c = tradeoff([stored_ttft(9, measured=312.2, predicted=62.1, load=7.9)], recipe="r", to_policy="rule")
+    c = c["ttft_conditions"]
+    assert (c["runs"], c["host_load"], c["loaded"]) == (3, {"load_average_1m": 7.9, "cores": 2}, True)
+    assert [(a["policy"], a["off_percent"]) for a in c["off_prediction"]] == [("cost", 402.7)]  # rule: 10 %, within
+    assert c["off_prediction"][0]["runs_ms"] == [pytest.approx(280.98), pytest.approx(405.86)]
+    assert "loaded host (load average 7.90 on 2 cores)" in c["caveat"] and "not evidence" in c["caveat"]
+
+
+def test_the_same_gap_on_an_idle_host_is_listed_without_blaming_the_load_and_unknown_load_is_said():
+    idle = tradeoff([stored_ttft(9, measured=312.2, predicted=62.1, load=0.3)], recipe="r", to_policy="rule")
+    assert idle["ttft_conditions"]["loaded"] is False and "not evidence" not in idle["ttft_conditions"]["caveat"]
+    old = tradeoff(
+        [stored_ttft(9, measured=312.2, predicted=62.1, load=None, recorded=False)], recipe="r", to_policy="rule"
+    )
+    assert old["ttft_conditions"]["conditions"] == "host load not recorded" and old["ttft_conditions"]["runs"] is None
+    close = tradeoff([stored_ttft(9, measured=64.0, predicted=62.1, load=7.9)], recipe="r", to_policy="rule")
+    assert close["ttft_conditions"]["caveat"] is None and close["ttft_conditions"]["off_prediction"] == []

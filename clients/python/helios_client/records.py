@@ -218,7 +218,7 @@ class LaunchRecord(_Record):
     )
     ms: float = spec("number", "its duration in milliseconds", 0, MAX_MS)
     policy: str = spec("name", "the prefill policy that planned it (`cost` or `rule`)")
-    version: int = spec("int", "the policy version it ran under (one per batch)", 1, MAX_VERSION)
+    version: int = spec("int", "the policy version that planned it (one per batch)", 1, MAX_VERSION)
 
 
 @dataclass(frozen=True)
@@ -240,8 +240,13 @@ class RequestRecord(_Record):
         MAX_TOKENS,
         items=(1, MAX_PREFILL_LAUNCHES),
     )
-    policy: str = spec("name", "the prefill policy it ran under (`cost` or `rule`)")
-    version: int = spec("int", "the policy version it ran under (one per batch)", 1, MAX_VERSION)
+    policy: str = spec("name", "the prefill policy that planned its chunks (`cost` or `rule`)")
+    version: int = spec(
+        "int",
+        "the policy version that planned its chunks, not the one in force when it finished (one per batch)",
+        1,
+        MAX_VERSION,
+    )
 
 
 @dataclass(frozen=True)
