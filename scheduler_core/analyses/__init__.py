@@ -4,12 +4,20 @@ progress through a callback, so the CLI, the tests and Celery all drive the same
 from __future__ import annotations
 
 from ..errors import InvalidInput
-from . import boots, capacity, fuzz, pr22, simulate, sweep
+from . import boots, capacity, fuzz, pr22, replay, simulate, sweep
 from .params import Analysis
 
 ANALYSES: dict[str, Analysis] = {
     a.name: a
-    for a in (pr22.ANALYSIS, sweep.ANALYSIS, boots.ANALYSIS, fuzz.ANALYSIS, simulate.ANALYSIS, capacity.ANALYSIS)
+    for a in (
+        pr22.ANALYSIS,
+        sweep.ANALYSIS,
+        boots.ANALYSIS,
+        fuzz.ANALYSIS,
+        simulate.ANALYSIS,
+        capacity.ANALYSIS,
+        replay.ANALYSIS,
+    )
 }
 
 
