@@ -124,6 +124,17 @@ class ServedParam(Param):
         }
 
 
+@dataclass(frozen=True)
+class RowOrderTraceParam(TraceParam):
+    """A trace stored in its rows' own order (not by arrival, as `TraceParam` stores it), so a
+    stored replay's `served` row i is still the request with id i when the job reads it back."""
+
+    def to_json(self, value: Any) -> list[dict[str, Any]] | None:
+        if value is None:
+            return None
+        return [row for _, row in sorted(zip(value.ids, value.records()), key=lambda pair: pair[0])]
+
+
 def _served(row: Any, field: str) -> Served:
     if isinstance(row, Served):
         return row
@@ -275,15 +286,20 @@ def _reproduction(policy: str, result: ScheduleResult, served: Sequence[Served])
     }
 
 
+def comparison_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The replayed policies' rows, then what the engine served under each policy (`served <policy>`)."""
+    served = (result.get("served") or {}).get("policies", [])
+    return [*result["table"], *({**r, "policy": f"served {r['policy']}"} for r in served)]
+
+
 def format_text(result: dict[str, Any]) -> str:
     """A line per replayed policy and per policy the engine served under, then the reproduction."""
     lines = [
         f"{result['requests']} requests replayed on the {result['catalog']} catalog; randomness: {result['randomness']}"
     ]
-    served = (result["served"] or {}).get("policies", [])
-    for label, row in [*((r["policy"], r) for r in result["table"]), *((f"served {r['policy']}", r) for r in served)]:
+    for row in comparison_rows(result):
         lines.append(
-            f"{label:<14} ttft p50 {row['ttft_p50_ms'] or 0:.2f} p99 {row['ttft_p99_ms'] or 0:.2f} ms  "
+            f"{row['policy']:<14} ttft p50 {row['ttft_p50_ms'] or 0:.2f} p99 {row['ttft_p99_ms'] or 0:.2f} ms  "
             f"prefill launches {row['prefill_launches']}  padded {row['padded_prefill_tokens']} tokens"
         )
     for r in result["reproduction"]:
@@ -302,7 +318,7 @@ ANALYSIS = Analysis(
     summary="Counterfactual replay: the traffic an engine served (its request records, or a trace) under each "
     "policy on a boot or an execution profile, beside what the engine reported; deterministic.",
     params=(
-        TraceParam(
+        RowOrderTraceParam(
             "trace", None, "the traffic to replay: the engine's requests rebuilt, or a trace", max_inline=MAX_REQUESTS
         ),
         ServedParam("served", None, "what the engine reported per request, in the trace's row order"),

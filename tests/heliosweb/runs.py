@@ -7,6 +7,11 @@ from functools import cache
 from typing import Any
 
 from heliosweb.jobs.registry import get_kind
+from scheduler_core.analyses.replay import from_engine_records
+
+from .telemetry_records import engine_served
+
+_SERVED = from_engine_records(engine_served("cost", 16))  # a replay of what the simulated engine served
 
 SMALL: dict[str, dict[str, Any]] = {
     "pr22": {},
@@ -15,6 +20,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "fuzz": {"cases": 60, "seed": 1, "prompt_max": 512},
     "simulate": {"requests": 12, "prompt_max": 6000, "output_min": 4, "output_max": 12, "launch_events": 30},
     "capacity": {"requests": 16, "steps": 3, "repeats": 2, "prompt_max": 4000, "output_max": 20, "rate_max_per_s": 40},
+    "replay": {"trace": _SERVED[0], "served": [s.to_dict() for s in _SERVED[1]]},
     "pulse": {"count": 20, "rate": 2000},
     "capture": {
         "capacities": [16, 32],
@@ -52,7 +58,7 @@ def store(kind: str, *, status: str = "done", recipe: Any = None) -> Any:
         kind=kind,
         queue=get_kind(kind).queue,
         recipe=recipe,
-        params=params,
+        params=get_kind(kind).analysis.to_json(params),
         status=status,
         result=result if status == "done" else None,
         progress_done=1,

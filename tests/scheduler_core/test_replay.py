@@ -132,3 +132,16 @@ def test_the_cli_replays_a_trace_file_with_what_was_served(tmp_path):
         [sys.executable, "-m", "scheduler_core", "replay", "--json"], capture_output=True, text=True, cwd=ROOT
     )
     assert out.returncode == 2 and out.stderr.strip().startswith("error: trace: is required")
+
+
+def test_a_stored_replay_keeps_each_served_row_with_its_request():
+    """A job stores its params as JSON and reads them back: the requests arrive out of record order
+    (records come by finish time), and the served rows must still pair with the same requests."""
+    requests = engine_requests("rule", n=120)
+    trace, served = from_engine_records(requests)
+    assert list(trace.ids) != sorted(trace.ids)  # finish order is not arrival order here
+    params = REPLAY.validate({"trace": trace, "served": [s.to_dict() for s in served]})
+    stored = REPLAY.from_json(json.loads(json.dumps(REPLAY.to_json(params))))
+    assert REPLAY.run(stored, lambda event: None) == REPLAY.run(params, lambda event: None)
+    (reproduced,) = REPLAY.run(stored, lambda event: None)["reproduction"]
+    assert reproduced["same_launches"] == 120
