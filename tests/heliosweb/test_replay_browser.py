@@ -13,8 +13,8 @@ from django.test import Client
 from heliosweb.jobs.models import BenchmarkJob
 
 from .conftest import log_in_and_open, needs_chromium
-from .test_dashboard_live import off_the_browser_thread
 from .telemetry_records import body, engine_served
+from .test_dashboard_live import off_the_browser_thread
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transaction=True), needs_chromium]
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
@@ -28,7 +28,9 @@ def _post_telemetry() -> None:
     out = StringIO()
     call_command("create_api_token", engine="eng-1", recipes="tiny-cpu", stdout=out)
     engine = Client(HTTP_AUTHORIZATION=f"Bearer {out.getvalue().strip()}")
-    answer = engine.post("/api/recipes/tiny-cpu/telemetry/", body(engine_served("cost", 40)), content_type="application/json")
+    answer = engine.post(
+        "/api/recipes/tiny-cpu/telemetry/", body(engine_served("cost", 40)), content_type="application/json"
+    )
     assert answer.status_code == 201, answer.content
 
 
