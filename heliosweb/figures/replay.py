@@ -1,7 +1,7 @@
 """replay: what each policy would have done with the traffic an engine served, beside what it served.
 
 The comparison draws TTFT p50 and p99 of each replayed policy and of each policy the engine served
-under (its own reports); its text alternative states every figure and how faithfully the replay
+under (its own reports), p99 hatched; its text alternative states every figure and how faithfully the replay
 repeats the engine's launches. The TTFT CDF and the launches/padding panels are simulate's (the
 same per-policy summaries); the rule - cost CDF pairs each request with itself."""
 
@@ -30,7 +30,7 @@ def comparison(result: dict[str, Any]) -> Figure:
             "name": f"TTFT {q}",
             "x": names,
             "y": [r[f"ttft_{q}_ms"] for r in table],
-            "marker": {"color": colours, "opacity": 1.0 if q == "p50" else 0.55},
+            "marker": {"color": colours, "pattern": {"shape": "" if q == "p50" else "/"}},
         }
         for q in ("p50", "p99")
     ]

@@ -13,6 +13,7 @@ and nothing is stored or queued.
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -89,6 +90,7 @@ def replay_submit(
         "engine": engine or "all",
         "since_ms": since,
         "until_ms": until,
+        "window_utc": f"{_utc(since)} to {_utc(until)}",
         "requests": len(found),
         "execution": execution,
     }
@@ -97,6 +99,10 @@ def replay_submit(
         BenchmarkJob.objects.filter(pk=job.pk).update(trace_sources={"trace": source})
         job.trace_sources = {"trace": source}
     return job
+
+
+def _utc(unix_ms: float) -> str:
+    return datetime.fromtimestamp(unix_ms / 1000.0, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _latest_boot(recipe: Recipe) -> Boot:

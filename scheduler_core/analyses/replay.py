@@ -216,6 +216,7 @@ def run(params: dict[str, Any], emit: Emit) -> dict[str, Any]:
         )
         summary = simulate.summarise(result, arrivals)
         emit({"type": "policy_result", **{k: v for k, v in summary.items() if k != "per_request"}})
+        ticker.tick((i + 1) * n, f"{name} done")
         policies.append(summary)
         if served is not None and any(s.policy == name for s in served):
             reproduction.append(_reproduction(name, result, served))

@@ -104,11 +104,12 @@ def test_the_engine_s_requests_replayed_under_every_policy_repeat_what_it_served
     job_id = answer.json()["id"]
     assert answer.json()["requests"] == len(served) and queued == [(job_id, "sim")]
     job = BenchmarkJob.objects.get(pk=job_id)
-    assert job.trace_sources["trace"] | {"since_ms": 0, "until_ms": 0} == {
+    assert job.trace_sources["trace"] | {"window_utc": ""} == {
         "telemetry": "tiny-cpu",
         "engine": "eng-1",
-        "since_ms": 0,
-        "until_ms": 0,
+        "since_ms": WINDOW["since_ms"],
+        "until_ms": WINDOW["until_ms"],
+        "window_utc": "",
         "requests": 40,
         "execution": "affine",
     }
