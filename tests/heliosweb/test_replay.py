@@ -165,3 +165,23 @@ def test_the_live_page_offers_the_replay_and_its_form_queues_the_job(client, ser
     refused = client.post("/recipes/tiny-cpu/live/replay", {"window_min": "7", "engine": "", "execution": "affine"})
     assert refused.status_code == 400 and 'data-field="window_min"' in refused.content.decode()
     assert BenchmarkJob.objects.filter(kind="replay").count() == 1
+
+
+def test_a_replay_on_the_recipe_s_boot_keeps_the_boot_it_ran_on(transactional_db, client, served, recipe):
+    from heliosweb.catalogs.services import boot_create
+    from scheduler_core.analyses.simulate import DECODE_ROWS
+    from scheduler_core.execution import AffineExecution, measured_catalog
+
+    catalog = measured_catalog(AffineExecution(), decode_rows=DECODE_ROWS, mixed=((1024, 8),))
+    boot = boot_create(recipe=recipe, catalog=catalog.to_dicts(), provenance={"device": "cpu", "mode": "eager"})
+    answer = replay(client, **WINDOW)  # execution: the recipe's latest boot by default
+    assert answer.status_code == 201, answer.content
+    job = BenchmarkJob.objects.get(pk=answer.json()["id"])
+    assert job.catalog_sources == {"boot_catalog": [{"boot": boot.pk, "repaired": False}]}
+    assert job.trace_sources["trace"]["execution"] == "boot"
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.error
+    assert job.result["catalog"] == "boot" and job.result["reproduction"][0]["requests"] == 40
+    page = client.get("/recipes/tiny-cpu/live").content.decode()
+    assert "<option>boot</option>" in page and f"job {job.pk}</a> (done" in page
