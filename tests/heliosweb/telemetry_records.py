@@ -46,10 +46,11 @@ def body(records: list[Any], batch: int = 1, engine: str = "eng-1", session: str
     return {**Batch(SCHEMA, engine, session, batch, records).to_dict(), **over}
 
 
-def engine_served(policy: str = "cost", n: int = 40, *, start_ms: float = NOW_MS - 120_000, version: int = 1) -> list:
+def engine_served(policy: str = "cost", n: int = 40, *, start_ms: float | None = None, version: int = 1) -> list:
     """The request records a real simulated engine (`scheduler_core.engine.EngineLoop`, clean
     catalog, default affine costs) posts for `n` Poisson requests under `policy`, on the wall clock
-    from `start_ms`, built with `finished`: what a counterfactual replay reads back."""
+    from `start_ms` (default: two minutes before the call), built with `finished`: what a
+    counterfactual replay reads back."""
     import itertools
 
     from scheduler_core.analyses.simulate import build_catalog
@@ -69,4 +70,5 @@ def engine_served(policy: str = "cost", n: int = 40, *, start_ms: float = NOW_MS
     records = [r for until in range(0, 60_000, 1_000) for r in loop.advance(float(until)) if r["type"] == "request"]
     assert len(records) == n, "every request finishes within the minute"
     keys = ("prompt_tokens", "ttft_ms", "itl_ms", "launches", "policy", "version")
-    return [finished(r["request"], t_ms=start_ms + r["t_ms"], **{k: r[k] for k in keys}) for r in records]
+    start = time.time() * 1000 - 120_000 if start_ms is None else start_ms
+    return [finished(r["request"], t_ms=start + r["t_ms"], **{k: r[k] for k in keys}) for r in records]

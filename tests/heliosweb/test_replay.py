@@ -4,6 +4,7 @@ input is refused naming its field, and nothing is stored or queued then."""
 
 from __future__ import annotations
 
+import time
 from io import StringIO
 
 import pytest
@@ -17,11 +18,16 @@ from heliosweb.telemetry.replay import MAX_REQUESTS
 from scheduler_core.policies import PR22_POLICIES
 
 from .conftest import grant
-from .telemetry_records import NOW_MS, body, engine_served
+from .telemetry_records import body, engine_served
 from .test_decisions import RATIONALE
 
-START_MS = NOW_MS - 120_000
-WINDOW = {"since_ms": START_MS - 1_000, "until_ms": NOW_MS}
+
+@pytest.fixture
+def window() -> dict[str, float]:
+    """The last two minutes, read when the test starts: batches are looked up by when they were
+    received, at most a minute after the window's end (`selectors.raw_records`)."""
+    now = time.time() * 1000
+    return {"since_ms": now - 121_000, "until_ms": now}
 
 
 @pytest.fixture
@@ -32,9 +38,9 @@ def engine(recipe) -> Client:
 
 
 @pytest.fixture
-def served(engine) -> list[dict]:
-    """40 requests the simulated engine's loop served under cost (v1), posted in two batches."""
-    records = engine_served("cost", 40, start_ms=START_MS)
+def served(engine, window) -> list[dict]:
+    """40 requests the simulated engine's loop served under cost (v1) in the window, posted in two batches."""
+    records = engine_served("cost", 40, start_ms=window["since_ms"] + 1_000)
     for batch, part in enumerate((records[:25], records[25:]), start=1):
         answer = engine.post("/api/recipes/tiny-cpu/telemetry/", body(part, batch), content_type="application/json")
         assert answer.status_code == 201, answer.content
@@ -55,24 +61,27 @@ def replay(client: Client, **data):
 @pytest.mark.parametrize(
     ("data", "field"),
     [
-        ({"until_ms": NOW_MS}, "since_ms"),
-        ({**WINDOW, "since_ms": "yesterday"}, "since_ms"),
-        ({**WINDOW, "since_ms": (NOW_MS - 120_000) / 1000}, "since_ms"),  # Unix seconds, not ms
-        ({**WINDOW, "since_ms": NOW_MS - 25 * 3_600_000}, "until_ms"),  # longer than the raw window
-        ({**WINDOW, "until_ms": START_MS - 2_000}, "until_ms"),  # ends before it starts
-        ({**WINDOW, "engine": "eng 1"}, "engine"),
-        ({**WINDOW, "execution": "h100-please"}, "execution"),
-        ({**WINDOW, "execution": "boot"}, "execution"),  # the recipe has no stored boot
-        ({**WINDOW, "execution": "affine", "engine": "eng-2"}, "since_ms"),  # no request of that engine
-        ({"since_ms": NOW_MS - 10 * 3_600_000, "until_ms": NOW_MS - 9 * 3_600_000, "execution": "affine"}, "since_ms"),
-        ({**WINDOW, "policies": ["cost"]}, "policies"),  # not a field of this endpoint
+        (lambda w: {"until_ms": w["until_ms"]}, "since_ms"),
+        (lambda w: {**w, "since_ms": "yesterday"}, "since_ms"),
+        (lambda w: {**w, "since_ms": w["since_ms"] / 1000}, "since_ms"),  # Unix seconds, not ms
+        (lambda w: {**w, "since_ms": w["until_ms"] - 25 * 3_600_000}, "until_ms"),  # longer than the raw window
+        (lambda w: {**w, "until_ms": w["since_ms"] - 1}, "until_ms"),  # ends before it starts
+        (lambda w: {**w, "engine": "eng 1"}, "engine"),
+        (lambda w: {**w, "execution": "h100-please"}, "execution"),
+        (lambda w: {**w, "execution": "boot"}, "execution"),  # the recipe has no stored boot
+        (lambda w: {**w, "execution": "affine", "engine": "eng-2"}, "since_ms"),  # no request of that engine
+        (
+            lambda w: {"since_ms": w["since_ms"] - 3_600_000, "until_ms": w["since_ms"], "execution": "affine"},
+            "since_ms",
+        ),
+        (lambda w: {**w, "policies": ["cost"]}, "policies"),  # not a field of this endpoint
     ],
 )
 def test_a_bad_replay_is_refused_naming_its_field_and_nothing_is_stored(
-    client, served, queued, data, field, django_capture_on_commit_callbacks
+    client, served, queued, window, data, field, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        answer = replay(client, **data)
+        answer = replay(client, **data(window))
     assert callbacks == []
     assert answer.status_code == 400, answer.content
     assert answer.json()["field"] == field, answer.json()
@@ -80,26 +89,26 @@ def test_a_bad_replay_is_refused_naming_its_field_and_nothing_is_stored(
     assert not BenchmarkJob.objects.filter(kind="replay").exists() and queued == []
 
 
-def test_a_window_holding_more_requests_than_the_bound_is_refused(client, served, queued, monkeypatch):
+def test_a_window_holding_more_requests_than_the_bound_is_refused(client, served, queued, window, monkeypatch):
     monkeypatch.setattr("heliosweb.telemetry.replay.MAX_REQUESTS", 39)
-    answer = replay(client, **WINDOW, execution="affine")
+    answer = replay(client, **window, execution="affine")
     assert (answer.status_code, answer.json()["field"]) == (400, "since_ms")
     assert "more than 39 finished requests" in answer.json()["error"]
     assert not BenchmarkJob.objects.filter(kind="replay").exists() and queued == []
     assert MAX_REQUESTS == 20_000
 
 
-def test_a_viewer_may_not_start_a_replay(viewer, served, queued):
+def test_a_viewer_may_not_start_a_replay(viewer, served, queued, window):
     c = Client()
     c.force_login(viewer)
-    assert replay(c, **WINDOW, execution="affine").status_code == 403
+    assert replay(c, **window, execution="affine").status_code == 403
     assert queued == []
 
 
 def test_the_engine_s_requests_replayed_under_every_policy_repeat_what_it_served_and_can_be_cited(
-    transactional_db, client, served, queued, author
+    transactional_db, client, served, queued, author, window
 ):
-    answer = replay(client, **WINDOW, engine="eng-1", execution="affine")
+    answer = replay(client, **window, engine="eng-1", execution="affine")
     assert answer.status_code == 201, answer.content
     job_id = answer.json()["id"]
     assert answer.json()["requests"] == len(served) and queued == [(job_id, "sim")]
@@ -107,8 +116,8 @@ def test_the_engine_s_requests_replayed_under_every_policy_repeat_what_it_served
     assert job.trace_sources["trace"] | {"window_utc": ""} == {
         "telemetry": "tiny-cpu",
         "engine": "eng-1",
-        "since_ms": WINDOW["since_ms"],
-        "until_ms": WINDOW["until_ms"],
+        "since_ms": window["since_ms"],
+        "until_ms": window["until_ms"],
         "window_utc": "",
         "requests": 40,
         "execution": "affine",
@@ -152,6 +161,8 @@ def test_the_engine_s_requests_replayed_under_every_policy_repeat_what_it_served
         evidence=[job_id],
     )
     assert list(decision.evidence.values_list("pk", flat=True)) == [job_id]
+    page = client.get(f"/decisions/{decision.pk}")
+    assert page.status_code == 200 and f'href="/jobs/{job_id}"' in page.content.decode()
 
 
 def test_the_live_page_offers_the_replay_and_its_form_queues_the_job(client, served, queued):
@@ -167,14 +178,14 @@ def test_the_live_page_offers_the_replay_and_its_form_queues_the_job(client, ser
     assert BenchmarkJob.objects.filter(kind="replay").count() == 1
 
 
-def test_a_replay_on_the_recipe_s_boot_keeps_the_boot_it_ran_on(transactional_db, client, served, recipe):
+def test_a_replay_on_the_recipe_s_boot_keeps_the_boot_it_ran_on(transactional_db, client, served, recipe, window):
     from heliosweb.catalogs.services import boot_create
     from scheduler_core.analyses.simulate import DECODE_ROWS
     from scheduler_core.execution import AffineExecution, measured_catalog
 
     catalog = measured_catalog(AffineExecution(), decode_rows=DECODE_ROWS, mixed=((1024, 8),))
     boot = boot_create(recipe=recipe, catalog=catalog.to_dicts(), provenance={"device": "cpu", "mode": "eager"})
-    answer = replay(client, **WINDOW)  # execution: the recipe's latest boot by default
+    answer = replay(client, **window)  # execution: the recipe's latest boot by default
     assert answer.status_code == 201, answer.content
     job = BenchmarkJob.objects.get(pk=answer.json()["id"])
     assert job.catalog_sources == {"boot_catalog": [{"boot": boot.pk, "repaired": False}]}
