@@ -14,6 +14,7 @@ from heliosweb.recipes import policy_poll
 from heliosweb.recipes import views as recipe_views
 from heliosweb.telemetry import api as telemetry_api
 from heliosweb.telemetry.metrics import metrics_view
+from heliosweb.telemetry.replay_api import RecipeReplayView
 from heliosweb.traces import api as traces_api
 
 urlpatterns = [
@@ -23,6 +24,7 @@ urlpatterns = [
     path("recipes/<slug:name>/engine", views.recipe_engine, name="recipe_engine"),
     path("recipes/<slug:name>/live", views.recipe_live, name="recipe_live"),
     path("recipes/<slug:name>/live/panel", views.recipe_live_panel, name="recipe_live_panel"),
+    path("recipes/<slug:name>/live/replay", views.recipe_replay, name="recipe_replay"),
     path("recipes/<slug:name>/edit", recipe_views.recipe_edit, name="recipe_edit"),
     path("recipes/<slug:name>/rollback", recipe_views.recipe_rollback, name="recipe_rollback"),
     path("jobs/", views.job_list, name="job_list"),
@@ -53,6 +55,7 @@ urlpatterns = [
         figures_api.TelemetryTraceView.as_view(),
         name="api_recipe_telemetry_trace",
     ),
+    path("api/recipes/<slug:name>/replay/", RecipeReplayView.as_view(), name="api_recipe_replay"),
     path("api/recipes/<slug:name>/boots/", catalogs_api.RecipeBootsView.as_view(), name="api_recipe_boots"),
     path("traces", trace_views.trace_list, name="trace_list"),
     path("api/traces/", traces_api.TraceListView.as_view(), name="api_traces"),

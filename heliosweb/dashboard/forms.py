@@ -32,6 +32,7 @@ from scheduler_core.analyses.params import (
     TraceParam,
     WindowParam,
 )
+from scheduler_core.analyses.replay import ServedParam
 from scheduler_core.errors import InvalidInput
 
 ABSENT = object()  # nothing posted for a parameter (a kind's fields the page did not show): its default applies
@@ -82,6 +83,11 @@ def _read_catalog(param: Param, post: QueryDict, name: str) -> Any:
         return {**picked, "repaired": True} if repaired else picked
     if repaired:
         raise InvalidInput(param.name, "the repaired version is of a stored boot: pick one from the list")
+    return _read_json(param, post, name)
+
+
+def _read_json(param: Param, post: QueryDict, name: str) -> Any:
+    """Pasted JSON, read with the API's bounds; empty: the default."""
     raw = post.get(name)
     if raw is None or not raw.strip():
         return ABSENT
@@ -149,6 +155,7 @@ ADAPTERS: dict[type[Param], FieldAdapter] = {
     CatalogParam: FieldAdapter(lambda p: forms.CharField(widget=CATALOG_TEXT), _read_catalog, _json_text, "one"),
     CatalogListParam: FieldAdapter(lambda p: forms.CharField(widget=CATALOG_TEXT), _read_catalog, _json_text, "many"),
     TraceParam: FieldAdapter(lambda p: forms.CharField(widget=TRACE_TEXT), _read_trace, lambda p, value: ""),
+    ServedParam: FieldAdapter(lambda p: forms.CharField(widget=CATALOG_TEXT), _read_json, _json_text),
     WindowParam: FieldAdapter(
         lambda p: forms.CharField(widget=forms.TextInput(attrs={"placeholder": "START:END seconds"})),
         _read_text,

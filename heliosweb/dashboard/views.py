@@ -38,6 +38,7 @@ from heliosweb.jobs.services import submission
 from heliosweb.recipes.selectors import recipe_get, recipe_list, recipe_policy_changes
 from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
 from heliosweb.simengine.services import ENGINE_KIND, engine_job_active, engine_start, engine_stop
+from heliosweb.telemetry.replay import replay_offer, replay_window
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
 from heliosweb.traces.selectors import trace_names
 from scheduler_core.errors import InvalidInput
@@ -98,11 +99,36 @@ def _engine_fields(post: QueryDict) -> QueryDict:
 @login_required
 def recipe_live(request: HttpRequest, name: str) -> HttpResponse:
     """The engines of one recipe, live: chunks, TTFT, ITL, launches/s and padding over a rolling
-    window, a marker at each policy change, and the latest decision's before/after panel."""
+    window, a marker at each policy change, the latest decision's before/after panel, and a
+    counterfactual replay of what the engines served."""
     try:
         recipe = recipe_get(name=name)
     except NotFound:
         raise Http404(f"no recipe {name!r}") from None
+    return _live_page(request, recipe)
+
+
+@login_required
+@permission_required("jobs.run_jobs", raise_exception=True)
+@require_POST
+def recipe_replay(request: HttpRequest, name: str) -> HttpResponse:
+    """Replay what the recipe's engines served in the chosen window under every policy: the job's page."""
+    try:
+        recipe = recipe_get(name=name)
+    except NotFound:
+        raise Http404(f"no recipe {name!r}") from None
+    options = {k: request.POST.get(k, "") for k in ("engine", "execution")}
+    try:
+        job = replay_window(recipe=recipe, minutes=request.POST.get("window_min"), user=request.user, **options)
+    except InvalidInput as exc:
+        return _live_page(request, recipe, replay_error=exc, status=400)
+    return redirect("job_detail", job_id=job.pk)
+
+
+def _live_page(
+    request: HttpRequest, recipe: Any, *, replay_error: InvalidInput | None = None, status: int = 200
+) -> HttpResponse:
+    name = recipe.name
     capacities = sorted({2**k for k in range(17)} | set(boot_capacities(recipe_name=name)))
     return render(
         request,
@@ -111,7 +137,12 @@ def recipe_live(request: HttpRequest, name: str) -> HttpResponse:
             "recipe": recipe,
             "colours": {c: capacity_colour(c) for c in capacities},
             "engine_job": engine_job_active(recipe=recipe),
+            "replay": replay_offer(recipe=recipe),
+            "replay_error": replay_error,
+            "replay_posted": request.POST if replay_error else {},
+            "can_run": request.user.has_perm("jobs.run_jobs"),
         },
+        status=status,
     )
 
 

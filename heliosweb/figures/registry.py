@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import boots, capacity, capture, engine, fuzz, numerics, pr22, pulse, simulate, sweep, ttft
+from . import boots, capacity, capture, engine, fuzz, numerics, pr22, pulse, replay, simulate, sweep, ttft
 from .contract import JobData, KindViews, empty
 
 VIEWS: dict[str, KindViews] = {
@@ -12,6 +12,7 @@ VIEWS: dict[str, KindViews] = {
     "fuzz": fuzz.VIEWS,
     "simulate": simulate.VIEWS,
     "capacity": capacity.VIEWS,
+    "replay": replay.VIEWS,
     "capture": capture.VIEWS,
     "ttft": ttft.VIEWS,
     "numerics": numerics.VIEWS,

@@ -101,9 +101,9 @@ def figures(job: JobData) -> list[Figure]:
         return out or [empty("ttft-cdf", "TTFT CDF", "the distributions appear when the simulation finishes")]
     policies = result["policies"]
     out += [
-        Figure("ttft-cdf", "TTFT CDF", _ttft_cdf(policies)),
+        Figure("ttft-cdf", "TTFT CDF", ttft_cdf(policies)),
         Figure("itl-cdf", "Inter-token latency CDF", _itl_cdf(policies)),
-        Figure("launches-padding", "Launches and padding", _launches_padding(policies)),
+        Figure("launches-padding", "Launches and padding", launches_padding(policies)),
     ]
     return out
 
@@ -125,7 +125,7 @@ def _cdf(name: str, x: list[float], y: list[float]) -> dict[str, Any]:
     return {"type": "scatter", "name": name, "x": x, "y": y, "mode": "lines", "line": line}
 
 
-def _ttft_cdf(policies: list[dict[str, Any]]) -> go.Figure:
+def ttft_cdf(policies: list[dict[str, Any]]) -> go.Figure:
     traces = []
     for p in policies:
         values = sorted(r["ttft_ms"] for r in p["per_request"])
@@ -147,7 +147,7 @@ def _itl_cdf(policies: list[dict[str, Any]]) -> go.Figure:
 PANELS = ("launches by kind", "padded prefill tokens", "padded decode rows")
 
 
-def _launches_padding(policies: list[dict[str, Any]]) -> go.Figure:
+def launches_padding(policies: list[dict[str, Any]]) -> go.Figure:
     """Three bar panels side by side (axes laid out here: make_subplots costs ~100 ms a figure)."""
     names = [p["policy"] for p in policies]
     traces: list[dict[str, Any]] = [

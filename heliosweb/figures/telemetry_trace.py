@@ -10,7 +10,7 @@ from typing import Any
 
 from heliosweb.common.errors import NotFound
 from heliosweb.recipes.models import Recipe
-from heliosweb.telemetry.selectors import launch_records
+from heliosweb.telemetry.selectors import raw_records
 from scheduler_core.errors import InvalidInput
 from scheduler_core.validation import number_of_text
 
@@ -31,7 +31,7 @@ def telemetry_trace(*, recipe: Recipe, query: Mapping[str, str]) -> dict[str, An
     if not 0 < until_ms - since_ms <= MAX_WINDOW_MS:
         raise InvalidInput("since_ms", f"the window must be longer than 0 and at most {MAX_WINDOW_MS // 1000} s")
     engine = query.get("engine") or None
-    records = launch_records(recipe=recipe, since_ms=since_ms, until_ms=until_ms, engine=engine, most=MAX_LAUNCHES)
+    records = raw_records(recipe=recipe, since_ms=since_ms, until_ms=until_ms, engine=engine, most=MAX_LAUNCHES)
     if len(records) > MAX_LAUNCHES:
         raise InvalidInput("since_ms", f"the window holds more than {MAX_LAUNCHES} launches: narrow it")
     if not records:

@@ -103,7 +103,8 @@ JOB: Shape[BenchmarkJob] = Shape(
                 allow_null=True,
                 child=serializers.DictField(),
                 help_text="per trace parameter given as a stored trace ({trace: name}): {trace, sha256, requests}; "
-                "empty when every trace was spelled out; null in lists",
+                "a replay of telemetry (POST /api/recipes/<name>/replay/): {telemetry, engine, since_ms, until_ms, "
+                "window_utc, requests, execution}; empty when every trace was spelled out; null in lists",
             ),
             attrgetter("trace_sources"),
         ),

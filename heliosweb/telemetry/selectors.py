@@ -1,6 +1,6 @@
 """Reads for telemetry: engine tokens, recent batches (the live page's refill), rollups merged per
-policy version (before/after panels), the totals `/metrics` exports, and launch records over a
-time window (the trace export)."""
+policy version (before/after panels), the totals `/metrics` exports, and launch or request records
+over a time window (the trace export, the counterfactual replay)."""
 
 from __future__ import annotations
 
@@ -139,10 +139,11 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
 
-def launch_records(
-    *, recipe: Recipe, since_ms: float, until_ms: float, engine: str | None, most: int
+def raw_records(
+    *, recipe: Recipe, since_ms: float, until_ms: float, engine: str | None, most: int, of: str = "launch"
 ) -> list[tuple[str, dict[str, Any]]]:
-    """(engine, launch record) with `since_ms <= t_ms < until_ms`, from the raw batches still kept
+    """(engine, record of type `of`: launch or request) with `since_ms <= t_ms < until_ms` (a
+    request's `t_ms` is when it finished), from the raw batches still kept
     (HELIOS_TELEMETRY_RAW_HOURS), in time order; at most `most + 1` of them, so a caller can tell
     that the window holds more than `most`. A record is received after its `t_ms`: batches received
     before the window cannot hold it, and one received a minute after its end holds none."""
@@ -152,7 +153,7 @@ def launch_records(
         batches = batches.filter(engine=engine)
     found: list[tuple[str, dict[str, Any]]] = []
     for name, records in batches.order_by("received_at", "pk").values_list("engine", "records").iterator(chunk_size=20):
-        found += [(name, r) for r in records if r["type"] == "launch" and since_ms <= r["t_ms"] < until_ms]
+        found += [(name, r) for r in records if r["type"] == of and since_ms <= r["t_ms"] < until_ms]
         if len(found) > most:
             break
     found.sort(key=lambda pair: pair[1]["t_ms"])

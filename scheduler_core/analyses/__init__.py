@@ -6,12 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidInput
-from . import boots, capacity, fuzz, pr22, simulate, sweep
+from . import boots, capacity, fuzz, pr22, replay, simulate, sweep
 from .contract import Analysis
 
 ANALYSES: dict[str, Analysis[Any]] = {
     a.name: a
-    for a in (pr22.ANALYSIS, sweep.ANALYSIS, boots.ANALYSIS, fuzz.ANALYSIS, simulate.ANALYSIS, capacity.ANALYSIS)
+    for a in (
+        pr22.ANALYSIS,
+        sweep.ANALYSIS,
+        boots.ANALYSIS,
+        fuzz.ANALYSIS,
+        simulate.ANALYSIS,
+        capacity.ANALYSIS,
+        replay.ANALYSIS,
+    )
 }
 
 

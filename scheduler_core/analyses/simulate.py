@@ -146,15 +146,18 @@ class SimulateResult(TypedDict):
     deltas: dict[str, Any] | None
 
 
-def run(params: dict[str, Any], emit: Emit) -> SimulateResult:
-    execution: ExecutionModel
+def setting(params: dict[str, Any]) -> tuple[ExecutionModel, Catalog, str, dict[str, Any]]:
+    """The true costs, the catalog, the catalog's name and the costs as a result states them: the
+    boot (`boot_catalog`) as both, or the chosen catalog measured from `execution`."""
     if params["boot_catalog"] is not None:
-        execution, catalog, init = boot_setting(params)
-        catalog_name, execution_description = "boot", {**execution_dict(execution), "init": init}
-    else:
-        execution = execution_of(params)
-        catalog = build_catalog(params, execution)
-        catalog_name, execution_description = params["catalog"], execution_dict(execution)
+        table, catalog, init = boot_setting(params)
+        return table, catalog, "boot", {**execution_dict(table), "init": init}
+    execution = execution_of(params)
+    return execution, build_catalog(params, execution), params["catalog"], execution_dict(execution)
+
+
+def run(params: dict[str, Any], emit: Emit) -> SimulateResult:
+    execution, catalog, catalog_name, execution_description = setting(params)
     arrivals = traffic(params, catalog.full_chunk)
     n = len(arrivals)
     ticker = Ticker(emit, n * len(params["policies"]))

@@ -7,6 +7,19 @@ from functools import cache
 from typing import Any
 
 from heliosweb.jobs.registry import get_kind
+from scheduler_core.analyses.replay import from_engine_records
+
+from .telemetry_records import engine_served
+
+_SERVED = from_engine_records(engine_served("cost", 16))  # a replay of what the simulated engine served
+
+# What a kind cannot run without (every other parameter has a default): a replay needs traffic.
+REQUIRED: dict[str, dict[str, Any]] = {
+    "replay": {
+        "trace": '{"arrival_ms": 0, "prompt_tokens": 900, "output_tokens": 4}\n'
+        '{"arrival_ms": 30, "prompt_tokens": 5000, "output_tokens": 3}\n'
+    }
+}
 
 SMALL: dict[str, dict[str, Any]] = {
     "pr22": {},
@@ -15,6 +28,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "fuzz": {"cases": 60, "seed": 1, "prompt_max": 512},
     "simulate": {"requests": 12, "prompt_max": 6000, "output_min": 4, "output_max": 12, "launch_events": 30},
     "capacity": {"requests": 16, "steps": 3, "repeats": 2, "prompt_max": 4000, "output_max": 20, "rate_max_per_s": 40},
+    "replay": {"trace": _SERVED[0], "served": [s.to_dict() for s in _SERVED[1]]},
     "pulse": {"count": 20, "rate": 2000},
     "capture": {
         "capacities": [16, 32],
@@ -52,7 +66,7 @@ def store(kind: str, *, status: str = "done", recipe: Any = None) -> Any:
         kind=kind,
         queue=get_kind(kind).queue,
         recipe=recipe,
-        params=params,
+        params=get_kind(kind).analysis.to_json(params),
         status=status,
         result=result if status == "done" else None,
         progress_done=1,

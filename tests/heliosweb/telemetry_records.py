@@ -44,3 +44,31 @@ def finished(i: int = 0, **over: Any) -> dict[str, Any]:
 def body(records: list[Any], batch: int = 1, engine: str = "eng-1", session: str = SESSION, **over: Any) -> dict:
     """A batch as an engine posts it."""
     return {**Batch(SCHEMA, engine, session, batch, records).to_dict(), **over}
+
+
+def engine_served(policy: str = "cost", n: int = 40, *, start_ms: float | None = None, version: int = 1) -> list:
+    """The request records a real simulated engine (`scheduler_core.engine.EngineLoop`, clean
+    catalog, default affine costs) posts for `n` Poisson requests under `policy`, on the wall clock
+    from `start_ms` (default: two minutes before the call), built with `finished`: what a
+    counterfactual replay reads back."""
+    import itertools
+
+    from scheduler_core.analyses.simulate import build_catalog
+    from scheduler_core.engine import EngineLoop
+    from scheduler_core.execution import AffineExecution
+    from scheduler_core.request import Request
+    from scheduler_core.scheduler import Arrival, SchedulerConfig
+    from scheduler_core.traffic import TrafficShape, poisson_arrivals
+
+    execution = AffineExecution()
+    catalog = build_catalog({"catalog": "clean", "mixed_rows": [8, 32], "drift_factor": 1.6}, execution)
+    arrivals = list(itertools.islice(poisson_arrivals(TrafficShape(20.0, 32, 6000, 2, 12, seed=3), 4096), n))
+    loop = EngineLoop(
+        catalog, execution, SchedulerConfig(policy, 32, 2), iter([*arrivals, Arrival(n, 1e15, Request(1), 1)])
+    )
+    loop.set_policy(policy, version)
+    records = [r for until in range(0, 60_000, 1_000) for r in loop.advance(float(until)) if r["type"] == "request"]
+    assert len(records) == n, "every request finishes within the minute"
+    keys = ("prompt_tokens", "ttft_ms", "itl_ms", "launches", "policy", "version")
+    start = time.time() * 1000 - 120_000 if start_ms is None else start_ms
+    return [finished(r["request"], t_ms=start + r["t_ms"], **{k: r[k] for k in keys}) for r in records]

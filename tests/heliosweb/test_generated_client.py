@@ -24,6 +24,7 @@ from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.jobs.registry import job_kinds
 from heliosweb.telemetry.tokens import engine_token_create, user_token_issue
 from scheduler_core.analyses.params import Param
+from tests.heliosweb.runs import REQUIRED
 from tests.heliosweb.telemetry_records import body
 
 pytestmark = [pytest.mark.e2e]  # runs a code generator (about 10 s)
@@ -122,7 +123,7 @@ def test_a_generated_client_submits_every_kind_with_a_non_default_parameter_and_
         value = off_default(param)
         create, kind_enum, params = models[kind]
         # As a person writes it: the models' constructors, which fill in every declared default.
-        body = create(kind=kind_enum, recipe=recipe.name, params=params(**{param.name: value}))
+        body = create(kind=kind_enum, recipe=recipe.name, params=params(**{param.name: value} | REQUIRED.get(kind, {})))
         answer = jobs_create.sync_detailed(client=client, body=body)
         assert answer.status_code == 201, (kind, answer.content)
         job = BenchmarkJob.objects.get(pk=answer.parsed.id)

@@ -9,6 +9,8 @@ from django.contrib.staticfiles import finders
 
 from heliosweb.jobs.models import BenchmarkJob
 
+from .runs import REQUIRED
+
 
 @pytest.fixture
 def browser_client(client, maintainer):
@@ -127,6 +129,7 @@ def test_every_registered_kind_gets_a_form_that_posts_its_defaults(
                 match = re.search(rf'name="{re.escape(field)}" value="([^"]*)"', html)
                 if match:
                     data[field] = match.group(1)
+        data |= {f"{name}.{k}": v for k, v in REQUIRED.get(name, {}).items()}  # pasted, as a person would
         with django_capture_on_commit_callbacks(execute=True):
             response = browser_client.post("/jobs/new", data)
         assert response.status_code == 302, (name, response.content.decode()[:2000])

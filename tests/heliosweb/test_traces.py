@@ -209,7 +209,7 @@ def test_the_job_form_offers_stored_traces_by_name(api, client, maintainer, queu
     assert response.status_code == 302, response.content.decode()[:2000]
     job = BenchmarkJob.objects.get()
     assert job.trace_sources["trace"]["trace"] == "small" and len(job.params["trace"]) == 40
-    assert "Traffic from stored traces" in client.get(f"/jobs/{job.pk}").content.decode()
+    assert "Where the traffic came from" in client.get(f"/jobs/{job.pk}").content.decode()
 
 
 @pytest.mark.browser

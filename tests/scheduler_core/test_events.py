@@ -15,6 +15,9 @@ SMALL = {
     "fuzz": {"cases": 40, "seed": 3},
     "simulate": {"requests": 12, "prompt_max": 4000, "output_max": 20, "launch_events": 5},
     "capacity": {"requests": 12, "steps": 2, "repeats": 2, "prompt_max": 4000, "output_max": 20},
+    "replay": {
+        "trace": [{"arrival_ms": 40.0 * i, "prompt_tokens": 100 + 300 * i, "output_tokens": 5} for i in range(12)]
+    },
 }
 
 

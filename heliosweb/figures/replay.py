@@ -1,0 +1,96 @@
+"""replay: what each policy would have done with the traffic an engine served, beside what it served.
+
+The comparison draws TTFT p50 and p99 of each replayed policy and of each policy the engine served
+under (its own reports), p99 hatched; its text alternative states every figure and how faithfully the replay
+repeats the engine's launches. The TTFT CDF and the launches/padding panels are simulate's (the
+same per-policy summaries); the rule - cost CDF pairs each request with itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from scheduler_core.analyses.replay import comparison_rows
+
+from .contract import Figure, JobData, KindViews, Table, base_layout, empty
+from .palette import policy_colour
+from .simulate import launches_padding, ttft_cdf
+
+SERVED_COLOUR = "#6b7280"
+
+
+def comparison(result: dict[str, Any]) -> Figure:
+    table = comparison_rows(result)
+    names = [r["policy"] for r in table]
+    colours = [SERVED_COLOUR if n.startswith("served ") else policy_colour(n) for n in names]
+    traces = [
+        {
+            "type": "bar",
+            "name": f"TTFT {q}",
+            "x": names,
+            "y": [r[f"ttft_{q}_ms"] for r in table],
+            "marker": {"color": colours, "pattern": {"shape": "" if q == "p50" else "/"}},
+        }
+        for q in ("p50", "p99")
+    ]
+    layout = base_layout(
+        "TTFT p50 and p99: each policy replayed, and as served",
+        barmode="group",
+        yaxis={"title": {"text": "TTFT (ms)"}},
+    )
+    return Figure("comparison", "Replayed and served", go.Figure(traces, layout), summary=summary(result))
+
+
+def summary(result: dict[str, Any]) -> str:
+    """Every row's figures in words, and the reproduction of each policy the engine ran."""
+    parts = [
+        f"{r['policy']}: TTFT p50 {r['ttft_p50_ms'] or 0:.1f} ms, p99 {r['ttft_p99_ms'] or 0:.1f} ms, "
+        f"{r['prefill_launches']} prefill launches, {r['padded_prefill_tokens']} padded tokens"
+        for r in comparison_rows(result)
+    ]
+    parts += [
+        f"replayed {r['policy']} repeats the engine's launches for {r['same_launches']} of {r['requests']} requests"
+        for r in result.get("reproduction", [])
+    ]
+    return f"{result['requests']} requests replayed ({result['randomness']}). " + "; ".join(parts) + "."
+
+
+def deltas_cdf(deltas: dict[str, Any]) -> go.Figure:
+    cdf = deltas["cdf_ms"]
+    trace = {
+        "type": "scatter",
+        "name": "rule - cost",
+        "x": cdf,
+        "y": [q / (len(cdf) - 1) for q in range(len(cdf))],
+        "mode": "lines",
+        "line": {"color": "#374151", "shape": "hv"},
+    }
+    layout = base_layout(
+        "rule - cost TTFT per request (the same request under both)",
+        xaxis={"title": {"text": "rule - cost TTFT (ms)"}, "zeroline": True},
+        yaxis={"title": {"text": "share of requests"}, "range": [0, 1]},
+    )
+    return go.Figure([trace], layout)
+
+
+def figures(job: JobData) -> list[Figure]:
+    result = job.result
+    if not result:
+        return [empty("comparison", "Replayed and served", "the comparison is drawn when the replay finishes")]
+    out = [comparison(result), Figure("ttft-cdf", "TTFT CDF", ttft_cdf(result["policies"]))]
+    if result.get("deltas") and result["deltas"]["requests"]:
+        out.append(Figure("deltas", "rule - cost per request", deltas_cdf(result["deltas"])))
+    out.append(Figure("launches-padding", "Launches and padding", launches_padding(result["policies"])))
+    return out
+
+
+def tables(job: JobData) -> dict[str, Table]:
+    result = job.result or {}
+    if not result:
+        return {}
+    worst = (result.get("deltas") or {}).get("worst", [])
+    return {"comparison": comparison_rows(result), "reproduction": result.get("reproduction", []), "worst": worst}
+
+
+VIEWS = KindViews(figures, tables=tables)
