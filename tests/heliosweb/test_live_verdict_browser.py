@@ -13,7 +13,8 @@ from django.contrib.auth.models import User
 
 from heliosweb.decisions import services as decisions
 from heliosweb.jobs.models import BenchmarkJob
-from heliosweb.telemetry.services import engine_start, engine_stop, telemetry_ingest
+from heliosweb.simengine.services import engine_start, engine_stop
+from heliosweb.telemetry.ingest import telemetry_ingest
 
 from .conftest import log_in_and_open, needs_chromium, wait_until
 from .telemetry_records import body, finished, launch

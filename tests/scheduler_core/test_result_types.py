@@ -19,6 +19,10 @@ SMALL = {
     "fuzz": {"cases": 40},
     "simulate": {"requests": 60, "span_share": 0.2, "policies": ["cost", "rule", "rule-v1"]},
     "capacity": {"steps": 2, "requests": 40},
+    "replay": {
+        "trace": '{"arrival_ms": 0, "prompt_tokens": 900, "output_tokens": 4}\n'
+        '{"arrival_ms": 30, "prompt_tokens": 5000, "output_tokens": 3}\n'
+    },
 }
 
 
