@@ -66,7 +66,7 @@ def apply() -> None:
         "twisted.web.http.HTTPFactory.log",
     )
     autobahn.util._HAS_CLICK = False
-    HTTPFactory.log = _no_access_line  # type: ignore[method-assign]
+    HTTPFactory.log = _no_access_line
     WebRequest.gotLength = _body_in_memory
     HTTPFactory.protocol = BoundedHTTPChannel  # daphne builds each connection's channel from it
 

@@ -84,7 +84,7 @@ class HeliosASGIHandler(ASGIHandler):
         finally:
             settings.MIDDLEWARE = listed
 
-    async def __call__(self, scope: Mapping[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         view = _view_for(scope["path"].removeprefix(scope.get("root_path", ""))) if scope["type"] == "http" else None
         executor = lane_of(view) if view is not None and iscoroutinefunction(view) else None
         if executor is None:

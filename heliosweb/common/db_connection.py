@@ -56,7 +56,7 @@ class DatabaseConnectionLostMiddleware:
         self.get_response = get_response
         if iscoroutinefunction(get_response):
             markcoroutinefunction(self)  # `__call__` then returns the chain's coroutine
-            self.process_view = self._process_view_async  # type: ignore[method-assign]
+            self.process_view = self._process_view_async  # type: ignore[method-assign, assignment]
 
     def __call__(self, request: HttpRequest) -> Any:
         return self.get_response(request)

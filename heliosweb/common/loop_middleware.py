@@ -15,7 +15,7 @@ sync-only, gains an async path the same way: no thread unless it serves a file.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from csp import middleware as csp
@@ -41,9 +41,9 @@ class OnLoop(MiddlewareMixin):
 
     def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
         super().__init__(get_response)
-        if self.async_mode and hasattr(self, "process_view"):
+        if iscoroutinefunction(get_response) and hasattr(self, "process_view"):
             # Django takes `process_view` from the instance once built, and awaits it as is when async.
-            self.process_view = self._process_view_async
+            setattr(self, "process_view", self._process_view_async)  # noqa: B010  (an instance's, not the class's)
 
     def request_on_loop(self, request: HttpRequest) -> bool:
         return True
@@ -58,7 +58,7 @@ class OnLoop(MiddlewareMixin):
         response = None
         if hasattr(self, "process_request"):
             response = await _call(self.request_on_loop(request), self.process_request, request)
-        response = response or await self.get_response(request)
+        response = response or await cast(Awaitable[HttpResponseBase], self.get_response(request))
         if hasattr(self, "process_response"):
             on_loop = self.response_on_loop(request, response)
             response = await _call(on_loop, self.process_response, request, response)
@@ -67,7 +67,7 @@ class OnLoop(MiddlewareMixin):
     async def _process_view_async(
         self, request: HttpRequest, view: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> HttpResponseBase | None:
-        process_view = type(self).process_view  # type: ignore[attr-defined]  # the class's, not the instance's
+        process_view = getattr(type(self), "process_view")  # noqa: B009  (the class's, not the instance's)
         return await _call(self.view_on_loop(request), process_view, self, request, view, args, kwargs)
 
 
