@@ -2,14 +2,18 @@
 
 Django builds an async chain for an async view (the policy long-poll: `common.asgi_handler`). In
 it, a `MiddlewareMixin` middleware calls its `process_request`, `process_view` and
-`process_response` through `sync_to_async`: a hop to a thread and back for each, ~20 per request
-with this list. One policy change answers every engine long-polling the recipe at once: at 1,000
-engines that was 20,000 hops queued behind one another, and the last engine heard of the change
-seconds later. These subclasses call the same methods on the loop, which is safe because none of
-them does I/O there, except where a hook below says one may (a session to save, messages to
-store, a CSRF check that reads the session or a body): those still go to the thread. In a sync
-chain (every sync view) they are the classes they subclass, unchanged. WhiteNoise's middleware,
-sync-only, gains an async path the same way: no thread unless it serves a file.
+`process_response` through `sync_to_async`: a hop to a thread and back for each, 8 with this list
+after the view returns. One policy change answers every engine long-polling the recipe at once:
+at 1,000 engines that was 8,000 hops queued behind one another, p95 2.5-5.6 s (measured in one
+process, docs/bench/2026-12-02-long-poll-on-the-loop.md). These subclasses call the same methods
+on the loop, which is safe because none of them does I/O there, except where a hook below says
+one may (a session to save, messages to store, a CSRF check that reads the session or a body):
+those still go to the thread. WhiteNoise's middleware, sync-only, gains an async path the same
+way: no thread unless it serves a file.
+
+`settings.MIDDLEWARE` keeps naming the libraries' classes (Django's deploy checks look for those
+names); `common.asgi_handler` builds the async chain from the same list with each name in
+`ON_LOOP` replaced by its subclass here. The sync chain uses the libraries' classes unchanged.
 """
 
 from __future__ import annotations
