@@ -1,4 +1,4 @@
-"""Django's ASGI handler, with two changes; every request still goes through Django's whole cycle.
+"""Django's ASGI handler, with these changes; every request still goes through Django's whole cycle.
 
 - A body sent without Content-Length (`Transfer-Encoding: chunked`, which the server has already
   decoded) is given its real length: Django and DRF read a request with no length as empty, so
@@ -16,6 +16,18 @@
   per request, but then they queue on asgiref's one shared sync thread, behind Channels' database
   calls: a burst of websocket handshakes would hold telemetry posts). This is the lane Zulip's
   Tornado server uses for its own hot path: Django's handler, called from the server's loop.
+- An async view marked with `kept_thread` (the policy long-poll) runs on the event loop with its
+  middleware: every middleware in the list is async-capable, the library ones as the subclasses
+  that run their methods on the loop (`common.loop_middleware`), so no thread is taken per request; its sync
+  calls (database reads, the request signals' receivers) go to its one kept thread. Django gives
+  each request a thread of its own for those, started when first used and joined by yet another
+  thread at its end; with sync-only middleware in the list, an async view's whole middleware chain
+  ran in that thread, waiting there while the view waited. One policy change answers every engine
+  long-polling the recipe at once: at 1,000 engines, 1,000 threads woke, each passing its answer
+  back through the middleware, then 1,000 more were started to join them, and the last engine
+  heard of the change seconds after the first.
+- Every other view is served as Django serves a sync view under ASGI: the same middleware list in
+  sync mode, in the request's own thread, in one hop.
 """
 
 from __future__ import annotations
@@ -27,20 +39,25 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any, TypeVar
 
+from asgiref.sync import ThreadSensitiveContext, iscoroutinefunction, sync_to_async
+from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.base import BaseHandler
 from django.db import connections
-from django.http import HttpRequest, HttpResponseBase
+from django.http import FileResponse, HttpRequest, HttpResponseBase
 from django.urls import Resolver404, resolve
 
-View = TypeVar("View", bound=Callable[..., HttpResponseBase])
+from .loop_middleware import ON_LOOP
+
+View = TypeVar("View", bound=Callable[..., Any])
 
 _LANE = "kept_thread"  # the attribute a marked view carries: its executor
 
 
 def kept_thread(view: View, name: str) -> View:
-    """Mark the sync `view` to be served in one thread named `name` (see the module's docstring).
-    The view itself is unchanged: a sync handler (tests' Client, WSGI) calls it as usual."""
+    """Mark `view` to be served with one thread named `name`: a sync view in it, an async one on the
+    loop with its sync calls in it (see the module's docstring). The view itself is unchanged: a
+    sync handler (tests' Client, WSGI) calls it as usual."""
     setattr(view, _LANE, ThreadPoolExecutor(max_workers=1, thread_name_prefix=name))
     return view
 
@@ -53,9 +70,28 @@ def lane_of(view: Callable[..., Any]) -> ThreadPoolExecutor | None:
 
 class HeliosASGIHandler(ASGIHandler):
     def __init__(self) -> None:
-        super().__init__()
-        self._in_lane = BaseHandler()
-        self._in_lane.load_middleware(is_async=False)  # the same list, called without thread hops
+        super().__init__()  # Django's async chain, for async views (see load_middleware)
+        self._in_thread = BaseHandler()
+        self._in_thread.load_middleware(is_async=False)  # the same list, for sync views, in one hop
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        """Django's, from `settings.MIDDLEWARE` with the library classes that `loop_middleware.ON_LOOP`
+        names replaced by their subclasses that run on the loop (Django reads the list from settings)."""
+        listed = settings.MIDDLEWARE
+        settings.MIDDLEWARE = [ON_LOOP.get(path, path) for path in listed] if is_async else listed
+        try:
+            super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = listed
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        view = _view_for(scope["path"].removeprefix(scope.get("root_path", ""))) if scope["type"] == "http" else None
+        executor = lane_of(view) if view is not None and iscoroutinefunction(view) else None
+        if executor is None:
+            await super().__call__(scope, receive, send)  # a thread of its own per request, as Django does
+            return
+        async with ThreadSensitiveContext(executor=executor):  # the view's kept thread for its sync calls
+            await self.handle(scope, receive, send)
 
     def create_request(self, scope: Mapping[str, Any], body_file: IO[bytes]) -> Any:
         request, error = super().create_request(scope, body_file)
@@ -64,27 +100,33 @@ class HeliosASGIHandler(ASGIHandler):
         return request, error
 
     async def run_get_response(self, request: HttpRequest) -> HttpResponseBase:
-        executor = _lane_for(request.path_info)
+        view = _view_for(request.path_info)
+        if view is not None and iscoroutinefunction(view):
+            return await super().run_get_response(request)  # on the loop, middleware and all
+        executor = lane_of(view) if view is not None else None
         if executor is None:
-            return await super().run_get_response(request)
-        context = contextvars.copy_context()  # the script prefix and the like, as sync_to_async would carry
-        response = await asyncio.get_running_loop().run_in_executor(
-            executor, functools.partial(context.run, self._serve_in_lane, request)
-        )
+            response = await sync_to_async(self._in_thread.get_response, thread_sensitive=True)(request)
+        else:
+            context = contextvars.copy_context()  # the script prefix and the like, as sync_to_async would carry
+            response = await asyncio.get_running_loop().run_in_executor(
+                executor, functools.partial(context.run, self._serve_in_lane, request)
+            )
         response._handler_class = self.__class__  # type: ignore[attr-defined]  # as Django's own does
+        if isinstance(response, FileResponse):
+            response.block_size = self.chunk_size  # as Django's own does: the server chunks
         return response
 
     def _serve_in_lane(self, request: HttpRequest) -> HttpResponseBase:
         _close_unusable()
-        response = self._in_lane.get_response(request)
+        response = self._in_thread.get_response(request)
         if response.status_code >= 500:
             connections.close_all()  # whatever failed may have broken a connection: the next request opens anew
         return response
 
 
-def _lane_for(path_info: str) -> ThreadPoolExecutor | None:
+def _view_for(path_info: str) -> Callable[..., Any] | None:
     try:
-        return lane_of(resolve(path_info).func)
+        return resolve(path_info).func
     except Resolver404:
         return None
 

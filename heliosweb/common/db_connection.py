@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -46,13 +46,28 @@ def _fresh_connection() -> None:
 
 
 class DatabaseConnectionLostMiddleware:
-    """Last in MIDDLEWARE: it runs the view itself, after every other middleware's `process_view`."""
+    """Last in MIDDLEWARE: it runs a sync view itself, after every other middleware's `process_view`.
+    In an async chain (an async view's: it holds no connection) it passes the request on, no thread."""
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
         self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)  # `__call__` then returns the chain's coroutine
+            self.process_view = self._process_view_async  # type: ignore[method-assign, assignment]
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> Any:
         return self.get_response(request)
+
+    async def _process_view_async(
+        self, request: HttpRequest, view: Callable[..., Any], args: tuple, kwargs: dict[str, Any]
+    ) -> HttpResponse | None:
+        """Django runs an async view on the loop; a sync one this middleware runs, as in a sync chain, in a thread."""
+        if iscoroutinefunction(view):
+            return None
+        return await sync_to_async(DatabaseConnectionLostMiddleware.process_view)(self, request, view, args, kwargs)
 
     def process_view(
         self, request: HttpRequest, view: Callable[..., HttpResponse], args: tuple, kwargs: dict[str, Any]

@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from rest_framework.authtoken.models import Token
 
+from heliosweb.common.asgi_handler import kept_thread
 from heliosweb.common.auth import bearer_token
 from heliosweb.common.broadcast import Message, subscribe
 from heliosweb.common.errors import NotFound
@@ -32,7 +33,7 @@ MAX_WAIT_S = 30
 
 
 @require_GET
-async def recipe_policy(request: HttpRequest, name: str) -> HttpResponse:
+async def _recipe_policy(request: HttpRequest, name: str) -> HttpResponse:
     if not await _authenticated(request):
         return _error(401, "authorization", "log in, or send Authorization: Bearer <token>")
     try:
@@ -57,6 +58,10 @@ async def recipe_policy(request: HttpRequest, name: str) -> HttpResponse:
     response["ETag"] = _tag(policy)
     response["Cache-Control"] = "no-cache"
     return response
+
+
+# Served on the loop, its middleware too; its sync calls (the token, the reads) in one thread.
+recipe_policy = kept_thread(_recipe_policy, "policy-poll")
 
 
 async def _until_changed(name: str, changes: asyncio.Queue[Message], known: set[str], wait: float) -> dict[str, Any]:

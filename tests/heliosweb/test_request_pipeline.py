@@ -1,14 +1,15 @@
 """One request pipeline (`common.asgi_handler`): engines' telemetry posts run Django's whole cycle
 (the middleware list as configured, the request signals, SECURE_SSL_REDIRECT, the security headers)
-in one kept thread that keeps its database connection; and the HTTP that real clients send: gzip
-bodies (bounded once decompressed), the Bearer scheme in any case, `If-None-Match: *`, 401 with a
-challenge when no credentials come."""
+in one kept thread that keeps its database connection; the policy long-poll's on the event loop;
+and the HTTP that real clients send: gzip bodies (bounded once decompressed), the Bearer scheme in
+any case, `If-None-Match: *`, 401 with a challenge when no credentials come."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
 import json
+import threading
 from io import StringIO
 from typing import Any
 
@@ -22,8 +23,10 @@ from django.db import connections
 from django.http import HttpRequest, HttpResponse
 from django.test import Client
 
+from heliosweb.common import loop_middleware
 from heliosweb.common.asgi_handler import HeliosASGIHandler, lane_of
 from heliosweb.common.request_body import gunzip
+from heliosweb.recipes import policy_poll
 from heliosweb.telemetry import api as telemetry_api
 from heliosweb.telemetry.models import TelemetryBatch
 
@@ -269,3 +272,49 @@ def test_telemetry_without_credentials_is_401_with_a_challenge_and_a_viewer_is_4
     client.force_login(viewer)
     response = client.post(PATH, body(1), content_type="application/json")
     assert (response.status_code, response.json()["field"]) == (403, "authorization")
+
+
+# --- the policy long-poll runs on the loop ---------------------------------------------------------
+
+POLL_LANE = lane_of(policy_poll.recipe_policy)
+
+
+@pytest.fixture
+def close_poll_lane():
+    yield
+    assert POLL_LANE is not None
+    POLL_LANE.submit(connections.close_all).result()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_long_poll_runs_its_middleware_on_the_loop_and_its_sync_calls_in_its_kept_thread(
+    engine, monkeypatch, close_poll_lane
+):
+    """The whole list still runs (the security headers), a library middleware's methods on the
+    loop's own thread (no hop), and the request signals' receivers and the reads in the view's one
+    kept thread (no thread started per request)."""
+    seen: dict[str, str] = {}
+    answer = loop_middleware.XFrameOptionsMiddleware.process_response
+
+    def on_thread(self: Any, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        seen["middleware"] = threading.current_thread().name
+        return answer(self, request, response)
+
+    def started(**kwargs: Any) -> None:
+        seen["signal"] = threading.current_thread().name
+
+    monkeypatch.setattr(loop_middleware.XFrameOptionsMiddleware, "process_response", on_thread)
+    request_started.connect(started)
+    try:
+        headers = [(b"host", b"testserver"), (b"authorization", f"Bearer {engine}".encode())]
+        path = "/api/recipes/tiny-cpu/policy"
+        response = await HttpCommunicator(HeliosASGIHandler(), "GET", path, headers=headers).get_response(timeout=10)
+    finally:
+        request_started.disconnect(started)
+    assert response["status"] == 200, response
+    assert json.loads(response["body"])["recipe"] == "tiny-cpu"
+    assert dict(response["headers"])[b"X-Frame-Options"] == b"DENY"
+    assert b"Content-Security-Policy" in dict(response["headers"])
+    assert seen["middleware"] == threading.current_thread().name  # the test's loop runs on this thread
+    assert seen["signal"].startswith("policy-poll")

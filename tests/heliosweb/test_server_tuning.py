@@ -6,6 +6,7 @@ it uses is gone. The read timeouts and body bounds are checked through a real da
 from __future__ import annotations
 
 from io import BytesIO
+from types import SimpleNamespace
 from typing import Any
 
 import autobahn.util
@@ -14,6 +15,7 @@ from daphne.http_protocol import HTTPFactory, WebRequest
 from django.conf import settings
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
+from twisted.web import http
 from twisted.web.http import HTTPChannel, Request
 
 import heliosweb.asgi  # noqa: F401  (loading it applies the tuning, as in daphne)
@@ -83,6 +85,16 @@ def test_autobahn_writes_its_debug_lines_without_colour_codes():
     assert autobahn.util.hl("frame sent", bold=True, color="red") == "frame sent"
 
 
+def test_twisted_formats_no_access_line_per_request():
+    written: list[str] = []
+    factory = HTTPFactory.__new__(HTTPFactory)  # daphne's, as the tuning left it (no server needed)
+    factory._logFile = SimpleNamespace(write=written.append)
+    channel = HTTPChannel()
+    channel.makeConnection(StringTransport())
+    factory.log(Request(channel))
+    assert written == []  # Twisted's own would have written the request's combined-log line
+
+
 @pytest.mark.parametrize(
     ("owner", "name", "hook"),
     [
@@ -90,6 +102,7 @@ def test_autobahn_writes_its_debug_lines_without_colour_codes():
         (HTTPChannel, "allHeadersReceived", "HTTPChannel.allHeadersReceived"),
         (HTTPChannel, "rawDataReceived", "HTTPChannel.rawDataReceived"),
         (Request, "gotLength", "Request.gotLength"),
+        (http.HTTPFactory, "log", "HTTPFactory.log"),
     ],
 )
 def test_apply_refuses_to_start_when_a_hook_it_uses_is_gone(monkeypatch, owner, name, hook):
