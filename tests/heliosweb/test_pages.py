@@ -106,6 +106,10 @@ def test_plotly_is_the_vendored_partial_bundle_not_a_cdn():
     ours = [p for p in pathlib.Path("static").rglob("*.js") if "vendor" not in p.parts]
     for path in list(pathlib.Path("templates").rglob("*.html")) + ours:
         assert "cdn" not in path.read_text().lower(), path
+    # The vendored bundle too (its topojsonURL default edited as static/vendor/plotly/README.md says).
+    for path in pathlib.Path("static/vendor").rglob("*"):
+        if path.is_file():
+            assert "cdn." not in path.read_text().lower(), path
 
 
 def test_every_registered_kind_gets_a_form_that_posts_its_defaults(
