@@ -3,9 +3,9 @@
 A throwaway site served as `./dev up` serves it (collected static files: hashed, gzipped, cached
 for good; daphne), with one finished job of each simulated kind and a decision. For each page:
 
-- **cold load**: a new Chromium context (empty cache), logged in, from navigation to the page's
-  charts drawn (every Plotly chart with its SVG; a job page's figures fetched), or to `load` on a
-  page without charts;
+- **cold load**: a new Chromium context (empty cache), logged in, from navigation to the charts
+  of the first screen drawn (each with its SVG; a job page's figures fetched; the charts further
+  down are drawn as they come near or once the page is idle), or to `load` on a page without charts;
 - **Lighthouse 12.2.3** (`npx lighthouse@12.2.3`, CHROME_PATH=/usr/bin/chromium, desktop preset,
   cold profile): the performance and accessibility scores, first and largest contentful paint and
   total blocking time (Lighthouse's simulated desktop throttling).
@@ -43,9 +43,13 @@ KINDS = {
     "boots": {"boots": 8},
     "fuzz": {"cases": 200},
 }
+# The charts of the first screen drawn (those further down are drawn as they come near, or once the
+# page is idle: static/helios/figures.js).
 DRAWN = """() => { const figs = document.getElementById('figures');
   if (document.getElementById('job') && !(figs && figs.dataset.loaded)) return false;
-  return Array.from(document.querySelectorAll('.js-plotly-plot')).every(el => el.querySelector('.main-svg')); }"""
+  const shown = (el) => el.getBoundingClientRect().top < window.innerHeight;
+  return Array.from(document.querySelectorAll('[data-figure-id], .js-plotly-plot')).filter(shown)
+    .every(el => el.querySelector('.main-svg')); }"""
 
 
 def seed() -> tuple[Any, dict[str, str]]:

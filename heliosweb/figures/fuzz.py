@@ -55,7 +55,10 @@ def counterexample(name: str, case: int, example: Json) -> Figure:
     title = f"Minimal counterexample, {name}: {n} tokens, {what}"
     marker = (plan_row, at, what)
     fig = chunk_timeline([TimelineRow(plan_row, launches)], title=title, axis="tokens", marker=marker, span=n)
-    fig.update_traces(selector={"type": "scatter"}, marker_color=policy_colour(name))
+    # Beside the marker, drawn past the plot's edge: at the top row's edge its text was cut off.
+    fig.update_traces(
+        selector={"type": "scatter"}, marker_color=policy_colour(name), textposition="middle right", cliponaxis=False
+    )
     prompt_row = "prompt"
     spans = request["atomic_spans"]
     fig.add_trace(go.Bar(
@@ -66,7 +69,7 @@ def counterexample(name: str, case: int, example: Json) -> Figure:
         fig.add_trace(go.Bar(
             name="atomic span (not split)", orientation="h", y=[prompt_row] * len(spans),
             x=[e - s for s, e in spans], base=[s for s, _ in spans], customdata=[[s, e] for s, e in spans],
-            marker={"color": "#5f5f5f", "pattern": {"shape": "x", "fgcolor": "white"}},
+            marker={"color": "#5f5f5f", "pattern": {"shape": "x", "fgcolor": "white", "fillmode": "overlay"}},
             hovertemplate="atomic span [%{customdata[0]}, %{customdata[1]})<extra></extra>",
         ))  # fmt: skip
     if request["message_boundaries"]:

@@ -135,7 +135,7 @@ def requests_timeline(policy: str, per_request: list[dict[str, Any]]) -> Figure:
         title,
         height=420,
         xaxis={"title": {"text": "simulation clock (ms)"}},
-        yaxis={"title": {"text": "request"}, "autorange": "reversed"},
+        yaxis={"title": {"text": "request"}, "autorange": "reversed", "zeroline": False},
     )
     ttft = sorted(r["ttft_ms"] for r in rows)
     summary = (
