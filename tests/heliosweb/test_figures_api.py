@@ -105,6 +105,21 @@ def test_simulate_trace_has_a_launch_per_recorded_launch_and_flows_per_request(c
     assert processes == {"cost", "rule"}
 
 
+def test_a_simulate_trace_past_its_request_cap_keeps_the_first_by_arrival_and_says_so(client_in, monkeypatch):
+    from heliosweb.figures import simulate
+
+    monkeypatch.setattr(simulate, "TRACE_REQUESTS", 5)
+    job = store("simulate")
+    trace = client_in.get(f"/api/jobs/{job.pk}/trace.json").json()
+    first = sorted(job.result["policies"][0]["per_request"], key=lambda r: r["arrival_ms"])[:5]
+    pid = next(e["pid"] for e in trace["traceEvents"] if e["name"] == "process_name" and e["args"]["name"] == "cost")
+    held = [e["args"]["id"] for e in trace["traceEvents"] if e.get("cat") == "request" and e["pid"] == pid]
+    assert sorted(set(held)) == sorted(r["id"] for r in first)
+    cost = trace["otherData"]["policies"]["cost"]
+    assert cost["requests_truncated"] and cost["requests_in_trace"] == 5 < cost["requests"]
+    assert "5 per policy" in trace["otherData"]["note"]
+
+
 def test_pr22_trace_matches_the_result_launch_for_launch(client_in):
     job = store("pr22")
     complete = _check_trace(client_in.get(f"/api/jobs/{job.pk}/trace.json").json())
