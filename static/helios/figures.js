@@ -38,11 +38,11 @@
   // task per page was 1-2 s of blocked main thread on a chart-heavy job page).
   const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-  // A figure is drawn when it comes within a quarter screen of the viewport, or once the page has been idle
-  // for IDLE_MS after load (one figure a task): the first screen's charts are drawn first and the
-  // page answers input sooner; those further down are drawn before anyone scrolls to them. Until
-  // then its box keeps the figure's height, so nothing below it moves when it is drawn.
-  const IDLE_MS = 2000;
+  // A figure is drawn when it comes within a quarter screen of the viewport, or IDLE_MS after load
+  // (one figure a task): the first screen's charts are drawn first and the page answers input
+  // sooner; a chart further down costs the reader nothing until then, and is there by the time
+  // anyone scrolls to it. Until then its box keeps the figure's height, so nothing below it moves.
+  const IDLE_MS = 5000;
   const waiting = new Map();  // el -> its latest draw
   const near = "IntersectionObserver" in window
     ? new IntersectionObserver((seen) => seen.forEach((e) => { if (e.isIntersecting) setTimeout(() => drawWaiting(e.target), 0); }), { rootMargin: "25% 0px" })
@@ -209,7 +209,7 @@
     this.notBefore = now + Math.max(MIN_GAP_MS, 4 * (now - started));
   };
 
-  window.HeliosFigures = { draw: draw, Grower: Grower, whenNear: whenNear };
+  window.HeliosFigures = { draw: draw, Grower: Grower };
 
   // Pages that embed their figures (explain, compare) draw them on load.
   for (const el of document.querySelectorAll("[data-figures]")) {
