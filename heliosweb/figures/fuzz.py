@@ -46,13 +46,13 @@ def counterexample(name: str, case: int, example: Json) -> Figure:
     request = example["input"]["request"]
     n = request["prompt_tokens"]
     graphs = sorted({g["prefill"] for g in example["input"]["catalog"] if g["decode"] == 0 and g["prefill"] > 0})
-    plan_row = f"{name} plan (case {case})"
+    plan_row = "plan"  # short row labels: a phone's plot keeps its width
     launches = example.get("launches", [])
     if failure["kind"] == "stalled":
         at, what = failure["position"], f"stall at {failure['position']}"
     else:
         at, what = n, failure["message"][:60]
-    title = f"Minimal counterexample, {name}: {n} tokens, {what}"
+    title = f"Minimal counterexample, {name} (case {case}): {n} tokens, {what}"
     marker = (plan_row, at, what)
     fig = chunk_timeline([TimelineRow(plan_row, launches)], title=title, axis="tokens", marker=marker, span=n)
     # Beside the marker, drawn past the plot's edge: at the top row's edge its text was cut off.
@@ -79,10 +79,10 @@ def counterexample(name: str, case: int, example: Json) -> Figure:
             marker={"symbol": "line-ns-open", "size": 18, "color": "#333333"},
             hovertemplate="message boundary at %{x}<extra></extra>",
         ))  # fmt: skip
-    graph_rows = [f"graph {g} from {at}" for g in graphs] if failure["kind"] == "stalled" else []
+    graph_rows = [f"graph {g}" for g in graphs] if failure["kind"] == "stalled" else []
     for g, row in zip(graphs, graph_rows, strict=False):
         fig.add_trace(go.Bar(
-            name=row, orientation="h", y=[row], x=[g], base=[at], showlegend=False,
+            name=f"{row} from {at}", orientation="h", y=[row], x=[g], base=[at], showlegend=False,
             marker={"color": capacity_colour(g), "opacity": 0.6},
             hovertemplate=f"graph {g}: tokens [{at}, {at + g})<extra></extra>",
         ))  # fmt: skip

@@ -90,6 +90,21 @@ def lanes_timeline(policy: str, launches: list[dict[str, Any]]) -> go.Figure:
     return go.Figure(data=traces, layout=layout)
 
 
+def _lanes_summary(launches: list[dict[str, Any]]) -> str:
+    """What the window holds: its launches (chunks and decode steps), when, for which requests."""
+    lanes = sorted({launch["lane"] for launch in launches if launch["lane"] is not None})
+    chunks = sum(1 for launch in launches if launch["chunk"] is not None)
+    decodes = sum(1 for launch in launches if launch["kind"] == "decode")
+    if not launches:
+        return "No launch recorded."
+    return (
+        f"{len(launches)} launches from {min(x['start_ms'] for x in launches):.1f} to "
+        f"{max(x['end_ms'] for x in launches):.1f} ms on the "
+        f"simulation clock for {_requests_named(lanes)}: {chunks} prefill or mixed chunks and {decodes} decode "
+        "launches, a row per request."
+    )
+
+
 def _requests_named(ids: list[int]) -> str:
     if not ids:
         return "no request"
@@ -155,7 +170,12 @@ def _group_order(name: str) -> tuple[int, int]:
 
 def figures(job: JobData) -> list[Figure]:
     out = [
-        Figure(f"lanes-{policy}", f"Lanes timeline ({policy})", lanes_timeline(policy, window(launches)))
+        Figure(
+            f"lanes-{policy}",
+            f"Lanes timeline ({policy})",
+            lanes_timeline(policy, window(launches)),
+            _lanes_summary(window(launches)),
+        )
         for policy, launches in launches_by_policy(job).items()
     ]
     result = job.result

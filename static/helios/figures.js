@@ -54,6 +54,10 @@
     if (near) near.unobserve(el);
     drawIt();
   }
+  function onScreen(el) {
+    const box = el.getBoundingClientRect();
+    return box.top < window.innerHeight * 1.25 && box.bottom > -window.innerHeight * 0.25;
+  }
   function whenNear(el, drawIt) {
     if (!near) { drawIt(); return; }
     if (!waiting.has(el)) near.observe(el);
@@ -102,7 +106,9 @@
         }
       };
       drawn.set(entry.id, el);
-      if ((entry.growth || []).length === 0 && !el.data) { whenNear(el, drawIt); continue; }  // grown live: drawn now
+      // Drawn now: a figure on screen (draw() resolves with the screen drawn), one already drawn,
+      // and one that grows live.
+      if ((entry.growth || []).length === 0 && !el.data && !onScreen(el)) { whenNear(el, drawIt); continue; }
       waiting.delete(el);
       if (!first) await nextTask();
       first = false;
