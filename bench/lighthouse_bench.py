@@ -134,7 +134,11 @@ def lighthouse(base: str, url: str, cookie: str, out: Path) -> dict[str, Any]:
         f"--output-path={out}", "--quiet", "--chrome-flags=--headless=new " + " ".join(ARGS),
         "--extra-headers=" + json.dumps({"Cookie": f"sessionid={cookie}"}),
     ]  # fmt: skip
-    subprocess.run(cmd, check=True, env=dict(os.environ, CHROME_PATH=CHROMIUM), timeout=300)
+    env = dict(os.environ, CHROME_PATH=CHROMIUM)
+    if subprocess.run(
+        cmd, env=env, timeout=300
+    ).returncode:  # once more: Lighthouse sometimes loses its trace (NO_NAVSTART)
+        subprocess.run(cmd, check=True, env=env, timeout=300)
     report = json.loads(out.read_text())
     audits = report["audits"]
     failed = [
