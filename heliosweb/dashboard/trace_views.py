@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 
 from heliosweb.common.errors import http_status
 from heliosweb.common.permissions import RUN_JOBS
-from heliosweb.figures.contract import to_json
+from heliosweb.figures.contract import embedded
 from heliosweb.figures.traces import trace_figures
 from heliosweb.traces import selectors, services
 from scheduler_core.errors import InvalidInput
@@ -35,10 +35,10 @@ def trace_list(request: HttpRequest) -> HttpResponse:
             status = http_status(exc)
         else:
             return redirect(f"/traces#trace-{trace.name}")
-    traces = [
-        {"trace": t, "figures_json": to_json(trace_figures(t.summary, f"trace-{t.pk}"))}
-        for t in selectors.trace_list()[:50]
-    ]
+    traces = []
+    for t in selectors.trace_list()[:50]:
+        figures_json, slots = embedded(trace_figures(t.summary, f"trace-{t.pk}"))
+        traces.append({"trace": t, "figures_json": figures_json, "slots": slots})
     return render(
         request,
         "traces/list.html",

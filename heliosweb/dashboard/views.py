@@ -25,7 +25,7 @@ from heliosweb.common.inputs import int_or_none, parse_id
 from heliosweb.common.permissions import RUN_JOBS
 from heliosweb.decisions.selectors import decision_list, decisions_open
 from heliosweb.figures.compare import compare_figures, params_that_differ
-from heliosweb.figures.contract import to_json
+from heliosweb.figures.contract import embedded
 from heliosweb.figures.explain import explain as explain_prompt
 from heliosweb.figures.explain import graphs_text, plans_figure
 from heliosweb.figures.exports import table_names
@@ -330,13 +330,15 @@ def explain(request: HttpRequest) -> HttpResponse:
             context["error_input"] = _explain_input(exc.field)
         else:
             plans = answer["plans"]
+            figures_json, slots = embedded(
+                [plans_figure(plans, f"Chunk timelines, {data['request']['prompt_tokens']} tokens")]
+            )
             context.update(
                 description=description,
                 plans=[{**p, "graphs_text": graphs_text(p)} for p in plans],
                 plan_json=json.dumps(data),
-                figures_json=to_json(
-                    [plans_figure(plans, f"Chunk timelines, {data['request']['prompt_tokens']} tokens")]
-                ),
+                figures_json=figures_json,
+                slots=slots,
             )
     return render(request, "dashboard/explain.html", context, status=400 if context["errors"] else 200)
 
@@ -365,6 +367,7 @@ def compare(request: HttpRequest) -> HttpResponse:
             jobs = selectors.jobs_for_compare(ids=ids)
     except InvalidInput as exc:
         error = str(exc)
+    figures_json, slots = embedded(compare_figures(jobs)) if jobs else ("", [])
     columns = [
         {
             "job": j,
@@ -380,7 +383,8 @@ def compare(request: HttpRequest) -> HttpResponse:
         {
             "columns": columns,
             "error": error,
-            "figures_json": to_json(compare_figures(jobs)) if jobs else "",
+            "figures_json": figures_json,
+            "slots": slots,
             "differ": params_that_differ([j.params for j in jobs]) if len(jobs) > 1 else [],
             "finished": selectors.job_list(limit=100),
         },

@@ -99,6 +99,7 @@ class Span:
     duration_ms: float
     args: Json
     flow: int | str | None = None  # a request id (an engine's may be a string)
+    category: str = "launch"  # the trace event's `cat` (a request's own slice: "request")
 
 
 def _no_tables(job: JobData) -> dict[str, Table]:
@@ -112,6 +113,7 @@ class KindViews:
     growth: tuple[Growth, ...] = ()
     tables: Callable[[JobData], dict[str, Table]] = field(default=_no_tables)
     spans: Callable[[JobData], list[Span]] | None = None
+    trace_notes: Callable[[JobData], Json] | None = None  # what the trace holds (its `otherData`)
 
 
 def to_json(figures: Sequence[Figure], views: KindViews | None = None, *, seq: int = 0) -> str:
@@ -119,21 +121,34 @@ def to_json(figures: Sequence[Figure], views: KindViews | None = None, *, seq: i
     the event number it was built up to, the growth rules that target it and the live event types
     after which the page asks again (the kind's other events its figures read), serialised by
     Plotly's own encoder."""
+    return json.dumps(_payload(figures, views, seq), cls=PlotlyJSONEncoder)
+
+
+def _payload(figures: Sequence[Figure], views: KindViews | None, seq: int) -> list[Json]:
     growth = views.growth if views else ()
     grown = {g.event for g in growth}
     refresh = [t for t in (views.event_types if views else ()) if t not in grown]
-    return json.dumps(
-        [
-            {
-                **f.as_dict(),
-                "seq": seq,
-                "growth": [g.as_dict() for g in growth if g.figure == f.id],
-                "refresh_on": refresh,
-            }
-            for f in figures
-        ],
-        cls=PlotlyJSONEncoder,
-    )
+    return [
+        {**f.as_dict(), "seq": seq, "growth": [g.as_dict() for g in growth if g.figure == f.id], "refresh_on": refresh}
+        for f in figures
+    ]
+
+
+def embedded(figures: Sequence[Figure]) -> tuple[str, list[Json]]:
+    """For a page that embeds its figures: the `to_json` text and a slot per figure ({id, title,
+    height, summary}), which the page renders as the figure's box of its height with its text
+    summary, so the text paints first and nothing moves when the chart is drawn into it."""
+    payload = _payload(figures, None, 0)
+    slots = [
+        {
+            "id": f["id"],
+            "title": f["title"],
+            "height": f["figure"]["layout"].get("height") or 450,
+            "summary": f["summary"],
+        }
+        for f in payload
+    ]
+    return json.dumps(payload, cls=PlotlyJSONEncoder), slots
 
 
 def empty(figure_id: str, title: str, message: str) -> Figure:

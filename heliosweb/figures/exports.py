@@ -41,13 +41,17 @@ def table_csv(job: JobData, views: KindViews, name: str | None) -> tuple[str, st
 
 
 def chrome_trace(job: JobData, views: KindViews) -> dict[str, Any]:
-    """A job's launches as a Chrome trace (`trace_of`)."""
+    """A job's launches (and a kind's other spans) as a Chrome trace (`trace_of`), with the kind's
+    `trace_notes` as its `otherData` (what it holds, and where it was cut)."""
     if views.spans is None:
         raise NotFound("trace", f"a {job.kind} job records no launches to trace")
     spans = views.spans(job)
     if not spans:
         raise NotFound("trace", f"job {job.id} has no launches yet")
-    return trace_of(spans)
+    trace = trace_of(spans)
+    if views.trace_notes is not None:
+        trace["otherData"] = views.trace_notes(job)
+    return trace
 
 
 def trace_of(spans: Iterable[Span]) -> dict[str, Any]:
@@ -62,7 +66,7 @@ def trace_of(spans: Iterable[Span]) -> dict[str, Any]:
         tid = tids.setdefault((span.process, span.thread), len(tids) + 1)
         event = {
             "name": span.name,
-            "cat": "launch",
+            "cat": span.category,
             "ph": "X",
             "ts": round(span.start_ms * US_PER_MS, 3),
             "dur": round(max(span.duration_ms, 0.0) * US_PER_MS, 3),

@@ -1,14 +1,17 @@
 """simulate: traffic through the multi-lane scheduler, per policy.
 
-The lanes timeline shows a window: the first `launch_events` launches of each policy (the job's
-`launch` events), at most WINDOW of them, so a page stays small whatever the job recorded. A row
-per request: its init, prefill and mixed chunks coloured by capacity, each decode launch a grey
-bar on every lane it carried. The distributions come from the result: TTFT per request (a CDF of
-every request) and the inter-token latency CDF (101 quantiles), so the payload stays small for
-any traffic size."""
+The requests timeline shows every request of a policy (from the result, at most REQUEST_ROWS of
+them, the title says when it is cut): a row per request, from its arrival to its first token and
+on to its last. The lanes timeline zooms into a window: the first `launch_events` launches of each
+policy (the job's `launch` events), at most WINDOW of them, so a page stays small whatever the job
+recorded. A row per request there too: its init, prefill and mixed chunks coloured by capacity,
+each decode launch a grey bar on every lane it carried. The distributions come from the result:
+TTFT per request (a CDF of every request) and the inter-token latency CDF (101 quantiles), so the
+payload stays small for any traffic size."""
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 import plotly.graph_objects as go
@@ -18,6 +21,7 @@ from .palette import DECODE_COLOUR, INIT_COLOUR, KIND_COLOURS, capacity_colour, 
 
 KINDS = ("init", "prefill", "mixed", "decode")
 WINDOW = 200  # launches drawn per policy: each decode launch is a bar per lane it carries
+REQUEST_ROWS = 5000  # requests drawn per policy in the requests timeline (two line segments each)
 HOVER = "<b>%{y}</b> %{customdata}<extra></extra>"
 
 
@@ -77,13 +81,86 @@ def lanes_timeline(policy: str, launches: list[dict[str, Any]]) -> go.Figure:
             }
         )
     layout = base_layout(
-        f"Lanes, {policy}: the first {len(launches)} launches",
+        f"Lanes, {policy}: the first {len(launches)} launches ({_requests_named(lanes)})",
         height=160 + 22 * len(lanes),
         barmode="overlay",
         yaxis={"type": "category", "categoryorder": "array", "categoryarray": [f"req {i}" for i in lanes][::-1]},
         xaxis={"title": {"text": "simulation clock (ms)"}},
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def _lanes_summary(launches: list[dict[str, Any]]) -> str:
+    """What the window holds: its launches (chunks and decode steps), when, for which requests."""
+    lanes = sorted({launch["lane"] for launch in launches if launch["lane"] is not None})
+    chunks = sum(1 for launch in launches if launch["chunk"] is not None)
+    decodes = sum(1 for launch in launches if launch["kind"] == "decode")
+    if not launches:
+        return "No launch recorded."
+    return (
+        f"{len(launches)} launches from {min(x['start_ms'] for x in launches):.1f} to "
+        f"{max(x['end_ms'] for x in launches):.1f} ms on the "
+        f"simulation clock for {_requests_named(lanes)}: {chunks} prefill or mixed chunks and {decodes} decode "
+        "launches, a row per request."
+    )
+
+
+def _requests_named(ids: list[int]) -> str:
+    if not ids:
+        return "no request"
+    if ids == list(range(ids[0], ids[-1] + 1)):
+        return f"request {ids[0]}" if len(ids) == 1 else f"requests {ids[0]}-{ids[-1]}"
+    return f"{len(ids)} requests"
+
+
+def requests_timeline(policy: str, per_request: list[dict[str, Any]]) -> Figure:
+    """Every request (up to REQUEST_ROWS) as a row: a line from its arrival to its first token, then
+    a paler one to its last token. Lines with gaps between rows (one path per trace), not bars: 5,000
+    rows draw as two SVG paths."""
+    rows = sorted(per_request, key=lambda r: r["arrival_ms"])[:REQUEST_ROWS]
+    waiting: dict[str, list[Any]] = {"x": [], "y": [], "customdata": []}
+    decoding: dict[str, list[Any]] = {"x": [], "y": [], "customdata": []}
+    for r in rows:
+        first = r["arrival_ms"] + r["ttft_ms"]
+        text = (
+            f"request {r['id']}: {r['prompt_tokens']} prompt tokens in {r['prefill_launches']} launches, "
+            f"TTFT {r['ttft_ms']:.1f} ms, {r['output_tokens']} tokens by {r['finish_ms']:.1f} ms"
+        )
+        for trace, x0, x1 in ((waiting, r["arrival_ms"], first), (decoding, first, r["finish_ms"])):
+            trace["x"] += [x0, x1, None]
+            trace["y"] += [r["id"], r["id"], None]
+            trace["customdata"] += [text, text, None]
+    traces = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": name,
+            **trace,
+            "hovertemplate": "%{customdata}<extra></extra>",
+            "line": {"color": colour, "width": 2 if len(rows) > 400 else 4},
+        }
+        for name, trace, colour in (
+            ("arrival to first token", waiting, policy_colour(policy)),
+            ("first to last token", decoding, DECODE_COLOUR),
+        )
+    ]
+    cut = f", the first {len(rows)} of {len(per_request)} by arrival" if len(rows) < len(per_request) else ""
+    title = f"Requests, {policy}: all {len(rows)} requests{cut}" if not cut else f"Requests, {policy}{cut}"
+    layout = base_layout(
+        title,
+        height=420,
+        xaxis={"title": {"text": "simulation clock (ms)"}},
+        yaxis={"title": {"text": "request"}, "autorange": "reversed", "zeroline": False},
+    )
+    ttft = sorted(r["ttft_ms"] for r in rows)
+    summary = (
+        f"{len(rows)} of {len(per_request)} requests under {policy}, a row each from arrival to first token "
+        f"and on to the last token; TTFT median {ttft[len(ttft) // 2]:.1f} ms, longest {ttft[-1]:.1f} ms; "
+        f"the last request finished at {max(r['finish_ms'] for r in rows):.1f} ms."
+        if rows
+        else f"No request finished under {policy}."
+    )
+    return Figure(f"requests-{policy}", f"Requests timeline ({policy})", go.Figure(traces, layout), summary)
 
 
 def _group_order(name: str) -> tuple[int, int]:
@@ -93,13 +170,19 @@ def _group_order(name: str) -> tuple[int, int]:
 
 def figures(job: JobData) -> list[Figure]:
     out = [
-        Figure(f"lanes-{policy}", f"Lanes timeline ({policy})", lanes_timeline(policy, window(launches)))
+        Figure(
+            f"lanes-{policy}",
+            f"Lanes timeline ({policy})",
+            lanes_timeline(policy, window(launches)),
+            _lanes_summary(window(launches)),
+        )
         for policy, launches in launches_by_policy(job).items()
     ]
     result = job.result
     if not result:
         return out or [empty("ttft-cdf", "TTFT CDF", "the distributions appear when the simulation finishes")]
     policies = result["policies"]
+    out = [requests_timeline(p["policy"], p["per_request"]) for p in policies] + out
     out += [
         Figure("ttft-cdf", "TTFT CDF", ttft_cdf(policies)),
         Figure("itl-cdf", "Inter-token latency CDF", _itl_cdf(policies)),
@@ -220,10 +303,16 @@ def tables(job: JobData) -> dict[str, Table]:
     return {"policies": summary, "requests": requests}
 
 
+TRACE_REQUESTS = 10_000  # request slices per policy in the Chrome trace (two events each; ~4 MB at the cap)
+
+
 def spans(job: JobData) -> list[Span]:
-    """A process per policy, a thread per lane; decode launches on a `decode` thread; a request's
-    init and chunks linked by a flow (its id)."""
-    out = []
+    """A process per policy: every request (from the result, at most TRACE_REQUESTS) as a slice
+    from arrival to its last token, with its wait for the first token inside it, on `requests`
+    threads (a request takes the first thread free at its arrival); and the recorded launches (the
+    first `launch_events`), a thread per lane, decode launches on a `decode` thread, a request's init
+    and chunks linked by a flow (its id)."""
+    out = [span for p in (job.result or {}).get("policies", []) for span in _request_spans(p)]
     for policy, launches in launches_by_policy(job).items():
         for launch in launches:
             chunk = launch["chunk"]
@@ -255,4 +344,49 @@ def spans(job: JobData) -> list[Span]:
     return out
 
 
-VIEWS = KindViews(figures, event_types=("launch",), tables=tables, spans=spans)
+def _request_spans(policy: dict[str, Any]) -> list[Span]:
+    rows = sorted(policy["per_request"], key=lambda r: (r["arrival_ms"], r["id"]))[:TRACE_REQUESTS]
+    busy: list[tuple[float, int]] = []  # (finish, thread) of the requests in flight
+    free: list[int] = []  # threads free again, lowest first
+    threads = 0
+    out = []
+    for r in rows:
+        while busy and busy[0][0] <= r["arrival_ms"]:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            thread = heapq.heappop(free)
+        else:
+            thread, threads = threads, threads + 1
+        heapq.heappush(busy, (r["finish_ms"], thread))
+        name = f"requests {thread + 1}"
+        args = {k: r[k] for k in ("id", "prompt_tokens", "output_tokens", "ttft_ms", "prefill_launches", "max_itl_ms")}
+        whole = r["finish_ms"] - r["arrival_ms"]
+        out.append(Span(policy["policy"], name, f"request {r['id']}", r["arrival_ms"], whole, args, category="request"))
+        first = {"id": r["id"]}
+        out.append(
+            Span(policy["policy"], name, "to first token", r["arrival_ms"], r["ttft_ms"], first, category="request")
+        )
+    return out
+
+
+def trace_notes(job: JobData) -> dict[str, Any]:
+    """What the trace holds of the job: every request up to TRACE_REQUESTS, and the recorded launches."""
+    launches = launches_by_policy(job)
+    return {
+        "job": job.id,
+        "policies": {
+            p["policy"]: {
+                "requests": len(p["per_request"]),
+                "requests_in_trace": min(len(p["per_request"]), TRACE_REQUESTS),
+                "requests_truncated": len(p["per_request"]) > TRACE_REQUESTS,
+                "launches": p["launches"]["total"],
+                "launches_in_trace": len(launches.get(p["policy"], [])),
+            }
+            for p in (job.result or {}).get("policies", [])
+        },
+        "note": f"every request up to {TRACE_REQUESTS} per policy (by arrival); launches: the first "
+        "`launch_events` of each policy (the job's parameter)",
+    }
+
+
+VIEWS = KindViews(figures, event_types=("launch",), tables=tables, spans=spans, trace_notes=trace_notes)

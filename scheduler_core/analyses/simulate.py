@@ -349,8 +349,8 @@ ANALYSIS = Analysis(
         ),
         IntParam(
             "launch_events",
-            20,
-            "launch events emitted at the start of each policy's run",
+            200,
+            "launch events emitted at the start of each policy's run (the lanes timeline draws them)",
             minimum=0,
             maximum=1000,
         ),

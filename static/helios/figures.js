@@ -37,10 +37,45 @@
   // Each figure is drawn in a task of its own, so the page answers input between them (one long
   // task per page was 1-2 s of blocked main thread on a chart-heavy job page).
   const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+  // A figure is drawn when it comes within a quarter screen of the viewport, or IDLE_MS after load
+  // (one figure a task): the first screen's charts are drawn first and the page answers input
+  // sooner; a chart further down costs the reader nothing until then, and is there by the time
+  // anyone scrolls to it. Until then its box keeps the figure's height, so nothing below it moves.
+  const IDLE_MS = 5000;
+  const waiting = new Map();  // el -> its latest draw
+  const near = "IntersectionObserver" in window
+    ? new IntersectionObserver((seen) => seen.forEach((e) => { if (e.isIntersecting) setTimeout(() => drawWaiting(e.target), 0); }), { rootMargin: "25% 0px" })
+    : null;
+  function drawWaiting(el) {
+    const drawIt = waiting.get(el);
+    if (!drawIt) return;
+    waiting.delete(el);
+    if (near) near.unobserve(el);
+    drawIt();
+  }
+  function onScreen(el) {
+    const box = el.getBoundingClientRect();
+    return box.top < window.innerHeight * 1.25 && box.bottom > -window.innerHeight * 0.25;
+  }
+  function whenNear(el, drawIt) {
+    if (!near) { drawIt(); return; }
+    if (!waiting.has(el)) near.observe(el);
+    waiting.set(el, drawIt);
+  }
+  function drainWhenIdle() {
+    const next = waiting.keys().next();
+    if (next.done) return;
+    drawWaiting(next.value);
+    setTimeout(drainWhenIdle, 0);
+  }
+  const loaded = document.readyState === "complete" ? Promise.resolve() : new Promise((r) => window.addEventListener("load", r, { once: true }));
+  loaded.then(() => setTimeout(drainWhenIdle, IDLE_MS));
+
   async function draw(container, entries, filePrefix) {
     const drawn = new Map();
+    let first = true;
     for (const entry of entries) {
-      if (drawn.size) await nextTask();
       let el = container.querySelector('[data-figure-id="' + CSS.escape(entry.id) + '"]');
       if (!el) {
         el = document.createElement("div");
@@ -60,18 +95,31 @@
       const config = Object.assign({}, CONFIG, { toImageButtonOptions: { format: "png", filename: filePrefix + "-" + entry.id } });
       const layout = entry.figure.layout || {};
       const data = entry.figure.data || [];
-      el._helios = { layout: layout, config: config };
-      Plotly.react(el, data, fitted(layout, el.clientWidth || container.clientWidth, data), config);
-      if (!el.dataset.linked) {
-        el.dataset.linked = "1";
-        el.on("plotly_click", (click) => follow(click.points[0]));
-      }
+      const width = el.clientWidth || container.clientWidth;
+      el.style.minHeight = (fitted(layout, width, data).height || 450) + "px";
+      const drawIt = () => {
+        el._helios = { layout: layout, config: config };
+        Plotly.react(el, data, fitted(layout, el.clientWidth || container.clientWidth, data), config);
+        if (!el.dataset.linked) {
+          el.dataset.linked = "1";
+          el.on("plotly_click", (click) => follow(click.points[0]));
+        }
+      };
       drawn.set(entry.id, el);
+      // Drawn now: a figure on screen (draw() resolves with the screen drawn), one already drawn,
+      // and one that grows live.
+      if ((entry.growth || []).length === 0 && !el.data && !onScreen(el)) { whenNear(el, drawIt); continue; }
+      waiting.delete(el);
+      if (!first) await nextTask();
+      first = false;
+      drawIt();
     }
     for (const el of Array.from(container.querySelectorAll("[data-figure-id]"))) {
       if (!drawn.has(el.dataset.figureId)) {
         const summary = document.getElementById("summary-" + el.dataset.figureId);
         if (summary) summary.remove();
+        waiting.delete(el);
+        if (near) near.unobserve(el);
         el.remove();
       }
     }

@@ -47,8 +47,10 @@
   const EMPTY = { "fig-chunks": NO_LAUNCHES, "fig-ttft": NO_REQUESTS, "fig-itl": NO_REQUESTS, "fig-rate": NO_LAUNCHES, "fig-padding": NO_LAUNCHES };
   const emptyNote = (id) => ({ xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false, text: EMPTY[id],
                                font: { color: "#595959" }, name: "empty" });
+  const CONFIG = { displaylogo: false, responsive: true, showSendToCloud: false };
+  const bases = {};  // each chart's own layout, which every redraw starts from
   for (const [id, [title, unit, scale]] of Object.entries(layouts)) {
-    Plotly.newPlot(id, [], {
+    bases[id] = {
       // the title below the modebar's band (its buttons never cover it), as the job pages' figures
       title: { text: fit(title), x: 0, xanchor: "left", xref: "paper", y: 1, yanchor: "top", yref: "container", pad: { t: 30 } },
       height: 280, margin: { l: 60, r: 20, t: fit(title).includes("<br>") ? 84 : 66, b: 40 },
@@ -57,7 +59,10 @@
       // figures; Plotly picks the ticks, since an empty chart spans five decades.
       yaxis: { title: { text: unit }, type: scale, rangemode: "tozero", tickformat: scale === "log" ? "~g" : "" },
       showlegend: id === "fig-itl" || id === "fig-chunks",
-    }, { displaylogo: false, responsive: true, showSendToCloud: false });
+    };
+    // Each empty chart in a task of its own (five in one task blocked the page ~0.3 s at load); a
+    // chart the first frames already drew is left as it is.
+    setTimeout(() => { if (!document.getElementById(id).data) Plotly.newPlot(id, [], bases[id], CONFIG); }, 0);
   }
 
   // What made a change (as the server's panel label says it): a decision, or an emergency rollback.
@@ -141,9 +146,9 @@
     const relayout = (id, traces) => {
       const empty = traces.every((t) => t.x.length === 0);
       const notes = empty ? m.annotations.concat([emptyNote(id)]) : m.annotations;
-      const layout = Object.assign({}, document.getElementById(id).layout, { xaxis, shapes: m.shapes, annotations: notes });
+      const layout = Object.assign({}, bases[id], { xaxis, shapes: m.shapes, annotations: notes });
       // Each chart in a task of its own: five re-renders in one task blocked the page for ~0.5 s a second.
-      setTimeout(() => Plotly.react(id, traces, layout), 0);
+      setTimeout(() => Plotly.react(id, traces, layout, CONFIG), 0);
     };
     // Each capacity a line at its height through the seconds it ran in: one SVG path per capacity
     // (a marker per chunk cost 0.2-0.3 s to re-render at 10,000 launches/s).

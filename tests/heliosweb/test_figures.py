@@ -80,8 +80,20 @@ def test_sweep_draws_ttft_delta_launches_and_padding_and_links_points_to_explain
 def test_simulate_draws_lanes_the_latency_cdfs_and_launches_per_policy():
     params, result, events = finished("simulate")
     figures = built("simulate")
-    assert list(figures) == ["lanes-cost", "lanes-rule", "ttft-cdf", "itl-cdf", "launches-padding"]
+    assert list(figures) == [
+        "requests-cost", "requests-rule", "lanes-cost", "lanes-rule", "ttft-cdf", "itl-cdf", "launches-padding"
+    ]  # fmt: skip
+    # Every request of a policy is a row: arrival to first token, then first to last token.
+    waiting, decoding = figures["requests-rule"].data
+    per_request = result["policies"][1]["per_request"]
+    assert [waiting.y[i] for i in range(0, len(waiting.y), 3)] == [r["id"] for r in per_request]
+    first = per_request[0]
+    assert list(waiting.x[:2]) == [first["arrival_ms"], first["arrival_ms"] + first["ttft_ms"]]
+    assert list(decoding.x[:2]) == [first["arrival_ms"] + first["ttft_ms"], first["finish_ms"]]
+    assert figures["requests-rule"].layout.title.text == f"Requests, rule: all {len(per_request)} requests"
     lanes = figures["lanes-cost"]
+    drawn = sorted({e["lane"] for e in events if e["type"] == "launch" and e["policy"] == "cost"} - {None})
+    assert len(drawn) > 1 and f"requests {drawn[0]}-{drawn[-1]}" in lanes.layout.title.text
     cost_launches = [e for e in events if e["type"] == "launch" and e["policy"] == "cost"]
     assert len(cost_launches) == params["launch_events"]
     decode = next(t for t in lanes.data if t.name == "decode")
@@ -121,12 +133,24 @@ def test_fuzz_draws_each_counterexample_up_to_its_stall_with_a_marker_at_the_pos
     example = result["policies"]["rule-v1"]["counterexample"]
     assert example is not None, "the small fuzz run must find rule-v1's stall"
     drawn = figures["counterexample-rule-v1"]
-    marker = drawn.data[-1]
-    assert marker.type == "scatter" and list(marker.x) == [example["failure"]["position"]]
-    bars = [t for t in drawn.data if t.type == "bar" and t.name.startswith("graph ")]
+    position = example["failure"]["position"]
+    marker = next(t for t in drawn.data if t.type == "scatter")
+    assert list(marker.x) == [position] and marker.text == (f"stall at {position}",)
+    plan_row = drawn.layout.yaxis.categoryarray[-1]
+    bars = [t for t in drawn.data if t.type == "bar" and t.name.startswith("graph ") and set(t.y) == {plan_row}]
     assert sum(len(t.x) for t in bars) == len(example["launches"])
-    # The axis spans the whole prompt, so a stall at position 0 still shows how much was left.
-    assert list(drawn.layout.xaxis.range) == [0, example["input"]["request"]["prompt_tokens"]]
+    # The input is drawn too: the whole prompt, its atomic spans, and each catalog graph from the stall.
+    request = example["input"]["request"]
+    by_name = {t.name: t for t in drawn.data}
+    assert list(by_name["prompt tokens"].x) == [request["prompt_tokens"]]
+    assert [
+        [b, b + w] for b, w in zip(by_name["atomic span (not split)"].base, by_name["atomic span (not split)"].x)
+    ] == (request["atomic_spans"])
+    graphs = sorted({g["prefill"] for g in example["input"]["catalog"] if g["decode"] == 0})
+    assert [(by_name[f"graph {g} from {position}"].base, by_name[f"graph {g} from {position}"].x) for g in graphs] == [
+        ((position,), (g,)) for g in graphs
+    ]
+    assert drawn.layout.xaxis.range[0] == 0 and drawn.layout.xaxis.range[1] >= request["prompt_tokens"]
 
 
 def test_capture_draws_a_trace_per_boot_with_its_drifted_shape_hatched():
@@ -287,7 +311,7 @@ def test_the_vendored_plotly_bundle_draws_every_trace_type_the_product_emits():
 
     from .conftest import ROOT
 
-    bundle = (ROOT / "static/vendor/plotly/plotly-cartesian.min.js").read_text()
+    bundle = (ROOT / "static/vendor/plotly/plotly-basic.min.js").read_text()
     registered = set(re.findall(r'moduleType:"trace",name:"([a-z0-9]+)"', bundle))
     assert {"scatter", "bar"} <= registered
     emitted: set[str] = set()

@@ -65,7 +65,8 @@ def _check_trace(trace: dict) -> list[dict]:
     for e in events:
         assert {"ph", "ts", "pid", "tid"} <= set(e)
     complete = [e for e in events if e["ph"] == "X"]
-    assert all(e["dur"] >= 0 and {"graph", "predicted_ms"} <= set(e["args"]) for e in complete)
+    assert all(e["dur"] >= 0 for e in complete) and {e["cat"] for e in complete} <= {"launch", "request"}
+    assert all({"graph", "predicted_ms"} <= set(e["args"]) for e in complete if e["cat"] == "launch")
     names = {(e["name"], e["pid"], e["tid"]) for e in events if e["ph"] == "M"}
     assert {pid for _, pid, _ in names} == {e["pid"] for e in complete}
     assert {("thread_name", e["pid"], e["tid"]) for e in complete} <= names
@@ -75,14 +76,25 @@ def _check_trace(trace: dict) -> list[dict]:
             flows.setdefault(e["id"], []).append(e["ph"])
     for phases in flows.values():
         assert phases[0] == "s" and phases[-1] == "f" and set(phases[1:-1]) <= {"t"}
-    return complete
+    return [e for e in complete if e["cat"] == "launch"]
 
 
 def test_simulate_trace_has_a_launch_per_recorded_launch_and_flows_per_request(client_in):
     job = store("simulate")
     trace = client_in.get(f"/api/jobs/{job.pk}/trace.json").json()
     complete = _check_trace(trace)
-    _, _, events = finished("simulate")
+    _, result, events = finished("simulate")
+    # Every request of each policy is a slice (arrival to last token) holding its wait for the first token.
+    pids = {e["args"]["name"]: e["pid"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    for policy in result["policies"]:
+        mine = [e for e in trace["traceEvents"] if e.get("cat") == "request" and e["pid"] == pids[policy["policy"]]]
+        whole = {e["args"]["id"]: e for e in mine if e["name"].startswith("request ")}
+        assert sorted(whole) == sorted(r["id"] for r in policy["per_request"])
+        for r in policy["per_request"]:
+            assert whole[r["id"]]["dur"] == pytest.approx((r["finish_ms"] - r["arrival_ms"]) * 1000, abs=1e-2)
+        assert len(mine) == 2 * len(whole)
+        held = trace["otherData"]["policies"][policy["policy"]]
+        assert held["requests_in_trace"] == held["requests"] == len(whole) and not held["requests_truncated"]
     launches = [e for e in events if e["type"] == "launch"]
     assert len(complete) == len(launches)
     for event, launch in zip(complete, launches):
@@ -91,6 +103,21 @@ def test_simulate_trace_has_a_launch_per_recorded_launch_and_flows_per_request(c
     assert any(e["ph"] == "s" for e in trace["traceEvents"]), "a request with two launches has a flow"
     processes = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
     assert processes == {"cost", "rule"}
+
+
+def test_a_simulate_trace_past_its_request_cap_keeps_the_first_by_arrival_and_says_so(client_in, monkeypatch):
+    from heliosweb.figures import simulate
+
+    monkeypatch.setattr(simulate, "TRACE_REQUESTS", 5)
+    job = store("simulate")
+    trace = client_in.get(f"/api/jobs/{job.pk}/trace.json").json()
+    first = sorted(job.result["policies"][0]["per_request"], key=lambda r: r["arrival_ms"])[:5]
+    pid = next(e["pid"] for e in trace["traceEvents"] if e["name"] == "process_name" and e["args"]["name"] == "cost")
+    held = [e["args"]["id"] for e in trace["traceEvents"] if e.get("cat") == "request" and e["pid"] == pid]
+    assert sorted(set(held)) == sorted(r["id"] for r in first)
+    cost = trace["otherData"]["policies"]["cost"]
+    assert cost["requests_truncated"] and cost["requests_in_trace"] == 5 < cost["requests"]
+    assert "5 per policy" in trace["otherData"]["note"]
 
 
 def test_pr22_trace_matches_the_result_launch_for_launch(client_in):

@@ -55,6 +55,8 @@ def test_every_kinds_finished_job_page_draws_each_listed_figure_without_errors(s
         assert listed, kind
         for entry in listed:
             selector = f"#figures [data-figure-id='{entry['id']}']"
+            page.locator(selector).scroll_into_view_if_needed()  # a figure is drawn as it comes near
+            page.wait_for_selector(selector + " .main-svg")
             drawn = page.eval_on_selector(selector, DRAWN)
             want = [
                 {"name": t.get("name"), "points": len(t.get("x") or t.get("y") or [])} for t in entry["figure"]["data"]

@@ -27,6 +27,18 @@ def test_every_page_has_a_policy_allowing_scripts_only_from_this_origin(client, 
     assert "Content-Security-Policy" in Client().get("/accounts/login/")
 
 
+def test_pages_are_sent_gzipped_to_a_browser_and_api_answers_keep_their_strong_etag(client, maintainer, recipe):
+    import gzip
+
+    client.force_login(maintainer)
+    page = client.get("/recipes/tiny-cpu", HTTP_ACCEPT_ENCODING="gzip")
+    assert page["Content-Encoding"] == "gzip" and b"<html" in gzip.decompress(page.content)
+    assert "Accept-Encoding" in page["Vary"]
+    policy = client.get("/api/recipes/tiny-cpu/policy", HTTP_ACCEPT_ENCODING="gzip")
+    assert policy.status_code == 200 and not policy.has_header("Content-Encoding")
+    assert policy["ETag"].startswith('"'), policy["ETag"]  # strong, as engines send it back
+
+
 def test_no_template_holds_inline_script_or_event_handlers():
     for template in (ROOT / "templates").rglob("*.html"):
         text = template.read_text()
@@ -65,7 +77,7 @@ def test_collected_static_files_are_hashed_compressed_and_cached_for_good(
         scripts = re.findall(r"<script ([^>]*)>", page)
         assert scripts and all(s.startswith("defer src=") for s in scripts), scripts
         urls = re.findall(r'(?:src|href)="(/static/[^"]+)"', page)
-        assert any(re.search(r"/static/vendor/plotly/plotly-cartesian\.min\.[0-9a-f]{12}\.js$", u) for u in urls), urls
+        assert any(re.search(r"/static/vendor/plotly/plotly-basic\.min\.[0-9a-f]{12}\.js$", u) for u in urls), urls
         for url in urls:
             assert re.search(r"\.[0-9a-f]{12}\.(js|css)$", url), url
             response = Client().get(url, HTTP_ACCEPT_ENCODING="gzip")

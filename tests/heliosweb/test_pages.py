@@ -57,7 +57,7 @@ def test_a_good_form_queues_the_job_and_opens_its_page(
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}"
     assert queued == [(job.pk, "sim")]
     page = browser_client.get(f"/jobs/{job.pk}").content.decode()
-    assert f'data-ws-path="/ws/jobs/{job.pk}/"' in page and "vendor/plotly/plotly-cartesian.min.js" in page
+    assert f'data-ws-path="/ws/jobs/{job.pk}/"' in page and "vendor/plotly/plotly-basic.min.js" in page
     assert browser_client.get("/jobs/4242").status_code == 404
 
 
@@ -102,12 +102,16 @@ def test_compare_shows_other_kinds_as_their_text_tables(browser_client, maintain
 
 
 def test_plotly_is_the_vendored_partial_bundle_not_a_cdn():
-    assert finders.find("vendor/plotly/plotly-cartesian.min.js") and finders.find("vendor/plotly/LICENSE")
+    assert finders.find("vendor/plotly/plotly-basic.min.js") and finders.find("vendor/plotly/LICENSE")
     import pathlib
 
     ours = [p for p in pathlib.Path("static").rglob("*.js") if "vendor" not in p.parts]
     for path in list(pathlib.Path("templates").rglob("*.html")) + ours:
         assert "cdn" not in path.read_text().lower(), path
+    # The vendored bundle too (its topojsonURL default edited as static/vendor/plotly/README.md says).
+    for path in pathlib.Path("static/vendor").rglob("*"):
+        if path.is_file():
+            assert "cdn." not in path.read_text().lower(), path
 
 
 def test_every_registered_kind_gets_a_form_that_posts_its_defaults(

@@ -90,6 +90,7 @@ def test_upload_a_trace_in_chromium_and_run_capacity_on_it(stack, page, maintain
     assert done.status == "done", (done.error, stack.worker_log()[-3000:])
     page.reload()
     page.wait_for_function("document.getElementById('figures').dataset.loaded")
-    assert page.locator("#figures [data-figure-id] .main-svg").count() >= 3
+    # Figures further down are drawn as they come near or once the page is idle (figures.js).
+    page.wait_for_function("document.querySelectorAll('#figures [data-figure-id] .main-svg').length >= 3")
     assert page.locator("#trace-sources").inner_text().count("ui-trace") == 1
     page.screenshot(path="/tmp/i19web-capacity-on-trace.png", full_page=True)
