@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass
+from operator import attrgetter
 from typing import Any
 
 from django.db.models import QuerySet
+from rest_framework import serializers
 
+from heliosweb.common.shapes import Shape, when
 from scheduler_core.errors import InvalidInput
 
 from .hashing import GENESIS, event_hash, event_payload
@@ -122,8 +125,25 @@ def _short(value: Any) -> str:
     return "—" if value is None else str(value)[:80]
 
 
-def event_as_api(event: AuditEvent) -> dict[str, Any]:
-    """What the chain hashes (`event_payload`), less the actor's id, with the server's own
-    timestamp text and the two hashes."""
-    shown = {k: v for k, v in event_payload(event).items() if k != "actor_id"}
-    return {**shown, "created_at": event.created_at.isoformat(), "prev_hash": event.prev_hash, "hash": event.hash}
+_TEXT = serializers.CharField
+EVENT: Shape[AuditEvent] = Shape(
+    "AuditEvent",
+    {
+        "seq": (serializers.IntegerField(help_text="1, 2, 3, … with no gaps"), attrgetter("seq")),
+        "action": (_TEXT(), attrgetter("action")),
+        "actor": (_TEXT(help_text="the username at the time (or tried)"), attrgetter("actor_name")),
+        "client_addr": (_TEXT(help_text="empty where there was no client"), attrgetter("client_addr")),
+        "recipe": (_TEXT(), attrgetter("recipe_name")),
+        "object_type": (_TEXT(help_text="decision, job, boot, recipe, token, …"), attrgetter("object_type")),
+        "object_id": (_TEXT(), attrgetter("object_id")),
+        "before": (serializers.DictField(allow_null=True), attrgetter("before")),
+        "after": (serializers.DictField(allow_null=True), attrgetter("after")),
+        "reason": (_TEXT(), attrgetter("reason")),
+        "created_at": (serializers.DateTimeField(), lambda event: when(event.created_at)),
+        "prev_hash": (_TEXT(help_text="the previous event's hash (64 zeros for event 1)"), attrgetter("prev_hash")),
+        "hash": (_TEXT(help_text="HMAC-SHA256 of the event and prev_hash"), attrgetter("hash")),
+    },
+)
+"""An event as the API and the exports show it: what the chain hashes (`hashing.event_payload`), less
+the actor's id, with the server's own timestamp text and the two hashes."""
+event_as_api = EVENT.of

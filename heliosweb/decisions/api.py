@@ -63,17 +63,7 @@ TRADEOFF = inline_serializer(
     },
 )
 STEP = inline_serializer("DecisionStep", {"reason": serializers.CharField(required=False)})
-AUDIT = inline_serializer(
-    "AuditTrail",
-    {
-        "verified": serializers.BooleanField(),
-        "count": serializers.IntegerField(),
-        "broken_at": serializers.IntegerField(allow_null=True),
-        "reason": serializers.CharField(),
-        "head_hash": serializers.CharField(),
-        "events": serializers.ListField(child=serializers.DictField()),
-    },
-)
+AUDIT = selectors.AUDIT_TRAIL.schema()
 
 
 def _detail(decision_id: Any) -> dict[str, Any]:
@@ -164,17 +154,5 @@ class AuditView(APIView):
     )
     def get(self, request: Request) -> Response:
         decision_id = query_int(request.query_params, "decision", default=0, minimum=0) or None
-        report = selectors.audit_verify()
-        events = selectors.audit_list(
-            decision_id=decision_id, limit=query_limit(request.query_params, default=200, most=1000)
-        )
-        return Response(
-            {
-                "verified": report.ok,
-                "count": report.count,
-                "broken_at": report.broken_at,
-                "reason": report.reason,
-                "head_hash": report.head_hash,
-                "events": [selectors.audit_event_as_api(e) for e in events],
-            }
-        )
+        limit = query_limit(request.query_params, default=200, most=1000)
+        return Response(selectors.AUDIT_TRAIL.of(selectors.audit_trail(decision_id=decision_id, limit=limit)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Any
 
@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from rest_framework import serializers
 
 from heliosweb.audit.models import AuditEvent
-from heliosweb.audit.selectors import ChainReport, audit_events, chain_verify, event_as_api
+from heliosweb.audit.selectors import EVENT, ChainReport, audit_events, chain_verify
 from heliosweb.common.bounds import DB_INT_MAX
 from heliosweb.common.inputs import as_int, get_by_id
 from heliosweb.common.permissions import Actor
@@ -209,8 +209,38 @@ def decision_as_api(decision: PolicyDecision, *, evidence: list[BenchmarkJob] | 
     return data
 
 
-def audit_event_as_api(event: AuditEvent) -> dict[str, Any]:
-    """An event as the decisions API has always shown it (`decision` is the decision's id)."""
-    data = event_as_api(event)
-    data["decision"] = int(event.object_id) if event.object_type == "decision" and event.object_id else None
-    return data
+AUDIT_EVENT: Shape[AuditEvent] = Shape(
+    "DecisionAuditEvent",
+    {
+        **EVENT.keys,
+        "decision": (
+            serializers.IntegerField(allow_null=True, help_text="the decision's id, for a decision's event"),
+            lambda e: int(e.object_id) if e.object_type == "decision" and e.object_id else None,
+        ),
+    },
+)
+"""An event as the decisions API has always shown it: the trail's event and its decision's id."""
+
+
+@dataclass(frozen=True)
+class AuditTrail:
+    report: ChainReport
+    events: list[AuditEvent]
+
+
+def audit_trail(*, decision_id: int | None = None, limit: int = 200) -> AuditTrail:
+    """The whole check and the latest `limit` events (or one decision's)."""
+    return AuditTrail(audit_verify(), audit_list(decision_id=decision_id, limit=limit))
+
+
+AUDIT_TRAIL: Shape[AuditTrail] = Shape(
+    "AuditTrail",
+    {
+        "verified": (serializers.BooleanField(), attrgetter("report.ok")),
+        "count": (serializers.IntegerField(), attrgetter("report.count")),
+        "broken_at": (serializers.IntegerField(allow_null=True), attrgetter("report.broken_at")),
+        "reason": (serializers.CharField(), attrgetter("report.reason")),
+        "head_hash": (serializers.CharField(), attrgetter("report.head_hash")),
+        "events": (AUDIT_EVENT.schema(many=True), lambda trail: [AUDIT_EVENT.of(e) for e in trail.events]),
+    },
+)

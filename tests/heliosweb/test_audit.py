@@ -17,7 +17,7 @@ from django.db import DatabaseError, connection, transaction
 from heliosweb.audit.anchors import anchor_append, anchor_check
 from heliosweb.audit.hashing import event_hash, event_payload
 from heliosweb.audit.models import AppendOnly, AuditEvent
-from heliosweb.audit.selectors import audit_events, chain_verify
+from heliosweb.audit.selectors import audit_events, chain_verify, event_as_api
 from heliosweb.audit.services import audit_append
 from scheduler_core.errors import InvalidInput
 
@@ -215,6 +215,17 @@ def test_exports_hold_exactly_the_filtered_rows(client, viewer):
     assert [(r["seq"], r["action"], r["client_addr"]) for r in lines] == [("3", "login_failed", "10.0.0.9")]
     assert lines[0]["hash"] == AuditEvent.objects.get(seq=3).hash
     assert client.get("/audit/export.csv?until=x").status_code == 400
+
+
+def test_an_event_as_shown_is_what_its_chain_hashes_less_the_actor_id_with_both_hashes(viewer):
+    event = three_events(viewer)[0]
+    event.refresh_from_db()
+    shown, hashed = event_as_api(event), event_payload(event)
+    assert set(shown) == set(hashed) - {"actor_id"} | {"prev_hash", "hash"}
+    assert {k: v for k, v in shown.items() if k not in ("created_at", "prev_hash", "hash")} == {
+        k: v for k, v in hashed.items() if k not in ("actor_id", "created_at")
+    }
+    assert (shown["created_at"], shown["hash"]) == (event.created_at.isoformat(), event.hash)
 
 
 # --- each action writes exactly one event ------------------------------------------------------
