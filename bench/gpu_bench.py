@@ -81,9 +81,9 @@ def main() -> None:
         f"<= {BOOT_TARGET_S:.0f} s",
         slowest <= BOOT_TARGET_S,
     )
-    launches = replay_vs_eager("small", shapes)
-    host = min(r["eager_over_replay"] for r in launches if is_host_bound(r["prefill"], r["decode"]))
-    device = min(r["eager_over_replay"] for r in launches if not is_host_bound(r["prefill"], r["decode"]))
+    speedups = replay_vs_eager("small", shapes)
+    host = min(r["eager_over_replay"] for r in speedups if is_host_bound(r["prefill"], r["decode"]))
+    device = min(r["eager_over_replay"] for r in speedups if not is_host_bound(r["prefill"], r["decode"]))
     report("GPU: least eager / replay, host-bound shapes (small)", host, "x", f">= {FASTER}", host >= FASTER)
     report("GPU: least eager / replay, larger prefills (small)", device, "x", f">= {NO_SLOWER}", device >= NO_SLOWER)
 

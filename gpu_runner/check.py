@@ -292,8 +292,8 @@ def _targets(preset: str, done: Results) -> dict[str, Any]:
     from .presets import default_shapes
     from .targets import replay_vs_eager, verdicts
 
-    launches = replay_vs_eager(preset, default_shapes())
-    return {"replay_vs_eager": launches, "targets": verdicts(done["capture"], launches)}
+    speedups = replay_vs_eager(preset, default_shapes())
+    return {"replay_vs_eager": speedups, "targets": verdicts(done["capture"], speedups)}
 
 
 def _targets_summary(result: dict[str, Any]) -> str:

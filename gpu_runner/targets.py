@@ -77,12 +77,12 @@ def replay_vs_eager(preset: str, shapes: list[tuple[int, int]], seed: int = 0) -
     return rows
 
 
-def verdicts(capture: CaptureResult, launches: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each target with its worst figure and whether it is met."""
+def verdicts(capture: CaptureResult, speedups: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each target with its worst figure and whether it is met; `speedups` are `replay_vs_eager`'s rows."""
     worst_spread = max(spreads(capture), key=lambda r: r["p90_over_p10"])
     slowest_boot = max(boot_seconds(capture))
-    host_bound = [r for r in launches if is_host_bound(r["prefill"], r["decode"])]
-    device_bound = [r for r in launches if not is_host_bound(r["prefill"], r["decode"])]
+    host_bound = [r for r in speedups if is_host_bound(r["prefill"], r["decode"])]
+    device_bound = [r for r in speedups if not is_host_bound(r["prefill"], r["decode"])]
     out: dict[str, Any] = {
         "spread": {
             "target": f"p90/p10 <= {SPREAD_TARGET} per graph",

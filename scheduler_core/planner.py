@@ -78,11 +78,11 @@ def plan_work(catalog: Catalog, request: Request) -> int:
     longest_step = min(
         catalog.full_chunk, cheapest_per_token(catalog)
     )  # rule repeats the full chunk, cost the cheapest
-    launches = -(-end // longest_step) + len(request.message_boundaries)
+    most_launches = -(-end // longest_step) + len(request.message_boundaries)
     step = gcd(*catalog.capacities)
     rows = min(end, 3 * catalog.full_chunk) // step
     searched = request.atomic_spans[-1][1] // step if request.atomic_spans else 0
-    return launches * (8 + graphs) + (rows + 2 * searched) * (1 + graphs)
+    return most_launches * (8 + graphs) + (rows + 2 * searched) * (1 + graphs)
 
 
 def plan_prefix(policy: Policy, catalog: Catalog, request: Request) -> tuple[tuple[Launch, ...], int | None]:

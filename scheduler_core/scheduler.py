@@ -157,7 +157,7 @@ class ScheduleResult:
     trace: tuple[StepLaunch, ...]
 
     @property
-    def launches(self) -> int:
+    def launch_count(self) -> int:
         return sum(self.launch_counts.values())
 
 
@@ -250,7 +250,7 @@ def schedule(
 ) -> ScheduleResult:
     """Run traffic through the step loop until every request finishes or a lane stalls.
 
-    `on_progress(finished_requests, launches)` is called every `PROGRESS_EVERY` launches.
+    `on_progress(finished_requests, launch_count)` is called every `PROGRESS_EVERY` launches.
     """
     return StepLoop(arrivals, catalog, execution, config, on_progress).run()
 

@@ -44,7 +44,9 @@ class DatabaseCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         ttft = HistogramMetricFamily("helios_ttft_seconds", "Time to first token reported by engines", labels=LABELS)
         itl = HistogramMetricFamily("helios_itl_seconds", "Inter-token latency reported by engines", labels=LABELS)
-        launches = CounterMetricFamily("helios_prefill_launches", "Prefill launches reported by engines", labels=LABELS)
+        prefill_launches = CounterMetricFamily(
+            "helios_prefill_launches", "Prefill launches reported by engines", labels=LABELS
+        )
         padded = CounterMetricFamily("helios_padded_tokens", "Padded prefill tokens reported by engines", labels=LABELS)
         launched = CounterMetricFamily(
             "helios_launched_tokens", "Graph capacity of the prefill launches reported by engines", labels=LABELS
@@ -53,10 +55,10 @@ class DatabaseCollector(Collector):
             labels = [t.recipe.name, t.engine, str(t.version), t.policy]
             ttft.add_metric(labels, buckets.cumulative_seconds(t.ttft_buckets), t.ttft_sum_ms / 1000.0)
             itl.add_metric(labels, buckets.cumulative_seconds(t.itl_buckets), t.itl_sum_ms / 1000.0)
-            launches.add_metric(labels, t.prefill_launches)
+            prefill_launches.add_metric(labels, t.prefill_launches)
             padded.add_metric(labels, t.padded_tokens)
             launched.add_metric(labels, t.launched_tokens)
-        yield from (ttft, itl, launches, padded, launched)
+        yield from (ttft, itl, prefill_launches, padded, launched)
         version = GaugeMetricFamily(
             "helios_policy_version", "Active policy version per recipe", labels=["recipe", "policy"]
         )

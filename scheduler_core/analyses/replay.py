@@ -58,19 +58,19 @@ DETERMINISTIC = "none: a trace on a fixed setting is deterministic, so each poli
 @dataclass(frozen=True)
 class Served:
     """What the engine reported of one request: the policy it finished under, its TTFT, its prefill
-    launches (graph capacities, in order) and the engine that served it."""
+    launches' graphs (capacities, in order; the record's `launches`) and the engine that served it."""
 
     policy: str
     ttft_ms: float
-    launches: tuple[int, ...]
+    graphs: tuple[int, ...]
     engine: str = ""
 
     def padded_tokens(self, prompt_tokens: int) -> int:
         """The chunks tile the prompt, so the padding is the capacities launched beyond it."""
-        return sum(self.launches) - prompt_tokens
+        return sum(self.graphs) - prompt_tokens
 
     def to_dict(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"policy": self.policy, "ttft_ms": self.ttft_ms, "launches": list(self.launches)}
+        row: dict[str, Any] = {"policy": self.policy, "ttft_ms": self.ttft_ms, "launches": list(self.graphs)}
         return row | ({"engine": self.engine} if self.engine else {})
 
 
@@ -150,12 +150,12 @@ def _served(row: Any, field: str) -> Served:
     for key, name in names.items():
         if not isinstance(name, str) or len(name) > MAX_NAME:
             raise InvalidInput(f"{field}.{key}", f"must be a name of at most {MAX_NAME} characters")
-    launches = tuple(
+    graphs = tuple(
         require_int(g, f"{field}.launches[]", minimum=1, maximum=MAX_TOKENS)
         for g in require_list(data["launches"], f"{field}.launches")
     )
     ttft = require_number(data["ttft_ms"], f"{field}.ttft_ms", minimum=0.0)
-    return Served(names["policy"], ttft, launches, names["engine"])
+    return Served(names["policy"], ttft, graphs, names["engine"])
 
 
 def from_engine_records(
@@ -224,8 +224,8 @@ def run(params: dict[str, Any], emit: Emit) -> ReplayResult:
     served: tuple[Served, ...] | None = params["served"]
     for i, name in enumerate(params["policies"]):
 
-        def on_progress(finished: int, launches: int, before: int = i * n, name: str = name) -> None:
-            ticker.tick(before + finished, f"{name}: {finished}/{n} requests, {launches} launches")
+        def on_progress(finished: int, launch_count: int, before: int = i * n, name: str = name) -> None:
+            ticker.tick(before + finished, f"{name}: {finished}/{n} requests, {launch_count} launches")
 
         result = schedule(
             arrivals,
@@ -284,7 +284,7 @@ def _served_summary(served: Sequence[Served], trace: TraceTraffic) -> dict[str, 
                 "requests": len(ids),
                 "ttft_p50_ms": ttft["p50"],
                 "ttft_p99_ms": ttft["p99"],
-                "prefill_launches": sum(len(served[i].launches) for i in ids),
+                "prefill_launches": sum(len(served[i].graphs) for i in ids),
                 "padded_prefill_tokens": sum(served[i].padded_tokens(prompt[i]) for i in ids),
             }
         )
@@ -296,7 +296,7 @@ def _reproduction(policy: str, result: ScheduleResult, served: Sequence[Served])
     those requests whose replayed prefill launches equal the served ones, and the largest TTFT gap."""
     lanes = {lane.id: lane for lane in result.lanes}
     ids = [i for i, s in enumerate(served) if s.policy == policy and i in lanes]
-    same = sum(1 for i in ids if tuple(c.graph for c in lanes[i].chunks) == served[i].launches)
+    same = sum(1 for i in ids if tuple(c.graph for c in lanes[i].chunks) == served[i].graphs)
     gap = max((abs(lanes[i].ttft_ms - served[i].ttft_ms) for i in ids), default=0.0)
     return {
         "policy": policy,

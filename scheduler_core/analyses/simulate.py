@@ -164,8 +164,8 @@ def run(params: dict[str, Any], emit: Emit) -> SimulateResult:
     policies = []
     for i, name in enumerate(params["policies"]):
 
-        def on_progress(finished: int, launches: int, before: int = i * n, name: str = name) -> None:
-            ticker.tick(before + finished, f"{name}: {finished}/{n} requests, {launches} launches")
+        def on_progress(finished: int, launch_count: int, before: int = i * n, name: str = name) -> None:
+            ticker.tick(before + finished, f"{name}: {finished}/{n} requests, {launch_count} launches")
 
         config = SchedulerConfig(name, params["max_lanes"], params["max_decode_wait"], params["launch_events"])
         result = schedule(arrivals, catalog, execution, config, on_progress)
@@ -253,7 +253,7 @@ def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, 
         "ttft_ms": {"mean": round6(sum(ttft) / len(ttft)) if ttft else None, **percentiles(ttft)},
         "itl_ms": percentiles(result.itl_ms),
         "itl_quantiles_ms": quantiles(result.itl_ms),
-        "launches": {**result.launch_counts, "total": result.launches},
+        "launches": {**result.launch_counts, "total": result.launch_count},
         "padded_prefill_tokens": result.padded_prefill_tokens,
         "padded_prefill_ms": round6(result.padded_prefill_ms),
         "padded_decode_rows": result.padded_decode_rows,

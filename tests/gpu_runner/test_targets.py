@@ -15,18 +15,18 @@ def capture(p90: float = 1.01) -> dict:
 
 
 def test_faster_is_asked_of_host_bound_shapes_and_no_slower_of_the_rest():
-    launches = [
+    speedups = [
         {"prefill": 0, "decode": 8, "eager_over_replay": 1.8},
         {"prefill": 64, "decode": 8, "eager_over_replay": 1.5},
         {"prefill": 128, "decode": 0, "eager_over_replay": 1.01},  # host-bound, but within noise: missed
         {"prefill": 4096, "decode": 0, "eager_over_replay": 0.995},  # device-bound: as fast, met
     ]
-    v = targets.verdicts(capture(), launches)
+    v = targets.verdicts(capture(), speedups)
     assert v["replay_faster"]["worst"]["prefill"] == 128 and v["replay_faster"]["met"] is False
     assert v["replay_no_slower"]["worst"]["prefill"] == 4096 and v["replay_no_slower"]["met"] is True
     assert "decode, mixed, prefill <= 128" in v["replay_faster"]["target"]
-    launches[3]["eager_over_replay"] = 0.95  # slower than the noise allows
-    assert targets.verdicts(capture(), launches)["replay_no_slower"]["met"] is False
+    speedups[3]["eager_over_replay"] = 0.95  # slower than the noise allows
+    assert targets.verdicts(capture(), speedups)["replay_no_slower"]["met"] is False
 
 
 def test_the_error_rows_add_up_to_ttft_minus_the_prediction_and_carry_verdicts():

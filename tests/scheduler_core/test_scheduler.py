@@ -169,7 +169,7 @@ def test_it_reports_progress_every_few_hundred_launches():
         EXECUTION,
         on_progress=lambda done, launches: calls.append((done, launches)),
     )
-    assert [launches for _, launches in calls] == list(range(PROGRESS_EVERY, result.launches + 1, PROGRESS_EVERY))
+    assert [count for _, count in calls] == list(range(PROGRESS_EVERY, result.launch_count + 1, PROGRESS_EVERY))
 
 
 @pytest.mark.parametrize(

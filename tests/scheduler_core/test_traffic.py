@@ -285,8 +285,8 @@ def test_replaying_an_engine_s_own_request_records_under_its_policy_reproduces_i
         rebuilt = from_engine_requests(requests)
         replay = schedule(list(rebuilt.arrivals()), catalog, execution, config)
         # a rebuilt request's id is its row among the records
-        launches = {requests[o.id]["request"]: [c.graph for c in o.chunks] for o in replay.lanes}
-        assert launches == {r["request"]: r["launches"] for r in requests}
+        graphs = {requests[o.id]["request"]: [c.graph for c in o.chunks] for o in replay.lanes}
+        assert graphs == {r["request"]: r["launches"] for r in requests}
         ttft = {requests[o.id]["request"]: o.ttft_ms for o in replay.lanes}
         assert all(abs(ttft[r["request"]] - r["ttft_ms"]) < 1e-6 for r in requests)
 
