@@ -36,13 +36,12 @@ from scheduler_core.analyses.catalogs import (
     execution_of,
 )
 from scheduler_core.analyses.params import Analysis, ChoiceParam, Emit, FloatParam, IntParam, progress
-from scheduler_core.analyses.simulate import TRACE_PARAMS, boot_setting, build_catalog, selected_trace
+from scheduler_core.analyses.simulate import TRACE_PARAMS, boot_setting, build_catalog, poisson_params, selected_trace
 from scheduler_core.analyses.simulate import check as simulate_check
 from scheduler_core.catalog import Catalog
 from scheduler_core.engine import EngineLoop
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import ExecutionModel
-from scheduler_core.limits import MAX_TOKENS
 from scheduler_core.scheduler import Arrival, SchedulerConfig
 from scheduler_core.traffic import TrafficShape, looped
 
@@ -243,12 +242,7 @@ ANALYSIS = Analysis(
             choices=("boot", "boot-repaired", "clean", "drift"),
         ),
         FloatParam("rate_per_s", 20.0, "mean arrivals per second (Poisson)", minimum=0.01, maximum=10_000.0),
-        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=MAX_TOKENS),
-        IntParam("prompt_max", 8_000, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
-        IntParam("output_min", 8, "fewest output tokens (uniform)", minimum=1, maximum=100_000),
-        IntParam("output_max", 64, "most output tokens", minimum=1, maximum=100_000),
-        FloatParam("span_share", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
-        IntParam("seed", 0, "traffic seed", minimum=0, maximum=2**31 - 1),
+        *poisson_params(prompt_max=8_000, output_min=8, output_max=64),
         FloatParam("pace", 1.0, "engine milliseconds per wall-clock millisecond", minimum=0.01, maximum=100.0),
         IntParam("batch_ms", 500, "telemetry batch interval (ms)", minimum=50, maximum=10_000),
         IntParam("duration_s", 0, "stop after this many seconds (0: run until stopped)", minimum=0, maximum=7 * 86_400),

@@ -32,18 +32,6 @@ from .params import FloatParam, IntParam, PolicyListParam
 
 DEFAULT_TTFT_P99_MS = 2000.0  # MLPerf Inference's Llama-2 server scenario: TTFT p99 <= 2 s
 DEFAULT_ITL_P99_MS = 200.0  # ... and time per output token p99 <= 200 ms
-SHARED = {p.name: p for p in simulate.ANALYSIS.params}  # the traffic and setting, declared once in simulate
-SETTING = (
-    "catalog",
-    "drift_factor",
-    "execution",
-    "fixed_ms",
-    "ms_per_token",
-    "first_token_ms",
-    "mixed_rows",
-    "max_lanes",
-    "max_decode_wait",
-)
 POISSON = ("prompt_min", "prompt_max", "output_min", "output_max", "span_share", "seed")
 
 
@@ -254,9 +242,9 @@ ANALYSIS = Analysis(
     summary="The highest request rate at which each policy meets a TTFT p99 / ITL p99 SLO, with goodput and "
     "attainment at each rate (a trace time-scaled, or Poisson).",
     params=(
-        SHARED["trace"],
-        SHARED["window"],
-        SHARED["limit"],
+        simulate.SHARED["trace"],
+        simulate.SHARED["window"],
+        simulate.SHARED["limit"],
         FloatParam("rate_min_per_s", 0.1, "lowest request rate stepped", minimum=0.001, maximum=1e5),
         FloatParam("rate_max_per_s", 8.0, "highest request rate stepped", minimum=0.001, maximum=1e5),
         IntParam("steps", 8, "rates stepped (geometric from min to max)", minimum=1, maximum=64),
@@ -267,8 +255,8 @@ ANALYSIS = Analysis(
         PolicyListParam("policies", help="policies to compare on the same traffic"),
         IntParam("repeats", 5, "seeded Poisson draws per rate (a trace runs once)", minimum=1, maximum=100),
         IntParam("requests", 1000, "Poisson requests per run", minimum=1, maximum=20_000),
-        *(SHARED[name] for name in POISSON),
-        *(SHARED[name] for name in SETTING),
+        *(simulate.SHARED[name] for name in POISSON),
+        *(simulate.SHARED[name] for name in simulate.SETTING),
     ),
     run=run,
     check=check,

@@ -39,19 +39,6 @@ from .params import PolicyListParam, TraceParam
 
 MAX_REQUESTS = 20_000  # requests replayed in one run (simulate's bound on a run's requests)
 MAX_NAME = 64
-SHARED = {p.name: p for p in simulate.ANALYSIS.params}
-SETTING = (
-    "catalog",
-    "drift_factor",
-    "execution",
-    "fixed_ms",
-    "ms_per_token",
-    "first_token_ms",
-    "mixed_rows",
-    "max_lanes",
-    "max_decode_wait",
-    "boot_catalog",
-)
 DETERMINISTIC = "none: a trace on a fixed setting is deterministic, so each policy runs once and a rerun gives the same"
 
 
@@ -344,7 +331,7 @@ ANALYSIS = Analysis(
         ),
         ServedParam("served", None, "what the engine reported per request, in the trace's row order"),
         PolicyListParam("policies", help="policies to replay the traffic under"),
-        *(SHARED[name] for name in SETTING),
+        *(simulate.SHARED[name] for name in (*simulate.SETTING, "boot_catalog")),
     ),
     run=run,
     check=check,

@@ -31,7 +31,7 @@ from .catalogs import (
     execution_dict,
     execution_of,
 )
-from .contract import Analysis, Emit
+from .contract import Analysis, Emit, Param
 from .pacing import Ticker
 from .params import (
     CatalogParam,
@@ -57,6 +57,19 @@ TRACE_PARAMS = (
     WindowParam("window", None, "only the trace's requests arriving in [START, END) seconds of its clock"),
     IntParam("limit", 0, "at most this many of the trace's requests (0: all)", minimum=0, maximum=2_000_000),
 )
+
+
+def poisson_params(*, prompt_max: int, output_min: int, output_max: int) -> tuple[Param, ...]:
+    """Poisson traffic's lengths, atomic spans and seed, declared once: simulate's and the simulated
+    engine's (which keeps its prompts and outputs shorter by default)."""
+    return (
+        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=MAX_TOKENS),
+        IntParam("prompt_max", prompt_max, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
+        IntParam("output_min", output_min, "fewest output tokens (lengths are uniform)", minimum=1, maximum=100_000),
+        IntParam("output_max", output_max, "most output tokens", minimum=1, maximum=100_000),
+        FloatParam("span_share", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
+        IntParam("seed", 0, "traffic seed", minimum=0, maximum=2**31 - 1),
+    )
 
 
 def check(params: dict[str, Any]) -> None:
@@ -308,12 +321,7 @@ ANALYSIS = Analysis(
     params=(
         IntParam("requests", 200, "requests in the traffic", minimum=1, maximum=20_000),
         FloatParam("rate_per_s", 10.0, "mean arrivals per second (Poisson)", minimum=0.001, maximum=1e5),
-        IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=MAX_TOKENS),
-        IntParam("prompt_max", 16_000, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
-        IntParam("output_min", 16, "fewest output tokens (lengths are uniform)", minimum=1, maximum=100_000),
-        IntParam("output_max", 256, "most output tokens", minimum=1, maximum=100_000),
-        FloatParam("span_share", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
-        IntParam("seed", 0, "traffic seed", minimum=0, maximum=2**31 - 1),
+        *poisson_params(prompt_max=16_000, output_min=16, output_max=256),
         PolicyListParam("policies", help="policies to compare on the same traffic", every_policy=True),
         ChoiceParam(
             "catalog",
@@ -362,4 +370,16 @@ ANALYSIS = Analysis(
     format_text=format_text,
     result=SimulateResult,
     events=(ProgressEvent, StepLaunchEvent, PolicyResultEvent),
+)
+SHARED = {p.name: p for p in ANALYSIS.params}  # declared once here; capacity and replay take theirs by name
+SETTING = (  # the catalog, its execution model and the loop's bounds: what a run on this model is set on
+    "catalog",
+    "drift_factor",
+    "execution",
+    "fixed_ms",
+    "ms_per_token",
+    "first_token_ms",
+    "mixed_rows",
+    "max_lanes",
+    "max_decode_wait",
 )
