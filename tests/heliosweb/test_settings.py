@@ -81,3 +81,10 @@ def test_a_process_with_a_setting_it_cannot_read_refuses_to_start(tmp_path):
     result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode != 0
     assert "ImproperlyConfigured: HELIOS_DEBUG must be one of" in result.stderr and "'ture'" in result.stderr
+
+
+def test_a_log_level_it_does_not_know_stops_the_process_naming_it(tmp_path):
+    env = dict(os.environ, HELIOS_LOG_LEVEL="verbose", HELIOS_VAR_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: HELIOS_LOG_LEVEL must be one of DEBUG, INFO" in result.stderr
