@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .analyses.boots import BootsResult, per_prompt_summary
+from .analyses.capacity import CapacityResult
 from .analyses.catalogs import execution_of, pr22_catalogs
 from .analyses.fuzz import FuzzResult
 from .analyses.pr22 import Pr22Result
@@ -266,7 +267,7 @@ def _basis(execution: Json) -> str:
 
 def _capacity(job: Evidence) -> Json:
     """Capacity at the SLO per policy, and rule - cost at p50/p99 per rate with its interval."""
-    r = job.result
+    r = read_as(job.result, CapacityResult)
     deterministic = r["repeats"] == 1 and r["traffic"]["source"] == "trace"
     rates = []
     for d in r["deltas"]:
@@ -293,7 +294,7 @@ def _capacity(job: Evidence) -> Json:
     }
 
 
-def _operating_index(result: Json) -> int:
+def _operating_index(result: CapacityResult) -> int:
     """The rate a capacity job's single figures are read at: the highest rate every policy meets
     the SLO at (both within it), else the lowest rate."""
     meeting = [
@@ -312,12 +313,14 @@ def _requests(job: Evidence) -> Json | None:
     """The same requests under both policies (`simulate.request_deltas`): the rule - cost TTFT CDF and
     the worst requests, from a simulate or replay job (the same shape) or a capacity job's operating
     rate (`_operating_index`)."""
-    draws = job.result.get("repeats", 1)
+    draws, rate = 1, None
     if job.kind == "capacity":
-        at = _operating_index(job.result)
-        deltas, rate = job.result["deltas"][at].get("per_request"), job.result["rates_per_s"][at]
+        capacity = read_as(job.result, CapacityResult)
+        at = _operating_index(capacity)
+        draws, rate = capacity["repeats"], capacity["rates_per_s"][at]
+        deltas = capacity["deltas"][at].get("per_request")
     else:
-        deltas, rate = job.result["deltas"], None
+        deltas = read_as(job.result, SimulateResult)["deltas"]  # a replay's are simulate's (`request_deltas`)
     if not deltas or not deltas["requests"]:
         return None
     keys = ("requests", "mean_ms", "p50", "p90", "p99", "max", "min", "share_rule_slower", "share_rule_faster")
