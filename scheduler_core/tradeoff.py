@@ -1,14 +1,16 @@
 """The pull request's trade-off, assembled from evidence: one summary in its own layout.
 
-A decision carries evidence jobs (pr22, sweep, boots, fuzz, simulate, capacity, and the GPU kinds
-ttft and numerics). Each part of the trade-off summarises the newest job of its kind; a part is None
+A decision carries evidence jobs (pr22, sweep, boots, fuzz, simulate, capacity, replay, and the GPU
+kinds ttft and numerics). Each part of the trade-off summarises the newest job of its kind; a part is None
 when no evidence covers it, so a reader sees what was not measured as plainly as what was.
 Beside the pull request's "cost" and "rule", every arm shows the cost model on the *repaired*
 catalog: the narrower alternative the pull request names (fix the drift, keep measured costs).
 
 Serving evidence (simulate, capacity) is read as a maintainer weighs it: capacity at the SLO per
 policy, the rule - cost TTFT delta at p50 and p99 with its 95 % interval (or "deterministic" where
-nothing in the run is random), padding in GPU-ms, and the same requests under both policies.
+nothing in the run is random), padding in GPU-ms, and the same requests under both policies. A
+replay (what each policy would have done with the traffic an engine served) stands beside what the
+engine itself reported and how much of it the replay reproduces launch for launch.
 A measured timing (ttft) on a CPU, or spread wider than SPREAD_BOUND over its runs, is marked
 `indicative` (the page: "indicative, not GPU timing"), with why.
 
@@ -22,9 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .analyses.boots import BootsResult, per_prompt_summary
+from .analyses.capacity import CapacityResult
 from .analyses.catalogs import execution_of, pr22_catalogs
 from .analyses.fuzz import FuzzResult
 from .analyses.pr22 import Pr22Result
+from .analyses.replay import ReplayResult
 from .analyses.simulate import SimulateResult
 from .analyses.sweep import Summary, SweepResult
 from .catalog import Catalog
@@ -93,6 +97,7 @@ def tradeoff(evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots
         "fuzz": _fuzz,
         "simulate": _simulate,
         "capacity": _capacity,
+        "replay": _replay,
         "ttft": _ttft,
         "numerics": _numerics,
     }
@@ -211,6 +216,37 @@ def _simulate_delta(traffic: Json, policies: dict[str, Json]) -> Json | None:
     return {**row, "randomness": f"one seeded Poisson draw (seed {traffic['seed']}): no interval"}
 
 
+def _replay(job: Evidence) -> Json:
+    """Each replayed policy beside what the engine served under each policy it ran (the same four
+    figures), the share of the served requests each replay repeats launch for launch, and rule -
+    cost at p50/p99; a replay is a trace on a fixed setting, so deterministic."""
+    result = read_as(job.result, ReplayResult)
+    figures = ("ttft_p50_ms", "ttft_p99_ms", "prefill_launches", "padded_prefill_tokens")
+    served = result["served"]
+    reproduced = {r["policy"]: r for r in result["reproduction"]}
+    return {
+        "job": job.id,
+        "catalog": result["catalog"],
+        "requests": result["requests"],
+        "traffic": _traffic_text(result["traffic"]),
+        "basis": _basis(result["execution"]),
+        "randomness": DETERMINISTIC if result["deterministic"] else result["randomness"],
+        "deterministic": result["deterministic"],
+        "replayed": {
+            row["policy"]: {
+                **{k: row[k] for k in ("requests", *figures, "stalled")},
+                "reproduction": reproduced.get(row["policy"]),
+            }
+            for row in result["table"]
+        },
+        "served": None
+        if served is None
+        else {row["policy"]: {k: row[k] for k in ("requests", *figures)} for row in served["policies"]},
+        "engines": served["engines"] if served else [],
+        "delta": _simulate_delta(result["traffic"], {p["policy"]: p for p in result["policies"]}),
+    }
+
+
 def _traffic_text(traffic: Json) -> str:
     if traffic["source"] == "trace":
         scale = traffic.get("time_scale", 1.0)
@@ -231,7 +267,7 @@ def _basis(execution: Json) -> str:
 
 def _capacity(job: Evidence) -> Json:
     """Capacity at the SLO per policy, and rule - cost at p50/p99 per rate with its interval."""
-    r = job.result
+    r = read_as(job.result, CapacityResult)
     deterministic = r["repeats"] == 1 and r["traffic"]["source"] == "trace"
     rates = []
     for d in r["deltas"]:
@@ -258,7 +294,7 @@ def _capacity(job: Evidence) -> Json:
     }
 
 
-def _operating_index(result: Json) -> int:
+def _operating_index(result: CapacityResult) -> int:
     """The rate a capacity job's single figures are read at: the highest rate every policy meets
     the SLO at (both within it), else the lowest rate."""
     meeting = [
@@ -268,20 +304,23 @@ def _operating_index(result: Json) -> int:
 
 
 def _serving_newest(newest: dict[str, Evidence]) -> Evidence | None:
-    """The job the per-request comparison comes from: the newest of simulate and capacity."""
-    jobs = [newest[k] for k in ("simulate", "capacity") if k in newest]
+    """The job the per-request comparison comes from: the newest of simulate, capacity and replay."""
+    jobs = [newest[k] for k in ("simulate", "capacity", "replay") if k in newest]
     return max(jobs, key=lambda e: e.id) if jobs else None
 
 
 def _requests(job: Evidence) -> Json | None:
     """The same requests under both policies (`simulate.request_deltas`): the rule - cost TTFT CDF and
-    the worst requests, from a simulate job or a capacity job's operating rate (`_operating_index`)."""
-    draws = job.result.get("repeats", 1)
-    if job.kind == "simulate":
-        deltas, rate = job.result["deltas"], None
+    the worst requests, from a simulate or replay job (the same shape) or a capacity job's operating
+    rate (`_operating_index`)."""
+    draws, rate = 1, None
+    if job.kind == "capacity":
+        capacity = read_as(job.result, CapacityResult)
+        at = _operating_index(capacity)
+        draws, rate = capacity["repeats"], capacity["rates_per_s"][at]
+        deltas = capacity["deltas"][at].get("per_request")
     else:
-        at = _operating_index(job.result)
-        deltas, rate = job.result["deltas"][at].get("per_request"), job.result["rates_per_s"][at]
+        deltas = read_as(job.result, SimulateResult)["deltas"]  # a replay's are simulate's (`request_deltas`)
     if not deltas or not deltas["requests"]:
         return None
     keys = ("requests", "mean_ms", "p50", "p90", "p99", "max", "min", "share_rule_slower", "share_rule_faster")

@@ -50,6 +50,7 @@ TRADEOFF = inline_serializer(
                 "fuzz",
                 "simulate",
                 "capacity",
+                "replay",
                 "requests",
                 "ttft",
                 "numerics",

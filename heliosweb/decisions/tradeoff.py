@@ -48,13 +48,16 @@ def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
 
 
 def _name_stored_traces(decision: PolicyDecision, summary: dict[str, Any]) -> None:
-    """A serving part run on a stored trace names it (`stored_trace`), as the job page does: the
+    """A serving part run on a stored trace names it (`stored_trace`), and a replay of telemetry
+    says whose and when (`telemetry`: recipe, engine, window, execution), as the job page does: the
     result itself only holds the requests it was given."""
     sources = dict(decision.evidence.values_list("pk", "trace_sources"))
-    for name in ("simulate", "capacity"):
+    for name in ("simulate", "capacity", "replay"):
         part = summary[name]
         stored = (sources.get(part["job"]) or {}).get("trace") if part else None
-        if part and stored:
+        if stored and "telemetry" in stored:
+            part["telemetry"] = {k: stored[k] for k in ("telemetry", "engine", "window_utc", "execution")}
+        elif stored:
             part["stored_trace"] = stored["trace"]
 
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from scheduler_core.analyses.fuzz import FuzzResult
+
 from .contract import Figure, JobData, Json, KindViews, Table, base_layout, empty
 from .palette import capacity_colour, policy_colour
 from .timeline import TimelineRow, chunk_timeline
 
 
 def figures(job: JobData) -> list[Figure]:
-    result = job.result
-    if not result:
+    if not job.result:
         return [empty("failures", "Failures per policy", "the fuzzer reports when it finishes")]
+    result = job.result_as(FuzzResult)
     report = result["policies"]
     names = list(report)
     counts = go.Figure(layout=base_layout(f"Failures over {result['cases']} random cases", barmode="group"))
@@ -25,9 +27,9 @@ def figures(job: JobData) -> list[Figure]:
     counts.update_yaxes(title_text="plans", rangemode="tozero")
     out = [Figure("failures", "Failures per policy", counts)]
     for name in names:
-        example = report[name]["counterexample"]
-        if example is not None:
-            out.append(counterexample(name, report[name]["first_failing_case"], example))
+        example, case = report[name]["counterexample"], report[name]["first_failing_case"]
+        if example is not None and case is not None:  # set together, at the first failing case
+            out.append(counterexample(name, case, example))
     if len(out) == 1:
         out.append(
             empty(
@@ -102,7 +104,7 @@ def counterexample(name: str, case: int, example: Json) -> Figure:
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    report = (job.result or {}).get("policies", {})
+    report = job.result_as(FuzzResult)["policies"] if job.result else {}
     return {
         "policies": [
             {

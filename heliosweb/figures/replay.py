@@ -11,7 +11,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from scheduler_core.analyses.replay import comparison_rows
+from scheduler_core.analyses.replay import ReplayResult, comparison_rows
 
 from .contract import Figure, JobData, KindViews, Table, base_layout, empty
 from .palette import policy_colour
@@ -20,7 +20,7 @@ from .simulate import launches_padding, ttft_cdf
 SERVED_COLOUR = "#6b7280"
 
 
-def comparison(result: dict[str, Any]) -> Figure:
+def comparison(result: ReplayResult) -> Figure:
     table = comparison_rows(result)
     names = [r["policy"] for r in table]
     colours = [SERVED_COLOUR if n.startswith("served ") else policy_colour(n) for n in names]
@@ -42,7 +42,7 @@ def comparison(result: dict[str, Any]) -> Figure:
     return Figure("comparison", "Replayed and served", go.Figure(traces, layout), summary=summary(result))
 
 
-def summary(result: dict[str, Any]) -> str:
+def summary(result: ReplayResult) -> str:
     """Every row's figures in words, and the reproduction of each policy the engine ran."""
     parts = [
         f"{r['policy']}: TTFT p50 {r['ttft_p50_ms'] or 0:.1f} ms, p99 {r['ttft_p99_ms'] or 0:.1f} ms, "
@@ -51,7 +51,7 @@ def summary(result: dict[str, Any]) -> str:
     ]
     parts += [
         f"replayed {r['policy']} repeats the engine's launches for {r['same_launches']} of {r['requests']} requests"
-        for r in result.get("reproduction", [])
+        for r in result["reproduction"]
     ]
     return f"{result['requests']} requests replayed ({result['randomness']}). " + "; ".join(parts) + "."
 
@@ -75,22 +75,23 @@ def deltas_cdf(deltas: dict[str, Any]) -> go.Figure:
 
 
 def figures(job: JobData) -> list[Figure]:
-    result = job.result
-    if not result:
+    if not job.result:
         return [empty("comparison", "Replayed and served", "the comparison is drawn when the replay finishes")]
+    result = job.result_as(ReplayResult)
     out = [comparison(result), Figure("ttft-cdf", "TTFT CDF", ttft_cdf(result["policies"]))]
-    if result.get("deltas") and result["deltas"]["requests"]:
-        out.append(Figure("deltas", "rule - cost per request", deltas_cdf(result["deltas"])))
+    deltas = result["deltas"]
+    if deltas and deltas["requests"]:
+        out.append(Figure("deltas", "rule - cost per request", deltas_cdf(deltas)))
     out.append(Figure("launches-padding", "Launches and padding", launches_padding(result["policies"])))
     return out
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    result = job.result or {}
-    if not result:
+    if not job.result:
         return {}
-    worst = (result.get("deltas") or {}).get("worst", [])
-    return {"comparison": comparison_rows(result), "reproduction": result.get("reproduction", []), "worst": worst}
+    result = job.result_as(ReplayResult)
+    worst = (result["deltas"] or {}).get("worst", [])
+    return {"comparison": comparison_rows(result), "reproduction": result["reproduction"], "worst": worst}
 
 
 VIEWS = KindViews(figures, tables=tables)

@@ -16,6 +16,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from scheduler_core.analyses.simulate import SimulateResult
+
 from .contract import LOG_AXIS, Figure, JobData, KindViews, Span, Table, base_layout, empty
 from .palette import DECODE_COLOUR, INIT_COLOUR, KIND_COLOURS, capacity_colour, policy_colour
 
@@ -23,6 +25,11 @@ KINDS = ("init", "prefill", "mixed", "decode")
 WINDOW = 200  # launches drawn per policy: each decode launch is a bar per lane it carries
 REQUEST_ROWS = 5000  # requests drawn per policy in the requests timeline (two line segments each)
 HOVER = "<b>%{y}</b> %{customdata}<extra></extra>"
+
+
+def finished_policies(job: JobData) -> list[dict[str, Any]]:
+    """Each policy's summary, the result read as its declared `SimulateResult`; none before it finishes."""
+    return job.result_as(SimulateResult)["policies"] if job.result else []
 
 
 def launches_by_policy(job: JobData) -> dict[str, list[dict[str, Any]]]:
@@ -178,10 +185,9 @@ def figures(job: JobData) -> list[Figure]:
         )
         for policy, launches in launches_by_policy(job).items()
     ]
-    result = job.result
-    if not result:
+    if not job.result:
         return out or [empty("ttft-cdf", "TTFT CDF", "the distributions appear when the simulation finishes")]
-    policies = result["policies"]
+    policies = finished_policies(job)
     out = [requests_timeline(p["policy"], p["per_request"]) for p in policies] + out
     out += [
         Figure("ttft-cdf", "TTFT CDF", ttft_cdf(policies)),
@@ -283,7 +289,7 @@ def launches_padding(policies: list[dict[str, Any]]) -> go.Figure:
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    policies = (job.result or {}).get("policies", [])
+    policies = finished_policies(job)
     summary = [
         {
             "policy": p["policy"],
@@ -312,7 +318,7 @@ def spans(job: JobData) -> list[Span]:
     threads (a request takes the first thread free at its arrival); and the recorded launches (the
     first `launch_events`), a thread per lane, decode launches on a `decode` thread, a request's init
     and chunks linked by a flow (its id)."""
-    out = [span for p in (job.result or {}).get("policies", []) for span in _request_spans(p)]
+    out = [span for p in finished_policies(job) for span in _request_spans(p)]
     for policy, launches in launches_by_policy(job).items():
         for launch in launches:
             chunk = launch["chunk"]
@@ -382,7 +388,7 @@ def trace_notes(job: JobData) -> dict[str, Any]:
                 "launches": p["launches"]["total"],
                 "launches_in_trace": len(launches.get(p["policy"], [])),
             }
-            for p in (job.result or {}).get("policies", [])
+            for p in finished_policies(job)
         },
         "note": f"every request up to {TRACE_REQUESTS} per policy (by arrival); launches: the first "
         "`launch_events` of each policy (the job's parameter)",

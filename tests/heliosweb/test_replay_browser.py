@@ -1,6 +1,7 @@
 """Counterfactual replay in Debian's Chromium: the live page of a recipe whose engine posted telemetry
 offers "what the other policy would have done"; its form queues a replay, a real worker runs it, the
-job page draws the comparison, and the live page then shows the latest replay's rows. At 1280 and
+job page draws the comparison, and the live page then shows the latest replay's rows; a decision
+citing the replay shows each policy replayed beside what was served in its trade-off. At 1280 and
 390 px (screenshots in var/screenshots/replay-*.png)."""
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _post_telemetry() -> None:
     assert answer.status_code == 201, answer.content
 
 
-def test_the_live_page_offers_the_replay_and_opens_its_result(stack, page, recipe, maintainer):
+def test_the_live_page_offers_the_replay_and_opens_its_result(stack, page, recipe, maintainer, author):
     SHOTS.mkdir(parents=True, exist_ok=True)
     off_the_browser_thread(_post_telemetry)
     stack.start_web()
@@ -70,3 +71,27 @@ def test_the_live_page_offers_the_replay_and_opens_its_result(stack, page, recip
     page.wait_for_url(f"**/jobs/{job.pk}")
     page.wait_for_function("document.getElementById('figures').textContent.includes('served cost: TTFT p50')")
     page.screenshot(path=str(SHOTS / "replay-job-390.png"), full_page=True)
+
+    # cited by a decision: the trade-off sets each policy replayed beside what the engine served
+    from heliosweb.decisions.services import decision_propose
+
+    from .test_decisions import RATIONALE
+
+    decision = decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[job.pk])
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{base}/decisions/{decision.pk}")
+    heads = page.locator("#tradeoff-replay tbody th").all_text_contents()
+    assert heads == ["cost, replayed", "rule, replayed", "cost, as served"]
+    assert "40 of 40 requests (100 %)" in page.text_content('#tradeoff-replay tr[data-policy="cost"]')
+    source = page.text_content("#tradeoff-replay-source")
+    assert "what every engine served on tiny-cpu from" in source and "(replayed on affine)" in source
+    assert "(replay): 40 requests" in page.text_content("#tradeoff-requests")
+    assert page.locator("#tradeoff-worst tbody tr a").count() == 20  # each opens /explain
+    for width, height in ((1280, 900), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(200)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, f"wider than {width} px"
+        page.locator("#tradeoff-replay").scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"replay-decision-{width}.png"))
+    box = page.locator('[aria-label="each policy replayed beside what the engine served"]')
+    assert box.evaluate("e => getComputedStyle(e).overflowX") == "auto"  # a wide table scrolls inside its box

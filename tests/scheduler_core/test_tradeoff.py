@@ -1,8 +1,10 @@
+import json
 from pathlib import Path
 
 import pytest
 
 from scheduler_core.analyses import ANALYSES
+from scheduler_core.analyses.replay import from_engine_records
 from scheduler_core.catalog import Catalog, drift
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import AffineExecution, measured_catalog
@@ -16,6 +18,8 @@ from scheduler_core.tradeoff import (
     tradeoff,
 )
 from scheduler_core.traffic import read_trace
+
+from .test_replay import engine_requests
 
 CLEAN = measured_catalog(AffineExecution())
 AZURE = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces" / "azure-llm-2023-code.csv"
@@ -258,3 +262,48 @@ def test_the_same_gap_on_an_idle_host_is_listed_without_blaming_the_load_and_unk
     assert old["ttft_conditions"]["conditions"] == "host load not recorded" and old["ttft_conditions"]["runs"] is None
     close = tradeoff([stored_ttft(9, measured=64.0, predicted=62.1, load=7.9)], recipe="r", to_policy="rule")
     assert close["ttft_conditions"]["caveat"] is None and close["ttft_conditions"]["off_prediction"] == []
+
+
+def replayed_job(job_id, policy="cost"):
+    """A replay of what the simulated engine served under `policy` (its own request records)."""
+    trace, served = from_engine_records(engine_requests(policy, 60), ["eng-1"] * 60)
+    return job(job_id, "replay", trace=trace, served=[s.to_dict() for s in served])
+
+
+def test_a_replay_sets_each_policy_beside_what_the_engine_served_and_feeds_the_same_requests():
+    replay = replayed_job(12)
+    result = replay.result
+    summary = tradeoff([job(11, "simulate", requests=60), replay], recipe="tiny-cpu", to_policy="rule")
+    part = summary["replay"]
+    assert part["job"] == 12 and part["deterministic"] and part["randomness"].startswith("deterministic")
+    assert part["requests"] == 60 and part["engines"] == ["eng-1"] and part["catalog"] == "clean"
+    for row in result["table"]:  # each replayed policy's four figures, as the replay computed them
+        mine = part["replayed"][row["policy"]]
+        for key in ("ttft_p50_ms", "ttft_p99_ms", "prefill_launches", "padded_prefill_tokens"):
+            assert mine[key] == row[key]
+    # the engine ran cost: replayed cost repeats every served launch, and its figures are the served ones
+    assert part["replayed"]["cost"]["reproduction"]["same_launches_share"] == 1.0
+    assert part["replayed"]["rule"]["reproduction"] is None  # the engine never ran the rule
+    served = part["served"]["cost"]
+    assert served["prefill_launches"] == part["replayed"]["cost"]["prefill_launches"]
+    assert served["padded_prefill_tokens"] == part["replayed"]["cost"]["padded_prefill_tokens"]
+    assert served["ttft_p50_ms"] == pytest.approx(part["replayed"]["cost"]["ttft_p50_ms"], abs=1e-3)
+    by_name = {p["policy"]: p for p in result["policies"]}
+    assert part["delta"]["p50"] == pytest.approx(by_name["rule"]["ttft_ms"]["p50"] - by_name["cost"]["ttft_ms"]["p50"])
+    # the newest serving job is the replay: its own per-request deltas are the same requests
+    requests = summary["requests"]
+    assert requests["job"] == 12 and requests["kind"] == "replay" and requests["rate_per_s"] is None
+    assert requests["worst"] == result["deltas"]["worst"] and requests["catalog"] == "clean"
+    assert requests["p99"] == result["deltas"]["p99"] and len(requests["cdf_ms"]) == 101
+    # a newer simulate takes the same requests back; the replay part stays
+    later = tradeoff([replay, job(13, "simulate", requests=60)], recipe="tiny-cpu", to_policy="rule")
+    assert later["requests"]["job"] == 13 and later["replay"]["job"] == 12
+
+
+def test_a_replay_without_what_the_engine_served_shows_only_the_replayed_policies():
+    rows = [{"arrival_ms": 40 * i, "prompt_tokens": 700 + 900 * i, "output_tokens": 3} for i in range(8)]
+    plain = job(5, "replay", trace="\n".join(json.dumps(r) for r in rows))
+    part = tradeoff([plain], recipe="r", to_policy="rule")["replay"]
+    assert part["served"] is None and part["engines"] == []
+    assert set(part["replayed"]) == {"cost", "rule"}
+    assert all(p["reproduction"] is None for p in part["replayed"].values())
