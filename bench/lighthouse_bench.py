@@ -6,6 +6,8 @@ for good; daphne), with one finished job of each simulated kind and a decision. 
 - **cold load**: a new Chromium context (empty cache), logged in, from navigation to the charts
   of the first screen drawn (each with its SVG; a job page's figures fetched; the charts further
   down are drawn as they come near or once the page is idle), or to `load` on a page without charts;
+  **again**: the same in another new context, the server's figure cache now holding the job's
+  figures (heliosweb.figures.figure_cache: what every visitor after the first gets);
 - **Lighthouse 12.2.3** (`npx lighthouse@12.2.3`, CHROME_PATH=/usr/bin/chromium, desktop preset,
   cold profile): the performance and accessibility scores, first and largest contentful paint and
   total blocking time (Lighthouse's simulated desktop throttling).
@@ -175,11 +177,11 @@ def main() -> int:
         base = f"http://127.0.0.1:{port}"
         print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; reports in {tmp}")
         print(
-            f"{'page':<14} {'cold load':>9} {'perf':>5} {'a11y':>5} {'FCP':>7} {'LCP':>7} {'TBT':>7} {'CLS':>5}  failed audits"
+            f"{'page':<14} {'cold load':>9} {'again':>6} {'perf':>5} {'a11y':>5} {'FCP':>7} {'LCP':>7} {'TBT':>7} {'CLS':>5}  failed audits"
         )
         for name, url in pages.items():
             cold = cold_load_s(base, url, cookie)
-            row = f"{name:<14} {cold:>8.2f}s"
+            row = f"{name:<14} {cold:>8.2f}s {cold_load_s(base, url, cookie):>5.2f}s"
             if not args.no_lighthouse:
                 lh = lighthouse(base, url, cookie, tmp / f"{name}.json")
                 row += f" {lh['performance']:>5} {lh['accessibility']:>5} {lh['fcp_ms']:>6.0f}ms {lh['lcp_ms']:>5.0f}ms"

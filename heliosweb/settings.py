@@ -363,7 +363,14 @@ HELIOS_QUEUED_RETRY_AFTER_SECONDS = env_int("HELIOS_QUEUED_RETRY_AFTER_SECONDS",
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     if REDIS_URL
-    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # A finished job's built `/figures/` answer (heliosweb.figures.figure_cache): in this process's
+    # memory, at most this many jobs (a 1,000-request simulate's answer is ~0.13 MB, the bound 2 MB).
+    "figures": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "helios-figures",
+        "OPTIONS": {"MAX_ENTRIES": env_int("HELIOS_FIGURE_CACHE_JOBS", 200, minimum=1)},
+    },
 }
 
 # --- API -----------------------------------------------------------------------------------

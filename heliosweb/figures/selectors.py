@@ -6,6 +6,7 @@ from heliosweb.jobs import selectors as job_selectors
 from heliosweb.jobs.models import BenchmarkJob, JobEvent
 
 from .contract import Figure, JobData, KindViews, to_json
+from .figure_cache import figures_json
 from .registry import views_for
 
 MAX_EVENTS = 20_000  # the figures window: a live pulse of a million events draws its last ones
@@ -32,8 +33,13 @@ def job_figures(*, job_id: object) -> list[Figure]:
 
 
 def job_figures_json(*, job_id: object) -> str:
-    """`GET /api/jobs/<id>/figures/`: the job's figures and their live growth, as JSON text."""
+    """`GET /api/jobs/<id>/figures/`: the job's figures and their live growth, as JSON text (a
+    finished job's built once: `figure_cache`)."""
     job = job_selectors.job_get(job_id=job_id)
     views = views_for(job.kind)
-    data = job_data(job, views)
-    return to_json(views.figures(data), views, seq=data.seq)
+
+    def build() -> str:
+        data = job_data(job, views)
+        return to_json(views.figures(data), views, seq=data.seq)
+
+    return figures_json(job, build)

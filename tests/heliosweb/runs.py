@@ -48,20 +48,26 @@ SMALL: dict[str, dict[str, Any]] = {
 @cache
 def finished(kind: str) -> tuple[dict[str, Any], dict[str, Any], tuple[dict[str, Any], ...]]:
     """(params, result, events) of a real run of `kind` on small parameters; events numbered from 1."""
+    return run(kind, SMALL[kind])
+
+
+def run(kind: str, raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], tuple[dict[str, Any], ...]]:
+    """(params, result, events) of a real run of `kind` on the parameters `raw`; events numbered from 1."""
     analysis = get_kind(kind).analysis
-    params = analysis.validate(SMALL[kind])
+    params = analysis.validate(raw)
     events: list[dict[str, Any]] = []
     result = analysis.run(params, events.append)
     numbered = tuple({**e, "seq": i + 1} for i, e in enumerate(events))
     return params, result, numbered
 
 
-def store(kind: str, *, status: str = "done", recipe: Any = None) -> Any:
-    """A finished job of `kind` in the database, with the result and events of a real small run."""
+def store(kind: str, *, status: str = "done", recipe: Any = None, raw: dict[str, Any] | None = None) -> Any:
+    """A finished job of `kind` in the database, with the result and events of a real small run
+    (or of a run on the parameters `raw`)."""
     from heliosweb.jobs.models import BenchmarkJob, JobEvent
     from heliosweb.jobs.registry import get_kind
 
-    params, result, events = finished(kind)
+    params, result, events = finished(kind) if raw is None else run(kind, raw)
     job = BenchmarkJob.objects.create(
         kind=kind,
         queue=get_kind(kind).queue,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import subprocess
@@ -10,6 +11,7 @@ import sys
 
 import pytest
 
+from heliosweb.figures import registry
 from heliosweb.figures.palette import capacity_colour
 
 from .conftest import ROOT
@@ -39,6 +41,35 @@ def test_figures_lists_id_title_and_a_plotly_figure_with_its_growth(client_in):
         }
     ]
     assert len(answer[0]["figure"]["data"][0]["x"]) == 20
+
+
+def test_a_finished_jobs_figures_are_built_once_and_a_running_jobs_every_time(client_in, monkeypatch):
+    """The figures cache: the builders run once for a finished job; a running job, and a job that
+    changed (it finished, it has another event), are built afresh."""
+    builds: list[int] = []
+    views = registry.views_for("pulse")
+
+    def counted(job):
+        builds.append(job.id)
+        return views.figures(job)
+
+    monkeypatch.setitem(registry.VIEWS, "pulse", dataclasses.replace(views, figures=counted))
+    job = store("pulse", status="running")
+    url = f"/api/jobs/{job.pk}/figures/"
+    running = [client_in.get(url).json() for _ in range(2)]
+    assert len(builds) == 2 and running[0] == running[1]
+
+    job.status, job.result = "done", finished("pulse")[1]
+    job.finished_at = job.started_at = job.created_at
+    job.save()
+    done = [client_in.get(url).content for _ in range(3)]
+    assert len(builds) == 3 and done[0] == done[1] == done[2]
+    assert json.loads(done[0])[0]["seq"] == job.last_seq
+
+    job.last_seq += 1  # the job changed after it was kept: another key, built afresh
+    job.save()
+    assert json.loads(client_in.get(url).content)[0]["seq"] == job.last_seq
+    assert len(builds) == 4
 
 
 def test_figures_of_an_unknown_job_answer_404_naming_the_id(client_in):

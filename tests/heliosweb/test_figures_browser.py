@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
+from heliosweb.figures.simulate import REQUEST_ROWS
 from heliosweb.jobs.models import BenchmarkJob
 
 from .conftest import ROOT, log_in_and_open, needs_chromium
@@ -133,6 +134,38 @@ def test_explain_shows_the_clis_plans_for_the_pull_requests_arm(stack, page):
     response = page.goto(f"{stack.base_url}/explain?prompt_tokens=14000&atomic_spans=10-9000")
     assert response.status == 400 and "request.atomic_spans" in page.text_content(".error")
     _shot(page, "explain-error")
+
+
+def test_the_simulate_requests_timeline_shows_every_request_up_to_its_cap(stack, page):
+    """Read back from the drawn plot: a row (both segments) for every request of each policy, and
+    past REQUEST_ROWS the first REQUEST_ROWS by arrival, the title saying it is cut."""
+    User.objects.create_user("viewer-r", password="pw-viewer-123")
+    stack.start_web()
+    few = store("simulate")
+    many = store(
+        "simulate",
+        raw={"requests": REQUEST_ROWS + 1, "prompt_max": 600, "output_min": 1, "output_max": 2, "launch_events": 1},
+    )
+    errors = _watch_errors(page)
+    log_in_and_open(page, f"{stack.base_url}/jobs/{few.pk}", "viewer-r", "pw-viewer-123")
+    for job in (few, many):
+        page.goto(f"{stack.base_url}/jobs/{job.pk}")
+        page.wait_for_function("document.getElementById('figures').dataset.loaded")
+        for policy in job.result["policies"]:
+            requests = sorted(policy["per_request"], key=lambda r: r["arrival_ms"])
+            shown = requests[:REQUEST_ROWS]
+            selector = f"#figures [data-figure-id='requests-{policy['policy']}']"
+            page.locator(selector).scroll_into_view_if_needed()  # drawn as it comes near
+            page.wait_for_selector(selector + " .main-svg")
+            rows = page.eval_on_selector(selector, "el => el.data.map(t => t.y.filter(y => y !== null))")
+            assert [sorted(set(r)) for r in rows] == [sorted(r["id"] for r in shown)] * 2, (job.pk, policy["policy"])
+            assert all(len(r) == 2 * len(shown) for r in rows)  # a segment (two points) per request in each trace
+            title = page.eval_on_selector(selector, "el => el.layout.title.text")
+            if len(requests) > REQUEST_ROWS:
+                assert f"the first {REQUEST_ROWS} of {len(requests)} by arrival" in title, title
+            else:
+                assert f"all {len(requests)} requests" in title, title
+    assert errors == [], errors
 
 
 def test_compare_overlays_two_jobs_of_a_kind(stack, page):
