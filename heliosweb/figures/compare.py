@@ -52,7 +52,9 @@ def overlay(figure_id: str, members: Sequence[tuple[int, Figure]]) -> Figure:
     ids = ", ".join(f"#{job_id}" for job_id, _ in members)
     title = f"{first.title} ({ids})"
     fig.update_layout(title_text=f"{first.figure.layout.title.text or first.title} ({ids})")
-    return Figure(figure_id, title, fig)
+    # each job's own text alternative, where its kind wrote one (else the overlay's is described)
+    said = [f"#{job_id}: {member.summary}" for job_id, member in members if member.summary]
+    return Figure(figure_id, title, fig, " ".join(said) or None)
 
 
 def compare_figures(jobs: Sequence[BenchmarkJob]) -> list[Figure]:

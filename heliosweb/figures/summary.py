@@ -18,6 +18,7 @@ def _number(value: Real) -> str:
 
 
 def _span(values: Sequence[Any]) -> str | None:
+    values = [v for v in values if v is not None]  # a gap between a line's segments, not a value
     numbers = [v for v in values if isinstance(v, Real) and not isinstance(v, bool)]
     if numbers and len(numbers) == len(values):
         low, high = min(numbers), max(numbers)

@@ -260,6 +260,20 @@ def test_compare_overlays_jobs_of_one_kind_with_a_trace_group_per_job(client_in)
     ]
 
 
+def test_compare_keeps_each_job_s_own_summary_and_reads_a_gapped_line_as_numbers(client_in):
+    """An overlay says what each job's figure said (`#id: ...`), and a line's gaps (None between its
+    segments, as the requests timeline draws) are not read as category labels."""
+    a, b = store("simulate"), store("simulate")
+    response = client_in.get("/compare", {"ids": f"{a.pk},{b.pk}"})
+    figures = {f["id"]: f for f in json.loads(response.context["figures_json"])}
+    timeline = figures["simulate-requests-cost"]["summary"]
+    assert timeline.startswith(f"#{a.pk}: ") and f" #{b.pk}: " in timeline and "categories" not in timeline
+    from heliosweb.figures.summary import describe
+
+    gapped = [{"type": "scatter", "name": "line", "x": [1.5, 9.0, None, 3.0, 4.0, None], "y": [0, 0, None, 1, 1, None]}]
+    assert describe(gapped, {}) == "1 series: line (6 points); x: 1.5 to 9; y: 0 to 1."
+
+
 def test_plan_agrees_with_the_cli_on_the_pull_requests_arms_and_random_cases(client_in):
     import random
 
