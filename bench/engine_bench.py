@@ -484,8 +484,8 @@ def viewers(base: str, port: int, args: argparse.Namespace, tmp: Path, env: dict
             f"{args.viewers - stats['kept'] - stats['refused']} dropped; {sent} frames at 20/s, {lost} lost; "
             f"from publish p50 {statistics.median(fan) if fan else float('nan'):.1f} ms, p95 {p95[label]:.1f} ms; "
             f"from the newest record (Helios: stored first) p50 {statistics.median(lat) if lat else float('nan'):.1f} ms, "
-            f"p95 {percentile(lat, 95) if lat else float('nan'):.1f} ms; the server's CPU while frames flowed: "
-            f"{cpu / sent * 1000:.1f} ms per frame ({cpu / args.seconds:.0%} of a core); the clients' CPU "
+            f"p95 {percentile(lat, 95) if lat else float('nan'):.1f} ms; the server's CPU from the first frame to 3 s after the last: "
+            f"{cpu / sent * 1000:.1f} ms per frame ({cpu / (args.seconds + 3):.0%} of a core); the clients' CPU "
             f"{stats['client_cpu'] / args.seconds:.0%} of a core"
         )
         if "why" in stats:
@@ -513,8 +513,8 @@ def watch_while(
 ) -> dict:
     """`args.viewers` clients follow `path`, from client processes of their own (at most
     VIEWERS_PER_CLIENT each, so the clients' reading is not what is measured); once all are ready
-    (connected, and opened), `feed()` runs (it returns how many frames it sent) while the server's
-    CPU time is counted; the clients read until 3 s after it ends. What the clients saw, with
+    (connected, and opened), `feed()` runs (it returns how many frames it sent); the clients read
+    until 3 s after it ends, and the server's CPU time is counted until then. What the clients saw, with
     `sent` and `cpu` (seconds), and `client_cpu` (the client processes' CPU seconds, all told)."""
     spawn = multiprocessing.get_context("spawn")
     ready, go, stop, out = spawn.Value("i", 0), spawn.Event(), spawn.Event(), spawn.Queue()
@@ -543,13 +543,13 @@ def watch_while(
         time.sleep(0.1)
     time.sleep(1)  # everyone connected and opened before the first frame
     go.set()
+    cpu = web_cpu_seconds(pid)
     try:
-        cpu = web_cpu_seconds(pid)
         sent = feed()
-        cpu = web_cpu_seconds(pid) - cpu
     finally:
         time.sleep(3)  # the last frames in flight
         stop.set()
+    cpu = web_cpu_seconds(pid) - cpu  # a server that fell behind still works after the feed ends
     seen = [out.get(timeout=120) for _ in clients]
     for client in clients:
         client.join()

@@ -138,12 +138,12 @@ async def test_the_reader_writes_the_next_frame_itself_and_leaves_the_rest_to_th
     consumer = LiveConsumer()
     consumer._pace = Pace(3600.0)  # a bucket of two, then nothing for an hour: no clock in the test
     consumer.last_seq = 4
-    sent: list[list[str]] = []
+    sent: list[str] = []
 
-    async def send_frames(frames: list[str]) -> None:
-        sent.append(frames)
+    async def send_text(text: str) -> None:
+        sent.append(text)
 
-    consumer._send_frames = send_frames  # type: ignore[method-assign]
+    consumer._send_text = send_text  # type: ignore[method-assign]
 
     def frame(seq: int) -> Message:
         return Message.of_text(json.dumps({"type": "frame", "seq": seq}))
@@ -160,4 +160,8 @@ async def test_the_reader_writes_the_next_frame_itself_and_leaves_the_rest_to_th
         assert not await consumer._take(frame(6))  # the pump is sending
     assert await consumer._take(frame(6))  # the bucket's second send
     assert not await consumer._take(frame(7))  # the pace: the pump sends it when due
-    assert sent == [[frame(5).text], [frame(6).text]] and consumer.last_seq == 6
+    assert [json.loads(text) for text in sent] == [
+        {"type": "frames", "frames": [{"type": "frame", "seq": 5}]},
+        {"type": "frames", "frames": [{"type": "frame", "seq": 6}]},
+    ]
+    assert consumer.last_seq == 6
