@@ -39,12 +39,19 @@ from bench.web_bench import ARGS, CHROMIUM  # noqa: E402
 from heliosweb.stack import web_cmd  # noqa: E402
 
 LIGHTHOUSE = "lighthouse@12.2.3"
+# Six requests as JSON Lines: the replay job's traffic and the trace the /traces page lists.
+TRACE = "".join(
+    f'{{"arrival_ms": {40 * i}, "prompt_tokens": {p}, "output_tokens": {o}}}\n'
+    for i, (p, o) in enumerate([(1469, 13), (4301, 9), (620, 31), (2210, 6), (9150, 18), (1024, 12)])
+)
 KINDS = {
     "pr22": {},
     "sweep": {"count": 24},
     "simulate": {"requests": 24},
     "boots": {"boots": 8},
     "fuzz": {"cases": 200},
+    "capacity": {"requests": 24, "steps": 3},
+    "replay": {"trace": TRACE},
 }
 # The charts of the first screen drawn (those further down are drawn as they come near, or once the
 # page is idle: static/helios/figures.js).
@@ -63,6 +70,7 @@ def seed() -> tuple[Any, dict[str, str]]:
     from heliosweb.jobs.models import BenchmarkJob, JobEvent
     from heliosweb.jobs.registry import get_kind
     from heliosweb.recipes.services import recipe_create
+    from heliosweb.traces.services import trace_upload
 
     user = User.objects.create_superuser("bench", password="pw-bench-123")
     recipe = recipe_create(name="bench-cpu", policy="cost")
@@ -84,6 +92,7 @@ def seed() -> tuple[Any, dict[str, str]]:
     decision = decision_propose(
         actor=user, recipe=recipe, policy="rule", rationale="rule is deterministic", evidence=[jobs["pr22"].pk]
     )
+    trace_upload(user=user, name="bench-trace", content=TRACE.encode())
     twin = BenchmarkJob.objects.create(
         **{f: getattr(jobs["simulate"], f) for f in ("kind", "queue", "recipe", "params", "status", "result")}
     )
@@ -99,6 +108,7 @@ def seed() -> tuple[Any, dict[str, str]]:
         "decisions": "/decisions/",
         "decision": f"/decisions/{decision.pk}",
         "audit": "/audit/",
+        "traces": "/traces",
     }
     return user, pages
 
