@@ -208,6 +208,14 @@ def test_the_live_page_offers_the_replay_and_its_form_queues_the_job(client, ser
     assert BenchmarkJob.objects.filter(kind="replay").count() == 1
 
 
+def test_the_live_page_says_why_a_viewer_gets_no_replay_form_and_when_none_has_run(recipe, viewer):
+    c = Client()
+    c.force_login(viewer)
+    page = c.get("/recipes/tiny-cpu/live").content.decode()
+    assert 'id="replay-form"' not in page and 'id="replay-needs-permission"' in page
+    assert 'id="replay-none"' in page and 'id="replay-latest"' not in page
+
+
 def test_a_replay_on_the_recipe_s_boot_keeps_the_boot_it_ran_on(
     transactional_db, client, served, recipe, window, author
 ):
