@@ -279,3 +279,26 @@ def test_a_failed_progress_announcement_never_stops_the_event_pump(maintainer, m
     assert len(calls) > 1
     assert list(job.events.order_by("seq").values_list("seq", flat=True)) == list(range(1, job.last_seq + 1))
     assert job.events.filter(type="measurement").count() == 300
+
+
+def test_a_connection_cut_as_the_job_is_announced_is_retried_and_the_job_runs(
+    maintainer, monkeypatch, transactional_db
+):
+    """The start's announcement (a read, after the claim) met a connection the proxy had cut: the
+    task raised and the job stayed `running` until the reaper failed it for a stale heartbeat
+    (drill: every connection cut under traffic). It is retried like the claim."""
+    calls: list[int] = []
+    real = runner.job_announce
+
+    def announce(job_id: int) -> None:
+        calls.append(job_id)
+        if len(calls) == 1:
+            raise OperationalError("consuming input failed: server closed the connection unexpectedly")
+        real(job_id)
+
+    monkeypatch.setattr(runner, "job_announce", announce)
+    job = pulse(maintainer, count=20)
+    runner.job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.error
+    assert len(calls) == 2 and job.events.filter(type="measurement").count() == 20

@@ -34,7 +34,9 @@ def job_run(*, job_id: int) -> None:
     job = stored(lambda: _claim(job_id), what="the job's start", within=settings.HELIOS_END_RETRY_SECONDS)
     if job is None:
         return
-    job_announce(job.pk)
+    # A connection cut between the claim and here is retried as the claim is: raised, it crashed the
+    # task with the job `running`, left to the reaper's stale heartbeat (drill: connections cut).
+    stored(lambda: job_announce(job.pk), what="the job's start", within=settings.HELIOS_END_RETRY_SECONDS)
     kind = get_kind(job.kind)
     pump = EventPump(job, time_limit_s=kind.time_limit_s(job.params))
     pump.start()
@@ -123,8 +125,8 @@ def _claim(job_id: int) -> BenchmarkJob | None:
                 status=JobStatus.RUNNING, started_at=now, heartbeat_at=now, worker_host=me_host, worker_pid=me_pid,
                 progress_message="",  # a note while it waited (a frozen worker) no longer holds
             )  # fmt: skip
-            job.refresh_from_db()
-            return job
+            return BenchmarkJob.objects.select_related("recipe").get(pk=job_id)  # its recipe read here, retried
+
         if job.status != JobStatus.RUNNING:
             return None  # finished or cancelled: nothing to do
         if job.worker_host == me_host and (job.worker_pid == me_pid or pid_alive(job.worker_pid)):
