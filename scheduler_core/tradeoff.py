@@ -182,15 +182,23 @@ def _fuzz(job: Evidence) -> Json:
     }
 
 
-def _simulate(job: Evidence) -> Json:
-    result = read_as(job.result, SimulateResult)
-    policies = {p["policy"]: p for p in result["policies"]}
+def _serving_run(job_id: int, result: SimulateResult | ReplayResult) -> Json:
+    """What a serving run ran on, as the simulate and replay parts both begin: the job, its catalog
+    and requests, its traffic and what its durations are."""
     return {
-        "job": job.id,
+        "job": job_id,
         "catalog": result["catalog"],
         "requests": result["requests"],
         "traffic": _traffic_text(result["traffic"]),
         "basis": _basis(result["execution"]),
+    }
+
+
+def _simulate(job: Evidence) -> Json:
+    result = read_as(job.result, SimulateResult)
+    policies = {p["policy"]: p for p in result["policies"]}
+    return {
+        **_serving_run(job.id, result),
         "policies": {
             name: {
                 "ttft_p50_ms": p["ttft_ms"]["p50"] if p["ttft_ms"] else None,
@@ -225,11 +233,7 @@ def _replay(job: Evidence) -> Json:
     served = result["served"]
     reproduced = {r["policy"]: r for r in result["reproduction"]}
     return {
-        "job": job.id,
-        "catalog": result["catalog"],
-        "requests": result["requests"],
-        "traffic": _traffic_text(result["traffic"]),
-        "basis": _basis(result["execution"]),
+        **_serving_run(job.id, result),
         "randomness": DETERMINISTIC if result["deterministic"] else result["randomness"],
         "deterministic": result["deterministic"],
         "replayed": {
