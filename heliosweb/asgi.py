@@ -40,3 +40,10 @@ server_tuning.apply()
 # moved out of the collector's reach, a full collection no longer walks it. With 500 live sockets the
 # process ran one every ~4-5 s, each stalling every socket 150-220 ms (about 65 ms once frozen).
 gc.freeze()
+# A young collection every 50,000 allocations, not 700. A frame sent to 1,000 sockets allocates tens
+# of thousands of objects, so at 700 whatever lived a few milliseconds (a queued message, a pending
+# write) was promoted to the oldest generation, and promotions past a quarter of it trigger a full
+# collection: at 1,000 live viewers one every 2.5-4 s, 170-240 ms of CPU each (225,000 objects, the
+# sockets' own), during which no socket was written. At 50,000 those objects die young and no full
+# collection ran in a 15 s feed (docs/bench/2026-12-02-viewers-gc.md).
+gc.set_threshold(50_000, 10, 10)
