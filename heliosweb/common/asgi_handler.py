@@ -11,11 +11,12 @@
   takes one batch at a time anyway, that was most of a small batch's cost. Here the same
   middleware list (`settings.MIDDLEWARE`, loaded in sync mode), URL resolver, view and exception
   handling run in one hop to that thread, which keeps its connection from one request to the
-  next (and replaces it when the database dropped it); the request signals are sent as for any
-  request, from the request's own thread-sensitive context (measured without it, ~1-2 ms less
-  per request, but then they queue on asgiref's one shared sync thread, behind Channels' database
-  calls: a burst of websocket handshakes would hold telemetry posts). This is the lane Zulip's
-  Tornado server uses for its own hot path: Django's handler, called from the server's loop.
+  next (and replaces it when the database dropped it). The request signals are sent as for any
+  request, and their receivers run in that same thread: not on asgiref's one shared sync thread
+  (behind Channels' database calls, where a burst of websocket handshakes would hold telemetry
+  posts), nor in a thread started for each request, as Django's per-request context does. This is
+  the lane Zulip's Tornado server uses for its own hot path: Django's handler, called from the
+  server's loop.
 - An async view marked with `kept_thread` (the policy long-poll) runs on the event loop with its
   middleware: every middleware in the list is async-capable, the library ones as the subclasses
   that run their methods on the loop (`common.loop_middleware`), so no thread is taken per request; its sync
@@ -86,11 +87,15 @@ class HeliosASGIHandler(ASGIHandler):
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         view = _view_for(scope["path"].removeprefix(scope.get("root_path", ""))) if scope["type"] == "http" else None
-        executor = lane_of(view) if view is not None and iscoroutinefunction(view) else None
+        executor = lane_of(view) if view is not None else None
         if executor is None:
             await super().__call__(scope, receive, send)  # a thread of its own per request, as Django does
             return
-        async with ThreadSensitiveContext(executor=executor):  # the view's kept thread for its sync calls
+        # The view's kept thread for every sync call of the request, the request signals' receivers
+        # included: in a context of its own, each request started a thread for them and another
+        # to shut it down: a 1,000-record batch cost 20.4 ms of web CPU (median), 16.7 ms without
+        # (docs/bench/2026-12-02-one-thread.md).
+        async with ThreadSensitiveContext(executor=executor):
             await self.handle(scope, receive, send)
 
     def create_request(self, scope: Mapping[str, Any], body_file: IO[bytes]) -> Any:
@@ -121,6 +126,8 @@ class HeliosASGIHandler(ASGIHandler):
         response = self._in_thread.get_response(request)
         if response.status_code >= 500:
             connections.close_all()  # whatever failed may have broken a connection: the next request opens anew
+        else:
+            _keep_open()
         return response
 
 
@@ -136,6 +143,15 @@ def _size(body_file: IO[bytes]) -> int:
     size = body_file.seek(0, 2)
     body_file.seek(0)
     return size
+
+
+def _keep_open() -> None:
+    """Mark this thread's open connections as kept: `request_finished`'s `close_old_connections`,
+    which runs in this thread too, then closes one only when it failed (`CONN_MAX_AGE` 0 would
+    close it at each request's end, which is what the kept thread is for avoiding)."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None:
+            connection.close_at = None
 
 
 def _close_unusable() -> None:
