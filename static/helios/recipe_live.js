@@ -29,7 +29,7 @@
   function time(ms) { return new Date(ms); }
 
   const layouts = {
-    "fig-chunks": ["Prefill chunks: the graph capacities run each second", "tokens", "log"],
+    "fig-chunks": ["Graph capacities run each second", "tokens", "log"],
     "fig-ttft": ["TTFT per finished request", "ms", "log"],
     "fig-itl": ["Inter-token latency per batch (p50, p99)", "ms", "log"],
     "fig-rate": ["Prefill launches per second", "launches/s", "linear"],
