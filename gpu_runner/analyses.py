@@ -15,13 +15,14 @@ from scheduler_core.analyses.params import CatalogParam, ChoiceParam, IntListPar
 from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES, Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent
+from scheduler_core.measured import TtftArm, TtftConditions, TtftLaunch
 from scheduler_core.policies import PR22_ARMS
 
 from .events import MeasurementEvent, TtftLaunchEvent
 from .presets import DEFAULT_DECODE_ROWS, PRESETS, ModelConfig, default_shapes, get_preset
 from .published import profile
 from .report import capture_text, numerics_text, ttft_text
-from .results import Boot, CaptureResult, NumericsResult, TtftConditions, TtftResult, capture_boots
+from .results import Boot, CaptureResult, NumericsResult, TtftResult, capture_boots
 from .targets import BOOT_SPREAD_TARGET, error_split
 
 PRESET = ChoiceParam(
@@ -320,12 +321,12 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> TtftResult:
     }
 
 
-def _arm(prompt: int, chosen: Any, runs: list[Any], keys: list[int], alone: list[float]) -> dict[str, Any]:
+def _arm(prompt: int, chosen: Any, runs: list[Any], keys: list[int], alone: list[float]) -> TtftArm:
     """One (prompt, policy) row, all from the median run (by TTFT): its TTFT, each launch's device
     time and their sum, next to what the harness predicted and what each graph costs alone; and
     the gap between TTFT and prediction split by where it comes from (`errors`)."""
     median = runs[len(runs) // 2]
-    launches = [
+    launches: list[TtftLaunch] = [
         {
             "index": i,
             "graph": l.graph,
@@ -341,7 +342,7 @@ def _arm(prompt: int, chosen: Any, runs: list[Any], keys: list[int], alone: list
         }
         for i, (l, k, t, a, ms) in enumerate(zip(chosen.launches, keys, chosen.true_ms, alone, median.launch_ms))
     ]
-    arm = {
+    arm: TtftArm = {
         "prompt_tokens": prompt,
         "policy": chosen.policy,
         "launch_count": len(launches),
@@ -355,8 +356,10 @@ def _arm(prompt: int, chosen: Any, runs: list[Any], keys: list[int], alone: list
         "table_ms": chosen.ttft_ms,
         "first_token": median.first_token,
         "launches": launches,
+        "errors": [],  # split from the figures above, next
     }
-    return {**arm, "errors": error_split(arm)}
+    arm["errors"] = error_split(arm)
+    return arm
 
 
 def run_numerics(params: dict[str, Any], emit: Emit) -> NumericsResult:

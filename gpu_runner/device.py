@@ -18,10 +18,11 @@ from typing import Any
 import torch
 
 from scheduler_core.errors import InvalidInput
+from scheduler_core.measured import LoadNow
 
 from .errors import BootOutOfMemory
 from .presets import ModelConfig, estimate_bytes
-from .provenance import LoadNow, ProvenanceRecord
+from .provenance import ProvenanceRecord
 
 GIB = 2**30
 

@@ -8,13 +8,14 @@ width^-0.5): their standard deviation is about 1 and their maximum over the voca
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from scheduler_core.catalog import Catalog
+from scheduler_core.measured import LogitsComparison
 from scheduler_core.planner import Plan, plan
 from scheduler_core.policies import PR22_POLICIES
 from scheduler_core.request import Request
@@ -82,7 +83,7 @@ def _top_k_agree(a: torch.Tensor, b: torch.Tensor, k: int, ties: float) -> bool:
 
 def compare(
     a: torch.Tensor, b: torch.Tensor, tolerance: Tolerance, *, bitwise_required: bool = False
-) -> dict[str, Any]:
+) -> LogitsComparison:
     """Logits `a` against reference `b`: max absolute and relative difference, argmax and top-k
     agreement (up to near ties), bitwise identity, and the verdict."""
     bitwise = bool(torch.equal(a, b))
@@ -109,7 +110,7 @@ def compare(
     }
 
 
-def passed(comparison: dict[str, Any]) -> bool:
+def passed(comparison: Mapping[str, Any]) -> bool:
     return comparison["verdict"] in (BITWISE, WITHIN)
 
 

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, NotRequired, Self, TypedDict, TypeVar
 
 from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS
 from scheduler_core.errors import InvalidInput
+from scheduler_core.measured import MeasuredOn
 from scheduler_core.validation import require_int, require_list, require_mapping, require_number
 
 MAX_LABEL = 200  # `device` and `mode`: a name, shown in every boot picker
@@ -28,16 +29,6 @@ class DriftAchieved(TypedDict):
     slowdown: float  # the graph's median under the drift over its undisturbed median
 
 
-class LoadNow(TypedDict):
-    load_average: list[float]  # the 1, 5 and 15 minute averages
-    cores: int | None
-
-
-class HostLoadRecord(TypedDict):
-    before: LoadNow
-    after: NotRequired[LoadNow]
-
-
 class DriftRecord(TypedDict):
     """The graphs a deliberately disturbed boot timed under competing work, and with what load."""
 
@@ -46,11 +37,10 @@ class DriftRecord(TypedDict):
     achieved: list[DriftAchieved]
 
 
-class ProvenanceRecord(TypedDict):
-    """What a boot says about itself to be comparable with another (`device.provenance`, then the capture's additions)."""
+class ProvenanceRecord(MeasuredOn):
+    """What a boot says about itself to be comparable with another (`device.provenance`, then the
+    capture's additions); where it measured (device, mode, host load) as the trade-off reads it."""
 
-    device: str
-    mode: str
     torch: str
     cuda: str | None
     cudnn: int | None
@@ -69,7 +59,6 @@ class ProvenanceRecord(TypedDict):
     drift: NotRequired[DriftRecord | None]
     startup_s: NotRequired[float | None]  # a fresh boot process: spawn to torch imported
     boot_s: NotRequired[float]  # spawn to result
-    host_load: NotRequired[HostLoadRecord]  # the machine's load as it measured (`device.host_load`)
     repeats: NotRequired[int]  # samples timed per shape
 
 

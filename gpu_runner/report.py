@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler_core.measured import HostLoadRecord, LogitsComparison
+
 from .events import shape_label
-from .provenance import HostLoadRecord, ProvenanceRecord
+from .provenance import ProvenanceRecord
 from .published import table as published_table
 from .results import CaptureResult, NumericsResult, TtftResult
 
@@ -75,10 +77,11 @@ def capture_text(result: CaptureResult) -> str:
 
 
 def ttft_text(result: TtftResult) -> str:
+    conditions = result.get("ttft_conditions")  # absent from results older than it
     lines = [
         f"on {_provenance(result['provenance'])}; planned with {result['planning_catalog_source']}'s catalog",
-        f"{(result.get('ttft_conditions') or {}).get('runs', '?')} runs per arm (TTFT: their median); "
-        f"{host_load_text((result.get('ttft_conditions') or {}).get('host_load'))}",
+        f"{conditions['runs'] if conditions else '?'} runs per arm (TTFT: their median); "
+        f"{host_load_text(conditions['host_load'] if conditions else None)}",
         "predicted: the launches at the planning catalog's durations; undisturbed: at this boot's "
         "medians timed without drift",
         f"{'prompt':>7} {'policy':<7} {'launches':>8} {'padded':>7} {'TTFT ms':>10} {'predicted':>10} "
@@ -93,7 +96,7 @@ def ttft_text(result: TtftResult) -> str:
     return "\n".join(lines)
 
 
-def _compare(c: dict[str, Any]) -> str:
+def _compare(c: LogitsComparison) -> str:
     if c["bitwise_identical"]:
         return "bitwise identical"
     agree = "argmax and top-k agree" if c["argmax_agree"] and c["top_k_agree"] else "ARGMAX OR TOP-K DIFFERS"

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any, NotRequired, TypedDict
 
 from scheduler_core.analyses.contract import BootArtifact
+from scheduler_core.measured import LogitsComparison, MeasuredNumerics, MeasuredTtft
 
-from .provenance import HostLoadRecord, ProvenanceRecord
+from .provenance import ProvenanceRecord
 
 
 class Boot(TypedDict):
@@ -33,38 +34,25 @@ class CaptureResult(Boot):
     boot_spread_verdict: NotRequired[dict[str, Any]]
 
 
-class TtftConditions(TypedDict):
-    """What the runs ran beside: their number per arm and the host's load before and after."""
-
-    runs: int
-    host_load: HostLoadRecord
-
-
-class TtftResult(Boot):
-    """This boot, the catalog the plans were made with, each graph timed alone, and an arm per
-    (prompt, policy): measured TTFT beside the prediction, launch by launch."""
+class TtftResult(Boot, MeasuredTtft):
+    """This boot, the catalog the plans were made with, each graph timed alone, and (`MeasuredTtft`)
+    an arm per (prompt, policy): measured TTFT beside the prediction, launch by launch."""
 
     planning_catalog: list[dict[str, Any]]
     planning_catalog_source: str
     alone_ms: list[dict[str, Any]]
-    arms: list[dict[str, Any]]
-    ttft_conditions: TtftConditions
 
 
-class NumericsResult(TypedDict):
+class NumericsResult(MeasuredNumerics):
     """First-token logits under each chunking against the dtype's tolerance (`numerics.compare_chunkings`)."""
 
     provenance: ProvenanceRecord
-    prompt_tokens: int
     planning_catalog_source: str
     tolerance: dict[str, Any]
     chunkings: dict[str, Any]
-    vs_one_shot: dict[str, Any]
     kv_vs_one_shot: dict[str, Any]
     causality: dict[str, Any]
-    cost_vs_rule: dict[str, Any]
-    same_chunking_twice: dict[str, Any]
-    reproducible: bool
+    same_chunking_twice: dict[str, LogitsComparison]
     ok: bool
 
 

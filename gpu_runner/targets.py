@@ -6,6 +6,7 @@ catalog) <= 60 s; and the bounds a TTFT's error sources are judged against."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from typing import Any
 
 from .results import CaptureResult, boots_of
@@ -115,7 +116,7 @@ def verdicts(capture: CaptureResult, speedups: list[dict[str, Any]]) -> dict[str
     }
 
 
-def error_split(arm: dict[str, Any]) -> list[dict[str, Any]]:
+def error_split(arm: Mapping[str, Any]) -> list[dict[str, Any]]:
     """TTFT minus the prediction, split by source so each can be judged on its own; the four rows
     add up to it exactly. `drift`: the planning catalog's belief against this boot's undisturbed
     medians; `prefix attention`: the chunks' real key buckets against the catalog's shortest one

@@ -34,6 +34,7 @@ from .analyses.sweep import Summary, SweepResult
 from .catalog import Catalog
 from .errors import InvalidInput
 from .health import boot_health, repaired
+from .measured import LogitsComparison, MeasuredNumerics, MeasuredOn, MeasuredTtft, TtftArm
 from .planner import plan
 from .request import Request
 from .stats import round6
@@ -340,12 +341,15 @@ def _requests(job: Evidence) -> Json | None:
     }
 
 
-def _device(result: Json) -> str:
-    p = result.get("provenance") or {}
-    return f"{p.get('device', 'unknown device')} ({p.get('mode', '?')})"
+def _measured_on(job: Evidence) -> MeasuredOn:
+    return read_as(job.result["provenance"], MeasuredOn)  # every ttft and numerics result has written it
 
 
-def timing_caveat(mode: str | None, runs: Sequence[float]) -> Json:
+def _device(on: MeasuredOn) -> str:
+    return f"{on['device']} ({on['mode']})"
+
+
+def timing_caveat(mode: str, runs: Sequence[float]) -> Json:
     """Whether a measured timing reads as GPU timing: measured with CUDA graphs, its runs within
     SPREAD_BOUND of each other; otherwise `indicative`, with why."""
     ordered = sorted(runs)
@@ -362,12 +366,16 @@ def timing_caveat(mode: str | None, runs: Sequence[float]) -> Json:
     }
 
 
-def _off_gpu(mode: str | None) -> list[str]:
-    return [] if mode == GPU_MODE else [f"measured {mode or 'on an unknown device'}, not on a GPU"]
+def _off_gpu(mode: str) -> list[str]:
+    return [] if mode == GPU_MODE else [f"measured {mode}, not on a GPU"]
+
+
+def _runs_ms(arm: TtftArm) -> list[float]:
+    return arm.get("ttft_runs_ms") or [arm["ttft_ms"]]  # absent from results older than it
 
 
 def _ttft(job: Evidence) -> Json:
-    mode = (job.result.get("provenance") or {}).get("mode")
+    on = _measured_on(job)
     arms = [
         {
             "prompt_tokens": a["prompt_tokens"],
@@ -375,17 +383,17 @@ def _ttft(job: Evidence) -> Json:
             "launches": a["launch_count"],
             "measured_ms": round(a["ttft_ms"], 6),
             "predicted_ms": round(a["predicted_ms"], 6),
-            **timing_caveat(mode, a.get("ttft_runs_ms") or [a["ttft_ms"]]),
+            **timing_caveat(on["mode"], _runs_ms(a)),
         }
-        for a in job.result["arms"]
+        for a in read_as(job.result, MeasuredTtft)["arms"]
     ]
-    why = _off_gpu(mode)
+    why = _off_gpu(on["mode"])
     wide = sum(a["spread"] is not None and a["spread"] > SPREAD_BOUND for a in arms)
     if wide:
         why.append(f"{wide} of {len(arms)} arms spread more than {SPREAD_BOUND:.0%} over their runs")
     return {
         "job": job.id,
-        "device": _device(job.result),
+        "device": _device(on),
         "arms": arms,
         "indicative": bool(why),
         "why": "; ".join(why),
@@ -398,14 +406,15 @@ def ttft_conditions(job: Evidence) -> Json:
     OFF_PREDICTION_BOUND, each arm measured that far from its prediction, with its runs' range and
     a caveat: on a loaded host (a 1-minute load average of at least its cores) the machine's other
     work, not the plan, may be the gap, so the figure is no evidence of what a policy costs."""
-    p = job.result.get("provenance") or {}
-    recorded = job.result.get("ttft_conditions") or {}
-    before = (recorded.get("host_load") or p.get("host_load") or {}).get("before")
+    result, on = read_as(job.result, MeasuredTtft), _measured_on(job)
+    recorded = result.get("ttft_conditions")  # absent from results older than it
+    host_load = (recorded and recorded["host_load"]) or on.get("host_load")
+    before = host_load["before"] if host_load else None
     load = None if before is None else {"load_average_1m": before["load_average"][0], "cores": before["cores"]}
-    loaded = load is not None and load["load_average_1m"] >= load["cores"]
+    loaded = before is not None and before["cores"] is not None and before["load_average"][0] >= before["cores"]
     off = []
-    for a in job.result["arms"]:
-        predicted, runs = a["predicted_ms"], a.get("ttft_runs_ms") or [a["ttft_ms"]]
+    for a in result["arms"]:
+        predicted, runs = a["predicted_ms"], _runs_ms(a)
         share = (a["ttft_ms"] - predicted) / predicted if predicted > 0 else None
         if share is not None and abs(share) > OFF_PREDICTION_BOUND:
             off.append(
@@ -425,7 +434,7 @@ def ttft_conditions(job: Evidence) -> Json:
     )
     caveat = None
     if off:
-        arms = len(job.result["arms"])
+        arms = len(result["arms"])
         caveat = f"{len(off)} of {arms} arms measured more than {OFF_PREDICTION_BOUND:.0%} off their prediction"
         caveat += (
             f", on a loaded host ({where}): the machine's other work, not the plan, may explain the gap; "
@@ -435,8 +444,8 @@ def ttft_conditions(job: Evidence) -> Json:
         )
     return {
         "job": job.id,
-        "device": _device(job.result),
-        "runs": recorded.get("runs"),
+        "device": _device(on),
+        "runs": recorded["runs"] if recorded else None,
         "host_load": load,
         "loaded": loaded,
         "conditions": where,
@@ -447,16 +456,17 @@ def ttft_conditions(job: Evidence) -> Json:
 
 
 def _numerics(job: Evidence) -> Json:
-    def compared(c: Json) -> Json:
+    def compared(c: LogitsComparison) -> Json:
         return {"bitwise_identical": c["bitwise_identical"], "max_abs_diff": c["max_abs_diff"]}
 
+    result = read_as(job.result, MeasuredNumerics)
     return {
         "job": job.id,
-        "device": _device(job.result),
-        "prompt_tokens": job.result["prompt_tokens"],
-        "cost_vs_rule": compared(job.result["cost_vs_rule"]),
-        "vs_one_shot": {p: compared(c) for p, c in job.result["vs_one_shot"].items()},
-        "reproducible": job.result["reproducible"],
+        "device": _device(_measured_on(job)),
+        "prompt_tokens": result["prompt_tokens"],
+        "cost_vs_rule": compared(result["cost_vs_rule"]),
+        "vs_one_shot": {p: compared(c) for p, c in result["vs_one_shot"].items()},
+        "reproducible": result["reproducible"],
     }
 
 

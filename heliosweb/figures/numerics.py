@@ -6,12 +6,13 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from gpu_runner.results import NumericsResult
+from scheduler_core.measured import LogitsComparison
 
 from .contract import Figure, JobData, KindViews, Table, base_layout, empty
 from .timeline import TimelineRow, chunk_timeline
 
 
-def comparisons(result: NumericsResult) -> list[tuple[str, dict]]:
+def comparisons(result: NumericsResult) -> list[tuple[str, LogitsComparison]]:
     out = [(f"{p} vs one-shot", c) for p, c in result["vs_one_shot"].items()]
     out.append(("cost vs rule", result["cost_vs_rule"]))
     out += [(f"{p} twice", c) for p, c in result["same_chunking_twice"].items()]

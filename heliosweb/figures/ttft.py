@@ -3,6 +3,7 @@ policy (the error in % labelled), and each plan's launches as measured vs as pre
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -53,7 +54,9 @@ def figures(job: JobData) -> list[Figure]:
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    arms = job.result_as(TtftResult)["arms"] if job.result else []
+    arms: Sequence[Mapping[str, Any]] = (
+        job.result_as(TtftResult)["arms"] if job.result else []
+    )  # rows projected onto `keys`
     keys = (
         "prompt_tokens",
         "policy",

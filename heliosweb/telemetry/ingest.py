@@ -100,8 +100,8 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
                 batch=batch.batch,
                 boot_id=batch.boot,
                 received_at=timezone.now(),
-                launches=len(batch.launches),
-                requests=len(batch.requests),
+                launch_count=len(batch.launches),
+                request_count=len(batch.requests),
                 records=batch.records,
                 seq=seq,
                 frame=frame_of(
@@ -143,8 +143,8 @@ def batch_receipt(batch: TelemetryBatch, created: bool) -> dict[str, Any]:
         "session": batch.session,
         "batch": batch.batch,
         "stored": created,
-        "launches": batch.launches,
-        "requests": batch.requests,
+        "launches": batch.launch_count,  # the answer's keys, documented in docs/api.md
+        "requests": batch.request_count,
     }
 
 
@@ -298,7 +298,7 @@ def _cap(recipe_id: int) -> int:
     for pk, size in (
         TelemetryBatch.objects.filter(recipe_id=recipe_id)
         .order_by("-id")
-        .annotate(size=F("launches") + F("requests"))
+        .annotate(size=F("launch_count") + F("request_count"))
         .values_list("id", "size")
         .iterator()
     ):

@@ -52,8 +52,8 @@ class TelemetryBatch(models.Model):
     )
     boot = models.ForeignKey("catalogs.Boot", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     received_at = models.DateTimeField(db_index=True)
-    launches = models.PositiveIntegerField()
-    requests = models.PositiveIntegerField()
+    launch_count = models.PositiveIntegerField()
+    request_count = models.PositiveIntegerField()
     records = models.JSONField(encoder=RecordsEncoder, help_text="the validated records as posted")
     seq = models.PositiveBigIntegerField(help_text="the recipe's live frame number: 1, 2, 3, ... with no gaps")
     frame = models.JSONField(help_text="what the live page draws of this batch (telemetry.frames)")
@@ -67,7 +67,7 @@ class TelemetryBatch(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"batch {self.batch} of {self.engine} ({self.launches} launches, {self.requests} requests)"
+        return f"batch {self.batch} of {self.engine} ({self.launch_count} launches, {self.request_count} requests)"
 
 
 class LiveSequence(models.Model):

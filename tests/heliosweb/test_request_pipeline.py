@@ -194,7 +194,7 @@ def test_a_gzip_body_is_stored_as_its_plain_twin(engine):
         HTTP_CONTENT_ENCODING="gzip",
     )
     assert response.status_code == 201, response.content
-    assert TelemetryBatch.objects.get().launches == 1
+    assert TelemetryBatch.objects.get().launch_count == 1
 
 
 def test_a_gzip_bomb_is_413_naming_the_limit_and_nothing_is_stored(engine):

@@ -1,5 +1,6 @@
 """Telemetry ingestion: every field validated and named, nothing stored from a bad batch, a retried
-batch stored once, rollups per policy version, and pruning that keeps them."""
+batch stored once, rollups per policy version, pruning that keeps them, and the batch counts' rename
+keeping every stored count."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from django.apps import apps as django_apps
 from django.core.management import call_command
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -221,6 +223,24 @@ def test_frame_numbers_go_on_from_the_highest_stored_once_the_counter_is_seeded(
     seed(django_apps, None)
     assert post(engine, body([launch()], 3)).status_code == 201
     assert TelemetryBatch.objects.get(batch=3).seq == 3
+
+
+def test_the_batch_counts_renamed_keep_every_stored_count(transactional_db):
+    before, after = [("telemetry", "0008_histograms_ten_percent_edges")], [("telemetry", "0009_batch_counts_renamed")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    recipe = old.get_model("recipes", "Recipe").objects.create(name="counted")
+    old.get_model("telemetry", "TelemetryBatch").objects.create(
+        recipe=recipe, engine="e", batch=1, received_at=timezone.now(), launches=3, requests=2, records=[], seq=1,
+        frame={},
+    )  # fmt: skip
+    executor = MigrationExecutor(connection)
+    executor.migrate(after)
+    renamed = executor.loader.project_state(after).apps.get_model("telemetry", "TelemetryBatch").objects.get()
+    assert (renamed.launch_count, renamed.request_count) == (3, 2)
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_pruning_drops_old_batches_and_keeps_rollups(engine, settings):
