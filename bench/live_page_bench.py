@@ -100,7 +100,8 @@ def main() -> int:
             page = context.new_page()
             page.add_init_script(RECORDER)
             page.goto(f"{base}/recipes/live/live")
-            expect(page.locator("#connection")).to_have_text("live")  # a string predicate is eval, which the CSP refuses
+            # A locator, not wait_for_function: a string predicate is eval, which the page's CSP refuses.
+            expect(page.locator("#connection")).to_have_text("live")
             page.wait_for_timeout(1000)
             page.evaluate("window.__bench.longtasks = []")  # the page's own loading is not the stream's
             sent: list[int] = []
