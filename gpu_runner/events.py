@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, NotRequired, TypedDict
 
 from scheduler_core.analyses.contract import Emit, progress
+from scheduler_core.measured import TtftLaunch
 
 
 @dataclass
@@ -47,24 +48,14 @@ class MeasurementEvent(TypedDict):
     drift_slowdown: NotRequired[float]
 
 
-class TtftLaunchEvent(TypedDict):
+class TtftLaunchEvent(TtftLaunch):
     """ttft: one launch of an executed plan, measured (`ms`, in the median run) next to its prediction
-    and to its graph (capacity at the key bucket `keys`) timed alone (`alone_ms`)."""
+    and to its graph (capacity at the key bucket `keys`) timed alone (`alone_ms`), announced as it
+    lands (an arm's `launches` entry, with its prompt and policy)."""
 
     type: Literal["launch"]
     prompt_tokens: int
     policy: str
-    index: int
-    graph: int
-    start: int
-    end: int
-    padding: int
-    chooser: str
-    keys: int
-    predicted_ms: float
-    table_ms: float
-    alone_ms: float
-    ms: float
 
 
 def shape_label(prefill: int, decode: int) -> str:
