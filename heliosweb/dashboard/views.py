@@ -109,7 +109,7 @@ def recipe_live(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @login_required
-@permission_required("jobs.run_jobs", raise_exception=True)
+@permission_required(RUN_JOBS, raise_exception=True)
 @require_POST
 def recipe_replay(request: HttpRequest, name: str) -> HttpResponse:
     """Replay what the recipe's engines served in the chosen window under every policy: the job's page."""
@@ -140,7 +140,7 @@ def _live_page(
             "replay": replay_offer(recipe=recipe),
             "replay_error": replay_error,
             "replay_posted": request.POST if replay_error else {},
-            "can_run": request.user.has_perm("jobs.run_jobs"),
+            "can_run": request.user.has_perm(RUN_JOBS),
         },
         status=status,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from heliosweb.jobs import selectors as job_selectors
 from heliosweb.jobs.models import BenchmarkJob, JobEvent
 
-from .contract import Figure, JobData, KindViews, to_json
+from .contract import JobData, KindViews, to_json
 from .figure_cache import figures_json
 from .registry import views_for
 
@@ -24,12 +24,6 @@ def job_data(job: BenchmarkJob, views: KindViews, *, with_events: bool = True) -
         events = [{**data, "type": type_, "seq": seq} for seq, type_, data in reversed(newest)]
     recipe = job.recipe.name if job.recipe is not None else None
     return JobData(job.pk, job.kind, job.status, job.params, job.result, events, job.last_seq, recipe)
-
-
-def job_figures(*, job_id: object) -> list[Figure]:
-    job = job_selectors.job_get(job_id=job_id)
-    views = views_for(job.kind)
-    return views.figures(job_data(job, views))
 
 
 def job_figures_json(*, job_id: object) -> str:

@@ -142,7 +142,3 @@ def chunk_timeline(
         layout.xaxis.range = [0, span]
     return go.Figure(traces, layout)
 
-
-def plan_rows(plans: Sequence[Mapping[str, Any]], label: str = "{policy}") -> list[TimelineRow]:
-    """Rows from `plan` answers (`scheduler_core plan`'s JSON); a stalled answer draws as an empty row."""
-    return [TimelineRow(label.format(**p), p.get("launches", [])) for p in plans]
