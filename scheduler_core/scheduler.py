@@ -397,8 +397,7 @@ class StepLoop:
         clock, index, longest, made = self.clock, self.index, 0.0, 0
         while made < left:
             if follows:
-                ms = execution.launch_ms(0, graph.decode, 0, context)
-            context += n
+                ms = execution.launch_ms(0, graph.decode, 0, context + made * n)
             end = clock + ms
             gap = end - clock  # each lane's `end - last_ms`: the same float for all of them
             gaps.fromlist([gap] * n)
@@ -409,6 +408,7 @@ class StepLoop:
                 on_progress(len(self.finished), index)  # no lane finishes before the last of these launches
             if admit_at <= clock:
                 break
+        context += made * n
         still = []
         for lane in decoding:
             lane.tokens += made

@@ -67,10 +67,12 @@ class ProfileExecution:
     follows_context: bool = True
     _grid: tuple[int, ...] = field(init=False, repr=False)
     _chunks: tuple[int, ...] = field(init=False, repr=False)
+    _top_rows: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_grid", tuple(sorted(self.linear)))
         object.__setattr__(self, "_chunks", tuple(sorted(self.prefill_attention)))
+        object.__setattr__(self, "_top_rows", max(self.decode_attention))
 
     def linear_ms(self, tokens: int) -> float:
         """The linear operators over `tokens` tokens: the next grid point up, proportional past the grid."""
@@ -104,7 +106,7 @@ class ProfileExecution:
         """Decode attention of `rows` rows attending `context` keys in all (None: 2,048 a row)."""
         if rows <= 0:
             return 0.0
-        top = max(self.decode_attention)
+        top = self._top_rows
         ms = self.decode_attention[rows] if rows <= top else self.decode_attention[top] * rows / top
         if context is None:
             return ms
@@ -171,7 +173,7 @@ def _decode_alpha(samples: list[tuple[int, int, float]], at_reference: ProfileEx
         return sum(
             ((at_reference.decode_attention_ms(b) * (alpha + kv) / (alpha + DECODE_KV) - ms) / ms) ** 2
             for b, kv, ms in samples
-            if b <= max(at_reference.decode_attention)
+            if b <= at_reference._top_rows
         )
 
     return float(min(range(DECODE_KV + 1), key=error))
