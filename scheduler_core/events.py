@@ -92,6 +92,7 @@ class PolicyResultEvent(TypedDict):
     policy: str
     stalled: dict[str, int] | None
     finished: int
+    clipped_requests: int
     ttft_ms: dict[str, float | None]
     itl_ms: dict[str, float | None]
     itl_quantiles_ms: list[float]

@@ -107,9 +107,10 @@ def plan_launches(policy: Policy, catalog: Catalog, request: Request) -> tuple[L
 
 
 def plan(policy: Policy | str, catalog: Catalog, request: Request, execution: ExecutionModel | None = None) -> Plan:
-    """The spec's `plan`: launches, padding, and (with an execution model) true per-launch ms and TTFT."""
+    """The spec's `plan`: launches, padding, and (with an execution model) true per-launch ms, each
+    chunk after the tokens before it, and TTFT."""
     policy = make_policy(policy) if isinstance(policy, str) else policy
     launches = plan_launches(policy, catalog, request)
-    true_ms = None if execution is None else tuple(execution.launch_ms(l.graph, 0) for l in launches)
+    true_ms = None if execution is None else tuple(execution.launch_ms(l.graph, 0, l.start) for l in launches)
     first = None if execution is None else execution.first_token_ms
     return Plan(policy.name, launches, request.plan_end, true_ms, first)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .catalog import Catalog
@@ -119,3 +119,15 @@ class Request:
         if limit is not None:
             limit = require_int(limit, f"{field_name}.prefill_limit", minimum=0, maximum=n)
         return cls(n, tuple(boundaries), tuple(spans), limit)
+
+
+def fit_context(request: Request, output_tokens: int, max_context: int) -> tuple[Request, int]:
+    """The request and its output tokens, fitted to a model's context of `max_context` tokens as
+    Vidur replays a trace: the output keeps up to `max_context - 1` tokens and the prompt gives way
+    (a prefill limit) so that prompt + output fit. The same request object when it already fits."""
+    output = min(output_tokens, max_context - 1)
+    room = max_context - output
+    if request.plan_end <= room:
+        return request, output
+    limit = room if request.prefill_limit is None else min(request.prefill_limit, room)
+    return replace(request, prefill_limit=limit), output

@@ -29,7 +29,7 @@ from .policies import (
     rule_graph,
     totals_equal,
 )
-from .request import Request
+from .request import Request, fit_context
 
 PROGRESS_EVERY = 512  # launches between progress callbacks: a few tens of ms of loop time
 
@@ -155,6 +155,7 @@ class ScheduleResult:
     end_ms: float
     stall: Stall | None
     trace: tuple[StepLaunch, ...]
+    clipped: int = 0  # requests whose prompt was clipped to fit the model's context (`fit_context`)
 
     @property
     def launch_count(self) -> int:
@@ -181,7 +182,7 @@ class _Lane:
 
     def __init__(self, arrival: Arrival) -> None:
         self.arrival = arrival
-        self.end = arrival.request.plan_end
+        self.end = arrival.request.plan_end  # also the keys it has cached once prefilled
         self.phase = INIT
         self.position = 0
         self.tokens = 0
@@ -297,6 +298,10 @@ class StepLoop:
     (`scheduler_core.engine`) drives the same loop in slices instead: `arrive` as traffic comes,
     `run_until` the clock passes a time, `set_solo_policy` between two launches, `forget` what it
     no longer needs, and `on_launch` hears of every launch.
+
+    Every launch is costed with its context: a prefill row after the tokens its lane has cached, the
+    decode rows with `context`, the keys they attend in all (each lane's prompt and tokens so far).
+    A request longer than the model's context has its prompt clipped on arrival (`clipped` counts them).
     """
 
     def __init__(
@@ -312,14 +317,17 @@ class StepLoop:
         self.solo_policy = make_policy(config.policy)
         self.max_lanes = _validate(arrivals, catalog, config)
         self.catalog, self.execution, self.config, self.on_progress = catalog, execution, config, on_progress
+        self.max_context = execution.max_context
+        self.clipped = 0
         self.shapes = _Shapes(catalog, self.max_lanes)
         # `cost` plans solo chunks and busy ones alike: one instance, so its plan table is filled once
         self.busy_policy = self.solo_policy if isinstance(self.solo_policy, CostPolicy) else CostPolicy()
         self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
-        self.pending = sorted(arrivals, key=lambda a: (a.arrival_ms, a.id))
+        self.pending = sorted((self._fit(a) for a in arrivals), key=lambda a: (a.arrival_ms, a.id))
         self.next_arrival = 0
         self.prefilling: deque[_Lane] = deque()  # init or prefill phase, first come first served
         self.decoding: list[_Lane] = []  # ascending by last token's launch index
+        self.context = 0  # keys the decoding lanes attend in all: each its prompt and its tokens so far
         self.finished: list[LaneOutcome] = []
         self.clock = 0.0
         self.index = 0
@@ -379,12 +387,17 @@ class StepLoop:
         decoding, pending, gaps, on_progress = self.decoding, self.pending, self.gaps, self.on_progress
         n = len(decoding)
         graph = self.shapes.decode_for(n)
-        ms = self.execution.launch_ms(0, graph.decode)
+        execution, context = self.execution, self.context
+        # with a model that follows context each launch's rows attend n keys more than the last one's
+        follows = execution.follows_context
+        ms = execution.launch_ms(0, graph.decode, 0, context)
         left = min(lane.arrival.output_tokens - lane.tokens for lane in decoding)  # launches until one finishes
         nxt = self.next_arrival
         admit_at = pending[nxt].arrival_ms if nxt < len(pending) and n < self.max_lanes else math.inf
         clock, index, longest, made = self.clock, self.index, 0.0, 0
         while made < left:
+            if follows:
+                ms = execution.launch_ms(0, graph.decode, 0, context + made * n)
             end = clock + ms
             gap = end - clock  # each lane's `end - last_ms`: the same float for all of them
             gaps.fromlist([gap] * n)
@@ -395,6 +408,7 @@ class StepLoop:
                 on_progress(len(self.finished), index)  # no lane finishes before the last of these launches
             if admit_at <= clock:
                 break
+        context += made * n
         still = []
         for lane in decoding:
             lane.tokens += made
@@ -403,8 +417,10 @@ class StepLoop:
                 lane.max_gap = longest
             if lane.tokens >= lane.arrival.output_tokens:
                 self.finished.append(lane.outcome())
+                context -= lane.end + lane.tokens
             else:
                 still.append(lane)
+        self.context = context
         self.decoding, self.clock, self.index = still, clock, index
         self.counts[DECODE] += made
         self.padded_decode += made * (graph.decode - n)
@@ -431,7 +447,17 @@ class StepLoop:
 
     def arrive(self, arrival: Arrival) -> None:
         """One more arrival, no earlier than the last one given."""
-        self.pending.append(arrival)
+        self.pending.append(self._fit(arrival))
+
+    def _fit(self, arrival: Arrival) -> Arrival:
+        """The arrival with its prompt clipped to the model's context, counted when it was."""
+        if self.max_context is None:
+            return arrival
+        request, output = fit_context(arrival.request, arrival.output_tokens, self.max_context)
+        if request is arrival.request and output == arrival.output_tokens:
+            return arrival
+        self.clipped += 1
+        return Arrival(arrival.id, arrival.arrival_ms, request, output)
 
     def set_solo_policy(self, name: str) -> None:
         """Choose solo prefill chunks with `name` for requests whose first chunk is still to come
@@ -521,7 +547,9 @@ class StepLoop:
         index, start = self.index, self.clock
         hook = self.on_launch
         finished_before, gaps_before = len(self.finished), len(self.gaps)
-        ms = self.execution.launch_ms(prefill, decode)
+        ms = self.execution.launch_ms(
+            prefill, decode, 0 if lane is None else lane.position, self.context if decode else None
+        )
         end = start + ms
         completes = chunk is not None and lane is not None and chunk.end >= lane.end
         if completes:
@@ -568,8 +596,9 @@ class StepLoop:
         self.clock = end
 
     def _decode_tokens(self, index: int, end: float) -> tuple[int, ...]:
-        """Every decoding lane rides in a decode-carrying launch and gets one token."""
+        """Every decoding lane rides in a decode-carrying launch and gets one token (one key more)."""
         carried = tuple(lane.arrival.id for lane in self.decoding)
+        self.context += len(carried)
         gaps, still = self.gaps, []
         for lane in self.decoding:
             gap = end - lane.last_ms
@@ -580,6 +609,7 @@ class StepLoop:
             lane.last_index, lane.last_ms = index, end
             if lane.tokens >= lane.arrival.output_tokens:
                 self.finished.append(lane.outcome())
+                self.context -= lane.end + lane.tokens
             else:
                 still.append(lane)
         self.decoding = still
@@ -595,6 +625,7 @@ class StepLoop:
             self.finished.append(lane.outcome())
         else:
             self.decoding.append(lane)
+            self.context += lane.end + lane.tokens
 
     def _result(self, stall: Stall | None) -> ScheduleResult:
         return ScheduleResult(
@@ -608,6 +639,7 @@ class StepLoop:
             self.clock,
             stall,
             tuple(self.trace),
+            self.clipped,
         )
 
 

@@ -59,4 +59,5 @@ def execution_dict(execution: ExecutionModel) -> dict[str, Any]:
     """How results describe their true-cost model."""
     if isinstance(execution, (AffineExecution, ProfileExecution)):
         return execution.to_dict()
-    return {"table": "boot", "first_token_ms": execution.first_token_ms}
+    attention = execution.attention.to_dict() if isinstance(execution, TableExecution) else {}
+    return {"table": "boot", "first_token_ms": execution.first_token_ms, **attention}

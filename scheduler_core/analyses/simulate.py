@@ -263,6 +263,7 @@ def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, 
         "policy": result.policy,
         "stalled": stall,
         "finished": len(result.lanes),
+        "clipped_requests": result.clipped,  # prompts clipped to fit the model's context
         "ttft_ms": {"mean": round6(sum(ttft) / len(ttft)) if ttft else None, **percentiles(ttft)},
         "itl_ms": percentiles(result.itl_ms),
         "itl_quantiles_ms": quantiles(result.itl_ms),

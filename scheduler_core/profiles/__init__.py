@@ -5,9 +5,9 @@ per-layer kernel timings of Llama-2-7B (fp16, one GPU) that Microsoft's Vidur si
 publishes; the CSVs and their MIT notice sit beside this file in `llama-2-7b/` (README.md there:
 method, gaps, licence). How a launch is composed, per forward pass of 32 layers:
 
-- prefill chunk of N tokens: 32 x (linear(N) + prefill attention(N new tokens after 0 cached));
-- decode step of b rows: 32 x (linear(b) + decode attention(b sequences at 2,048 cached tokens));
-- mixed (N tokens + b rows): 32 x (linear(N + b) + prefill attention(N) + decode attention(b)),
+- prefill chunk of N tokens after p cached: 32 x (linear(N) + prefill attention(N, p));
+- decode step of b rows attending K keys in all: 32 x (linear(b) + decode attention(b, K));
+- mixed (N tokens + b rows): 32 x (linear(N + b) + prefill attention(N, p) + decode attention(b, K)),
   Vidur's own composition: the linear operators run once over the batch's tokens, each attention
   kernel on its own part;
 - init (0, 0): `init_ms`, 0 (the profiled pass has nothing that matches the loop's per-request init);
@@ -16,13 +16,18 @@ method, gaps, licence). How a launch is composed, per forward pass of 32 layers:
 
 Between Vidur's grid points (step 8 to 1024, 16 to 2048, 32 to 4096) the linear part takes the next
 grid point up (the cost steps with tile quantisation), past 4,096 tokens it grows in proportion.
-Prefill attention is interpolated linearly between the sampled chunks (64 ... 4,096) and grows with
-the square of the chunk past 4,096; decode attention past 64 rows grows in proportion.
+Prefill attention with nothing cached is interpolated linearly between the sampled chunks (64 ...
+4,096) and grows with the square of the chunk past 4,096; each cached token adds
+`s0 + s1 x N` (least squares over the 51 samples with tokens cached: the chunk's queries read one
+more key each). Decode attention is the 2,048-token table by rows (past 64 rows in proportion),
+scaled by `(alpha + K / b) / (alpha + 2048)`: linear in the keys read, with `alpha` the per-row
+work that does not grow with context (fitted to the 17 decode samples at other contexts and up to
+64 rows). Without a context (a catalog's shapes carry none) a decode row is costed at 2,048 keys,
+as Vidur's table was sampled.
 `llama-2-7b-h100` has its linear part measured on H100; its attention is estimated as the A100
 figure / 1.65 (decode attention is bandwidth-bound; the README bounds prefill attention between 0
-and the A100 figure). Every profile's `provenance` says the same, and its caveat: a chunk's attention is
-costed as if nothing were cached before it (a catalog's shapes carry no prefix length), which
-favours splitting (docs/analyses.md quantifies it).
+and the A100 figure). Every profile's `provenance` says the same. The model's context is 4,096
+tokens (Llama-2): the step loop clips longer requests (`max_context`).
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from functools import cache
 from typing import Any
 
 LAYERS = 32  # Llama-2-7B
-DECODE_KV = 2048  # cached tokens per sequence a decode step's attention is costed at
+MAX_CONTEXT = 4096  # Llama-2's context window: prompt and output together
+DECODE_KV = 2048  # keys per row the decode table was sampled at: a decode row's reference context
 H100_ATTENTION_DIVISOR = 1.65
 FIRST_TOKEN_MS = 0.15
 DATA_DIR = os.path.join(os.path.dirname(__file__), "llama-2-7b")
@@ -45,21 +51,28 @@ SOURCE = "Vidur's published profiles (microsoft/vidur, data/profiling/compute/),
 @dataclass(frozen=True, eq=False)
 class ProfileExecution:
     """A measured execution table, by component (per forward pass, ms): `linear` by total tokens on
-    Vidur's grid, `prefill_attention` by chunk (0 cached tokens), `decode_attention` by rows."""
+    Vidur's grid, `prefill_attention` by chunk (0 cached tokens) with `prefill_per_cached` (s0, s1)
+    for each cached token, `decode_attention` by rows at 2,048 keys a row with `decode_alpha`."""
 
     name: str
     linear: dict[int, float]
     prefill_attention: dict[int, float]
     decode_attention: dict[int, float]
     provenance: dict[str, Any]
+    prefill_per_cached: tuple[float, float] = (0.0, 0.0)
+    decode_alpha: float = 0.0
     first_token_ms: float = FIRST_TOKEN_MS
     init_ms: float = 0.0
+    max_context: int | None = MAX_CONTEXT
+    follows_context: bool = True
     _grid: tuple[int, ...] = field(init=False, repr=False)
     _chunks: tuple[int, ...] = field(init=False, repr=False)
+    _top_rows: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_grid", tuple(sorted(self.linear)))
         object.__setattr__(self, "_chunks", tuple(sorted(self.prefill_attention)))
+        object.__setattr__(self, "_top_rows", max(self.decode_attention))
 
     def linear_ms(self, tokens: int) -> float:
         """The linear operators over `tokens` tokens: the next grid point up, proportional past the grid."""
@@ -70,31 +83,46 @@ class ProfileExecution:
             return self.linear[grid[-1]] * tokens / grid[-1]
         return self.linear[grid[bisect_left(grid, tokens)]]
 
-    def prefill_attention_ms(self, chunk: int) -> float:
-        """Attention of a chunk after no cached tokens: interpolated, flat below the smallest sample,
-        quadratic past the largest."""
+    def prefill_attention_ms(self, chunk: int, cached: int = 0) -> float:
+        """Attention of a chunk after `cached` tokens: with none cached interpolated, flat below the
+        smallest sample, quadratic past the largest; each cached token adds s0 + s1 x chunk."""
         if chunk <= 0:
             return 0.0
         chunks, table = self._chunks, self.prefill_attention
         if chunk <= chunks[0]:
-            return table[chunks[0]]
-        if chunk >= chunks[-1]:
-            return table[chunks[-1]] * (chunk / chunks[-1]) ** 2
-        i = bisect_left(chunks, chunk)
-        lo, hi = chunks[i - 1], chunks[i]
-        return table[lo] + (table[hi] - table[lo]) * (chunk - lo) / (hi - lo)
+            ms = table[chunks[0]]
+        elif chunk >= chunks[-1]:
+            ms = table[chunks[-1]] * (chunk / chunks[-1]) ** 2
+        else:
+            i = bisect_left(chunks, chunk)
+            lo, hi = chunks[i - 1], chunks[i]
+            ms = table[lo] + (table[hi] - table[lo]) * (chunk - lo) / (hi - lo)
+        if cached > 0:
+            s0, s1 = self.prefill_per_cached
+            ms += cached * (s0 + s1 * chunk)
+        return ms
 
-    def decode_attention_ms(self, rows: int) -> float:
+    def decode_attention_ms(self, rows: int, context: int | None = None) -> float:
+        """Decode attention of `rows` rows attending `context` keys in all (None: 2,048 a row)."""
         if rows <= 0:
             return 0.0
-        top = max(self.decode_attention)
-        return self.decode_attention[rows] if rows <= top else self.decode_attention[top] * rows / top
+        top = self._top_rows
+        ms = self.decode_attention[rows] if rows <= top else self.decode_attention[top] * rows / top
+        if context is None:
+            return ms
+        alpha = self.decode_alpha
+        return ms * (alpha + context / rows) / (alpha + DECODE_KV)
 
-    def launch_ms(self, prefill: int, decode: int = 0) -> float:
-        """True duration of a launch of the graph (prefill tokens, decode rows), padding included."""
+    def launch_ms(self, prefill: int, decode: int = 0, cached: int = 0, context: int | None = None) -> float:
+        """True duration of a launch of the graph (prefill tokens, decode rows), padding included,
+        its prefill row after `cached` tokens and its decode rows attending `context` keys in all."""
         if prefill == 0 and decode == 0:
             return self.init_ms
-        return self.linear_ms(prefill + decode) + self.prefill_attention_ms(prefill) + self.decode_attention_ms(decode)
+        return (
+            self.linear_ms(prefill + decode)
+            + self.prefill_attention_ms(prefill, cached)
+            + self.decode_attention_ms(decode, context)
+        )
 
     def shape_table(
         self, capacities: tuple[int, ...], decode_rows: tuple[int, ...] = (), mixed: tuple[tuple[int, int], ...] = ()
@@ -112,6 +140,7 @@ class ProfileExecution:
             "execution": self.name,
             "first_token_ms": self.first_token_ms,
             "init_ms": self.init_ms,
+            "max_context": self.max_context,
             "provenance": self.provenance,
         }
 
@@ -126,37 +155,79 @@ def _per_pass(table: dict[int, list[float]], scale: float = 1.0) -> dict[int, fl
     return {k: LAYERS * (sum(v) / len(v)) / scale for k, v in table.items()}
 
 
+def _prefill_per_cached(samples: list[tuple[int, int, float]], at_zero: ProfileExecution) -> tuple[float, float]:
+    """(s0, s1): least squares of what `cached` tokens add to a chunk's attention, `cached x (s0 + s1 x chunk)`."""
+    sxx = sxy = syy = bx = by = 0.0
+    for chunk, cached, ms in samples:
+        extra = ms - at_zero.prefill_attention_ms(chunk)
+        x, y = float(cached), float(cached * chunk)
+        sxx, sxy, syy, bx, by = sxx + x * x, sxy + x * y, syy + y * y, bx + x * extra, by + y * extra
+    det = sxx * syy - sxy * sxy
+    return (bx * syy - by * sxy) / det, (sxx * by - sxy * bx) / det
+
+
+def _decode_alpha(samples: list[tuple[int, int, float]], at_reference: ProfileExecution) -> float:
+    """alpha in 0 ... 2,048 with the least squared relative error over the samples at up to 64 rows."""
+
+    def error(alpha: int) -> float:
+        return sum(
+            ((at_reference.decode_attention_ms(b) * (alpha + kv) / (alpha + DECODE_KV) - ms) / ms) ** 2
+            for b, kv, ms in samples
+            if b <= at_reference._top_rows
+        )
+
+    return float(min(range(DECODE_KV + 1), key=error))
+
+
 def derive(gpu: str) -> ProfileExecution:
     """Build `llama-2-7b-<gpu>` from the CSVs: the one derivation (tests re-derive it by hand)."""
     linear: dict[int, list[float]] = {}
     for row in _read(f"{gpu}-linear-per-layer.csv"):
         linear.setdefault(int(row["num_tokens"]), []).append(float(row["lin"]))
     prefill: dict[int, list[float]] = {}
+    chunked: list[tuple[int, int, float]] = []  # (chunk, cached, one pass's ms) with tokens cached
+    decode_at: list[tuple[int, int, float]] = []  # (rows, keys a row, one pass's ms) off 2,048 keys
     for row in _read("a100-attention-samples.csv"):
-        if row["kind"] == "prefill" and row["kv"] == "0" and row["batch"] == "1":
-            prefill.setdefault(int(row["chunk"]), []).append(float(row["median_ms"]))
+        chunk, kv, batch, ms = int(row["chunk"]), int(row["kv"]), int(row["batch"]), float(row["median_ms"])
+        if row["kind"] == "prefill" and kv == 0 and batch == 1:
+            prefill.setdefault(chunk, []).append(ms)
+        elif row["kind"] == "prefill" and batch == 1:
+            chunked.append((chunk, kv, LAYERS * ms))
+        elif row["kind"] == "decode" and kv != DECODE_KV:
+            decode_at.append((batch, kv, LAYERS * ms))
     decode: dict[int, list[float]] = {}
     for row in _read("a100-decode-attention-kv2048.csv"):
         decode.setdefault(int(row["batch_size"]), []).append(float(row["attn_decode_median_ms"]))
     divisor = 1.0 if gpu == "a100" else H100_ATTENTION_DIVISOR
+    a100 = ProfileExecution("a100 attention", {1: 0.0}, _per_pass(prefill), _per_pass(decode), {})
+    s0, s1 = _prefill_per_cached(chunked, a100)
+    alpha = _decode_alpha(decode_at, a100)
     source = SOURCE.format(dir="scheduler_core/profiles/llama-2-7b")
     provenance: dict[str, Any] = {
-        "model": "Llama-2-7B, fp16, tensor parallel 1",
+        "model": f"Llama-2-7B, fp16, tensor parallel 1, context {MAX_CONTEXT} tokens",
         "gpu": gpu.upper(),
         "source": source,
         "linear": f"measured on {gpu.upper()} ({gpu}-linear-per-layer.csv)",
         "attention": "measured on A100 (FlashAttention)"
         if gpu == "a100"
         else f"estimated: the A100 figures / {H100_ATTENTION_DIVISOR} (no H100 attention profile is available)",
-        "decode_kv_tokens": DECODE_KV,
-        "caveat": "each chunk's attention is costed after 0 cached tokens: splitting a long prompt looks "
-        "cheaper than it is (A100: ~22 ms per 4,096 tokens in favour of smaller chunks)",
+        "context": f"a chunk of N tokens after p cached: attention(N after 0) + p x ({s0 * divisor:.4g} + "
+        f"{s1 * divisor:.4g} x N) ms a pass x {1 / divisor:.4g}; decode rows attending K keys: "
+        f"table(b at {DECODE_KV} a row) x (alpha + K / b) / (alpha + {DECODE_KV}), alpha {alpha:g}, "
+        f"fitted to the A100 samples at other contexts; a catalog's shapes at 0 cached and {DECODE_KV} a row",
+        "max_context": f"{MAX_CONTEXT} tokens: a longer request's prompt is clipped so that prompt + output fit",
         "first_token_ms": f"{FIRST_TOKEN_MS} ms, estimated (embedding, LM head and sampling are not profiled)",
-        "composition": "prefill N: 32 x (linear(N) + attention(N after 0 cached)); decode b: 32 x (linear(b) + "
-        "decode attention(b at 2048 cached)); mixed: 32 x (linear(N + b) + both attentions)",
+        "composition": "prefill N after p: 32 x (linear(N) + attention(N, p)); decode b: 32 x (linear(b) + "
+        "decode attention(b, keys)); mixed: 32 x (linear(N + b) + both attentions)",
     }
     return ProfileExecution(
-        f"llama-2-7b-{gpu}", _per_pass(linear), _per_pass(prefill, divisor), _per_pass(decode, divisor), provenance
+        f"llama-2-7b-{gpu}",
+        _per_pass(linear),
+        _per_pass(prefill, divisor),
+        _per_pass(decode, divisor),
+        provenance,
+        (s0 / divisor, s1 / divisor),
+        alpha,
     )
 
 
