@@ -79,7 +79,9 @@ def _reasons(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask:
     return "".join(f"; {line}" for line in said)
 
 
-def takes_grouped_heads(name: str, device: torch.device, dtype: torch.dtype, heads: int, kv_heads: int, dim: int) -> bool:
+def takes_grouped_heads(
+    name: str, device: torch.device, dtype: torch.dtype, heads: int, kv_heads: int, dim: int
+) -> bool:
     """Whether the pinned kernel runs grouped key/value heads as they are (`enable_gqa`, PyTorch
     2.5+), asked of it once on a small masked step of these head sizes; where it refuses (or the
     installed torch has no `enable_gqa`) they are repeated for their query group instead."""

@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from .device import gpu_state, resolve_device
 from .attention import takes_grouped_heads
+from .device import gpu_state, resolve_device
 from .model import DTYPES, chunk_mask, grouped_attention, key_bucket
 from .presets import get_preset
 from .published import attention_ms, longest_sampled_prefix

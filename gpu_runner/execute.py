@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -60,7 +61,7 @@ def execute(boot: BootedModel, plan: Plan, prompt: torch.Tensor) -> Execution:
     def run() -> None:
         logits = None
         for launch, launcher in zip(plan.launches, launchers):
-            copies.time(lambda: launcher.load_chunk(prompt, launch.start, launch.end))
+            copies.time(partial(launcher.load_chunk, prompt, launch.start, launch.end))
             logits = launches.time(launcher.launch)
         assert logits is not None
         sampled.append(copies.time(lambda: _sample(logits)))

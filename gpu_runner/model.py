@@ -229,7 +229,9 @@ class Transformer(torch.nn.Module):
         """How key/value heads reach the kernel, as a boot records it."""
         if self.groups == 1:
             return "as they are (not grouped)"
-        return "grouped (enable_gqa)" if self.grouped_heads else f"repeated x{self.groups} (the kernel refused enable_gqa)"
+        return (
+            "grouped (enable_gqa)" if self.grouped_heads else f"repeated x{self.groups} (the kernel refused enable_gqa)"
+        )
 
 
 def grouped_attention(

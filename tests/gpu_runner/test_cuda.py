@@ -106,3 +106,11 @@ def test_small_numerics_repeat_bitwise_on_cuda_graphs():
     assert result["tolerance"]["dtype"] == "bfloat16"
     assert all(r["verdict"] == "bitwise identical" for r in result["same_chunking_twice"].values())
     assert result["ok"], result
+
+
+def test_every_graph_is_captured_into_a_memory_pool_of_its_own(cuda_boot):
+    """Plans and timing replay graphs in any order: PyTorch documents a shared pool as safe only for
+    graphs replayed in capture order, so none is shared (the cost: `presets.estimate_bytes`)."""
+    graphs = [l.graph for l in [*cuda_boot.launchers.values(), *cuda_boot.later.values()]]
+    assert all(g is not None for g in graphs)
+    assert len({g.pool() for g in graphs}) == len(graphs)
