@@ -211,14 +211,20 @@ def boot_here(
 
 def run_capture(params: dict[str, Any], emit: Emit) -> CaptureResult:
     """Every boot in a fresh process started here (this process needs no torch and no device)."""
+    return with_boots(fresh_boots(params, range(params["boots"]), emit))
+
+
+def fresh_boots(params: dict[str, Any], indices: range, emit: Emit) -> list[Boot]:
+    """Boots `indices` of a capture (each its own measuring order), each in a fresh process; a
+    check adds boots 1.. to a first one this way when time is left."""
     from .events import Progress
     from .fresh_boot import run_fresh_boot
 
     shapes, field = _capture_shapes(params)
-    steps = Progress(emit, params["boots"] * (len(shapes) + 1))
+    steps = Progress(emit, len(indices) * (len(shapes) + 1))
     steps.start("booting")
     boots: list[Boot] = []
-    for index in range(params["boots"]):
+    for index in indices:
         request = {  # to the boot's process as JSON: the catalog as dicts
             "params": {**params, CATALOG.name: CATALOG.to_json(params[CATALOG.name])},
             "shapes": shapes,
@@ -228,6 +234,11 @@ def run_capture(params: dict[str, Any], emit: Emit) -> CaptureResult:
         }
         boots.append(cast(Boot, run_fresh_boot(request, emit)))  # JSON from the boot's process
         steps.done += len(shapes) + 1
+    return boots
+
+
+def with_boots(boots: list[Boot]) -> CaptureResult:
+    """A capture result of these boots: the first as its profile; with several, their spread."""
     result: CaptureResult = {**boots[0], "profile": profile(boots[0])}
     if len(boots) > 1:
         result["boots"] = boots
@@ -297,7 +308,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> TtftResult:
         params["seed"],
     )
     steps.advance(f"{len(alone)} graphs timed alone")
-    arms = []
+    arms, sequences = [], []
     conditions: TtftConditions = {"runs": params["runs"], "host_load": {"before": host_load()}}
     for n in params["prompt_tokens"]:
         prompt = prompt_tokens(boot, n, params["seed"])
@@ -306,6 +317,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> TtftResult:
             runs = sorted((execute(boot, p, prompt) for _ in range(params["runs"])), key=lambda r: r.ttft_ms)
             keys = [boot.prefill_launcher(l.graph, l.start).step.keys for l in p.launches]
             arm = _arm(n, p, runs, keys, [alone[(l.graph, k)] for l, k in zip(p.launches, keys)])
+            sequences.append(sequence_timing(arm, runs[len(runs) // 2]))
             for launch in arm["launches"]:
                 emit({"type": "launch", "prompt_tokens": n, "policy": policy, **launch})
             arms.append(arm)
@@ -317,6 +329,7 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> TtftResult:
         "planning_catalog_source": "given" if params["boot_catalog"] else "this boot",
         "alone_ms": [{"prefill": c, "keys": k, "ms": ms} for (c, k), ms in sorted(alone.items())],
         "arms": arms,
+        "sequences": sequences,
         "ttft_conditions": conditions,  # what the TTFT runs ran beside (the boot's own: provenance)
     }
 
@@ -358,8 +371,24 @@ def _arm(prompt: int, chosen: Any, runs: list[Any], keys: list[int], alone: list
         "launches": launches,
         "errors": [],  # split from the figures above, next
     }
-    arm["errors"] = error_split(arm)
+    arm["errors"] = error_split(arm, sum(median.copy_ms))
     return arm
+
+
+def sequence_timing(arm: TtftArm, run: Any) -> dict[str, Any]:
+    """A plan's launch sequence as a serve runs it (its shapes mixed, in order), from the same median
+    run as its arm: the whole sequence's device time beside the launches', the copies' and the
+    device's idle time between them, and the host's TTFT."""
+    return {
+        "prompt_tokens": arm["prompt_tokens"],
+        "policy": arm["policy"],
+        "graphs": [l["graph"] for l in arm["launches"]],
+        "sequence_ms": run.sequence_ms,
+        "launches_ms": sum(run.launch_ms),
+        "copies_ms": sum(run.copy_ms),
+        "device_idle_ms": run.device_idle_ms,
+        "ttft_ms": run.ttft_ms,
+    }
 
 
 def run_numerics(params: dict[str, Any], emit: Emit) -> NumericsResult:

@@ -1,6 +1,8 @@
 """Which attention kernel runs: pinned per preset and device type with
-`torch.nn.attention.sdpa_kernel`, observed from the ATen op a step dispatches, and a clear error
-naming the kernel when it cannot run a step.
+`torch.nn.attention.sdpa_kernel`, observed with the public profiler (`torch.profiler`: the ATen op a
+step dispatches; "could not tell" where it records none, which is no failure), and a clear error
+naming the kernel when it cannot run a step. Grouped key/value heads reach the kernel as they are
+(`enable_gqa`) where the pinned kernel takes them, else repeated for their query group.
 
 Pinning matters on a GPU: left free, PyTorch may pick cuDNN attention for bf16 on recent GPUs,
 which has known problems with additive `-inf` masks, and nothing would record the choice.
@@ -15,7 +17,6 @@ from typing import Any
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from .errors import AttentionBackendError
 
@@ -25,15 +26,16 @@ BACKENDS: dict[str, SDPBackend] = {
     "cudnn": SDPBackend.CUDNN_ATTENTION,
     "math": SDPBackend.MATH,
 }
-# The fused ATen op each backend dispatches to (CPU's flash kernel has its own op); math has none,
-# it decomposes into matmuls and a softmax.
+# The fused ATen op each backend dispatches to, as the profiler names it (CPU's flash kernel has its
+# own op); math has none, it decomposes into matmuls and a softmax.
 FUSED_OPS: dict[str, str] = {
-    "aten._scaled_dot_product_efficient_attention.default": "efficient",
-    "aten._scaled_dot_product_flash_attention.default": "flash",
-    "aten._scaled_dot_product_flash_attention_for_cpu.default": "flash",
-    "aten._scaled_dot_product_cudnn_attention.default": "cudnn",
+    "aten::_scaled_dot_product_efficient_attention": "efficient",
+    "aten::_scaled_dot_product_flash_attention": "flash",
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "flash",
+    "aten::_scaled_dot_product_cudnn_attention": "cudnn",
 }
-SOFTMAX_OPS = {"aten._safe_softmax.default", "aten._softmax.default"}
+SOFTMAX_OPS = {"aten::_safe_softmax", "aten::_softmax", "aten::softmax"}
+COULD_NOT_TELL = "could not tell"
 
 
 @contextmanager
@@ -43,12 +45,16 @@ def pinned(name: str) -> Iterator[None]:
         yield
 
 
-def attend(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Scaled dot-product attention on the pinned kernel, its refusal turned into an error naming it.
-    Out of memory is not a refusal: it propagates as it is, for the shape's guard to name."""
+def attend(
+    name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, gqa: bool = False
+) -> torch.Tensor:
+    """Scaled dot-product attention on the pinned kernel, its refusal turned into an error naming it;
+    `gqa`: k and v have fewer heads than q (`enable_gqa`). Out of memory is not a refusal: it
+    propagates as it is, for the shape's guard to name."""
+    grouped: dict[str, Any] = {"enable_gqa": True} if gqa else {}  # older torch lacks the keyword
     try:
         with pinned(name):
-            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **grouped)
     except torch.OutOfMemoryError:
         raise
     except RuntimeError as exc:
@@ -73,26 +79,47 @@ def _reasons(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask:
     return "".join(f"; {line}" for line in said)
 
 
-class _OpLog(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: list[str] = []
+def takes_grouped_heads(
+    name: str, device: torch.device, dtype: torch.dtype, heads: int, kv_heads: int, dim: int
+) -> bool:
+    """Whether the pinned kernel runs grouped key/value heads as they are (`enable_gqa`, PyTorch
+    2.5+), asked of it once on a small masked step of these head sizes; where it refuses (or the
+    installed torch has no `enable_gqa`) they are repeated for their query group instead."""
+    q = torch.zeros(1, heads, 64, dim, dtype=dtype, device=device)
+    k = torch.zeros(1, kv_heads, 64, dim, dtype=dtype, device=device)
+    mask = torch.zeros(64, 64, dtype=dtype, device=device)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a refusal warns with its reasons: the fallback is recorded instead
+            with pinned(name):
+                torch.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=mask, enable_gqa=True)
+    except (TypeError, RuntimeError):
+        return False
+    return True
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        self.ops.append(str(func))
-        return func(*args, **(kwargs or {}))
 
+def observed_backends(step: Callable[[], Any]) -> list[str] | None:
+    """The attention kernels one eager call of `step` dispatched to, in order of first use, read
+    from the public profiler's CPU events; None where it recorded no attention op at all (an
+    installed torch whose profiler names them otherwise): could not tell."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
 
-def observed_backends(step: Callable[[], Any]) -> list[str]:
-    """The attention kernels one eager call of `step` dispatched to, in order of first use."""
-    with _OpLog() as log:
-        step()
-    seen = [FUSED_OPS[op] for op in log.ops if op in FUSED_OPS]
-    if not seen and SOFTMAX_OPS.intersection(log.ops):
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            step()
+        names = [event.name for event in sorted(prof.events(), key=lambda e: e.time_range.start)]
+    except (ImportError, AttributeError, RuntimeError):
+        return None
+    seen = [FUSED_OPS[n] for n in names if n in FUSED_OPS]
+    if not seen and SOFTMAX_OPS.intersection(names):
         seen = ["math"]
-    return list(dict.fromkeys(seen))
+    return list(dict.fromkeys(seen)) or None
 
 
-def check_observed(pinned_name: str, observed: list[str]) -> None:
+def check_observed(pinned_name: str, observed: list[str] | None) -> str:
+    """The verdict on the kernel that ran: as pinned, or could not tell; another kernel is an error."""
+    if observed is None:
+        return f"{COULD_NOT_TELL}: the profiler recorded no attention op (the kernel stays pinned)"
     if observed != [pinned_name]:
         raise AttentionBackendError(f"attention backend {pinned_name!r} was pinned but {observed} ran")
+    return "ran as pinned"

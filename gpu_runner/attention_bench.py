@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from .attention import takes_grouped_heads
 from .device import gpu_state, resolve_device
 from .model import DTYPES, chunk_mask, grouped_attention, key_bucket
 from .presets import get_preset
@@ -43,7 +44,8 @@ def time_attention(preset: str, queries: int, cached: int, device: torch.device)
     mask = chunk_mask(keys, positions, positions[:1], dtype)
     kernel = config.attention_backend(device.type)
     groups = config.heads // config.kv_heads
-    run = lambda: grouped_attention(kernel, groups, q, k, v, mask)
+    grouped = groups > 1 and takes_grouped_heads(kernel, device, dtype, config.heads, config.kv_heads, config.head_dim)
+    run = lambda: grouped_attention(kernel, groups, q, k, v, mask, grouped)
     for _ in range(WARMUP):
         run()
     watch = Stopwatch(device)

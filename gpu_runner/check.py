@@ -1,17 +1,21 @@
-"""The CUDA path end to end, as one JSON report and a table: a capture of the preset
-(`GPU_CHECK_PRESET`, default llama-2-7b: real model shapes, whose policies' plans differ by far
-more than boot-to-boot noise; 3 boots, each a fresh process) held against the published A100/H100
-passes, the pr22 arms planned with each boot's own catalog (the predicted cost-vs-rule gap next to
-the boot-to-boot noise), their real TTFT under both policies with the error split by source (a
-clean and a drifted boot), numerics in bf16 (the preset) and fp32 (tiny), the attention kernel
-used, the benchmark targets, and the CUDA-marked tests. Run by `scripts/gpu-check [REPORT.json]`.
+"""The CUDA path end to end, as one JSON report and a table, in two passes so that a short budget
+degrades the report instead of emptying it. The first pass runs everything once: a capture of the
+preset (`GPU_CHECK_PRESET`, default llama-2-7b: real model shapes, whose policies' plans differ by far
+more than boot-to-boot noise) with one boot (a fresh process), held against the published A100/H100
+passes; the pr22 arms' real TTFT under both policies with the error split by source (on the device,
+host copies, the rest) and each plan's launch sequence timed as it ran; numerics in bf16 (the
+preset) and fp32 (tiny); the benchmark targets. The second pass runs only what its estimate says
+fits the time budget left: more boots (boot-to-boot spread), the plans against that spread, a
+drifted TTFT boot, the CUDA-marked tests. Run by `scripts/gpu-check [--dry-run] [REPORT.json]`;
+`--dry-run` runs every step on CPU with tiny (`budget.DRY`), to check the check itself.
 
-A step that fails does not stop the others: the steps that need its result are reported
+Each step prints its estimate (seconds, and memory against what is free) before it starts and its
+time after. A step that fails does not stop the others: the steps that need its result are reported
 "skipped: needs <step>", the rest run, the report is written after every step, and the exit status
-is 1 (2 without a CUDA device, when every step is skipped; 0 when all passed). Steps not started
-within the time budget are skipped, and a step still running at the hard limit is stopped there (the
-report written, the process ended), so the whole command stays under 8 minutes. After the lines, a
-table of the figures: each TTFT arm against its prediction, the numerics bound, the targets.
+is 1 (2 without a CUDA device, when every step is skipped; 0 when all passed). A step whose boot
+needs more memory than is free is skipped, saying both; a step still running at the hard limit is
+stopped there (the report written, the process ended), so the whole command stays under 8 minutes.
+The report lists what was skipped and why; after the lines, a table of the figures.
 """
 
 from __future__ import annotations
@@ -30,19 +34,24 @@ from pathlib import Path
 from typing import Any
 
 from scheduler_core.analyses.contract import ignore_events
-from scheduler_core.policies import PR22_ARMS, PR22_POLICIES
+from scheduler_core.policies import PR22_POLICIES
 
+from . import budget
 from .analyses import ANALYSES
+from .budget import DRY, Profile, gpu_profile
 from .presets import GPU_CHECK_DEFAULT, PRESETS
 from .published import span
 from .results import CaptureResult, boots_of
 
-BUDGET_S = 300.0  # steps start only within it (on an H200 the whole check is estimated at 4-6 minutes)
+# The second pass's steps start only when their estimate fits what is left of it (on an H200 the
+# whole check is estimated at 4-6 minutes); the first pass's always start.
+BUDGET_S = 300.0
 DEADLINE_S = 470.0  # the hard limit: a step still running then is stopped and the check ends (8 minutes: 480 s)
 # scripts/gpu-run shares its 8 minutes with other work: it sets both lower through these.
 ENV_BUDGET, ENV_DEADLINE, ENV_PRESET = "GPU_CHECK_BUDGET_S", "GPU_CHECK_DEADLINE_S", "GPU_CHECK_PRESET"
 CUDA_TESTS_TIMEOUT_S = 150  # BUDGET_S + this < DEADLINE_S: pytest's child always ends before the check does
-ARMS = list(PR22_ARMS.values())  # the pull request's 3.5k and 14k arms
+CUDA_TESTS = "tests/gpu_runner/test_cuda.py"  # every test marked `cuda` (tests/gpu_runner/test_check.py keeps it so)
+GIB = 2**30
 ROOT = Path(__file__).resolve().parent.parent
 Results = dict[str, Any]
 
@@ -61,15 +70,37 @@ class Step:
     summary: Callable[[Any], str]
     needs: tuple[str, ...] = ()
     rows: Callable[[Any], list[Row]] = lambda result: []  # its figures in the final table
+    estimate: Callable[[Results], float] = lambda done: 0.0  # seconds, said before it starts
+    memory: Callable[[], int] | None = None  # bytes its boot needs by estimate (None: no boot)
+    extra: bool = False  # the second pass: starts only when its estimate fits the budget left
 
 
 def _run(kind: str, params: dict[str, Any]) -> dict[str, Any]:
     analysis = ANALYSES[kind]
-    return analysis.run(analysis.validate({"device": "cuda", **params}), ignore_events)
+    return analysis.run(analysis.validate(params), ignore_events)
 
 
-def _capture(preset: str) -> dict[str, Any]:
-    return _run("capture", {"preset": preset, "repeats": 20, "boots": 3})
+def _capture(profile: Profile) -> dict[str, Any]:
+    """The first pass's capture: one boot, in a fresh process."""
+    return _run("capture", profile.params(preset=profile.preset, decode_rows=list(profile.decode_rows), boots=1))
+
+
+def _more_boots(profile: Profile, capture: CaptureResult) -> CaptureResult:
+    """The second pass's boots (1, 2, ...: each its own measuring order), each in a fresh process,
+    joined to the first: the capture with their boot-to-boot spread."""
+    from .analyses import fresh_boots, with_boots
+
+    analysis = ANALYSES["capture"]
+    params = analysis.validate(profile.params(preset=profile.preset, decode_rows=list(profile.decode_rows)))
+    return with_boots([*boots_of(capture), *fresh_boots(params, range(1, 1 + profile.extra_boots), ignore_events)])
+
+
+def _boots_summary(result: CaptureResult) -> str:
+    v = result["boot_spread_verdict"]
+    return (
+        f"{len(boots_of(result))} boots; boot-to-boot worst x{v['worst']['max_over_min']:.3f} "
+        f"({v['worst']['prefill']}+{v['worst']['decode']}) against {v['target']}"
+    )
 
 
 def _capture_summary(result: CaptureResult) -> str:
@@ -80,9 +111,9 @@ def _capture_summary(result: CaptureResult) -> str:
     spread = result.get("boot_spread_verdict")
     boots = f"boot-to-boot worst x{spread['worst']['max_over_min']:.3f}; " if spread else ""
     return (
-        f"{p['preset']}: {len(result.get('boots', [result]))} boots "
+        f"{p['preset']}: {len(boots_of(result))} boots "
         f"(pids {', '.join(str(b['provenance']['pid']) for b in result.get('boots', [result]))}), "
-        f"{len(result['catalog'])} graphs, attention {p['attention']['observed']}; worst p90/p10 {worst:.3f}, "
+        f"{len(result['catalog'])} graphs, attention {p['attention']['observed'] or p['attention'].get('verdict')}; worst p90/p10 {worst:.3f}, "
         f"{boots}slowest boot {max(boot_seconds(result)):.1f} s"
     )
 
@@ -94,10 +125,20 @@ def _verdict(met: bool | None) -> str:
 def _capture_rows(result: CaptureResult) -> list[Row]:
     boots = boots_of(result)
     pinned = {b["provenance"]["attention"]["pinned"] for b in boots}
-    observed = {", ".join(b["provenance"]["attention"]["observed"]) for b in boots}
+    observed = {", ".join(b["provenance"]["attention"]["observed"]) or "-" for b in boots}
+    verdicts = {b["provenance"]["attention"].get("verdict", "") for b in boots}
     pids = [b["provenance"]["pid"] for b in boots]
     rows: list[Row] = [
-        ("attention kernel run", " / ".join(sorted(observed)), f"pinned {' / '.join(sorted(pinned))}", ""),
+        (
+            "attention kernel run",
+            " / ".join(sorted(observed)),
+            f"pinned {' / '.join(sorted(pinned))}",
+            " / ".join(sorted(v.split(":")[0] for v in verdicts)),
+        ),
+        *(
+            ("key/value heads", kv, "enable_gqa where the kernel takes it", "")
+            for kv in sorted({b["provenance"]["attention"].get("kv_heads", "") for b in boots} - {""})
+        ),
         (
             "boots",
             f"{len(boots)}",
@@ -129,7 +170,7 @@ def _capture_rows(result: CaptureResult) -> list[Row]:
     return rows
 
 
-def _plans(capture: CaptureResult) -> dict[str, Any]:
+def _plans(capture: CaptureResult, arms: tuple[int, ...]) -> dict[str, Any]:
     """Each arm planned with each boot's own catalog (what an engine does after its own boot): the
     predicted cost-vs-rule gap next to the boot-to-boot spread of the predictions."""
     from scheduler_core.catalog import Catalog
@@ -139,8 +180,8 @@ def _plans(capture: CaptureResult) -> dict[str, Any]:
     from .targets import boot_to_boot
 
     catalogs = [Catalog.from_dicts(b["catalog"]) for b in boots_of(capture)]
-    arms = []
-    for n in ARMS:
+    planned = []
+    for n in arms:
         predicted = {
             policy: [sum(l.predicted_ms for l in plan(policy, c, Request(n)).launches) for c in catalogs]
             for policy in PR22_POLICIES
@@ -148,7 +189,7 @@ def _plans(capture: CaptureResult) -> dict[str, Any]:
         before, after = (predicted[p] for p in PR22_POLICIES)
         gaps = [100.0 * (r - c) / c for c, r in zip(before, after)]
         noise = max(boot_to_boot(v)["pct"] for v in predicted.values())
-        arms.append(
+        planned.append(
             {
                 "prompt_tokens": n,
                 "predicted_ms": predicted,
@@ -158,7 +199,7 @@ def _plans(capture: CaptureResult) -> dict[str, Any]:
                 "gap_beyond_noise": min(abs(g) for g in gaps) > 2 * noise,
             }
         )
-    return {"boots": len(catalogs), "arms": arms}
+    return {"boots": len(catalogs), "arms": planned}
 
 
 def _plans_summary(result: dict[str, Any]) -> str:
@@ -189,7 +230,10 @@ def _plans_rows(result: dict[str, Any]) -> list[Row]:
 
 
 def _ttft(params: dict[str, Any]) -> list[dict[str, Any]]:
-    result = _run("ttft", {"prompt_tokens": ARMS, **params})
+    """Each arm's TTFT beside its prediction, the error split by source, and its launch sequence as
+    it ran (`sequence`: device time of the whole, the launches, the copies, the device idle)."""
+    result = _run("ttft", params)
+    sequences = result.get("sequences") or [None] * len(result["arms"])
     keys = (
         "prompt_tokens",
         "policy",
@@ -203,8 +247,12 @@ def _ttft(params: dict[str, Any]) -> list[dict[str, Any]]:
         "errors",
     )
     return [
-        {**{k: arm[k] for k in keys}, "error_pct": 100.0 * (arm["ttft_ms"] - arm["predicted_ms"]) / arm["predicted_ms"]}
-        for arm in result["arms"]
+        {
+            **{k: arm[k] for k in keys},
+            "error_pct": 100.0 * (arm["ttft_ms"] - arm["predicted_ms"]) / arm["predicted_ms"],
+            "sequence": sequence,
+        }
+        for arm, sequence in zip(result["arms"], sequences)
     ]
 
 
@@ -227,6 +275,16 @@ def _ttft_rows(arms: list[dict[str, Any]]) -> list[Row]:
                 f"{a['error_pct']:+.1f}%",
             )
         )
+        q = a.get("sequence")
+        if q:
+            rows.append(
+                (
+                    f"  {name}: launch sequence as run",
+                    f"{q['sequence_ms']:.2f} ms",
+                    f"launches {q['launches_ms']:.2f} + copies {q['copies_ms']:.2f} + idle {q['device_idle_ms']:.2f}",
+                    "",
+                )
+            )
         for e in a.get("errors", []):
             rows.append(
                 (
@@ -240,7 +298,7 @@ def _ttft_rows(arms: list[dict[str, Any]]) -> list[Row]:
 
 
 def _numerics(params: dict[str, Any]) -> dict[str, Any]:
-    result = _run("numerics", {"prompt_tokens": ARMS[0], **params})
+    result = _run("numerics", params)
     if not result["ok"]:
         failed = {
             name: c["verdict"]
@@ -288,12 +346,11 @@ def _numerics_rows(result: dict[str, Any]) -> list[Row]:
     return rows
 
 
-def _targets(preset: str, done: Results) -> dict[str, Any]:
-    from .presets import default_shapes
-    from .targets import replay_vs_eager, verdicts
+def _targets(profile: Profile, done: Results) -> dict[str, Any]:
+    from . import targets
 
-    speedups = replay_vs_eager(preset, default_shapes())
-    return {"replay_vs_eager": speedups, "targets": verdicts(done["capture"], speedups)}
+    speedups = targets.replay_vs_eager(profile.preset, profile.shapes(), device=profile.device)
+    return {"replay_vs_eager": speedups, "targets": targets.verdicts(done["capture"], speedups)}
 
 
 def _targets_summary(result: dict[str, Any]) -> str:
@@ -335,7 +392,8 @@ def _cuda_tests(_: Results) -> dict[str, Any]:
     if importlib.util.find_spec("pytest") is None:
         raise StepFailed(f"pytest is not installed for {sys.executable}: `{sys.executable} -m pip install pytest`")
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "tests/gpu_runner"],
+        # without the web's pytest-django where it is installed: these tests need no settings
+        [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider", "-p", "no:django", CUDA_TESTS],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -343,52 +401,132 @@ def _cuda_tests(_: Results) -> dict[str, Any]:
     )
     lines = out.stdout.strip().splitlines()
     if out.returncode != 0:
-        raise StepFailed("\n".join(lines[-30:]))
-    return {"summary": lines[-1] if lines else ""}
+        raise StepFailed("\n".join([*lines, *out.stderr.strip().splitlines()][-30:]) or f"pytest exit {out.returncode}")
+    return {"summary": lines[-1] if lines else ""}  # on CPU (the dry run) they are all skipped, so said
 
 
-def steps(preset: str = GPU_CHECK_DEFAULT) -> list[Step]:
-    """In order (the drifted TTFT, the least needed, late: a shorter budget skips it first); the
-    TTFT steps plan with their own boot's catalog, as an engine would after booting."""
+def steps(profile: Profile | str = GPU_CHECK_DEFAULT) -> list[Step]:
+    """The first pass, then the second (`extra`: only when its estimate fits the budget left); the
+    TTFT steps plan with their own boot's catalog, as an engine would after booting. `profile`: a
+    preset name means that preset on a GPU."""
+    p = gpu_profile(profile) if isinstance(profile, str) else profile
+    arms = list(p.arms)
+    boots = lambda done: done.get("boots", done["capture"])  # every boot measured so far
     return [
-        Step("capture", lambda _: _capture(preset), _capture_summary, rows=_capture_rows),
-        Step("plans", lambda done: _plans(done["capture"]), _plans_summary, needs=("capture",), rows=_plans_rows),
-        Step("ttft_clean", lambda _: _ttft({"preset": preset, "runs": 5}), _ttft_summary, rows=_ttft_rows),
         Step(
-            "numerics_bf16",
-            lambda done: _numerics({"preset": preset, "boot_catalog": done["capture"]["catalog"]}),
+            "capture",
+            lambda _: _capture(p),
+            _capture_summary,
+            rows=_capture_rows,
+            estimate=lambda done: budget.boot_s(p, done),
+            memory=lambda: budget.memory_bytes(p),
+        ),
+        Step(
+            "ttft_clean",
+            lambda _: _ttft(p.params(preset=p.preset, prompt_tokens=arms, runs=p.ttft_runs)),
+            _ttft_summary,
+            rows=_ttft_rows,
+            estimate=lambda done: budget.ttft(p, done, p.ttft_runs),
+            memory=lambda: budget.memory_bytes(p, prefill_only=True),
+        ),
+        Step(
+            "numerics",
+            lambda done: _numerics(
+                p.params(preset=p.preset, prompt_tokens=arms[0], boot_catalog=done["capture"]["catalog"])
+            ),
             _numerics_summary,
             needs=("capture",),
             rows=_numerics_rows,
+            estimate=lambda done: budget.numerics(p, done),
+            memory=lambda: budget.memory_bytes(p, prefill_only=True),
         ),
-        Step("numerics_fp32", lambda _: _numerics({"preset": "tiny"}), _numerics_summary, rows=_numerics_rows),
-        Step("targets", lambda done: _targets(preset, done), _targets_summary, needs=("capture",), rows=_targets_rows),
         Step(
-            "ttft_drift_4096",
-            lambda _: _ttft({"preset": preset, "runs": 3, "drift_capacities": [4096], "drift_load": 4}),
+            "numerics_fp32",
+            lambda _: _numerics(p.params(preset="tiny", prompt_tokens=min(arms[0], PRESETS["tiny"].context_tokens))),
+            _numerics_summary,
+            rows=_numerics_rows,
+            estimate=lambda done: p.fp32_prior_s,
+            memory=lambda: budget.memory_bytes(p, preset="tiny", prefill_only=True),
+        ),
+        Step(
+            "targets",
+            lambda done: _targets(p, done),
+            _targets_summary,
+            needs=("capture",),
+            rows=_targets_rows,
+            estimate=lambda done: budget.targets(p, done),
+            memory=lambda: budget.memory_bytes(p),
+        ),
+        Step(
+            "boots",
+            lambda done: _more_boots(p, done["capture"]),
+            _boots_summary,
+            needs=("capture",),
+            rows=_capture_rows,
+            estimate=lambda done: p.extra_boots * budget.boot_s(p, done),
+            memory=lambda: budget.memory_bytes(p),
+            extra=True,
+        ),
+        Step(
+            "plans",
+            lambda done: _plans(boots(done), p.arms),
+            _plans_summary,
+            needs=("capture",),
+            rows=_plans_rows,
+            extra=True,
+        ),
+        Step(
+            f"ttft_drift_{p.drift_capacity}",
+            lambda _: _ttft(
+                p.params(
+                    preset=p.preset,
+                    prompt_tokens=arms,
+                    runs=p.drift_runs,
+                    drift_capacities=[p.drift_capacity],
+                    drift_load=4,
+                )
+            ),
             _ttft_summary,
             rows=_ttft_rows,
+            estimate=lambda done: budget.ttft(p, done, p.drift_runs),
+            memory=lambda: budget.memory_bytes(p, prefill_only=True),
+            extra=True,
         ),
-        Step("cuda_tests", _cuda_tests, lambda r: r["summary"]),
+        Step("cuda_tests", _cuda_tests, lambda r: r["summary"], estimate=lambda done: p.tests_prior_s, extra=True),
     ]
 
 
 def run_check(
-    path: Path, header: dict[str, Any], plan: list[Step], budget_s: float = BUDGET_S, deadline_s: float = DEADLINE_S
+    path: Path,
+    header: dict[str, Any],
+    plan: list[Step],
+    budget_s: float = BUDGET_S,
+    deadline_s: float = DEADLINE_S,
+    free_bytes: Callable[[], int] | None = None,
 ) -> int:
     """Run the steps, each reported as ok, failed or skipped with a one-line summary, the report
-    rewritten after each, then the table; 0 when every step passed, else 1. At `deadline_s` a step
-    still running is stopped: the report and the table are finished and the process exits."""
-    check = _Check(path, {**header, "steps": {}}, plan)
+    rewritten after each, then the table; 0 when every step passed, else 1. `free_bytes`: the
+    memory free where the steps boot, checked against each one's estimate before it starts (None:
+    not checked). At `deadline_s` a step still running is stopped: the report and the table are
+    finished and the process exits."""
+    check = _Check(path, {**header, "budget": {"budget_s": budget_s, "deadline_s": deadline_s}, "steps": {}}, plan)
     watchdog = threading.Timer(deadline_s, check.stop, args=(deadline_s,))
     watchdog.daemon = True
     watchdog.start()
     try:
         for step in plan:
-            check.run(step, budget_s)
+            check.run(step, budget_s, free_bytes)
         return check.finish()
     finally:
         watchdog.cancel()
+
+
+def _estimate(step: Step, results: Results) -> float | None:
+    """A step's estimate in seconds; None where results it reads cannot give one (never fatal)."""
+    try:
+        return float(step.estimate(results))
+    except Exception:
+        return None
 
 
 class _Check:
@@ -403,15 +541,29 @@ class _Check:
         self.lock = threading.Lock()
         self.finished = False
 
-    def run(self, step: Step, budget_s: float) -> None:
+    def run(self, step: Step, budget_s: float, free_bytes: Callable[[], int] | None = None) -> None:
         missing = [n for n in step.needs if n not in self.results]
         start = time.perf_counter()
+        spent = start - self.began
+        estimate = None if missing else _estimate(step, self.results)
+        need = step.memory() if step.memory is not None and not missing else None
+        free = free_bytes() if need is not None and free_bytes is not None else None
         entry: dict[str, Any]
         if missing:
             entry = {"status": "skipped", "line": f"skipped: needs {', '.join(missing)}"}
-        elif start - self.began > budget_s:
-            entry = {"status": "skipped", "line": f"skipped: time budget of {budget_s:.0f} s spent"}
+        elif step.extra and (spent + (estimate or 0.0) > budget_s):
+            said = "unknown" if estimate is None else f"{estimate:.0f} s"
+            entry = {
+                "status": "skipped",
+                "line": f"skipped: estimate {said}, {max(budget_s - spent, 0.0):.0f} s of the {budget_s:.0f} s budget left",
+            }
+        elif need is not None and free is not None and need > free:
+            entry = {
+                "status": "skipped",
+                "line": f"skipped: needs about {need / GIB:.1f} GiB by estimate, {free / GIB:.1f} GiB free",
+            }
         else:
+            print(_start_line(step, estimate, spent, budget_s, need, free), flush=True)
             self.running = (step.name, start)
             try:
                 result = step.run(self.results)
@@ -422,6 +574,13 @@ class _Check:
                     "line": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                     "error": traceback.format_exc(limit=8),
                 }
+        entry.update(
+            {
+                "pass": "second" if step.extra else "first",
+                "estimate_s": None if estimate is None else round(estimate, 1),
+                "memory": None if need is None else {"need_bytes": need, "free_bytes": free},
+            }
+        )
         _release_device_memory()  # the next step boots a model of its own
         with self.lock:
             self.running = None
@@ -465,6 +624,8 @@ class _Check:
         self.finished = True
         steps = self.report["steps"]
         self.report["ok"] = all(s["status"] == "ok" for s in steps.values())
+        self.report["budget"]["spent_s"] = round(time.perf_counter() - self.began, 2)
+        self.report["skipped"] = {n: s["line"] for n, s in steps.items() if s["status"] == "skipped"}
         self.report["table"] = [
             [step.name, *row] for step in self.plan if step.name in self.results for row in _rows(step, self.results)
         ]
@@ -477,6 +638,21 @@ class _Check:
             print(line)
         sys.stdout.flush()
         return 0 if self.report["ok"] else 1
+
+
+def _start_line(
+    step: Step, estimate: float | None, spent: float, budget_s: float, need: int | None, free: int | None
+) -> str:
+    """What a step is expected to take, said before it starts."""
+    said = "unknown" if estimate is None else f"{estimate:.0f} s"
+    memory = (
+        ""
+        if need is None
+        else f"; needs about {need / GIB:.1f} GiB" + ("" if free is None else f", {free / GIB:.1f} GiB free")
+    )
+    return (
+        f"{step.name:<16} {'start':<8} {'':>9}  estimate {said}, {spent:.0f} of {budget_s:.0f} s budget spent{memory}"
+    )
 
 
 def _release_device_memory() -> None:
@@ -536,32 +712,61 @@ def settings(env: dict[str, str]) -> tuple[str, float, float]:
     return preset, budget, deadline
 
 
+def free_bytes(device_type: str) -> Callable[[], int]:
+    """The memory free where the steps boot, read just before each (`device.available_bytes`)."""
+    import torch
+
+    from .device import available_bytes
+
+    return lambda: available_bytes(torch.device(device_type))
+
+
 def main(argv: list[str]) -> int:
+    """`python -m gpu_runner.check [--dry-run] [REPORT.json]`."""
+    from .versions import refusal
+
+    dry = "--dry-run" in argv
+    argv = [a for a in argv if a != "--dry-run"]
+    too_old = refusal()
+    if too_old:
+        print(f"gpu-check: {too_old}", file=sys.stderr)
+        return 2
     try:
-        preset, budget, deadline = settings(dict(os.environ))
+        preset, budget_s, deadline = settings(dict(os.environ))
     except ValueError as exc:
         print(f"gpu-check: {exc}", file=sys.stderr)
         return 2
     import torch
 
     path = Path(argv[0]) if argv else Path(os.environ.get("OUT", ".")) / "gpu-check.json"
-    header = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": None, "preset": preset}
+    profile = DRY if dry else gpu_profile(preset)
+    header = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": None,
+        "preset": profile.preset,
+        "dry_run": dry,
+        "profile": profile.as_dict(),
+    }
+    if dry:
+        header["device"] = f"cpu ({torch.get_num_threads()} threads): a dry run, no GPU figure"
+        return run_check(path, header, steps(profile), budget_s, deadline, free_bytes("cpu"))
     if not torch.cuda.is_available():
         reason = (
             f"no CUDA device (torch {torch.__version__}, built with CUDA {torch.version.cuda}); "
-            "this script checks the CUDA path only and ran nothing"
+            "this script checks the CUDA path only and ran nothing (--dry-run runs it on CPU)"
         )
         print(f"gpu-check: {reason}", file=sys.stderr)
         skipped = {"status": "skipped", "line": "skipped: needs a CUDA device", "seconds": 0.0}
         report: dict[str, Any] = {**header, "ok": False, "reason": reason, "steps": {}}
-        for step in steps(preset):
+        for step in steps(profile):
             report["steps"][step.name] = dict(skipped)
             print(_line(step.name, skipped))
         _write(path, report, time.perf_counter())
         print(f"gpu-check: report {path}")
         return 2
     header["device"] = torch.cuda.get_device_name()
-    return run_check(path, header, steps(preset), budget, deadline)
+    return run_check(path, header, steps(profile), budget_s, deadline, free_bytes("cuda"))
 
 
 if __name__ == "__main__":

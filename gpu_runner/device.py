@@ -21,7 +21,7 @@ from scheduler_core.errors import InvalidInput
 from scheduler_core.measured import LoadNow
 
 from .errors import BootOutOfMemory
-from .presets import ModelConfig, estimate_bytes
+from .presets import ModelConfig, estimate_bytes, graph_bytes
 from .provenance import ProvenanceRecord
 
 GIB = 2**30
@@ -62,13 +62,26 @@ def check_fits(
     config: ModelConfig, shapes: list[tuple[int, int]], device: torch.device, field: str = "capacities"
 ) -> None:
     """Refuse a boot whose estimated footprint exceeds the device's free memory, naming its largest shape."""
-    need, (prefill, decode) = estimate_bytes(config, shapes)
+    need, (prefill, decode) = estimate_bytes(config, shapes, device.type)
     have = available_bytes(device)
     if need > have:
         raise InvalidInput(
             field,
             f"shape prefill={prefill} decode={decode} of preset {config.name} needs about "
             f"{need / GIB:.1f} GiB, more than the {have / GIB:.1f} GiB free on {device}",
+        )
+
+
+def check_graph_fits(config: ModelConfig, length: int, prefill: int, device: torch.device) -> None:
+    """Before a graph is captured after boot (a longer key bucket a plan needs), its activations'
+    estimate against the free memory: refused as out of memory in that shape, naming both."""
+    if device.type != "cuda":
+        return
+    need, have = int(1.2 * graph_bytes(config, length, prefill, 0, device.type)), available_bytes(device)
+    if need > have:
+        raise BootOutOfMemory(
+            f"out of memory in shape prefill={prefill} decode=0 of preset {config.name} on {device}: "
+            f"its graph needs about {need / GIB:.2f} GiB by estimate, {have / GIB:.2f} GiB free"
         )
 
 

@@ -1,6 +1,9 @@
 """One boot's executable graphs: the model, its KV cache, and a fixed-shape launcher per catalog
 shape. On CUDA each launcher is a captured `torch.cuda.CUDAGraph` (warmed up on a side stream,
-all sharing one memory pool); on CPU it is the same fixed-shape call, run eagerly.
+each in a memory pool of its own: PyTorch documents a shared pool as safe only for graphs replayed
+in the order they were captured, and timing (a seeded random order) and plans (any capacity after
+any other) do not replay them so; the cost, every graph's activations reserved at once, is in the
+boot's memory estimate, `presets.estimate_bytes`); on CPU it is the same fixed-shape call, run eagerly.
 
 A catalog shape's launcher attends the shortest key bucket (a chunk at the prompt's start: its
 own work). A chunk later in a prompt runs the same capacity's launcher for the bucket holding its
@@ -13,7 +16,7 @@ import time
 import torch
 
 from .attention import check_observed, observed_backends
-from .device import shape_memory_guard
+from .device import check_graph_fits, shape_memory_guard
 from .model import KVCache, Step, Transformer, key_bucket
 from .presets import ModelConfig, cache_tokens
 from .timing import synchronize
@@ -62,21 +65,24 @@ class BootedModel:
         self.length = cache_tokens(config, shapes)
         self.model = Transformer(config, device, self.length, seed)
         self.cache = KVCache(config, self.length, max(d for _, d in shapes), device)
-        self.pool = torch.cuda.graph_pool_handle() if device.type == "cuda" else None
         self.launchers: dict[tuple[int, int], Launcher] = {}  # catalog shapes, at their shortest key bucket
         self.later: dict[tuple[int, int], Launcher] = {}  # (capacity, keys): a chunk further into a prompt
         self.capture_ms: dict[tuple[int, int], float] = {}
-        self.attention: dict[str, object] = {"pinned": self.model.attention, "observed": []}
+        self.attention: dict[str, object] = {
+            "pinned": self.model.attention,
+            "observed": [],
+            "kv_heads": self.model.kv_heads_mode,
+        }
 
     def prepare(self, shapes: list[tuple[int, int]]) -> None:
-        """Build every shape's launcher, largest first so the shared pool is sized once; first make
-        sure the pinned attention kernel is the one that runs (observed on one eager call)."""
+        """Build every shape's launcher, largest first; first make sure the pinned attention kernel is
+        the one that runs (observed on one eager call; "could not tell" where the profiler cannot)."""
         ordered = sorted(shapes, key=lambda s: (s[0] + s[1], s), reverse=True)
         with shape_memory_guard(self.config, self.device, ordered[0]):
             probe = Launcher(self._step(*ordered[0]), self.model, self.cache)
             observed = observed_backends(probe.eager)
-        check_observed(self.model.attention, observed)
-        self.attention["observed"] = observed
+        self.attention["verdict"] = check_observed(self.model.attention, observed)
+        self.attention["observed"] = observed or []
         for shape in ordered:
             start = time.perf_counter()
             with shape_memory_guard(self.config, self.device, shape):
@@ -99,7 +105,7 @@ class BootedModel:
                 launcher.eager()
         torch.cuda.current_stream(self.device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
+        with torch.cuda.graph(graph):  # its own pool: replayed in any order (see the module's docstring)
             launcher.logits = launcher.eager()
         launcher.graph = graph
         return launcher
@@ -112,6 +118,7 @@ class BootedModel:
         if keys == base.step.keys:
             return base
         if (capacity, keys) not in self.later:
+            check_graph_fits(self.config, self.length, capacity, self.device)  # a pool of its own
             with shape_memory_guard(self.config, self.device, (capacity, 0)):
                 self.later[(capacity, keys)] = self._build(capacity, 0, keys)
                 synchronize(self.device)

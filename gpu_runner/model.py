@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .attention import attend
+from .attention import attend, takes_grouped_heads
 from .presets import ModelConfig
 
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -135,6 +135,11 @@ class Transformer(torch.nn.Module):
         self.config = config
         self.attention = config.attention_backend(device.type)
         dtype = DTYPES[config.dtype]
+        self.groups = config.heads // config.kv_heads
+        # Grouped heads reach the kernel as they are where it takes them; else repeated (a copy).
+        self.grouped_heads = self.groups > 1 and takes_grouped_heads(
+            self.attention, device, dtype, config.heads, config.kv_heads, config.head_dim
+        )
         gen = torch.Generator(device=device).manual_seed(seed)
 
         def weight(*shape: int, std: float | None = None) -> torch.nn.Parameter:
@@ -217,18 +222,34 @@ class Transformer(torch.nn.Module):
         return _rms_norm(x.index_select(0, rows), self.final_norm, c.norm_eps) @ self.head.T
 
     def _attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return grouped_attention(self.attention, self.config.heads // self.config.kv_heads, q, k, v, mask)
+        return grouped_attention(self.attention, self.groups, q, k, v, mask, self.grouped_heads)
+
+    @property
+    def kv_heads_mode(self) -> str:
+        """How key/value heads reach the kernel, as a boot records it."""
+        if self.groups == 1:
+            return "as they are (not grouped)"
+        return (
+            "grouped (enable_gqa)" if self.grouped_heads else f"repeated x{self.groups} (the kernel refused enable_gqa)"
+        )
 
 
 def grouped_attention(
-    kernel: str, groups: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
+    kernel: str,
+    groups: int,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor,
+    grouped_heads: bool = False,
 ) -> torch.Tensor:
     """One layer's attention as a step runs it. q: [batch, heads, queries, dim]; k, v token-major
-    [batch, keys, kv_heads, dim]. Key/value heads are repeated for their query group so the masked
-    kernels (memory-efficient) apply."""
-    k = k.transpose(1, 2).repeat_interleave(groups, dim=1)
-    v = v.transpose(1, 2).repeat_interleave(groups, dim=1)
-    return attend(kernel, q, k, v, mask)
+    [batch, keys, kv_heads, dim], viewed head-major (no copy). Only where heads are grouped and the
+    kernel cannot take them so (`grouped_heads` false) are key/value heads repeated for their group."""
+    k, v = k.transpose(1, 2), v.transpose(1, 2)
+    if groups > 1 and not grouped_heads:
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    return attend(kernel, q, k, v, mask, gqa=groups > 1 and grouped_heads)
 
 
 def chunk_mask(keys: int, chunk_positions: torch.Tensor, start: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -158,28 +158,34 @@ def cache_tokens(config: ModelConfig, shapes: Iterable[tuple[int, int]]) -> int:
     return -(-(config.context_tokens + max(p for p, _ in shapes)) // 64) * 64
 
 
-def estimate_bytes(config: ModelConfig, shapes: list[tuple[int, int]]) -> tuple[int, tuple[int, int]]:
-    """Bytes a boot needs (weights, caches, and the peak activations of its largest shape; graphs
-    share one memory pool, so the peak is the largest shape's, not the sum) and that shape."""
+def graph_bytes(config: ModelConfig, length: int, prefill: int, decode: int, device_type: str) -> int:
+    """Peak activations of one (prefill, decode) step over a `length`-slot cache, attending all of it
+    (an upper bound for any key bucket): the layer's activations, the additive mask and K/V repeated
+    for grouped heads, and the scores only where the pinned kernel is `math` (it materialises them;
+    the fused kernels keep a row's statistics only)."""
+    size = DTYPE_BYTES[config.dtype]
+    tokens = prefill + decode
+    per_token = 4 * config.width + (config.heads + 2 * config.kv_heads) * config.head_dim + 3 * config.ffn
+    keys = length * (1 if prefill else 0) + decode * config.decode_context
+    attention = (prefill * length + 2 * config.heads * config.head_dim * keys) * size
+    scores = config.heads * (prefill * length + decode * config.decode_context) * 4
+    materialised = scores if config.attention_backend(device_type) == "math" else 0
+    return tokens * per_token * size + attention + materialised + (1 + decode) * config.vocab * 4
+
+
+def estimate_bytes(
+    config: ModelConfig, shapes: list[tuple[int, int]], device_type: str = "cuda"
+) -> tuple[int, tuple[int, int]]:
+    """Bytes a boot needs (weights, caches, activations, with a 20 % margin) and its largest shape.
+    On CUDA every graph is captured into a memory pool of its own (PyTorch lets graphs share a pool
+    only when they replay in the order they were captured, and timing and plans replay them in any
+    order), so every graph's activations stay reserved at once: their sum. On CPU steps run eagerly,
+    one at a time: the largest shape's."""
     size = DTYPE_BYTES[config.dtype]
     length = cache_tokens(config, shapes)
     rows = max(d for _, d in shapes)
     fixed = config.parameters * size + config.kv_bytes_per_token * (length + rows * config.decode_context)
-
-    def activations(prefill: int, decode: int) -> int:
-        tokens = prefill + decode
-        per_token = 4 * config.width + (config.heads + 2 * config.kv_heads) * config.head_dim + 3 * config.ffn
-        attention = (
-            prefill * length
-            + 2
-            * config.heads
-            * config.head_dim
-            * (length * (1 if prefill else 0) + decode * config.decode_context)
-            * size
-        )
-        # Scores as the math kernel would materialise them: an upper bound whatever kernel is pinned.
-        scores = config.heads * (prefill * length + decode * config.decode_context) * 4
-        return tokens * per_token * size + attention + scores + (1 + decode) * config.vocab * 4
-
-    peak_shape = max(shapes, key=lambda s: activations(*s))
-    return int(1.2 * (fixed + activations(*peak_shape))), peak_shape
+    each = {s: graph_bytes(config, length, *s, device_type) for s in shapes}
+    peak_shape = max(shapes, key=lambda s: each[s])
+    activations = sum(each.values()) if device_type == "cuda" else each[peak_shape]
+    return int(1.2 * (fixed + activations)), peak_shape

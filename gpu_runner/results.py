@@ -41,6 +41,7 @@ class TtftResult(Boot, MeasuredTtft):
     planning_catalog: list[dict[str, Any]]
     planning_catalog_source: str
     alone_ms: list[dict[str, Any]]
+    sequences: list[dict[str, Any]]  # each arm's launch sequence as it ran (`analyses.sequence_timing`)
 
 
 class NumericsResult(MeasuredNumerics):

@@ -13,7 +13,7 @@ from .results import CaptureResult, boots_of
 
 SPREAD_TARGET = 1.05
 BOOT_SPREAD_TARGET = 1.03  # a graph's median, boot to boot (fresh processes): within 3 %
-HOST_BOUND = 0.02  # TTFT minus the launches' device time (launch gaps, sampling): at most 2 % of TTFT
+HOST_BOUND = 0.02  # TTFT minus the launches' device time and the copies (launch calls, Python): at most 2 % of TTFT
 INTERACTION_BOUND = 0.03  # a sequence's launches against the same graphs timed alone: within 3 %
 BOOT_TARGET_S = 60.0
 SAMPLES = 10
@@ -43,17 +43,21 @@ def boot_seconds(capture: CaptureResult) -> list[float]:
     return [boot["provenance"]["boot_s"] for boot in boots_of(capture)]
 
 
-def replay_vs_eager(preset: str, shapes: list[tuple[int, int]], seed: int = 0) -> list[dict[str, Any]]:
+def replay_vs_eager(
+    preset: str, shapes: list[tuple[int, int]], seed: int = 0, device: str = "cuda"
+) -> list[dict[str, Any]]:
     """Per shape, the median eager launch over the median graph replay (> 1: the graph helps),
-    each after the same untimed warm-up, on seeded random token ids."""
+    each after the same untimed warm-up, on seeded random token ids. On CPU (the dry run) a
+    "replay" is the same eager call (mode `eager-cpu`): the code path, not a figure."""
     import torch
 
     from .capture import DEFAULT_WARMUP, load_timing_tokens, time_launches
+    from .device import mode_of
     from .graphs import BootedModel
     from .presets import PRESETS
     from .timing import Stopwatch
 
-    boot = BootedModel(PRESETS[preset], torch.device("cuda"), shapes, seed)
+    boot = BootedModel(PRESETS[preset], torch.device(device), shapes, seed)
     boot.prepare(shapes)
     rows = []
     for shape in shapes:
@@ -73,6 +77,7 @@ def replay_vs_eager(preset: str, shapes: list[tuple[int, int]], seed: int = 0) -
                 "replay_ms": replay,
                 "eager_ms": eager,
                 "eager_over_replay": eager / replay,
+                "mode": mode_of(boot.device),
             }
         )
     return rows
@@ -116,21 +121,25 @@ def verdicts(capture: CaptureResult, speedups: list[dict[str, Any]]) -> dict[str
     }
 
 
-def error_split(arm: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """TTFT minus the prediction, split by source so each can be judged on its own; the four rows
-    add up to it exactly. `drift`: the planning catalog's belief against this boot's undisturbed
-    medians; `prefix attention`: the chunks' real key buckets against the catalog's shortest one
-    (the catalog holds one duration per graph); `graph interaction`: the launches in sequence
-    against the same graphs timed alone; `host overhead`: wall clock against device time (gaps
-    between launches, the first token's sampling). Boot-to-boot spread needs several boots' catalogs
+def error_split(arm: Mapping[str, Any], copies_ms: float) -> list[dict[str, Any]]:
+    """TTFT minus the prediction, split by source so each can be judged on its own; the five rows
+    add up to it exactly. On the device (`group: device`, adding up to the launches' device time
+    minus the prediction): `catalog drift`, the planning catalog's belief against this boot's
+    undisturbed medians; `prefix attention`, the chunks' real key buckets against the catalog's
+    shortest one (the catalog holds one duration per graph); `graph interaction`, the launches in
+    sequence against the same graphs timed alone. On the host (`group: host`): `host copies`, each
+    chunk's load into its graph's static buffers and the first token's sampling and copy to the
+    host (`copies_ms`, timed as they ran); `host, the rest`, what is left of the wall clock (launch
+    calls, Python between launches). Boot-to-boot spread needs several boots' catalogs
     (`boot_to_boot`)."""
     ttft, device, alone, table, predicted = (
         arm[k] for k in ("ttft_ms", "launch_sum_ms", "alone_ms", "table_ms", "predicted_ms")
     )
-    host, interaction = ttft - device, device - alone
+    rest, interaction = ttft - device - copies_ms, device - alone
     return [
         {
             "source": "catalog drift",
+            "group": "device",
             "ms": table - predicted,
             "pct": _pct(table - predicted, predicted),
             "bound": None,
@@ -138,6 +147,7 @@ def error_split(arm: Mapping[str, Any]) -> list[dict[str, Any]]:
         },
         {
             "source": "prefix attention",
+            "group": "device",
             "ms": alone - table,
             "pct": _pct(alone - table, table),
             "bound": None,
@@ -145,17 +155,27 @@ def error_split(arm: Mapping[str, Any]) -> list[dict[str, Any]]:
         },
         {
             "source": "graph interaction",
+            "group": "device",
             "ms": interaction,
             "pct": _pct(interaction, alone),
             "bound": f"|launches in sequence - alone| <= {INTERACTION_BOUND:.0%} of alone",
             "met": abs(interaction) <= INTERACTION_BOUND * alone,
         },
         {
-            "source": "host overhead",
-            "ms": host,
-            "pct": _pct(host, ttft),
-            "bound": f"TTFT - device time <= {HOST_BOUND:.0%} of TTFT",
-            "met": host <= HOST_BOUND * ttft,
+            "source": "host copies",
+            "group": "host",
+            "ms": copies_ms,
+            "pct": _pct(copies_ms, ttft),
+            "bound": None,
+            "note": "not bounded: chunk loads and the first token's copy, as a serve pays them",
+        },
+        {
+            "source": "host, the rest",
+            "group": "host",
+            "ms": rest,
+            "pct": _pct(rest, ttft),
+            "bound": f"TTFT - device time - copies <= {HOST_BOUND:.0%} of TTFT",
+            "met": rest <= HOST_BOUND * ttft,
         },
     ]
 

@@ -54,7 +54,12 @@ def test_the_boot_records_its_provenance(captured):
     assert provenance["cuda"] is None and provenance["device"].startswith("cpu")
     assert {"torch", "code_revision", "time", "seed", "python", "process_started", "startup_s"} <= set(provenance)
     assert provenance["drift"] is None  # an undisturbed boot
-    assert provenance["attention"] == {"pinned": "flash", "observed": ["flash"]}  # tiny's CPU kernel, as it ran
+    assert provenance["attention"] == {  # tiny's CPU kernel, as it ran, its grouped heads not repeated
+        "pinned": "flash",
+        "observed": ["flash"],
+        "verdict": "ran as pinned",
+        "kv_heads": "grouped (enable_gqa)",
+    }
     assert provenance["pid"] != os.getpid()  # booted in a process of its own
 
 

@@ -1,10 +1,13 @@
 """`scripts/gpu-check`: a step that fails leaves the steps needing it skipped, the report written,
-a line per step, a non-zero exit. The CUDA steps themselves run only where a GPU is lent."""
+a line per step, a non-zero exit; a short budget runs the first pass and skips the second, saying
+why; memory is checked before each step. The CUDA steps themselves run only where a GPU is lent
+(their CPU dry run: tests/gpu_runner/test_gpu_run.py)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +15,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpu_runner import check, targets
+from gpu_runner import budget, check, targets
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def results(lines: list[str]) -> list[str]:
+    """The lines that end a step (each started step has a `start` line before it)."""
+    return [line for line in lines if not line.startswith("gpu-check:") and line.split()[1] != "start"]
 
 
 def test_a_failed_first_step_skips_the_steps_that_need_it_and_the_report_is_still_written(
@@ -37,14 +45,15 @@ def test_a_failed_first_step_skips_the_steps_that_need_it_and_the_report_is_stil
     assert list(steps) == [s.name for s in plan] and report["ok"] is False
     assert steps["capture"]["status"] == "failed"
     assert steps["capture"]["line"] == "RuntimeError: injected failure in capture"
-    for name in ("plans", "numerics_bf16", "targets"):  # they plan with or read its catalogs
-        assert steps[name] == {"status": "skipped", "line": "skipped: needs capture", "seconds": 0.0}
+    for name in ("numerics", "targets", "boots", "plans"):  # they plan with or read its catalogs
+        assert (steps[name]["status"], steps[name]["line"]) == ("skipped", "skipped: needs capture")
     assert steps["ttft_clean"]["status"] == steps["ttft_drift_4096"]["status"] == "failed"  # independent: ran
     assert steps["cuda_tests"]["status"] == "ok"
     assert ran == ["capture", "ttft", "numerics", "ttft"]  # the skipped steps never started
+    assert report["skipped"] == {n: "skipped: needs capture" for n in ("numerics", "targets", "boots", "plans")}
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines[:-1]] == list(steps)  # one line per step
-    assert "skipped: needs capture" in lines[1] and lines[-1].startswith("gpu-check: 1 ok, 4 failed, 3 skipped")
+    assert [line.split()[0] for line in results(lines)] == list(steps)  # one result line per step
+    assert lines[-1].startswith("gpu-check: 1 ok, 4 failed, 4 skipped")
 
 
 @pytest.mark.parametrize("verdict", ["differs beyond tolerance", "not bitwise identical"])
@@ -79,7 +88,8 @@ def test_a_numerics_verdict_beyond_tolerance_against_the_one_shot_fails_its_step
 
 
 def crafted(kind: str, params: dict) -> dict:
-    """What each analysis returns on a GPU, crafted: 3 boots of llama-2-7b, two arms, passing numerics."""
+    """What each analysis returns on a GPU, crafted: a boot of llama-2-7b (3 with `boots` > 1), two
+    arms, passing numerics."""
     if kind == "capture":
         boots = [
             {
@@ -107,6 +117,8 @@ def crafted(kind: str, params: dict) -> dict:
                 "h100": None,
             }
         ]
+        if params.get("boots", 1) == 1:
+            return {**boots[0], "profile": {"name": "llama-2-7b-h200", "published": published}}
         return {
             **boots[0],
             "boots": boots,
@@ -127,7 +139,11 @@ def crafted(kind: str, params: dict) -> dict:
             "predicted_ms": 40.0,
         }
         arms = [{**arm, "prompt_tokens": 3504, "policy": p, "ttft_ms": 41.2} for p in ("cost", "rule")]
-        return {"arms": [{**a, "errors": targets.error_split(a)} for a in arms]}
+        sequence = {"sequence_ms": 41.0, "launches_ms": 40.6, "copies_ms": 0.3, "device_idle_ms": 0.1}
+        return {
+            "arms": [{**a, "errors": targets.error_split(a, copies_ms=0.3)} for a in arms],
+            "sequences": [sequence, sequence],
+        }
     comparison = {"verdict": "within tolerance", "max_rel_diff": 0.012}
     dtype, bound = ("float32", 1e-4) if params.get("preset") == "tiny" else ("bfloat16", 0.05)
     cache = {"verdict": "within tolerance", "max_rel_diff": 0.004, "worst_layer": 31}
@@ -142,34 +158,51 @@ def crafted(kind: str, params: dict) -> dict:
     }
 
 
-def test_a_check_whose_steps_all_pass_exits_0_and_prints_the_table_of_its_figures(tmp_path, monkeypatch, capsys):
+def crafted_check(monkeypatch) -> None:
+    """Every step's work crafted as a GPU would return it; the check's own code runs as it is."""
     monkeypatch.setattr(check, "_run", crafted)
+    monkeypatch.setattr(
+        check, "_more_boots", lambda profile, capture: crafted("capture", {"boots": 3, "preset": profile.preset})
+    )
     monkeypatch.setattr(
         targets,
         "replay_vs_eager",
-        lambda preset, shapes: [
+        lambda preset, shapes, **where: [
             {"prefill": 64, "decode": 0, "eager_over_replay": 1.4},
             {"prefill": 4096, "decode": 0, "eager_over_replay": 0.99},
         ],
     )
     monkeypatch.setattr(check, "_cuda_tests", lambda done: {"summary": "7 passed"})
+
+
+def test_a_check_whose_steps_all_pass_exits_0_and_prints_the_table_of_its_figures(tmp_path, monkeypatch, capsys):
+    crafted_check(monkeypatch)
     status = check.run_check(tmp_path / "report.json", {"device": "simulated"}, check.steps())
 
     assert status == 0
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["ok"] and {s["status"] for s in report["steps"].values()} == {"ok"}
+    assert report["ok"] and {s["status"] for s in report["steps"].values()} == {"ok"} and report["skipped"] == {}
     out = capsys.readouterr().out.splitlines()
-    assert out[8].startswith("gpu-check: 8 ok, 0 failed, 0 skipped")
-    assert out[9].split() == ["step", "figure", "measured", "against", "verdict"]
+    end = next(i for i, line in enumerate(out) if line.startswith("gpu-check:"))
+    assert out[end].startswith("gpu-check: 9 ok, 0 failed, 0 skipped")
+    assert out[end + 1].split() == ["step", "figure", "measured", "against", "verdict"]
     rows = report["table"]
-    assert len(out) == 10 + len(rows)
+    assert len(out) == end + 2 + len(rows)
     expected = [
         ["capture", "attention kernel run", "efficient", "pinned efficient", ""],
-        ["capture", "boots", "3", "pids 100, 101, 102", ""],
-        ["capture", "boot-to-boot max/min, worst: 512+0", "1.017", "boot-to-boot max/min <= 1.03 per graph", "met"],
+        ["capture", "boots", "1", "pids 100", ""],
+        ["boots", "boots", "3", "pids 100, 101, 102", ""],
+        ["boots", "boot-to-boot max/min, worst: 512+0", "1.017", "boot-to-boot max/min <= 1.03 per graph", "met"],
         ["capture", "prefill 2048: ours vs a100 published", "60.00 ms", "158.46 ms", "x0.38"],
         ["ttft_clean", "TTFT 3504 cost", "41.20 ms", "predicted 40.00 ms", "+3.0%"],
         ["ttft_drift_4096", "TTFT 3504 rule", "41.20 ms", "predicted 40.00 ms", "+3.0%"],
+        [
+            "ttft_clean",
+            "  3504 cost: launch sequence as run",
+            "41.00 ms",
+            "launches 40.60 + copies 0.30 + idle 0.10",
+            "",
+        ],
         [
             "ttft_clean",
             "  3504 cost: catalog drift",
@@ -191,15 +224,28 @@ def test_a_check_whose_steps_all_pass_exits_0_and_prints_the_table_of_its_figure
             "|launches in sequence - alone| <= 3% of alone",
             "met",
         ],
-        ["ttft_clean", "  3504 cost: host overhead", "+0.60 ms (+1.5%)", "TTFT - device time <= 2% of TTFT", "met"],
-        ["numerics_bf16", "bfloat16 worst |diff| / max |logit|", "0.012", "<= 0.05", "pass"],
-        ["numerics_bf16", "bfloat16 KV cache, worst layer 31", "0.004", "<= 0.05 of the layer's max", "pass"],
-        ["numerics_bf16", "bfloat16 causality probe", "bitwise identical", "bitwise required", "pass"],
+        [
+            "ttft_clean",
+            "  3504 cost: host copies",
+            "+0.30 ms (+0.7%)",
+            "not bounded: chunk loads and the first token's copy, as a serve pays them",
+            "",
+        ],
+        [
+            "ttft_clean",
+            "  3504 cost: host, the rest",
+            "+0.30 ms (+0.7%)",
+            "TTFT - device time - copies <= 2% of TTFT",
+            "met",
+        ],
+        ["numerics", "bfloat16 worst |diff| / max |logit|", "0.012", "<= 0.05", "pass"],
+        ["numerics", "bfloat16 KV cache, worst layer 31", "0.004", "<= 0.05 of the layer's max", "pass"],
+        ["numerics", "bfloat16 causality probe", "bitwise identical", "bitwise required", "pass"],
         ["numerics_fp32", "float32 same chunking twice", "bitwise identical", "bitwise required", "pass"],
-        ["targets", "p90/p10, worst: boot 2 64+0", "1.030", "p90/p10 <= 1.05 per graph", "met"],
+        ["targets", "p90/p10, worst: boot 0 64+0", "1.010", "p90/p10 <= 1.05 per graph", "met"],
         ["targets", "eager / replay, least: 64+0", "1.40x", "replay faster than eager", "met"],
         ["targets", "eager / replay, least: 4096+0", "0.99x", "replay no slower than eager", "met"],
-        ["targets", "slowest boot", "22.0 s", "a boot <= 60 s", "met"],
+        ["targets", "slowest boot", "20.0 s", "a boot <= 60 s", "met"],
     ]
     # among them the TTFT's +1.20 ms split by source, each row with its own bound and verdict
     assert [row for row in expected if row not in rows] == []
@@ -208,7 +254,54 @@ def test_a_check_whose_steps_all_pass_exits_0_and_prints_the_table_of_its_figure
         "3504: rule - cost, predicted (3 boots' catalogs)",
         "14000: rule - cost, predicted (3 boots' catalogs)",
     ]
-    assert any(line.split()[:3] == ["ttft_clean", "TTFT", "3504"] and line.endswith("+3.0%") for line in out[10:])
+    assert any(line.split()[:3] == ["ttft_clean", "TTFT", "3504"] and line.endswith("+3.0%") for line in out[end:])
+
+
+def test_each_step_says_its_estimate_before_it_starts_from_what_the_first_capture_measured(
+    tmp_path, monkeypatch, capsys
+):
+    crafted_check(monkeypatch)
+    check.run_check(tmp_path / "report.json", {}, check.steps())
+    lines = capsys.readouterr().out.splitlines()
+    for name in ("capture", "boots", "cuda_tests"):
+        start = next(i for i, line in enumerate(lines) if line.split()[:2] == [name, "start"])
+        assert lines[start + 1].split()[:2] == [name, "ok"]  # its time after, on the next line
+    steps = json.loads((tmp_path / "report.json").read_text())["steps"]
+    assert steps["capture"]["estimate_s"] == budget.gpu_profile("llama-2-7b").boot_prior_s  # nothing measured yet
+    assert steps["boots"]["estimate_s"] == 2 * 20.0  # two more boots, each as long as the first (20 s)
+    assert "estimate 40 s, 0 of 300 s budget spent" in next(l for l in lines if l.startswith("boots ") and "start" in l)
+    assert (steps["capture"]["pass"], steps["boots"]["pass"]) == ("first", "second")
+
+
+def test_a_short_budget_runs_the_first_pass_whole_and_skips_the_second_saying_why(tmp_path, monkeypatch):
+    crafted_check(monkeypatch)
+    assert check.run_check(tmp_path / "report.json", {}, check.steps(), budget_s=1.0, deadline_s=60.0) == 1
+    report = json.loads((tmp_path / "report.json").read_text())
+    first = ("capture", "ttft_clean", "numerics", "numerics_fp32", "targets")
+    assert all(report["steps"][n]["status"] == "ok" for n in first)  # never empties: one full pass
+    assert set(report["skipped"]) == {"boots", "ttft_drift_4096", "cuda_tests"}
+    assert report["skipped"]["boots"] == "skipped: estimate 40 s, 1 s of the 1 s budget left"
+    assert report["skipped"]["cuda_tests"].startswith("skipped: estimate 60 s, ")
+    assert report["steps"]["plans"]["status"] == "ok"  # no device time: an estimate of 0 s fits what is left
+    assert report["budget"]["budget_s"] == 1.0 and report["budget"]["deadline_s"] == 60.0
+    assert any(r[0] == "targets" for r in report["table"])  # the figures of the first pass are all there
+
+
+def test_a_step_whose_boot_needs_more_memory_than_is_free_is_skipped_saying_both(tmp_path, monkeypatch):
+    crafted_check(monkeypatch)
+    free = 20 * 2**30  # the bf16 preset's boot needs more by estimate; tiny's fp32 numerics less
+    assert check.run_check(tmp_path / "report.json", {}, check.steps(), free_bytes=lambda: free) == 1
+    steps = json.loads((tmp_path / "report.json").read_text())["steps"]
+    need = budget.memory_bytes(budget.gpu_profile("llama-2-7b"))
+    assert steps["capture"]["line"] == f"skipped: needs about {need / 2**30:.1f} GiB by estimate, 20.0 GiB free"
+    assert steps["capture"]["memory"] == {"need_bytes": need, "free_bytes": free}
+    assert steps["numerics_fp32"]["status"] == "ok" and steps["numerics"]["line"] == "skipped: needs capture"
+
+
+def test_every_cuda_marked_test_is_in_the_file_the_check_runs():
+    mark = re.compile(r"^(pytestmark = \[?pytest\.mark\.cuda|\s*@pytest\.mark\.cuda\b)", re.M)
+    marked = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("test_*.py") if mark.search(p.read_text())}
+    assert marked == {check.CUDA_TESTS}
 
 
 def test_the_plans_step_sets_the_predicted_gap_against_the_boots_spread():
@@ -218,7 +311,7 @@ def test_the_plans_step_sets_the_predicted_gap_against_the_boots_spread():
         {"catalog": [{"prefill": 512, "decode": 0, "ms": ms}, {"prefill": 4096, "decode": 0, "ms": 150.0}]}
         for ms in (10.0, 10.1, 10.2)
     ]
-    result = check._plans({**boots[0], "boots": boots})
+    result = check._plans({**boots[0], "boots": boots}, (3504, 14000))
     arm = result["arms"][0]
     assert arm["prompt_tokens"] == 3504
     assert arm["predicted_ms"]["cost"] == pytest.approx([70.0, 70.7, 71.4])  # 7 chunks of 512 per boot
@@ -261,17 +354,26 @@ def test_a_step_whose_figures_cannot_be_read_still_ends_in_a_finished_report(tmp
     assert capsys.readouterr().out.splitlines()[-1].split() == ["odd", "no", "figures", "KeyError:", "'missing'"]
 
 
-def test_steps_not_started_within_the_time_budget_are_skipped(tmp_path):
-    plan = [check.Step("first", lambda done: {}, lambda r: "ran")]
-    assert check.run_check(tmp_path / "report.json", {}, plan, budget_s=-1.0) == 1
-    step = json.loads((tmp_path / "report.json").read_text())["steps"]["first"]
-    assert (step["status"], step["line"]) == ("skipped", "skipped: time budget of -1 s spent")
+def test_a_second_pass_step_starts_only_when_its_estimate_fits_the_budget_left(tmp_path):
+    plan = [
+        check.Step("first", lambda done: {}, lambda r: "ran", estimate=lambda done: 5.0),
+        check.Step("second", lambda done: {}, lambda r: "ran", estimate=lambda done: 5.0, extra=True),
+        check.Step("cheap", lambda done: {}, lambda r: "ran", estimate=lambda done: 0.0, extra=True),
+    ]
+    assert check.run_check(tmp_path / "report.json", {}, plan, budget_s=1.0) == 1
+    steps = json.loads((tmp_path / "report.json").read_text())["steps"]
+    assert steps["first"]["status"] == "ok"  # the first pass starts whatever its estimate
+    assert (steps["second"]["status"], steps["second"]["line"]) == (
+        "skipped",
+        "skipped: estimate 5 s, 1 s of the 1 s budget left",
+    )
+    assert steps["cheap"]["status"] == "ok"
 
 
 STUCK = """
 import sys, threading
 from pathlib import Path
-from gpu_runner import check, targets
+from gpu_runner import budget, check, targets
 plan = [
     check.Step("first", lambda done: {}, lambda r: "ran"),
     check.Step("stuck", lambda done: threading.Event().wait(), str),
@@ -294,8 +396,10 @@ def test_a_step_still_running_at_the_hard_limit_is_stopped_and_the_report_finish
         ("skipped", "skipped: the check's 2 s limit was reached"),
     ]
     lines = out.stdout.splitlines()
-    assert [line.split()[0] for line in lines[:3]] == ["first", "stuck", "after"]
-    assert lines[3].startswith("gpu-check: 1 ok, 1 failed, 1 skipped")
+    assert [line.split()[0] for line in results(lines)[:3]] == ["first", "stuck", "after"]
+    assert next(line for line in lines if line.startswith("gpu-check:")).startswith(
+        "gpu-check: 1 ok, 1 failed, 1 skipped"
+    )
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
@@ -313,34 +417,3 @@ def test_gpu_check_without_cuda_says_so_writes_its_report_and_exits_2(tmp_path):
     assert written["ok"] is False and "no CUDA device" in written["reason"]
     assert {s["line"] for s in written["steps"].values()} == {"skipped: needs a CUDA device"}
     assert len(out.stdout.splitlines()) == len(written["steps"]) + 1
-
-
-def test_the_checks_steps_read_real_results_on_cpu(tmp_path, monkeypatch):
-    """The steps' own code on real (CPU, tiny) results instead of crafted ones: every figure the
-    table reads exists in what the analyses return. Only the device, the sizes and the arms differ."""
-    real_run = check._run
-
-    def on_cpu(kind: str, params: dict) -> dict:
-        small = {"device": "cpu", "preset": "tiny", "capacities": [16, 32, 64], "repeats": 2}
-        if "drift_capacities" in params:
-            small["drift_capacities"] = [64]
-        if kind == "capture":
-            small.update(decode_rows=[2], boots=2)
-        if kind == "ttft":
-            small["runs"] = 1
-        params = {k: v for k, v in params.items() if k != "boot_catalog"}
-        return real_run(kind, {**params, **small})
-
-    monkeypatch.setattr(check, "_run", on_cpu)
-    monkeypatch.setattr(check, "ARMS", [100, 150])
-    plan = [s for s in check.steps("tiny") if s.name not in ("targets", "cuda_tests")]  # CUDA-only
-    assert check.run_check(tmp_path / "report.json", {"device": "cpu"}, plan) == 0
-    report = json.loads((tmp_path / "report.json").read_text())
-    assert {s["status"] for s in report["steps"].values()} == {"ok"}
-    figures = {(r[0], r[1].strip().split(":")[-1].strip()) for r in report["table"]}
-    for source in ("catalog drift", "prefix attention", "graph interaction", "host overhead"):
-        assert ("ttft_clean", source) in figures
-    assert any(r[0] == "plans" and "rule - cost" in r[1] for r in report["table"])
-    assert any(r[0] == "capture" and r[1].startswith("boot-to-boot max/min") for r in report["table"])
-    assert any(r[0] == "numerics_bf16" and "KV cache" in r[1] for r in report["table"])  # fp32 here: tiny's dtype
-    assert not any(r[1] == "no figures" for r in report["table"])

@@ -52,10 +52,10 @@ def test_out_of_memory_in_an_in_process_boot_names_the_shape_too(monkeypatch):
 
 
 def test_out_of_memory_in_the_numerics_one_shot_reference_names_its_shape(monkeypatch):
-    def cache(*args, **kwargs):
+    def copy_out(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.50 GiB.")
 
-    monkeypatch.setattr(numerics, "KVCache", cache)
+    monkeypatch.setattr(numerics, "snapshot", copy_out)
     with pytest.raises(BootOutOfMemory, match=r"shape prefill=40 decode=0 .* asked for 1.50 GiB"):
         run("numerics", {"capacities": [16, 32], "repeats": 1, "device": "cpu", "prompt_tokens": 40})
 
@@ -103,7 +103,12 @@ def test_the_observed_kernel_is_the_pinned_one():
         dataclasses.replace(small_context(), attention_cpu="math"), torch.device("cpu"), [(16, 0), (0, 2)]
     )
     boot.prepare([(16, 0), (0, 2)])
-    assert boot.attention == {"pinned": "math", "observed": ["math"]}
+    assert boot.attention == {
+        "pinned": "math",
+        "observed": ["math"],
+        "verdict": "ran as pinned",
+        "kv_heads": "grouped (enable_gqa)",  # tiny: 4 query heads on 2 key/value heads
+    }
 
 
 def test_a_boot_process_that_dies_fails_the_job_with_its_status_and_stderr(monkeypatch):

@@ -29,16 +29,20 @@ def test_faster_is_asked_of_host_bound_shapes_and_no_slower_of_the_rest():
     assert targets.verdicts(capture(), speedups)["replay_no_slower"]["met"] is False
 
 
-def test_the_error_rows_add_up_to_ttft_minus_the_prediction_and_carry_verdicts():
+def test_the_error_rows_add_up_to_ttft_minus_the_prediction_split_into_device_and_host():
     arm = {"ttft_ms": 105.0, "launch_sum_ms": 101.0, "alone_ms": 100.0, "table_ms": 98.0, "predicted_ms": 97.0}
-    rows = {r["source"]: r for r in targets.error_split(arm)}
+    rows = {r["source"]: r for r in targets.error_split(arm, copies_ms=1.5)}
     assert sum(r["ms"] for r in rows.values()) == pytest.approx(105.0 - 97.0)
+    device = sum(r["ms"] for r in rows.values() if r["group"] == "device")
+    assert device == pytest.approx(101.0 - 97.0)  # the launches' device time against the prediction
     assert rows["catalog drift"]["ms"] == pytest.approx(1.0) and rows["prefix attention"]["ms"] == pytest.approx(2.0)
     assert rows["graph interaction"]["pct"] == pytest.approx(1.0) and rows["graph interaction"]["met"]
-    assert (
-        rows["host overhead"]["pct"] == pytest.approx(100 * 4 / 105) and not rows["host overhead"]["met"]
-    )  # 3.8 % > 2 %
-    assert "bound" in rows["host overhead"] and rows["prefix attention"]["bound"] is None  # real cost, not an error
+    assert rows["host copies"]["ms"] == pytest.approx(1.5) and rows["host copies"]["bound"] is None
+    rest = rows["host, the rest"]
+    assert rest["ms"] == pytest.approx(2.5) and rest["pct"] == pytest.approx(100 * 2.5 / 105) and not rest["met"]
+    assert rows["prefix attention"]["bound"] is None  # a real cost, not an error
+    within = {r["source"]: r for r in targets.error_split(arm, copies_ms=3.0)}
+    assert within["host, the rest"]["met"]  # 1.0 ms of 105: under 2 %
 
 
 def test_boot_to_boot_spread_of_a_prediction_is_judged():
