@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .tradeoff import DETERMINISTIC
+
 Json = dict[str, Any]
 
 
@@ -57,6 +59,7 @@ def _deltas(summary: Json) -> list[Json]:
                     "p50": at["p50"],
                     "p99": at["p99"],
                     "deterministic": p["deterministic"],
+                    "interval": not p["deterministic"],
                     "randomness": p["randomness"],
                 }
             )
@@ -70,7 +73,8 @@ def _deltas(summary: Json) -> list[Json]:
                         "rate_per_s": None,
                         "p50": {"mean": p["delta"]["p50"]},
                         "p99": {"mean": p["delta"]["p99"]},
-                        "deterministic": True,
+                        "deterministic": p["delta"]["randomness"] == DETERMINISTIC,
+                        "interval": False,  # one run: no interval, its randomness says why
                         "randomness": p["delta"]["randomness"],
                     }
                 )
@@ -84,7 +88,10 @@ def _padding(summary: Json, before: str, after: str) -> list[Json]:
         for p in _own(summary[kind]):
             ms = {name: _padding_ms(p["policies"].get(name, {})) for name in (before, after)}
             if any(v is not None for v in ms.values()):
-                rows.append({"job": p["job"], "kind": kind, "before": ms[before], "after": ms[after]})
+                rate = p.get("padding_at_per_s")  # capacity: read at its operating rate
+                rows.append(
+                    {"job": p["job"], "kind": kind, "rate_per_s": rate, "before": ms[before], "after": ms[after]}
+                )
     return rows
 
 

@@ -406,3 +406,72 @@ def test_a_job_on_a_stored_boot_says_which_and_a_spelled_out_catalog_says_nothin
     assert f'<tr id="boot-{boot.pk}"' in linked  # and, linked from a job page, the older one too
     assert client.get("/recipes/tiny-cpu?boot=99999999999999999999").status_code == 200  # a bad id is ignored
     assert "Catalogs from stored boots" not in client.get(f"/jobs/{inline.pk}").content.decode()
+
+
+A100_RATES = {"rate_min_per_s": 0.5, "rate_max_per_s": 4.0, "steps": 3}
+
+
+def test_an_a100_decision_shows_each_cited_job_with_its_hardware_and_never_the_h100_as_the_recipes(
+    author, reviewer, client
+):
+    from heliosweb.recipes.services import recipe_create
+
+    a100 = recipe_create(name="llama-a100", policy="cost", hardware="A100")
+    h100_cap = evidence_job(a100, "capacity", execution="llama-2-7b-h100", requests=40, **A100_RATES)
+    a100_cap = evidence_job(a100, "capacity", execution="llama-2-7b-a100", requests=40, **A100_RATES)
+    h100_sim = evidence_job(a100, "simulate", execution="llama-2-7b-h100", requests=40, rate_per_s=2.0)
+    decision = services.decision_propose(
+        actor=author, recipe="llama-a100", policy="rule", rationale=RATIONALE,
+        evidence=[h100_cap.pk, a100_cap.pk, h100_sim.pk],
+    )  # fmt: skip
+    body = api_for(reviewer).get(f"/api/decisions/{decision.pk}/tradeoff/").json()
+    caps = [(c["job"], c["source"]["hardware"], c["source"]["own"]) for c in body["capacity"]]
+    assert caps == [(a100_cap.pk, "A100", True), (h100_cap.pk, "H100", False)]
+    assert [c["job"] for c in body["verdict"]["capacity"]] == [a100_cap.pk]
+    assert body["verdict"]["delta"] == [d for d in body["verdict"]["delta"] if d["job"] == a100_cap.pk]
+    client.force_login(reviewer)
+    html = client.get(f"/decisions/{decision.pk}").content.decode()
+    verdict = html.split('id="verdict"')[1].split("</section>")[0]
+    a100_caps = {p["policy"]: p["capacity_per_s"] for p in a100_cap.result["policies"]}
+    line = verdict.split('class="verdict-capacity"')[1].split("</li>")[0]
+    assert f"job #{a100_cap.pk}, A100" in line and f"job #{h100_cap.pk}" not in line
+    assert (a100_caps["cost"] is None) or f"cost {rate_text(a100_caps['cost'])}/s" in line
+    vouch = verdict.split('id="cannot-vouch"')[1]
+    for job in (h100_cap, h100_sim):
+        assert f"job #{job.pk} ran on H100, not this recipe&#x27;s A100" in vouch
+    for job in (h100_cap, h100_sim):  # each H100 part opens with its banner, under its own source line
+        part = html.split(f'data-job="{job.pk}">')[1]
+        assert part.lstrip().startswith('<p class="banner foreign" role="note"><strong>Not this recipe')
+        assert 'hardware <span class="hardware">H100</span>' in part.split("</p>")[1]
+    own = html.split(f'<div class="part" data-job="{a100_cap.pk}">')[1].split("</div>")[0]
+    assert "banner foreign" not in own and 'hardware <span class="hardware">A100</span>' in own
+
+
+def test_a_third_policy_declared_in_a_test_appears_in_every_delta_and_on_the_decision_page(
+    author, reviewer, recipe, client, monkeypatch
+):
+    from scheduler_core.policies import POLICIES
+
+    from ..scheduler_core.test_evidence_bound import FirstGraphPolicy
+
+    monkeypatch.setitem(POLICIES, FirstGraphPolicy.name, FirstGraphPolicy)
+    policies = ["cost", "smallest"]
+    jobs = [
+        evidence_job(recipe, "sweep", count=8, policies=policies),
+        evidence_job(recipe, "simulate", requests=40, policies=policies),
+        evidence_job(recipe, "capacity", requests=40, policies=policies, **A100_RATES),
+    ]
+    decision = services.decision_propose(
+        actor=author, recipe="tiny-cpu", policy="smallest", rationale=RATIONALE, evidence=[j.pk for j in jobs]
+    )
+    client.force_login(reviewer)
+    html = client.get(f"/decisions/{decision.pk}").content.decode()
+    assert "Verdict: cost (before) → smallest (after)" in html
+    assert "smallest wins" in html.split('id="tradeoff-sweep"')[1].split("</ul>")[0]
+    assert "smallest − cost (difference of percentiles): p50" in html.split('class="simulate-delta"')[1]
+    deltas = html.split('<table class="capacity-deltas"')[1].split("</table>")[0]
+    assert "smallest − cost TTFT p50" in deltas and len(deltas.split("<tr data-rate=")) == 4
+    worst = html.split('class="worst"')[1].split("</thead>")[0]
+    assert "smallest TTFT" in worst and "cost TTFT" in worst and "smallest − cost" in worst
+    assert "smallest − cost TTFT at" in html.split('id="verdict"')[1]
+    assert "rule" not in html.split('id="verdict"')[1].split("</section>")[0]
