@@ -181,14 +181,7 @@ def _sweep(job: Evidence, pair: Pair) -> Json:
             continue
         before, after = series[pair.before], series[pair.after]
         delta = [round(a - b, 6) for a, b in zip(after["ttft_ms"], before["ttft_ms"], strict=True)]
-        s = summarise(lengths, before, after, delta)
-        catalogs[name] = {
-            "prompts": s["prompts"],
-            "after_wins": s["rule_wins"],  # `sweep.summarise` names its after "rule"
-            "after_loses": s["rule_loses"],
-            "ties": s["ties"],
-            **{k: s[k] for k in ("mean_delta_ms", "max_loss_ms", "max_loss_at", "max_gain_ms", "max_gain_at")},
-        }
+        catalogs[name] = dict(summarise(lengths, before, after, delta))
     return {"job": job.id, "catalogs": catalogs}
 
 
