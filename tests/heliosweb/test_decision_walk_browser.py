@@ -1,4 +1,5 @@
-"""The decision walk in Chromium at 1280 and 390 px, on an A100 recipe whose proposer cites A100
+"""The decision walk in Chromium at 1280 and 390 px, on an A100 recipe (created through its form,
+declaring its hardware) whose proposer cites A100
 and H100 evidence: the page opens with the status, what it needs next and the reader's action,
 then the verdict read from the A100 jobs only (the H100 ones named as not the recipe's); a second
 user's refused steps put the error where the reader is, focused; approve, then apply."""
@@ -13,7 +14,8 @@ from django.contrib.auth.models import Group, User
 
 from heliosweb.decisions.models import PolicyDecision
 from heliosweb.jobs.models import BenchmarkJob
-from heliosweb.recipes.services import recipe_create, recipe_update
+from heliosweb.recipes.models import Recipe
+from heliosweb.recipes.services import recipe_update
 from scheduler_core.analyses import ANALYSES
 
 from .conftest import log_in_and_open, needs_chromium
@@ -73,18 +75,32 @@ def _shoot(page: Any, stage: str) -> None:
 
 
 def test_the_decision_walk_on_mixed_hardware_evidence(stack, page):
-    recipe = recipe_create(name="llama-a100", policy="cost", hardware="A100", required_evidence=["real_ttft"])
-    a100_cap = _done(recipe, "capacity", execution="llama-2-7b-a100", requests=40, **RATES)
-    a100_sim = _done(recipe, "simulate", execution="llama-2-7b-a100", requests=40, rate_per_s=2.0)
-    h100_sim = _done(recipe, "simulate", execution="llama-2-7b-h100", requests=40, rate_per_s=2.0)
     _person("mia", "maintainers", "operators")
     _person("avi", "approvers")
     stack.start_web()
     base, browser, errors = stack.base_url, page.context.browser, []
     SHOTS.mkdir(parents=True, exist_ok=True)
 
+    # mia, an operator, creates the A100 recipe through its form: it declares its hardware
+    mia = _as(browser, base, "/recipes/new", "mia", 1280, 900, errors)
+    mia.fill("input[name=name]", "llama-a100")
+    mia.select_option("select[name=policy]", "cost")
+    mia.fill("input[name=hardware]", "A100")
+    mia.check("input[name=required_evidence][value=real_ttft]")
+    for width, height in WIDTHS:
+        mia.set_viewport_size({"width": width, "height": height})
+        assert mia.evaluate("document.documentElement.scrollWidth") <= width
+        mia.screenshot(path=str(SHOTS / f"decision-walk-recipe-form-{width}.png"), full_page=True)
+    mia.click("#recipe-form button[type=submit]")
+    mia.wait_for_url("**/recipes/llama-a100")
+    recipe = Recipe.objects.get(name="llama-a100")
+    assert (recipe.hardware, recipe.required_evidence) == ("A100", ["real_ttft"])
+    a100_cap = _done(recipe, "capacity", execution="llama-2-7b-a100", requests=40, **RATES)
+    a100_sim = _done(recipe, "simulate", execution="llama-2-7b-a100", requests=40, rate_per_s=2.0)
+    h100_sim = _done(recipe, "simulate", execution="llama-2-7b-h100", requests=40, rate_per_s=2.0)
+
     # mia proposes rule, citing the A100 and H100 jobs, through the form
-    mia = _as(browser, base, "/decisions/new", "mia", 1280, 900, errors)
+    mia.goto(f"{base}/decisions/new")
     mia.select_option("#id_recipe", "llama-a100")
     mia.select_option("#id_policy", "rule")
     mia.fill("#id_rationale", "One launch per chunk; the A100 capacity holds.")
