@@ -51,6 +51,11 @@ class Policy(Protocol):
         """The next chunk at `state.position`, or None when no candidate is left (a stall)."""
         ...
 
+    def may_ride_mixed(self, chunk: Launch, state: PrefillState) -> bool:
+        """Whether this policy's solo `chunk` (chosen at `state`) may ride in a mixed shape beside
+        decode rows: what the step loop asks of a policy, so it never needs to know its class."""
+        ...
+
 
 def surviving_candidates(catalog: Catalog, request: Request, position: int, segment_end: int) -> list[tuple[int, int]]:
     """The spec's candidate filter: (capacity, work) pairs left at `position`, ascending."""
@@ -222,6 +227,10 @@ class CostPolicy:
         first = score[3]
         return Launch(first, p, p + request.consumed(p, first, e), self.name, catalog.predicted_ms(first))
 
+    def may_ride_mixed(self, chunk: Launch, state: PrefillState) -> bool:
+        """A cost chunk rides any mixed shape whose prefill row is its graph (the loop checks that)."""
+        return True
+
     def _span_memo(self, catalog: Catalog, request: Request, target: int) -> dict[int, Score]:
         owner = self._memo_owner
         if owner is None or owner[0] is not catalog or owner[1] is not request or owner[2] != target:
@@ -276,6 +285,13 @@ def rule_graph(catalog: Catalog, remaining: int) -> int:
     return caps[bisect_left(caps, remaining)]
 
 
+def is_rule_chunk(chunk: Launch, state: PrefillState) -> bool:
+    """PR #22: a solo chunk may ride a mixed shape only when its prefill row is exactly the rule's
+    graph for what remains of the segment (never a chunk the rule bailed from)."""
+    request, p = state.request, state.position
+    return chunk.graph == rule_graph(state.catalog, request.segment_end(p) - p)
+
+
 class RulePolicy:
     """PR #22 with the liveness fix: bail to the measured catalog when the rule's chunk would be filtered."""
 
@@ -293,6 +309,8 @@ class RulePolicy:
         if work == 0 or catalog.prefill_ms[graph] is None:
             return self._fallback.choose(state)
         return Launch(graph, p, p + work, self.name, catalog.predicted_ms(graph))
+
+    may_ride_mixed = staticmethod(is_rule_chunk)
 
 
 class RuleV1Policy:
@@ -312,6 +330,8 @@ class RuleV1Policy:
         if catalog.prefill_ms[graph] is None and i > 0 and request.consumed(p, catalog.capacities[i - 1], e) == work:
             return None
         return Launch(graph, p, p + work, self.name, catalog.predicted_ms(graph))
+
+    may_ride_mixed = staticmethod(is_rule_chunk)
 
 
 # The one registry of policies, by name. Everything that offers a choice of policies (the CLI, the

@@ -23,10 +23,7 @@ from .policies import (
     Launch,
     Policy,
     PrefillState,
-    RulePolicy,
-    RuleV1Policy,
     make_policy,
-    rule_graph,
     totals_equal,
 )
 from .request import Request, fit_context
@@ -192,9 +189,9 @@ class _Lane:
         self.last_index = -1  # launch index of its latest token
         self.last_ms = 0.0
         self.max_gap = 0.0
-        # The solo policy in force at its first chunk, and whether it is the rule: it plans the rest
+        # The solo policy in force at its first chunk: it plans the rest
         # of the request, whatever `set_solo_policy` says meanwhile (one request, one planner).
-        self.planner: tuple[Policy, bool] | None = None
+        self.planner: Policy | None = None
 
     def outcome(self) -> LaneOutcome:
         a = self.arrival
@@ -322,7 +319,6 @@ class StepLoop:
         self.shapes = _Shapes(catalog, self.max_lanes)
         # `cost` plans solo chunks and busy ones alike: one instance, so its plan table is filled once
         self.busy_policy = self.solo_policy if isinstance(self.solo_policy, CostPolicy) else CostPolicy()
-        self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
         self.pending = sorted((self._fit(a) for a in arrivals), key=lambda a: (a.arrival_ms, a.id))
         self.next_arrival = 0
         self.prefilling: deque[_Lane] = deque()  # init or prefill phase, first come first served
@@ -463,7 +459,6 @@ class StepLoop:
         """Choose solo prefill chunks with `name` for requests whose first chunk is still to come
         (one already prefilling keeps the policy that planned its first chunk; the busy path stays cost)."""
         self.solo_policy = make_policy(name)
-        self.rule_solo = isinstance(self.solo_policy, (RulePolicy, RuleV1Policy))
 
     def forget(self, admitted_every: int) -> None:
         """Drop finished outcomes, the run-wide gap list and, once `admitted_every` arrivals are
@@ -500,9 +495,9 @@ class StepLoop:
                 self._launch(INIT, 0, 0, self.shapes.init_predicted_ms, head)
             return None
         solo = len(self.prefilling) == 1
-        solo_policy, rule_solo = head.planner or (self.solo_policy, self.rule_solo)
-        policy = solo_policy if solo else self.busy_policy
-        chunk = policy.choose(PrefillState(self.catalog, head.arrival.request, head.position))
+        policy = (head.planner or self.solo_policy) if solo else self.busy_policy
+        state = PrefillState(self.catalog, head.arrival.request, head.position)
+        chunk = policy.choose(state)
         if chunk is None or chunk.end <= head.position:
             return Stall(head.arrival.id, head.position, policy.name)
         if not decoding:
@@ -511,7 +506,7 @@ class StepLoop:
         decode = self.shapes.decode_for(len(decoding))
         mixed = (
             self.shapes.mixed_for(chunk.graph, len(decoding))
-            if self._mixable(chunk, head, solo and rule_solo)
+            if not solo or policy.may_ride_mixed(chunk, state)
             else None
         )
         if mixed is not None and _not_dearer(_predicted(mixed), chunk.predicted_ms + _predicted(decode)):
@@ -521,13 +516,6 @@ class StepLoop:
         else:
             self._launch(PREFILL, chunk.graph, 0, chunk.predicted_ms, head, chunk, solo)
         return None
-
-    def _mixable(self, chunk: Launch, lane: _Lane, solo_rule: bool) -> bool:
-        """PR #22: under the rule, a mixed shape carries a solo chunk only when its prefill row is the rule's graph."""
-        if not solo_rule:
-            return True
-        request, p = lane.arrival.request, lane.position
-        return chunk.graph == rule_graph(self.catalog, request.segment_end(p) - p)
 
     def _launch_decode(self) -> None:
         graph = self.shapes.decode_for(len(self.decoding))
@@ -564,7 +552,7 @@ class StepLoop:
             else:
                 assert chunk is not None
                 if lane.planner is None:
-                    lane.planner = (self.solo_policy, self.rule_solo)
+                    lane.planner = self.solo_policy
                 lane.chunks.append(chunk)
                 lane.solo.append(solo)
                 lane.position = chunk.end

@@ -1,15 +1,23 @@
-"""The pull request's trade-off, assembled from evidence: one summary in its own layout.
+"""The pull request's trade-off, assembled from the evidence a decision cites: one summary in its own layout.
 
 A decision carries evidence jobs (pr22, sweep, boots, fuzz, simulate, capacity, replay, and the GPU
-kinds ttft and numerics). Each part of the trade-off summarises the newest job of its kind; a part is None
-when no evidence covers it, so a reader sees what was not measured as plainly as what was.
-Beside the pull request's "cost" and "rule", every arm shows the cost model on the *repaired*
-catalog: the narrower alternative the pull request names (fix the drift, keep measured costs).
+kinds ttft and numerics), cited by its proposer. Every cited job of a kind is a part of the
+trade-off (never "the newest job of each kind"), and every part names its source
+(`evidence.source`: the job, its recipe, its hardware, its execution and its traffic). A part run
+on another recipe or on other hardware than the decision's is marked `foreign` in words and listed
+after the decision's own; the verdict reads only the decision's own parts, so an H100 figure is
+never read as an A100 recipe's. A kind no evidence covers is an empty list, so a reader sees what
+was not measured as plainly as what was.
+
+The policies compared are the decision's before and after (`comparison.Pair`): every delta here is
+`after - before`, whatever the two policies are. Beside the pull request's "cost" and "rule", every
+pr22 arm shows the cost model on the *repaired* catalog: the narrower alternative the pull request
+names (fix the drift, keep measured costs).
 
 Serving evidence (simulate, capacity) is read as a maintainer weighs it: capacity at the SLO per
-policy, the rule - cost TTFT delta at p50 and p99 with its 95 % interval (or "deterministic" where
-nothing in the run is random), padding in GPU-ms, and the same requests under both policies. A
-replay (what each policy would have done with the traffic an engine served) stands beside what the
+policy, the after - before TTFT delta at p50 and p99 with its 95 % interval (or "deterministic"
+where nothing in the run is random), padding in GPU-ms, and the same requests under both policies.
+A replay (what each policy would have done with the traffic an engine served) stands beside what the
 engine itself reported and how much of it the replay reproduces launch for launch.
 A measured timing (ttft) on a CPU, or spread wider than SPREAD_BOUND over its runs, is marked
 `indicative` (the page: "indicative, not GPU timing"), with why.
@@ -19,7 +27,7 @@ The checklist is the pull request's own list of what it did not do, ticked by ev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,9 +38,11 @@ from .analyses.fuzz import FuzzResult
 from .analyses.pr22 import Pr22Result
 from .analyses.replay import ReplayResult
 from .analyses.simulate import SimulateResult
-from .analyses.sweep import Summary, SweepResult
+from .analyses.sweep import SweepResult, summarise
 from .catalog import Catalog
+from .comparison import Pair, pair_in, paired_intervals, percentile_delta, request_deltas
 from .errors import InvalidInput
+from .evidence import Evidence, Subject, source
 from .health import boot_health, repaired
 from .measured import LogitsComparison, MeasuredNumerics, MeasuredOn, MeasuredTtft, TtftArm
 from .planner import plan
@@ -40,10 +50,13 @@ from .request import Request
 from .stats import round6
 from .typed_json import read_as
 
+__all__ = ["Evidence", "Pair", "StoredBoot", "Subject", "tradeoff", "checklist", "missing", "parse_required"]
+
 Json = dict[str, Any]
 SPREAD_BOUND = 0.10  # (slowest - fastest) / median of a timing's runs above which it is not read as GPU timing
 DETERMINISTIC = "deterministic (a trace on a fixed execution model)"
 GPU_MODE = "cuda-graph"  # gpu_runner's mode on a GPU; "eager-cpu" on a CPU
+SERVING = ("simulate", "capacity", "replay")  # the kinds that serve traffic (the per-request comparison)
 
 CHECKLIST: tuple[tuple[str, str], ...] = (
     ("recipe_run", "per-recipe run on this recipe's boots"),
@@ -55,17 +68,6 @@ CHECKLIST: tuple[tuple[str, str], ...] = (
 CHECKLIST_ITEMS: tuple[str, ...] = tuple(key for key, _ in CHECKLIST)
 # A measured TTFT further than this share from its prediction is listed with a caveat (docs/decisions.md).
 OFF_PREDICTION_BOUND = 0.25
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """One done job as the trade-off reads it."""
-
-    id: int
-    kind: str
-    recipe: str | None
-    params: Json
-    result: Json
 
 
 @dataclass(frozen=True)
@@ -86,13 +88,16 @@ def parse_required(items: Any, field: str = "required_evidence") -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def tradeoff(evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots: Sequence[StoredBoot] = ()) -> Json:
-    """The whole summary: each part from the newest job of its kind, then the checklist."""
-    newest: dict[str, Evidence] = {}
-    for job in sorted(evidence, key=lambda e: e.id):
-        newest[job.kind] = job
+Summarise = Callable[[Evidence, Pair], Any]
+
+
+def tradeoff(evidence: Sequence[Evidence], *, subject: Subject, pair: Pair, boots: Sequence[StoredBoot] = ()) -> Json:
+    """The whole summary: per kind, a part for every cited job of it (the decision's own first),
+    the per-request comparisons, the checklist, then the verdict read from the decision's own parts."""
+    cited = sorted(evidence, key=lambda e: e.id)
     involved = _boots_involved(evidence, boots)
-    parts: dict[str, Callable[[Evidence], Json]] = {
+    parts: dict[str, Summarise] = {
+        "arms": _arms,
         "sweep": _sweep,
         "boots": _boots,
         "fuzz": _fuzz,
@@ -102,32 +107,45 @@ def tradeoff(evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots
         "ttft": _ttft,
         "numerics": _numerics,
     }
-    out: Json = {"arms": _readable(_arms, newest["pr22"]) if "pr22" in newest else None}
-    out.update(
-        {name: _readable(summarise, newest[name]) if name in newest else None for name, summarise in parts.items()}
-    )
-    serving = _serving_newest(newest)
-    out["requests"] = _readable(_requests, serving) if serving else None
-    out["ttft_conditions"] = _readable(ttft_conditions, newest["ttft"]) if "ttft" in newest else None
+    kinds = {"arms": "pr22"}
+    out: Json = {"pair": pair.to_dict(), "subject": {"recipe": subject.recipe, "hardware": subject.hardware}}
+    for name, summarise_part in parts.items():
+        jobs = [job for job in cited if job.kind == kinds.get(name, name)]
+        out[name] = _ordered([_part(summarise_part, job, subject, pair) for job in jobs])
+    serving = [job for job in cited if job.kind in SERVING]
+    out["requests"] = _ordered([r for job in serving if (r := _part(_requests, job, subject, pair)) is not None])
+    ttft_jobs = [job for job in cited if job.kind == "ttft"]
+    out["ttft_conditions"] = [_part(lambda j, _p: ttft_conditions(j), job, subject, pair) for job in ttft_jobs]
     out["health"] = _health(involved, boots) if involved else None
-    out["checklist"] = checklist(evidence, recipe=recipe, to_policy=to_policy, boots=boots)
+    out["checklist"] = checklist(evidence, recipe=subject.recipe, to_policy=pair.after, boots=boots)
     return out
 
 
-def _readable(summarise: Callable[[Evidence], Any], job: Evidence) -> Any:
-    """A stored result this version cannot read (an older layout) is named, not a crash."""
+def _ordered(parts: list[Json]) -> list[Json]:
+    """The decision's own parts first, then the foreign ones, each in citing order (job id)."""
+    return sorted(parts, key=lambda p: (not p["source"]["own"], p["source"]["job"]))
+
+
+def _part(summarise_part: Summarise, job: Evidence, subject: Subject, pair: Pair) -> Any:
+    """One job's part with its source; a stored result this version cannot read (an older layout)
+    is named, not a crash. None where the job holds nothing for this part (no per-request rows)."""
     try:
-        return summarise(job)
+        part = summarise_part(job, pair)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
-        return {"job": job.id, "error": f"job {job.id}'s {job.kind} result is not readable here ({exc!r})"}
+        part = {"job": job.id, "error": f"job {job.id}'s {job.kind} result is not readable here ({exc!r})"}
+    if part is None:
+        return None
+    traffic = job.result.get("traffic")
+    return {**part, "source": source(job, subject, _traffic_text(traffic) if isinstance(traffic, dict) else None)}
 
 
 def _side(p: Any) -> Json:
     return {"launches": len(p.launches), "ttft_ms": round(p.ttft_ms or 0.0, 6), "padded_tokens": p.padded_tokens}
 
 
-def _arms(job: Evidence) -> list[Json]:
-    """pr22's arms as published, plus the cost model planning on each catalog repaired."""
+def _arms(job: Evidence, pair: Pair) -> Json:
+    """pr22's arms as published (the pull request's own cost and rule, whatever the decision's
+    pair), plus the cost model planning on each catalog repaired."""
     result = read_as(job.result, Pr22Result)
     execution = execution_of(result["execution"])
     catalogs = pr22_catalogs(execution, result["drift_factor"])
@@ -146,39 +164,55 @@ def _arms(job: Evidence) -> list[Json]:
                 "delta_ms": arm["delta_ms"],
                 "repaired": {**_side(on_repaired), "replaced": list(fixed.replaced)},
                 "repaired_delta_ms": round(arm["rule"]["ttft_ms"] - (on_repaired.ttft_ms or 0.0), 6),
-                "job": job.id,
             }
         )
-    return rows
+    return {"job": job.id, "rows": rows}
 
 
-def _sweep(job: Evidence) -> Json:
-    """Each catalog's summary, every field `sweep.Summary` declares (an older layout missing one is named)."""
-    summary: Mapping[str, Mapping[str, Any]] = read_as(job.result, SweepResult)["summary"]
-    return {
-        "job": job.id,
-        "catalogs": {name: {k: s[k] for k in Summary.__annotations__} for name, s in summary.items()},
-    }
+def _sweep(job: Evidence, pair: Pair) -> Json:
+    """Per catalog, how often and by how much `after` beats or trails `before` (after - before, ms),
+    from the two policies' own series; None per catalog where the sweep did not plan both."""
+    result = read_as(job.result, SweepResult)
+    lengths = result["prompt_tokens"]
+    catalogs: dict[str, Json | None] = {}
+    for name, series in result["series"].items():
+        if pair_in(list(series), pair) is None:
+            catalogs[name] = None
+            continue
+        before, after = series[pair.before], series[pair.after]
+        delta = [round(a - b, 6) for a, b in zip(after["ttft_ms"], before["ttft_ms"], strict=True)]
+        catalogs[name] = dict(summarise(lengths, before, after, delta))
+    return {"job": job.id, "catalogs": catalogs}
 
 
-def _boots(job: Evidence) -> Json:
+def _boots(job: Evidence, pair: Pair) -> Json:
     result = read_as(job.result, BootsResult)
     return {
         "job": job.id,
         "boots": result["boots"],
         "real_boots": result["real_boots"],
         # recounted from the per-prompt rows, so a result stored with the old summed layout reads the same
-        "policies": {name: per_prompt_summary(result["prompts"], name) for name in result["overall"]},
+        "policies": {
+            name: per_prompt_summary(result["prompts"], name) for name in _pair_first(result["overall"], pair)
+        },
     }
 
 
-def _fuzz(job: Evidence) -> Json:
+def _pair_first(names: Any, pair: Pair) -> list[str]:
+    """The policies a job ran, the decision's before and after first."""
+    ran = list(names)
+    return [n for n in (pair.before, pair.after) if n in ran] + [n for n in ran if n not in (pair.before, pair.after)]
+
+
+def _fuzz(job: Evidence, pair: Pair) -> Json:
     result = read_as(job.result, FuzzResult)
+    policies = result["policies"]
     return {
         "job": job.id,
         "cases": result["cases"],
         "policies": {
-            name: {"stalls": p["stalls"], "violations": p["violations"]} for name, p in result["policies"].items()
+            name: {"stalls": policies[name]["stalls"], "violations": policies[name]["violations"]}
+            for name in _pair_first(policies, pair)
         },
     }
 
@@ -195,7 +229,7 @@ def _serving_run(job_id: int, result: SimulateResult | ReplayResult) -> Json:
     }
 
 
-def _simulate(job: Evidence) -> Json:
+def _simulate(job: Evidence, pair: Pair) -> Json:
     result = read_as(job.result, SimulateResult)
     policies = {p["policy"]: p for p in result["policies"]}
     return {
@@ -208,27 +242,28 @@ def _simulate(job: Evidence) -> Json:
                 "padded_prefill_ms": p.get("padded_prefill_ms"),  # absent from results older than it
                 "stalled": p["stalled"],
             }
-            for name, p in policies.items()
+            for name in _pair_first(policies, pair)
+            for p in [policies[name]]
         },
-        "delta": _simulate_delta(result["traffic"], policies),
+        "delta": _run_delta(result["traffic"], policies, pair),
     }
 
 
-def _simulate_delta(traffic: Json, policies: dict[str, Json]) -> Json | None:
-    """rule - cost at p50 and p99 of one run: a trace is deterministic, a Poisson run one seeded draw."""
-    cost, rule = policies.get("cost"), policies.get("rule")
-    if not cost or not rule or cost["stalled"] or rule["stalled"]:
+def _run_delta(traffic: Json, policies: dict[str, Json], pair: Pair) -> Json | None:
+    """after - before at p50 and p99 of one run (a difference of percentiles): a trace is
+    deterministic, a Poisson run one seeded draw. None unless the run has both policies."""
+    row = percentile_delta(policies, pair) if pair_in(list(policies), pair) else None
+    if row is None:
         return None
-    row: Json = {q: round6(rule["ttft_ms"][q] - cost["ttft_ms"][q]) for q in ("p50", "p99")}
     if traffic["source"] == "trace":
         return {**row, "randomness": DETERMINISTIC}
     return {**row, "randomness": f"one seeded Poisson draw (seed {traffic['seed']}): no interval"}
 
 
-def _replay(job: Evidence) -> Json:
+def _replay(job: Evidence, pair: Pair) -> Json:
     """Each replayed policy beside what the engine served under each policy it ran (the same four
-    figures), the share of the served requests each replay repeats launch for launch, and rule -
-    cost at p50/p99; a replay is a trace on a fixed setting, so deterministic."""
+    figures), the share of the served requests each replay repeats launch for launch, and after -
+    before at p50/p99; a replay is a trace on a fixed setting, so deterministic."""
     result = read_as(job.result, ReplayResult)
     figures = ("ttft_p50_ms", "ttft_p99_ms", "prefill_launches", "padded_prefill_tokens")
     served = result["served"]
@@ -248,7 +283,7 @@ def _replay(job: Evidence) -> Json:
         if served is None
         else {row["policy"]: {k: row[k] for k in ("requests", *figures)} for row in served["policies"]},
         "engines": served["engines"] if served else [],
-        "delta": _simulate_delta(result["traffic"], {p["policy"]: p for p in result["policies"]}),
+        "delta": _run_delta(result["traffic"], {p["policy"]: p for p in result["policies"]}, pair),
     }
 
 
@@ -270,15 +305,12 @@ def _basis(execution: Json) -> str:
     )
 
 
-def _capacity(job: Evidence) -> Json:
-    """Capacity at the SLO per policy, and rule - cost at p50/p99 per rate with its interval."""
+def _capacity(job: Evidence, pair: Pair) -> Json:
+    """Capacity at the SLO per policy, and after - before at p50/p99 per rate with its interval."""
     r = read_as(job.result, CapacityResult)
     deterministic = r["repeats"] == 1 and r["traffic"]["source"] == "trace"
-    rates = []
-    for d in r["deltas"]:
-        if "ttft_p50_ms" in d:
-            rates.append({"rate_per_s": d["rate_per_s"], "p50": d["ttft_p50_ms"], "p99": d["ttft_p99_ms"]})
     at = _operating_index(r)
+    by_name = {p["policy"]: p for p in r["policies"]}
     return {
         "job": job.id,
         "slo": r["slo"],
@@ -288,15 +320,35 @@ def _capacity(job: Evidence) -> Json:
         "randomness": DETERMINISTIC if deterministic else r["randomness"],
         "deterministic": deterministic,
         "policies": {
-            p["policy"]: {
-                "capacity_per_s": p["capacity_per_s"],
-                "padded_prefill_ms": p["points"][at].get("padded_prefill_ms"),  # absent from older results
+            name: {
+                "capacity_per_s": by_name[name]["capacity_per_s"],
+                "padded_prefill_ms": by_name[name]["points"][at].get("padded_prefill_ms"),  # absent from older results
             }
-            for p in r["policies"]
+            for name in _pair_first(by_name, pair)
         },
         "padding_at_per_s": r["rates_per_s"][at],
-        "deltas": rates,
+        "deltas": _capacity_deltas(r, pair),
     }
+
+
+def _capacity_deltas(result: CapacityResult, pair: Pair) -> list[Json]:
+    """after - before TTFT p50 and p99 at every rate, paired by seed over the draws each point
+    keeps; a result stored before points kept their draws has only its own cost/rule deltas."""
+    by_name = {p["policy"]: p for p in result["policies"]}
+    if pair_in(list(by_name), pair) is None:
+        return []
+    keys = ("ttft_p50_ms", "ttft_p99_ms")
+    rows = []
+    for i, rate in enumerate(result["rates_per_s"]):
+        points = {name: by_name[name]["points"][i] for name in (pair.before, pair.after)}
+        if all("draws" in p for p in points.values()):
+            found = paired_intervals({n: p["draws"] for n, p in points.items()}, pair, keys)
+        elif (pair.before, pair.after) == ("cost", "rule") and "ttft_p50_ms" in result["deltas"][i]:
+            found = {k: result["deltas"][i][k] for k in keys}
+        else:
+            return []  # an older result: no draws to pair, and its stored deltas are another pair's
+        rows.append({"rate_per_s": rate, "p50": found["ttft_p50_ms"], "p99": found["ttft_p99_ms"]})
+    return rows
 
 
 def _operating_index(result: CapacityResult) -> int:
@@ -308,27 +360,23 @@ def _operating_index(result: CapacityResult) -> int:
     return meeting[-1] if meeting else 0
 
 
-def _serving_newest(newest: dict[str, Evidence]) -> Evidence | None:
-    """The job the per-request comparison comes from: the newest of simulate, capacity and replay."""
-    jobs = [newest[k] for k in ("simulate", "capacity", "replay") if k in newest]
-    return max(jobs, key=lambda e: e.id) if jobs else None
-
-
-def _requests(job: Evidence) -> Json | None:
-    """The same requests under both policies (`simulate.request_deltas`): the rule - cost TTFT CDF and
-    the worst requests, from a simulate or replay job (the same shape) or a capacity job's operating
-    rate (`_operating_index`)."""
+def _requests(job: Evidence, pair: Pair) -> Json | None:
+    """The same requests under both policies (`comparison.request_deltas`): the after - before TTFT
+    CDF and the worst requests, from a simulate or replay job's per-request rows (a replay's have
+    simulate's shape), or a capacity job's operating rate (`_operating_index`), whose first draw's
+    comparison it stored (cost/rule only)."""
     draws, rate = 1, None
     if job.kind == "capacity":
         capacity = read_as(job.result, CapacityResult)
         at = _operating_index(capacity)
         draws, rate = capacity["repeats"], capacity["rates_per_s"][at]
-        deltas = capacity["deltas"][at].get("per_request")
+        deltas = capacity["deltas"][at].get("per_request") if (pair.before, pair.after) == ("cost", "rule") else None
+        deltas = _stored_as_pair(deltas) if deltas else None
     else:
-        deltas = read_as(job.result, SimulateResult)["deltas"]  # a replay's are simulate's (`request_deltas`)
+        deltas = request_deltas(read_as(job.result, SimulateResult)["policies"], pair)
     if not deltas or not deltas["requests"]:
         return None
-    keys = ("requests", "mean_ms", "p50", "p90", "p99", "max", "min", "share_rule_slower", "share_rule_faster")
+    keys = ("requests", "mean_ms", "p50", "p90", "p99", "max", "min", "share_after_slower", "share_after_faster")
     return {
         "job": job.id,
         "kind": job.kind,
@@ -338,6 +386,23 @@ def _requests(job: Evidence) -> Json | None:
         "cdf_ms": deltas["cdf_ms"],
         "worst": deltas["worst"],
         "catalog": job.result["catalog"],
+    }
+
+
+def _stored_as_pair(stored: Json) -> Json:
+    """A capacity job's stored rule - cost comparison (`simulate.request_deltas`) in the generic names."""
+    return {
+        **stored,
+        "share_after_slower": stored["share_rule_slower"],
+        "share_after_faster": stored["share_rule_faster"],
+        "worst": [
+            {
+                **{k: w[k] for k in w if k not in ("cost_ttft_ms", "rule_ttft_ms")},
+                "before_ttft_ms": w["cost_ttft_ms"],
+                "after_ttft_ms": w["rule_ttft_ms"],
+            }
+            for w in stored["worst"]
+        ],
     }
 
 
@@ -374,7 +439,7 @@ def _runs_ms(arm: TtftArm) -> list[float]:
     return arm.get("ttft_runs_ms") or [arm["ttft_ms"]]  # absent from results older than it
 
 
-def _ttft(job: Evidence) -> Json:
+def _ttft(job: Evidence, pair: Pair) -> Json:
     on = _measured_on(job)
     arms = [
         {
@@ -455,7 +520,7 @@ def ttft_conditions(job: Evidence) -> Json:
     }
 
 
-def _numerics(job: Evidence) -> Json:
+def _numerics(job: Evidence, pair: Pair) -> Json:
     def compared(c: LogitsComparison) -> Json:
         return {"bitwise_identical": c["bitwise_identical"], "max_abs_diff": c["max_abs_diff"]}
 

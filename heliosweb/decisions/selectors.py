@@ -244,3 +244,18 @@ AUDIT_TRAIL: Shape[AuditTrail] = Shape(
         "events": (AUDIT_EVENT.schema(many=True), lambda trail: [AUDIT_EVENT.of(e) for e in trail.events]),
     },
 )
+
+
+def decision_needs(*, decision: PolicyDecision, missing_evidence: list[str]) -> str:
+    """What the decision needs next, in one sentence: the page opens with it."""
+    status = decision.status
+    if status == DecisionStatus.PENDING:
+        also = f"; the recipe first requires evidence: {', '.join(missing_evidence)}" if missing_evidence else ""
+        return f"Needs approval (or rejection) by a maintainer other than {decision.created_by}{also}."
+    if status == DecisionStatus.APPROVED:
+        return f"Approved: needs an operator to apply it (the recipe must still be at v{decision.base_version})."
+    if status == DecisionStatus.APPLIED and getattr(decision, "rolled_back", None):
+        return "Applied, then reverted by an emergency rollback: propose a follow-up decision."
+    if status == DecisionStatus.APPLIED:
+        return f"Applied as v{decision.applied_version}: engines run {decision.to_policy} now. Nothing more is needed."
+    return f"Closed ({status}): nothing more can be done with it; propose again to reopen the question."

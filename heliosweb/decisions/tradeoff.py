@@ -11,32 +11,65 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from heliosweb.catalogs.health import recipe_boots
+from heliosweb.catalogs.models import Boot
+from heliosweb.catalogs.provenance import Provenance as BootProvenance
 from heliosweb.jobs.models import JobStatus
 from heliosweb.recipes.models import Recipe
 from heliosweb.recipes.selectors import setting_of
 from heliosweb.telemetry.selectors import MIN_SAMPLES, telemetry_by_version
-from scheduler_core.tradeoff import CHECKLIST, Evidence, checklist, missing, tradeoff
+from scheduler_core.comparison import Pair
+from scheduler_core.evidence import Evidence, Subject
+from scheduler_core.tradeoff import CHECKLIST, checklist, missing, tradeoff
+from scheduler_core.verdict import verdict
 
 from .models import PolicyDecision
 
 
 def _evidence(decision: PolicyDecision) -> list[Evidence]:
-    jobs = decision.evidence.filter(status=JobStatus.DONE).select_related("recipe").order_by("id")
-    return [Evidence(j.pk, j.kind, j.recipe.name if j.recipe else None, j.params or {}, j.result or {}) for j in jobs]
+    jobs = list(decision.evidence.filter(status=JobStatus.DONE).select_related("recipe").order_by("id"))
+    booted = {j.pk: _boot_ids(j.catalog_sources) for j in jobs}
+    wanted = {i for ids in booted.values() for i in ids}
+    rows = Boot.objects.filter(pk__in=wanted).values_list("pk", "provenance")
+    devices = {pk: BootProvenance.read(prov).device for pk, prov in rows}
+    return [
+        Evidence(
+            j.pk,
+            j.kind,
+            j.recipe.name if j.recipe else None,
+            j.params or {},
+            j.result or {},
+            tuple(d for i in booted[j.pk] if (d := devices.get(i))),
+        )
+        for j in jobs
+    ]
+
+
+def _boot_ids(sources: Any) -> list[int]:
+    """The stored boots a job planned on (its `catalog_sources`: per parameter, [{boot, ...}])."""
+    if not isinstance(sources, dict):
+        return []
+    return [
+        row["boot"]
+        for rows in sources.values()
+        if isinstance(rows, list)
+        for row in rows
+        if isinstance(row, dict) and isinstance(row.get("boot"), int)
+    ]
 
 
 def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
-    """`GET /api/decisions/<id>/tradeoff/`: every part, null where no evidence covers it."""
+    """`GET /api/decisions/<id>/tradeoff/`: a part per cited job of each kind (an empty list where
+    none covers it), each naming its source, compared as the decision's before -> after; then the
+    verdict the page opens with."""
     summary = tradeoff(
         _evidence(decision),
-        recipe=decision.recipe.name,
-        to_policy=decision.to_policy,
+        subject=Subject(decision.recipe.name, decision.recipe.hardware),
+        pair=Pair(decision.from_policy, decision.to_policy),
         boots=recipe_boots(recipe_id=decision.recipe_id),
     )
     _name_stored_traces(decision, summary)
-    if summary["requests"] and "worst" in summary["requests"]:
-        part = summary["requests"]
-        for row in part["worst"]:
+    for part in summary["requests"]:
+        for row in part.get("worst", []):
             row["explain_url"] = explain_url(
                 job=part["job"], catalog=part["catalog"], prompt_tokens=row["prompt_tokens"]
             )
@@ -44,6 +77,7 @@ def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
     required = list(decision.recipe.required_evidence or [])
     summary["required"] = required
     summary["missing"] = missing(summary["checklist"], required)
+    summary["verdict"] = verdict(summary)
     return summary
 
 
@@ -53,12 +87,12 @@ def _name_stored_traces(decision: PolicyDecision, summary: dict[str, Any]) -> No
     result itself only holds the requests it was given."""
     sources = dict(decision.evidence.values_list("pk", "trace_sources"))
     for name in ("simulate", "capacity", "replay"):
-        part = summary[name]
-        stored = (sources.get(part["job"]) or {}).get("trace") if part else None
-        if stored and "telemetry" in stored:
-            part["telemetry"] = {k: stored[k] for k in ("telemetry", "engine", "window_utc", "execution")}
-        elif stored:
-            part["stored_trace"] = stored["trace"]
+        for part in summary[name]:
+            stored = (sources.get(part["job"]) or {}).get("trace")
+            if stored and "telemetry" in stored:
+                part["telemetry"] = {k: stored[k] for k in ("telemetry", "engine", "window_utc", "execution")}
+            elif stored:
+                part["stored_trace"] = stored["trace"]
 
 
 def engine_part(*, recipe: Recipe, to_policy: str) -> dict[str, Any] | None:

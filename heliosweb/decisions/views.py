@@ -15,6 +15,7 @@ from heliosweb.common.inputs import parse_id
 from heliosweb.recipes.selectors import recipe_list
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import selectable_policies
+from scheduler_core.tradeoff import CHECKLIST
 
 from . import selectors, services
 from .models import DecisionStatus
@@ -105,7 +106,8 @@ def decision_detail(
     except NotFound:
         raise Http404(f"no decision {decision_id}") from None
     tradeoff = decision_tradeoff(decision=decision)
-    per_request = tradeoff["requests"] if tradeoff["requests"] and "cdf_ms" in tradeoff["requests"] else None
+    for part in tradeoff["requests"]:
+        part["cdf"] = delta_cdf(part["cdf_ms"]) if "cdf_ms" in part else None
     return render(
         request,
         "decisions/detail.html",
@@ -115,8 +117,9 @@ def decision_detail(
             "steps": selectors.decision_allowed_steps(decision=decision, user=request.user),
             "events": selectors.audit_list(decision_id=decision.pk),
             "tradeoff": tradeoff,
-            "delta_cdf": delta_cdf(per_request["cdf_ms"]) if per_request else None,
-            "reverse": decision.from_policy == "rule",  # the trade-off reads rule (before) -> cost (after)
+            "needs": selectors.decision_needs(
+                decision=decision, missing_evidence=[dict(CHECKLIST)[k] for k in tradeoff["missing"]]
+            ),
             "timeline": selectors.decision_timeline(decision=decision),
             "can_comment": request.user.has_perm(services.COMMENT_PERM),
             "can_roll_back": decision.status == DecisionStatus.APPLIED and request.user.has_perm(services.PROPOSE_PERM),

@@ -1,4 +1,4 @@
-"""sweep: TTFT, the rule's delta, launches and padding against prompt length; a click on a
+"""sweep: TTFT, the delta of the pair it compared (its first two policies), launches and padding against prompt length; a click on a
 point opens that prompt's chunk timelines on the explain page."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ def figures(job: JobData) -> list[Figure]:
         return [empty("ttft", "TTFT vs prompt length", "the sweep draws its curves when it finishes")]
     result = job.result_as(SweepResult)
     x = result["prompt_tokens"]
+    label = (result.get("pair") or {}).get("label", "after - before")  # the pair the sweep compared
     ttft = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.58, 0.42], vertical_spacing=0.06)
     counts = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06)
     for catalog, by_policy in result["series"].items():
@@ -57,7 +58,7 @@ def figures(job: JobData) -> list[Figure]:
             ttft.add_scatter(
                 x=x,
                 y=result["delta_ms"][catalog],
-                name=f"{catalog}: rule - cost",
+                name=f"{catalog}: {label}",
                 mode="lines",
                 line={"color": "#444", "dash": DASH.get(catalog, "solid")},
                 row=2,
@@ -65,19 +66,19 @@ def figures(job: JobData) -> list[Figure]:
             )
     axis = LOG_AXIS if result.get("spacing") == "log" else {"type": "linear"}
     ttft.update_layout(
-        base_layout("TTFT vs prompt length (top), rule - cost (bottom); click a point to explain it", height=560)
+        base_layout(f"TTFT vs prompt length (top), {label} (bottom); click a point to explain it", height=560)
     )
     ttft.update_xaxes(**axis)
     ttft.update_xaxes(title_text="prompt tokens", row=2, col=1)
     ttft.update_yaxes(title_text="TTFT (ms)", **LOG_AXIS, row=1, col=1)
-    ttft.update_yaxes(title_text="rule - cost (ms)", zeroline=True, row=2, col=1)
+    ttft.update_yaxes(title_text=f"{label} (ms)", zeroline=True, row=2, col=1)
     counts.update_layout(base_layout("Launches (top) and padded tokens (bottom) vs prompt length", height=520))
     counts.update_xaxes(**axis)
     counts.update_xaxes(title_text="prompt tokens", row=2, col=1)
     counts.update_yaxes(title_text="launches", row=1, col=1)
     counts.update_yaxes(title_text="padded tokens", row=2, col=1)
     return [
-        Figure("ttft", "TTFT and the rule's delta", ttft),
+        Figure("ttft", f"TTFT and {label}", ttft),
         Figure("launches-padding", "Launches and padding", counts),
     ]
 

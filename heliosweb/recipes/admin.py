@@ -30,7 +30,7 @@ class RecipeForm(forms.ModelForm):
 
     class Meta:
         model = Recipe
-        fields = ("name", "description", "shapes", "required_evidence")
+        fields = ("name", "description", "hardware", "shapes", "required_evidence")
 
     def _service_clean(self, field: str, parse: Any) -> Any:
         try:
@@ -72,7 +72,7 @@ class RecipeAdmin(admin.ModelAdmin):
         return ("name",) if obj is not None else ()
 
     def save_model(self, request: Any, obj: Recipe, form: Any, change: bool) -> None:
-        fields = {k: form.cleaned_data[k] for k in ("description", "shapes", "required_evidence")}
+        fields = {k: form.cleaned_data[k] for k in ("description", "hardware", "shapes", "required_evidence")}
         if change:
             recipe_update(recipe=obj, actor=request.user, **fields)
             return

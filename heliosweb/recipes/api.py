@@ -14,7 +14,7 @@ from heliosweb.common.api import ERROR, json_object
 from . import selectors, services
 
 RECIPE = selectors.RECIPE.schema()
-SHAPES, REQUIRED = selectors.SHAPES, selectors.REQUIRED
+SHAPES, REQUIRED, HARDWARE = selectors.SHAPES, selectors.REQUIRED, selectors.HARDWARE
 RECIPE_CREATE = inline_serializer(
     "RecipeCreate",
     {
@@ -23,11 +23,17 @@ RECIPE_CREATE = inline_serializer(
         "policy": serializers.CharField(help_text="the initial policy (version 1)"),
         "shapes": SHAPES,
         "required_evidence": REQUIRED,
+        "hardware": HARDWARE,
     },
 )
 RECIPE_EDIT = inline_serializer(
     "RecipeEdit",
-    {"description": serializers.CharField(required=False), "shapes": SHAPES, "required_evidence": REQUIRED},
+    {
+        "description": serializers.CharField(required=False),
+        "shapes": SHAPES,
+        "required_evidence": REQUIRED,
+        "hardware": HARDWARE,
+    },
 )
 ROLLBACK = inline_serializer(
     "EmergencyRollback",
@@ -47,7 +53,7 @@ class RecipeListView(APIView):
 
     @extend_schema(request=RECIPE_CREATE, responses={201: RECIPE, 400: ERROR, 403: ERROR})
     def post(self, request: Request) -> Response:
-        data = json_object(request, {"name", "description", "policy", "shapes", "required_evidence"})
+        data = json_object(request, {"name", "description", "policy", "shapes", "required_evidence", "hardware"})
         recipe = services.recipe_create(actor=request.user, **data)
         return Response(selectors.recipe_as_api(recipe), status=status.HTTP_201_CREATED)
 
@@ -59,7 +65,7 @@ class RecipeDetailView(APIView):
 
     @extend_schema(request=RECIPE_EDIT, responses={200: RECIPE, 400: ERROR, 403: ERROR, 404: ERROR})
     def patch(self, request: Request, name: str) -> Response:
-        data = json_object(request, {"description", "shapes", "required_evidence"})
+        data = json_object(request, {"description", "shapes", "required_evidence", "hardware"})
         recipe = services.recipe_update(recipe=selectors.recipe_get(name=name), actor=request.user, **data)
         return Response(selectors.recipe_as_api(recipe))
 

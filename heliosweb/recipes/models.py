@@ -25,6 +25,9 @@ class Recipe(models.Model):
     description = models.TextField(blank=True)
     # The graph shapes an engine captures for this recipe ([{prefill, decode}]), as a catalog lists them.
     shapes = models.JSONField(default=list, blank=True)
+    # The GPU this recipe's engines serve on ("A100"; "" = not declared): a decision's evidence from
+    # other hardware is marked as such (scheduler_core.evidence).
+    hardware = models.CharField(max_length=64, blank=True)
     # Checklist items (scheduler_core.tradeoff.CHECKLIST_ITEMS) a decision must tick before approval.
     required_evidence = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

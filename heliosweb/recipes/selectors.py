@@ -50,6 +50,10 @@ _ACTIVE: dict[str, Key[Recipe]] = {
 RECIPE_POLICY: Shape[Recipe] = Shape("RecipePolicy", {"recipe": (_NAME, attrgetter("name")), **_ACTIVE})
 SHAPES = serializers.ListField(child=serializers.DictField(), help_text="[{prefill, decode}]")
 REQUIRED = serializers.ListField(child=serializers.CharField(), help_text="checklist items required before approval")
+HARDWARE = serializers.CharField(
+    required=False,
+    help_text='the GPU the recipe serves on ("A100"; "" = not declared): evidence from other hardware is marked',
+)
 RECIPE: Shape[Recipe] = Shape(
     "Recipe",
     {
@@ -57,6 +61,7 @@ RECIPE: Shape[Recipe] = Shape(
         "description": (serializers.CharField(), attrgetter("description")),
         "shapes": (SHAPES, attrgetter("shapes")),
         "required_evidence": (REQUIRED, attrgetter("required_evidence")),
+        "hardware": (HARDWARE, attrgetter("hardware")),
         **_ACTIVE,
     },
 )

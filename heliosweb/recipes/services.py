@@ -31,6 +31,7 @@ MANAGE_PERM = "recipes.manage_recipes"
 ROLLBACK_PERM = "recipes.rollback_policy"
 MAX_DESCRIPTION = 2_000
 MAX_REASON = 2_000
+MAX_HARDWARE = 64
 SYSTEM = "system"  # the actor name of changes made without a user (demo data, migrations)
 
 
@@ -41,6 +42,7 @@ def recipe_create(
     policy: Any = None,  # required: refused by recipe_policy_named naming the field
     shapes: Any = None,
     required_evidence: Any = None,
+    hardware: Any = "",
     actor: Actor | None = None,
 ) -> Recipe:
     """A recipe and its policy setting (version 1), in one transaction, audited. `actor` None is
@@ -51,6 +53,7 @@ def recipe_create(
         "description": require_text(description, "description", max_length=MAX_DESCRIPTION),
         "shapes": parse_shapes(shapes or []),
         "required_evidence": parse_required(required_evidence or []),
+        "hardware": _hardware(hardware),
     }
     recipe_policy_named(policy)
     with transaction.atomic():
@@ -85,6 +88,7 @@ def recipe_update(
     description: Any = None,
     shapes: Any = None,
     required_evidence: Any = None,
+    hardware: Any = None,
 ) -> Recipe:
     """Edit what a recipe says about itself (never its policy: that is a decision). Audited with
     before and after."""
@@ -96,6 +100,8 @@ def recipe_update(
         changes["shapes"] = parse_shapes(shapes)
     if required_evidence is not None:
         changes["required_evidence"] = parse_required(required_evidence)
+    if hardware is not None:
+        changes["hardware"] = _hardware(hardware)
     with transaction.atomic():
         locked = Recipe.objects.select_for_update().get(pk=recipe.pk)
         before = _fields(locked)
@@ -239,7 +245,13 @@ def _fields(recipe: Recipe) -> dict[str, Any]:
         "description": recipe.description,
         "shapes": recipe.shapes,
         "required_evidence": recipe.required_evidence,
+        "hardware": recipe.hardware,
     }
+
+
+def _hardware(value: Any) -> str:
+    """The GPU a recipe serves on, as a short name ("A100"), or "" for none declared."""
+    return require_text(value or "", "hardware", max_length=MAX_HARDWARE).strip()
 
 
 def new_recipe_name(name: Any) -> str:

@@ -25,6 +25,7 @@ def _form_values(post: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """The form's fields as the service takes them; shapes are JSON text in the form."""
     values: dict[str, Any] = {
         "description": post.get("description", ""),
+        "hardware": post.get("hardware", ""),
         "required_evidence": post.getlist("required_evidence"),
     }
     try:
@@ -59,7 +60,14 @@ def _shapes_text(shapes: Any) -> str:
 @login_required
 @permission_required(services.MANAGE_PERM, raise_exception=True)
 def recipe_new(request: HttpRequest) -> HttpResponse:
-    values: dict[str, Any] = {"name": "", "description": "", "policy": "", "shapes": [], "required_evidence": []}
+    values: dict[str, Any] = {
+        "name": "",
+        "description": "",
+        "hardware": "",
+        "policy": "",
+        "shapes": [],
+        "required_evidence": [],
+    }
     errors: dict[str, str] = {}
     if request.method == "POST":
         values, errors = _form_values(request.POST)
@@ -82,6 +90,7 @@ def recipe_edit(request: HttpRequest, name: str) -> HttpResponse:
     recipe = recipe_get(name=name)
     values: dict[str, Any] = {
         "description": recipe.description,
+        "hardware": recipe.hardware,
         "shapes": recipe.shapes,
         "required_evidence": recipe.required_evidence,
     }

@@ -178,7 +178,9 @@ def _point(rate: float, runs: list[dict[str, Any]], params: dict[str, Any]) -> d
         and figures["ttft_p99_ms"]["mean"] <= params["ttft_p99_ms"]
         and figures["itl_p99_ms"]["mean"] <= params["itl_p99_ms"]
     )
-    return {"rate_per_s": rate, "meets_slo": meets, **figures}
+    # each draw's TTFT percentiles, kept so any two policies can be compared paired by seed (comparison.py)
+    draws = {k: [r[k] for r in runs] for k in ("ttft_p50_ms", "ttft_p99_ms")}
+    return {"rate_per_s": rate, "meets_slo": meets, **figures, "draws": draws}
 
 
 def capacity(points: list[dict[str, Any]]) -> float | None:

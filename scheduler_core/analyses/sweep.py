@@ -5,9 +5,10 @@ this draws the whole curve)."""
 from __future__ import annotations
 
 import math
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from ..catalog import Catalog
+from ..comparison import default_pair
 from ..errors import InvalidInput
 from ..limits import MAX_TOKENS
 from ..planner import plan
@@ -41,11 +42,11 @@ class Series(TypedDict):
 
 
 class Summary(TypedDict):
-    """How often and by how much the rule beats or trails the cost model on one catalog."""
+    """How often and by how much the pair's after beats or trails its before on one catalog."""
 
     prompts: int
-    rule_wins: int
-    rule_loses: int
+    after_wins: int
+    after_loses: int
     ties: int
     mean_delta_ms: float
     max_loss_ms: float
@@ -57,15 +58,16 @@ class Summary(TypedDict):
 
 
 class SweepResult(TypedDict):
-    """`series[catalog][policy]`; with both cost and rule planned, `delta_ms[catalog]` (rule - cost
-    TTFT per prompt length, derived, so beside the series rather than among their policies) and
-    `summary[catalog]`."""
+    """`series[catalog][policy]`; with two policies or more planned, `pair` (the first two, as
+    `comparison.default_pair` declares), `delta_ms[catalog]` (after - before TTFT per prompt length,
+    derived, so beside the series rather than among their policies) and `summary[catalog]`."""
 
     execution: dict[str, Any]
     drift_factor: float
     spacing: str
     prompt_tokens: list[int]
     series: dict[str, dict[str, Series]]
+    pair: NotRequired[dict[str, str] | None]  # absent from results stored before it (cost, rule)
     delta_ms: dict[str, list[float]]
     summary: dict[str, Summary]
 
@@ -108,6 +110,7 @@ def run(params: dict[str, Any], emit: Emit) -> SweepResult:
             if name in params["catalogs"]
         }
     policies = {name: make_policy(name) for name in params["policies"]}  # one each: their tables are reused
+    pair = default_pair(list(policies))
     lengths = prompt_lengths(params)
     ticker = Ticker(emit, len(lengths) * len(policies) * len(catalogs))
     done = 0
@@ -128,10 +131,10 @@ def run(params: dict[str, Any], emit: Emit) -> SweepResult:
                 done += 1
                 ticker.tick(done, f"{catalog_name} {policy_name}")
             per_policy[policy_name] = {"ttft_ms": ttft, "launches": launches, "padded_tokens": padded}
-        if "cost" in per_policy and "rule" in per_policy:
-            cost, rule = per_policy["cost"], per_policy["rule"]
-            deltas[catalog_name] = [round(r - c, 6) for r, c in zip(rule["ttft_ms"], cost["ttft_ms"])]
-            summary[catalog_name] = summarise(lengths, cost, rule, deltas[catalog_name])
+        if pair is not None:
+            before, after = per_policy[pair.before], per_policy[pair.after]
+            deltas[catalog_name] = [round(a - b, 6) for a, b in zip(after["ttft_ms"], before["ttft_ms"])]
+            summary[catalog_name] = summarise(lengths, before, after, deltas[catalog_name])
         series[catalog_name] = per_policy
     return {
         "execution": execution_dict(execution),
@@ -139,43 +142,48 @@ def run(params: dict[str, Any], emit: Emit) -> SweepResult:
         "spacing": params["spacing"],
         "prompt_tokens": lengths,
         "series": series,
+        "pair": pair.to_dict() if pair else None,
         "delta_ms": deltas,
         "summary": summary,
     }
 
 
-def summarise(lengths: list[int], cost: Series, rule: Series, delta: list[float]) -> Summary:
-    """How often and by how much the rule beats or trails the cost model (delta = rule - cost, ms)."""
+def summarise(lengths: list[int], before: Series, after: Series, delta: list[float]) -> Summary:
+    """How often and by how much `after` beats or trails `before` (delta = after - before, ms)."""
     worst = max(range(len(delta)), key=lambda i: (delta[i], -i))
     best = min(range(len(delta)), key=lambda i: (delta[i], i))
     return {
         "prompts": len(lengths),
-        "rule_wins": sum(d < -TIE_MS for d in delta),
-        "rule_loses": sum(d > TIE_MS for d in delta),
+        "after_wins": sum(d < -TIE_MS for d in delta),
+        "after_loses": sum(d > TIE_MS for d in delta),
         "ties": sum(abs(d) <= TIE_MS for d in delta),
         "mean_delta_ms": round(sum(delta) / len(delta), 6),
         "max_loss_ms": max(delta[worst], 0.0),
         "max_loss_at": lengths[worst] if delta[worst] > TIE_MS else None,
         "max_gain_ms": max(-delta[best], 0.0),
         "max_gain_at": lengths[best] if delta[best] < -TIE_MS else None,
-        "mean_launches_saved": round(sum(c - r for c, r in zip(cost["launches"], rule["launches"])) / len(delta), 6),
+        "mean_launches_saved": round(sum(b - a for b, a in zip(before["launches"], after["launches"])) / len(delta), 6),
         "mean_extra_padding": round(
-            sum(r - c for c, r in zip(cost["padded_tokens"], rule["padded_tokens"])) / len(delta), 6
+            sum(a - b for b, a in zip(before["padded_tokens"], after["padded_tokens"])) / len(delta), 6
         ),
     }
 
 
 def format_text(result: SweepResult) -> str:
-    """One line per catalog: the rule's record against the cost model."""
-    lines = [
+    """One line per catalog: the pair's after against its before."""
+    pair = result.get("pair")
+    head = (
         f"{len(result['prompt_tokens'])} prompt lengths, {result['prompt_tokens'][0]} .. "
-        f"{result['prompt_tokens'][-1]} tokens ({result['spacing']}); delta = rule - cost TTFT"
-    ]
+        f"{result['prompt_tokens'][-1]} tokens ({result['spacing']}); "
+    )
+    if not pair:
+        return head + "one policy: no delta"
+    lines = [head + f"delta = {pair['label']} TTFT"]
     for name, s in result["summary"].items():
         loss = f"max loss {s['max_loss_ms']:+.2f} ms at {s['max_loss_at']}" if s["max_loss_at"] else "never loses"
         gain = f"max gain {s['max_gain_ms']:.2f} ms at {s['max_gain_at']}" if s["max_gain_at"] else "never wins"
         lines.append(
-            f"{name:<6} rule wins {s['rule_wins']}, loses {s['rule_loses']}, ties {s['ties']}; "
+            f"{name:<6} {pair['after']} wins {s['after_wins']}, loses {s['after_loses']}, ties {s['ties']}; "
             f"mean {s['mean_delta_ms']:+.2f} ms; {loss}; {gain}; "
             f"{s['mean_launches_saved']:.2f} launches saved on average"
         )

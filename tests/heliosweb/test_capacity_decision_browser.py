@@ -82,19 +82,19 @@ def test_capacity_on_an_uploaded_trace_becomes_a_decisions_evidence_in_chromium(
     decision = PolicyDecision.objects.get()
     assert list(decision.evidence.values_list("pk", flat=True)) == [job.pk]
 
-    slo = page.text_content("#tradeoff-capacity-slo")
+    slo = page.text_content("#tradeoff-capacity-parts .capacity-slo")
     assert "TTFT p99 ≤ 2000 ms and ITL p99 ≤ 200 ms" in slo and "deterministic" in slo
     for name, p in policies.items():
-        row = page.text_content(f'#tradeoff-capacity tr[data-policy="{name}"]')
+        row = page.text_content(f'#tradeoff-capacity-parts table.capacity tr[data-policy="{name}"]')
         cap = p["capacity_per_s"]
         assert ("below the lowest rate" if cap is None else f"{rate_text(cap)} requests/s") in row and "GPU-ms" in row
-    assert "stored trace azure-code" in page.text_content("#tradeoff-capacity-source")
-    delta_rows = page.locator("#tradeoff-capacity-deltas tbody tr")
+    assert "stored trace azure-code" in page.text_content("#tradeoff-capacity-parts .capacity-source")
+    delta_rows = page.locator("#tradeoff-capacity-parts table.capacity-deltas tbody tr")
     assert delta_rows.count() == 6
     assert all("(deterministic)" in delta_rows.nth(i).text_content() for i in range(6))
-    worst = page.locator("#tradeoff-worst tbody tr")
+    worst = page.locator("#tradeoff-requests-parts table.worst tbody tr")
     assert worst.count() == 20
-    assert page.locator("#tradeoff-delta-cdf polyline").count() == 1
+    assert page.locator("#tradeoff-requests-parts .delta-cdf polyline").count() == 1
     for width, height in ((1280, 900), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(200)

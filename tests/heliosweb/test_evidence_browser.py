@@ -62,7 +62,7 @@ def test_boots_count_per_prompt_and_a_loaded_ttft_carries_its_caveat(stack, page
         '#tradeoff-boots li[data-policy="rule"]'
     )
 
-    conditions = page.locator("#ttft-conditions")
+    conditions = page.locator(".ttft-conditions")
     text = " ".join(conditions.text_content().split())
     assert "3 runs per arm" in text and "load average 7.90 on 2 cores (loaded" in text
     assert "Caveat: 1 of 2 arms measured more than 25% off their prediction, on a loaded host" in text

@@ -65,7 +65,7 @@ def test_sweep_draws_ttft_delta_launches_and_padding_and_links_points_to_explain
     _, result, _ = finished("sweep")
     figures = built("sweep")
     names = [t.name for t in figures["ttft"].data]
-    assert names == ["clean cost", "clean rule", "clean: rule - cost", "drift cost", "drift rule", "drift: rule - cost"]
+    assert names == ["clean cost", "clean rule", "clean: rule − cost", "drift cost", "drift rule", "drift: rule − cost"]
     delta = figures["ttft"].data[2]
     assert list(delta.y) == result["delta_ms"]["clean"] and list(delta.x) == result["prompt_tokens"]
     counts = {t.name: list(t.y) for t in figures["launches-padding"].data}

@@ -73,5 +73,31 @@ def test_a_sweep_stored_with_its_deltas_among_the_policies_is_migrated_and_still
     client.force_login(viewer)
     figures = client.get(f"/api/jobs/{job.pk}/figures/").json()
     names = [t["name"] for t in next(f for f in figures if f["id"] == "ttft")["figure"]["data"]]
-    assert "clean: rule - cost" in names and "drift: rule - cost" in names
+    assert "clean: rule − cost" in names and "drift: rule − cost" in names
     assert client.get(f"/jobs/{job.pk}").status_code == 200
+
+
+def test_a_sweep_stored_before_it_named_its_pair_is_migrated_and_still_renders(client, viewer):
+    job = store("sweep")
+    new = json.loads(json.dumps(job.result))
+    assert new["pair"] == {"before": "cost", "after": "rule", "label": "rule − cost"}  # its first two policies
+    old = json.loads(json.dumps(new))
+    del old["pair"]
+    for summary in old["summary"].values():
+        summary["rule_wins"], summary["rule_loses"] = summary.pop("after_wins"), summary.pop("after_loses")
+    BenchmarkJob.objects.filter(pk=job.pk).update(result=old)
+    migration = importlib.import_module("heliosweb.jobs.migrations.0005_sweep_pair")
+    migration._rename(apps, None, True)
+    job.refresh_from_db()
+    assert job.result == new
+    migration._rename(apps, None, False)
+    job.refresh_from_db()
+    assert job.result == old
+    migration._rename(apps, None, True)
+    job.refresh_from_db()
+    client.force_login(viewer)
+    assert client.get(f"/api/jobs/{job.pk}/figures/").status_code == 200
+    assert client.get(f"/jobs/{job.pk}").status_code == 200
+    from scheduler_core.analyses.sweep import format_text
+
+    assert "rule wins" in format_text(job.result)  # the result text (decision evidence) names the pair's after

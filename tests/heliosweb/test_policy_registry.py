@@ -48,3 +48,6 @@ def test_a_sweep_plans_with_a_registered_policy(throwaway, maintainer, transacti
     job = BenchmarkJob.objects.get(pk=job.pk)
     assert job.status == "done", job.error
     assert set(job.result["series"]["clean"]) == {"cost", throwaway}
+    # and the sweep compares it: its first two policies, throwaway - cost (it plans as cost: no delta)
+    assert job.result["pair"] == {"before": "cost", "after": throwaway, "label": f"{throwaway} − cost"}
+    assert job.result["delta_ms"]["clean"] == [0.0] * len(job.result["prompt_tokens"])

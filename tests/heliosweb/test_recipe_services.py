@@ -177,3 +177,16 @@ def test_the_recipe_form_shows_shapes_one_per_line_and_keeps_what_was_typed(clie
     assert 'href="/recipes/tiny-cpu">Cancel</a>' in form
     back = client.post("/recipes/tiny-cpu/edit", {"description": "x", "shapes": "[{oops"}).content.decode()
     assert ">[{oops</textarea>" in back and 'data-field="shapes"' in back
+
+
+def test_a_recipe_declares_its_hardware_which_is_audited_and_refused_when_not_a_short_name(db):
+    olga = operator()
+    recipe = recipe_create(name="llama-a100", policy="cost", hardware=" A100 ", actor=olga)
+    assert recipe.hardware == "A100" and AuditEvent.objects.get().after["hardware"] == "A100"
+    edited = recipe_update(recipe=recipe, actor=olga, hardware="H100")
+    assert edited.hardware == "H100" and AuditEvent.objects.last().before["hardware"] == "A100"
+    for bad in (12, "x" * 65):
+        with pytest.raises(InvalidInput) as refused:
+            recipe_update(recipe=edited, actor=olga, hardware=bad)
+        assert refused.value.field == "hardware"
+    assert Recipe.objects.get(pk=recipe.pk).hardware == "H100"

@@ -165,7 +165,7 @@ def test_the_engine_s_requests_replayed_under_every_policy_repeat_what_it_served
     assert page.status_code == 200 and f'href="/jobs/{job_id}"' in page.content.decode()
     # the trade-off: each policy replayed beside what the engine served, whose traffic and when
     html = page.content.decode()
-    table = html.split('id="tradeoff-replay"')[1].split("</table>")[0]
+    table = html.split('<table class="replay"')[1].split("</table>")[0]
     for row in result["table"]:
         cells = table.split(f'data-policy="{row["policy"]}"')[1].split("</tr>")[0]
         assert f"{row['ttft_p50_ms']:.2f} ms" in cells and f"{row['ttft_p99_ms']:.2f} ms" in cells
@@ -174,25 +174,25 @@ def test_the_engine_s_requests_replayed_under_every_policy_repeat_what_it_served
     assert "40 of 40 requests (100 %)" in table.split('data-policy="cost"')[1].split("</tr>")[0]
     as_served_row = table.split('data-served="cost"')[1].split("</tr>")[0]
     assert f'class="launches">{as_served["prefill_launches"]}<' in as_served_row and "cost, as served" in as_served_row
-    source = html.split('id="tradeoff-replay-source"')[1].split("</p>")[0]
+    source = html.split('class="replay-source"')[1].split("</p>")[0]
     assert "what engine eng-1 served on tiny-cpu from" in source and "UTC (replayed on affine)" in source
-    assert "deterministic" in html.split('id="tradeoff-replay-delta"')[1].split("</p>")[0]
-    # the newest serving job: its same requests, the 20 worst each opening /explain on the job's catalog
-    assert "(replay): 40 requests" in html.split('id="tradeoff-requests"')[1].split("</p>")[0]
-    worst = html.split('id="tradeoff-worst"')[1].split("</table>")[0].split("<tr data-request=")[1:]
+    assert "deterministic" in html.split('class="replay-delta"')[1].split("</p>")[0]
+    # the serving job's same requests, the 20 worst each opening /explain on the job's catalog
+    assert "replay: 40 requests" in html.split('class="requests-summary"')[1].split("</p>")[0]
+    worst = html.split('class="worst"')[1].split("</table>")[0].split("<tr data-request=")[1:]
     top = result["deltas"]["worst"][0]
     link = f"/explain?job={job_id}&amp;catalog=clean&amp;prompt_tokens={top['prompt_tokens']}"
     assert len(worst) == 20 and link in worst[0]
     explained = client.get(link.replace("&amp;", "&"))
     assert explained.status_code == 200 and f"job #{job_id}&#x27;s clean catalog" in explained.content.decode()
     tradeoff = client.get(f"/api/decisions/{decision.pk}/tradeoff/").json()
-    assert tradeoff["replay"]["telemetry"] | {"window_utc": ""} == {
+    assert tradeoff["replay"][0]["telemetry"] | {"window_utc": ""} == {
         "telemetry": "tiny-cpu",
         "engine": "eng-1",
         "window_utc": "",
         "execution": "affine",
     }
-    assert tradeoff["requests"]["kind"] == "replay" and tradeoff["replay"]["engines"] == ["eng-1"]
+    assert tradeoff["requests"][0]["kind"] == "replay" and tradeoff["replay"][0]["engines"] == ["eng-1"]
 
 
 def test_the_live_page_offers_the_replay_and_its_form_queues_the_job(client, served, queued):
@@ -245,8 +245,8 @@ def test_a_replay_on_the_recipe_s_boot_keeps_the_boot_it_ran_on(
         evidence=[job.pk],
     )
     tradeoff = client.get(f"/api/decisions/{decision.pk}/tradeoff/").json()
-    assert tradeoff["replay"]["basis"] == "a stored boot's measured durations"
-    top = tradeoff["requests"]["worst"][0]
+    assert tradeoff["replay"][0]["basis"] == "a stored boot's measured durations"
+    top = tradeoff["requests"][0]["worst"][0]
     assert top["explain_url"] == f"/explain?job={job.pk}&catalog=job&prompt_tokens={top['prompt_tokens']}"
     explained = client.get(top["explain_url"])
     assert explained.status_code == 200 and f"job #{job.pk}&#x27;s boot catalog" in explained.content.decode()

@@ -80,18 +80,20 @@ def test_the_live_page_offers_the_replay_and_opens_its_result(stack, page, recip
     decision = decision_propose(actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[job.pk])
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(f"{base}/decisions/{decision.pk}")
-    heads = page.locator("#tradeoff-replay tbody th").all_text_contents()
+    heads = page.locator("#tradeoff-replay-parts table.replay tbody th").all_text_contents()
     assert heads == ["cost, replayed", "rule, replayed", "cost, as served"]
-    assert "40 of 40 requests (100 %)" in page.text_content('#tradeoff-replay tr[data-policy="cost"]')
-    source = page.text_content("#tradeoff-replay-source")
+    assert "40 of 40 requests (100 %)" in page.text_content(
+        '#tradeoff-replay-parts table.replay tr[data-policy="cost"]'
+    )
+    source = page.text_content("#tradeoff-replay-parts .replay-source")
     assert "what every engine served on tiny-cpu from" in source and "(replayed on affine)" in source
-    assert "(replay): 40 requests" in page.text_content("#tradeoff-requests")
-    assert page.locator("#tradeoff-worst tbody tr a").count() == 20  # each opens /explain
+    assert "replay: 40 requests" in page.text_content("#tradeoff-requests-parts .requests-summary")
+    assert page.locator("#tradeoff-requests-parts table.worst tbody tr a").count() == 20  # each opens /explain
     for width, height in ((1280, 900), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(200)
         assert page.evaluate("document.documentElement.scrollWidth") <= width, f"wider than {width} px"
-        page.locator("#tradeoff-replay").scroll_into_view_if_needed()
+        page.locator("#tradeoff-replay-parts").scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / f"replay-decision-{width}.png"))
-    box = page.locator('[aria-label="each policy replayed beside what the engine served"]')
+    box = page.locator("#tradeoff-replay-parts .scroll").first
     assert box.evaluate("e => getComputedStyle(e).overflowX") == "auto"  # a wide table scrolls inside its box

@@ -57,7 +57,12 @@ def test_the_tradeoff_api_reproduces_the_pull_requests_numbers(author, reviewer,
         actor=author, recipe="tiny-cpu", policy="rule", rationale=RATIONALE, evidence=[j.pk for j in jobs]
     )
     body = api_for(reviewer).get(f"/api/decisions/{decision.pk}/tradeoff/").json()
-    arms = {(a["arm"], a["catalog"]): a for a in body["arms"]}
+    [pr22] = body["arms"]
+    assert pr22["source"] == {
+        "job": jobs[0].pk, "kind": "pr22", "recipe": "tiny-cpu", "hardware": None,
+        "execution": "the affine cost model (not a GPU)", "traffic": None, "foreign": [], "own": True,
+    }  # fmt: skip
+    arms = {(a["arm"], a["catalog"]): a for a in pr22["rows"]}
     drifted = arms[("14k", "drift")]
     assert (drifted["cost"]["launches"], drifted["cost"]["ttft_ms"]) == (9, pytest.approx(238.10))
     assert (drifted["rule"]["launches"], drifted["rule"]["ttft_ms"]) == (4, pytest.approx(232.10))
@@ -68,8 +73,9 @@ def test_the_tradeoff_api_reproduces_the_pull_requests_numbers(author, reviewer,
         pytest.approx(66.10),
         pytest.approx(4.0),
     )
-    assert body["sweep"]["job"] == jobs[1].pk and body["fuzz"]["policies"]["rule"]["stalls"] == 0
-    assert body["boots"] is None and body["ttft"] is None and body["numerics"] is None and body["health"] is None
+    assert [s["job"] for s in body["sweep"]] == [jobs[1].pk] and body["fuzz"][0]["policies"]["rule"]["stalls"] == 0
+    assert body["boots"] == [] and body["ttft"] == [] and body["numerics"] == [] and body["health"] is None
+    assert body["pair"] == {"before": "cost", "after": "rule", "label": "rule − cost"}
     assert body["engine"] is None  # no engine has reported for this recipe
     ticked = {row["item"]: row["jobs"] for row in body["checklist"] if row["done"]}
     assert ticked == {"liveness_fuzzed": [jobs[2].pk]}
@@ -91,23 +97,23 @@ def test_the_decision_page_lays_out_the_tradeoff_and_the_checklist(author, revie
     assert 'data-item="real_ttft" class="open"' in checklist and "real TTFT measured" in checklist
 
 
-def test_a_rule_to_cost_decision_reads_rule_before_and_cost_after(author, reviewer, client):
+def test_a_rule_to_cost_decision_reads_rule_before_and_cost_after_in_every_delta(author, reviewer, client):
     from heliosweb.recipes.services import recipe_create
 
     ruled = recipe_create(name="ruled-cpu", policy="rule")
-    pr22 = evidence_job(ruled, "pr22")
+    simulate = evidence_job(ruled, "simulate", requests=40)
     decision = services.decision_propose(
-        actor=author, recipe="ruled-cpu", policy="cost", rationale=RATIONALE, evidence=[pr22.pk]
+        actor=author, recipe="ruled-cpu", policy="cost", rationale=RATIONALE, evidence=[simulate.pk]
     )
     client.force_login(reviewer)
     html = client.get(f"/decisions/{decision.pk}").content.decode()
-    assert "TTFT per arm: rule (before) → cost (after)" in html
-    head = html.split('id="tradeoff-arms"')[1].split("</thead>")[0]
-    assert head.index("Rule (before)") < head.index("Cost (after)") and "Delta (cost − rule)" in head
-    row = html.split('data-arm="14k" data-catalog="drift"')[1].split("</tr>")[0]
-    cells = row.split("<td")
-    assert "4 launches 232.10 ms" in cells[3] and "9 launches 238.10 ms" in cells[4]  # rule first
-    assert "+6.00 ms" in cells[5]  # cost − rule: 238.10 − 232.10
+    assert "Verdict: rule (before) → cost (after)" in html and "cost − rule" in html
+    by_name = {p["policy"]: p for p in simulate.result["policies"]}
+    p50 = by_name["cost"]["ttft_ms"]["p50"] - by_name["rule"]["ttft_ms"]["p50"]
+    sim = html.split('class="simulate-delta"')[1].split("</p>")[0]
+    assert sim.startswith(">cost − rule (difference of percentiles): p50 ") and f"{p50:+.2f} ms" in sim
+    worst = html.split('class="worst"')[1].split("</thead>")[0]
+    assert worst.index("rule TTFT") < worst.index("cost TTFT") and "The 20 requests cost slows most" in html
 
 
 def test_the_decision_page_shows_capacity_the_delta_padding_ms_and_the_worst_requests_opening_explain(
@@ -122,24 +128,25 @@ def test_the_decision_page_shows_capacity_the_delta_padding_ms_and_the_worst_req
     )
     client.force_login(reviewer)
     html = client.get(f"/decisions/{decision.pk}").content.decode()
-    table = html.split('id="tradeoff-capacity"')[1].split("</table>")[0]
+    table = html.split('<table class="capacity"')[1].split("</table>")[0]
     for p in capacity.result["policies"]:
         row = table.split(f'data-policy="{p["policy"]}"')[1].split("</tr>")[0]
         cap = p["capacity_per_s"]
         assert ("below the lowest rate" if cap is None else f"{rate_text(cap)} requests/s") in row
         assert "GPU-ms" in row
-    deltas = html.split('id="tradeoff-capacity-deltas"')[1].split("</table>")[0]
+    deltas = html.split('<table class="capacity-deltas"')[1].split("</table>")[0]
     rows = deltas.split("<tr data-rate=")[1:]
     assert len(rows) == 3 and all("95 %, n=3" in r for r in rows)  # Poisson: an interval over 3 seeds
     first = capacity.result["deltas"][0]["ttft_p50_ms"]
     assert f"[{first['low']:.2f}, {first['high']:.2f}] 95 %" in rows[0]
-    sim = html.split('id="tradeoff-simulate-delta"')[1].split("</p>")[0]
+    sim = html.split('class="simulate-delta"')[1].split("</p>")[0]
     assert "one seeded Poisson draw (seed 0): no interval" in sim
     rule = next(p for p in simulate.result["policies"] if p["policy"] == "rule")
     assert f"{rule['padded_prefill_ms']:.1f} GPU-ms of padding" in html
-    # the same requests (the newest serving job: simulate): a CDF drawn, the 20 worst, each opening /explain
-    assert 'id="tradeoff-delta-cdf"' in html and "<polyline points=" in html
-    worst = html.split('id="tradeoff-worst"')[1].split("</table>")[0].split("<tr data-request=")[1:]
+    # the same requests, per serving job (capacity's, then simulate's): a CDF drawn, the 20 worst, each opening /explain
+    assert f'aria-labelledby="delta-cdf-caption-{simulate.pk}"' in html and "<polyline points=" in html
+    mine = html.split(f'<div class="part" data-job="{simulate.pk}">')[-1]
+    worst = mine.split('class="worst"')[1].split("</table>")[0].split("<tr data-request=")[1:]
     assert len(worst) == 20
     top = simulate.result["deltas"]["worst"][0]
     link = f"/explain?job={simulate.pk}&amp;catalog=drift&amp;prompt_tokens={top['prompt_tokens']}"
@@ -162,7 +169,7 @@ def test_a_ttft_measured_on_a_cpu_reads_indicative_not_gpu_timing(author, review
     )
     client.force_login(reviewer)
     html = client.get(f"/decisions/{decision.pk}").content.decode()
-    banner = html.split('id="ttft-indicative"')[1].split("</p>")[0]
+    banner = html.split('class="indicative"><strong>')[1].split("</p>")[0]
     assert "Indicative, not GPU timing" in banner and "measured eager-cpu, not on a GPU" in banner
     assert "2 of 2 arms spread more than 10%" in banner
     assert html.count("(indicative, not GPU timing)") == 2 and "3 (67 %)" in html
@@ -399,3 +406,72 @@ def test_a_job_on_a_stored_boot_says_which_and_a_spelled_out_catalog_says_nothin
     assert f'<tr id="boot-{boot.pk}"' in linked  # and, linked from a job page, the older one too
     assert client.get("/recipes/tiny-cpu?boot=99999999999999999999").status_code == 200  # a bad id is ignored
     assert "Catalogs from stored boots" not in client.get(f"/jobs/{inline.pk}").content.decode()
+
+
+A100_RATES = {"rate_min_per_s": 0.5, "rate_max_per_s": 4.0, "steps": 3}
+
+
+def test_an_a100_decision_shows_each_cited_job_with_its_hardware_and_never_the_h100_as_the_recipes(
+    author, reviewer, client
+):
+    from heliosweb.recipes.services import recipe_create
+
+    a100 = recipe_create(name="llama-a100", policy="cost", hardware="A100")
+    h100_cap = evidence_job(a100, "capacity", execution="llama-2-7b-h100", requests=40, **A100_RATES)
+    a100_cap = evidence_job(a100, "capacity", execution="llama-2-7b-a100", requests=40, **A100_RATES)
+    h100_sim = evidence_job(a100, "simulate", execution="llama-2-7b-h100", requests=40, rate_per_s=2.0)
+    decision = services.decision_propose(
+        actor=author, recipe="llama-a100", policy="rule", rationale=RATIONALE,
+        evidence=[h100_cap.pk, a100_cap.pk, h100_sim.pk],
+    )  # fmt: skip
+    body = api_for(reviewer).get(f"/api/decisions/{decision.pk}/tradeoff/").json()
+    caps = [(c["job"], c["source"]["hardware"], c["source"]["own"]) for c in body["capacity"]]
+    assert caps == [(a100_cap.pk, "A100", True), (h100_cap.pk, "H100", False)]
+    assert [c["job"] for c in body["verdict"]["capacity"]] == [a100_cap.pk]
+    assert body["verdict"]["delta"] == [d for d in body["verdict"]["delta"] if d["job"] == a100_cap.pk]
+    client.force_login(reviewer)
+    html = client.get(f"/decisions/{decision.pk}").content.decode()
+    verdict = html.split('id="verdict"')[1].split("</section>")[0]
+    a100_caps = {p["policy"]: p["capacity_per_s"] for p in a100_cap.result["policies"]}
+    line = verdict.split('class="verdict-capacity"')[1].split("</li>")[0]
+    assert f"job #{a100_cap.pk}, A100" in line and f"job #{h100_cap.pk}" not in line
+    assert (a100_caps["cost"] is None) or f"cost {rate_text(a100_caps['cost'])}/s" in line
+    vouch = verdict.split('id="cannot-vouch"')[1]
+    for job in (h100_cap, h100_sim):
+        assert f"job #{job.pk} ran on H100, not this recipe&#x27;s A100" in vouch
+    for job in (h100_cap, h100_sim):  # each H100 part opens with its banner, under its own source line
+        part = html.split(f'data-job="{job.pk}">')[1]
+        assert part.lstrip().startswith('<p class="banner foreign" role="note"><strong>Not this recipe')
+        assert 'hardware <span class="hardware">H100</span>' in part.split("</p>")[1]
+    own = html.split(f'<div class="part" data-job="{a100_cap.pk}">')[1].split("</div>")[0]
+    assert "banner foreign" not in own and 'hardware <span class="hardware">A100</span>' in own
+
+
+def test_a_third_policy_declared_in_a_test_appears_in_every_delta_and_on_the_decision_page(
+    author, reviewer, recipe, client, monkeypatch
+):
+    from scheduler_core.policies import POLICIES
+
+    from ..scheduler_core.test_evidence_bound import FirstGraphPolicy
+
+    monkeypatch.setitem(POLICIES, FirstGraphPolicy.name, FirstGraphPolicy)
+    policies = ["cost", "smallest"]
+    jobs = [
+        evidence_job(recipe, "sweep", count=8, policies=policies),
+        evidence_job(recipe, "simulate", requests=40, policies=policies),
+        evidence_job(recipe, "capacity", requests=40, policies=policies, **A100_RATES),
+    ]
+    decision = services.decision_propose(
+        actor=author, recipe="tiny-cpu", policy="smallest", rationale=RATIONALE, evidence=[j.pk for j in jobs]
+    )
+    client.force_login(reviewer)
+    html = client.get(f"/decisions/{decision.pk}").content.decode()
+    assert "Verdict: cost (before) → smallest (after)" in html
+    assert "smallest wins" in html.split('id="tradeoff-sweep"')[1].split("</ul>")[0]
+    assert "smallest − cost (difference of percentiles): p50" in html.split('class="simulate-delta"')[1]
+    deltas = html.split('<table class="capacity-deltas"')[1].split("</table>")[0]
+    assert "smallest − cost TTFT p50" in deltas and len(deltas.split("<tr data-rate=")) == 4
+    worst = html.split('class="worst"')[1].split("</thead>")[0]
+    assert "smallest TTFT" in worst and "cost TTFT" in worst and "smallest − cost" in worst
+    assert "smallest − cost TTFT at" in html.split('id="verdict"')[1]
+    assert "rule" not in html.split('id="verdict"')[1].split("</section>")[0]

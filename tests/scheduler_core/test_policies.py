@@ -6,7 +6,7 @@ from scheduler_core.catalog import catalog_from_mapping, noise
 from scheduler_core.errors import InvalidInput, Stalled
 from scheduler_core.execution import AffineExecution, measured_catalog
 from scheduler_core.planner import plan
-from scheduler_core.policies import PrefillState, RulePolicy, make_policy, selectable_policies
+from scheduler_core.policies import POLICIES, PrefillState, RulePolicy, make_policy, selectable_policies
 from scheduler_core.request import Request
 
 EXECUTION = AffineExecution(2.0, 1 / 64, 0.10)
@@ -96,8 +96,11 @@ def test_a_limit_inside_a_span_stops_the_plan_at_the_span_start():
     assert result.end == 2000 and result.launches[-1].end == 2000
 
 
-def test_only_cost_and_rule_can_be_active_policies():
-    assert selectable_policies() == ("cost", "rule")
+def test_the_selectable_policies_are_the_registered_ones_that_declare_it_and_never_rule_v1():
+    assert selectable_policies() == tuple(name for name, cls in POLICIES.items() if cls.selectable)
+    assert "rule-v1" in POLICIES and "rule-v1" not in selectable_policies()  # it stalls: analyses only
+    for name in POLICIES:
+        assert make_policy(name).name == name
     with pytest.raises(InvalidInput, match="unknown policy"):
         make_policy("fastest")
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from scheduler_core.analyses.sweep import ANALYSIS, prompt_lengths
+from scheduler_core.analyses.sweep import ANALYSIS, format_text, prompt_lengths
 from scheduler_core.errors import InvalidInput
 
 
@@ -38,7 +38,7 @@ def test_the_rule_never_beats_the_cost_model_on_a_faithful_catalog():
     """On the clean catalog predicted == true cost, so the cost model's plan is optimal in true TTFT."""
     result, _ = sweep(count=400, spacing="linear", prompt_max=20000)
     clean = result["summary"]["clean"]
-    assert clean["rule_wins"] == 0 and clean["rule_loses"] > 0
+    assert clean["after_wins"] == 0 and clean["after_loses"] > 0
     assert all(d >= 0 for d in result["delta_ms"]["clean"])
 
 
@@ -46,17 +46,24 @@ def test_the_summary_counts_every_length_and_locates_the_worst_loss():
     result, _ = sweep(count=200)
     for name, s in result["summary"].items():
         delta = result["delta_ms"][name]
-        assert s["rule_wins"] + s["rule_loses"] + s["ties"] == s["prompts"] == len(result["prompt_tokens"])
+        assert s["after_wins"] + s["after_loses"] + s["ties"] == s["prompts"] == len(result["prompt_tokens"])
         assert s["max_loss_ms"] == max(delta)
         assert delta[result["prompt_tokens"].index(s["max_loss_at"])] == max(delta)
     drift = result["summary"]["drift"]
     assert drift["max_gain_ms"] > 0 and drift["mean_launches_saved"] > 0
 
 
+def test_the_delta_is_the_first_two_policies_run_after_minus_before():
+    result, _ = sweep(prompt_min=3504, prompt_max=14000, count=2, spacing="linear", policies=["rule", "cost"])
+    assert result["pair"] == {"before": "rule", "after": "cost", "label": "cost − rule"}
+    assert result["delta_ms"]["drift"] == [-4.0, 6.0]  # cost - rule: the pull request's arms, reversed
+    assert result["summary"]["drift"]["after_loses"] == 1 and "cost wins 1, loses 1" in format_text(result)
+
+
 def test_one_policy_gives_its_series_but_no_delta():
     result, _ = sweep(count=10, policies=["rule"], catalogs=["drift"])
     assert set(result["series"]) == {"drift"} and set(result["series"]["drift"]) == {"rule"}
-    assert result["summary"] == {}
+    assert result["summary"] == {} and result["pair"] is None
 
 
 def test_padding_is_zero_when_every_length_is_a_multiple_of_the_full_chunk():

@@ -6,7 +6,9 @@ import pytest
 from scheduler_core.analyses import ANALYSES
 from scheduler_core.analyses.replay import from_engine_records
 from scheduler_core.catalog import Catalog, drift
+from scheduler_core.comparison import Pair
 from scheduler_core.errors import InvalidInput
+from scheduler_core.evidence import Subject
 from scheduler_core.execution import AffineExecution, measured_catalog
 from scheduler_core.tradeoff import (
     CHECKLIST_ITEMS,
@@ -15,8 +17,8 @@ from scheduler_core.tradeoff import (
     StoredBoot,
     missing,
     parse_required,
-    tradeoff,
 )
+from scheduler_core.tradeoff import tradeoff as summarise
 from scheduler_core.traffic import read_trace
 
 from .test_replay import engine_requests
@@ -31,8 +33,21 @@ def job(job_id, kind, recipe="tiny-cpu", **params):
     return Evidence(job_id, kind, recipe, analysis.to_json(clean), analysis.run(clean, lambda e: None))
 
 
+def tradeoff(evidence, *, recipe, to_policy, boots=(), hardware=""):
+    """The trade-off of a `cost -> to_policy` decision on `recipe`."""
+    return summarise(evidence, subject=Subject(recipe, hardware), pair=Pair("cost", to_policy), boots=boots)
+
+
+def only(summary, kind):
+    """The one part of `kind` (one job of it cited)."""
+    [part] = summary[kind]
+    return part
+
+
 def by_arm(summary):
-    return {(row["arm"], row["catalog"]): row for row in summary["arms"]}
+    return {
+        (row["arm"], row["catalog"]): {**row, "job": part["job"]} for part in summary["arms"] for row in part["rows"]
+    }
 
 
 def test_the_pull_requests_numbers_are_reproduced_with_the_repaired_catalog_beside_them():
@@ -56,15 +71,15 @@ def test_the_pull_requests_numbers_are_reproduced_with_the_repaired_catalog_besi
     assert arms[("14k", "clean")]["repaired"]["replaced"] == []
 
 
-def test_each_part_is_null_until_evidence_covers_it():
+def test_each_part_is_empty_until_evidence_covers_it():
     summary = tradeoff([], recipe="tiny-cpu", to_policy="rule")
-    parts = ("arms", "sweep", "boots", "fuzz", "simulate", "capacity", "requests", "ttft", "numerics", "health")
-    assert all(summary[part] is None for part in parts)
+    parts = ("arms", "sweep", "boots", "fuzz", "simulate", "capacity", "requests", "ttft", "numerics")
+    assert all(summary[part] == [] for part in parts) and summary["health"] is None
     assert [row["item"] for row in summary["checklist"]] == list(CHECKLIST_ITEMS)
     assert not any(row["done"] for row in summary["checklist"])
 
 
-def test_sweep_boots_fuzz_and_simulate_are_summarised_from_the_newest_job_of_each_kind():
+def test_every_cited_job_of_a_kind_is_a_part_never_only_the_newest():
     evidence = [
         job(3, "sweep", count=16),
         job(7, "sweep", count=8),
@@ -73,11 +88,15 @@ def test_sweep_boots_fuzz_and_simulate_are_summarised_from_the_newest_job_of_eac
         job(6, "simulate", requests=20),
     ]
     summary = tradeoff(evidence, recipe="tiny-cpu", to_policy="rule")
-    assert summary["sweep"]["job"] == 7 and summary["sweep"]["catalogs"]["drift"]["prompts"] == 8
-    rule = summary["boots"]["policies"]["rule"]  # counted per prompt, never added up over the 3 prompts
+    sweeps = summary["sweep"]  # both cited sweeps, in citing order, each naming its job
+    assert [(s["job"], s["source"]["job"], s["catalogs"]["drift"]["prompts"]) for s in sweeps] == [
+        (3, 3, 16),
+        (7, 7, 8),
+    ]
+    rule = only(summary, "boots")["policies"]["rule"]  # counted per prompt, never added up over the 3 prompts
     assert (rule["max_distinct_sequences"], rule["prompts_with_one_sequence"], rule["prompts"]) == (1, 3, 3)
-    assert summary["fuzz"]["policies"]["rule"] == {"stalls": 0, "violations": 0}
-    assert set(summary["simulate"]["policies"]) == {"cost", "rule"}
+    assert only(summary, "fuzz")["policies"]["rule"] == {"stalls": 0, "violations": 0}
+    assert set(only(summary, "simulate")["policies"]) == {"cost", "rule"}
     done = {row["item"]: row["jobs"] for row in summary["checklist"] if row["done"]}
     assert done == {"boots_compared": [4], "liveness_fuzzed": [5]}
 
@@ -120,8 +139,10 @@ def test_gpu_evidence_reports_measured_against_predicted_and_the_device():
     }
     evidence = [Evidence(1, "ttft", "r", {}, ttft), Evidence(2, "numerics", "r", {}, numerics)]
     summary = tradeoff(evidence, recipe="r", to_policy="rule")
-    assert summary["ttft"]["arms"][0]["measured_ms"] == 5.5 and summary["ttft"]["device"] == "cpu (eager)"
-    assert summary["numerics"]["cost_vs_rule"] == compared
+    ttft = only(summary, "ttft")
+    assert ttft["arms"][0]["measured_ms"] == 5.5 and ttft["device"] == "cpu (eager)"
+    assert ttft["source"]["hardware"] == "cpu" and ttft["source"]["own"]
+    assert only(summary, "numerics")["cost_vs_rule"] == compared
     done = {row["item"] for row in summary["checklist"] if row["done"]}
     assert done == {"recipe_run", "real_ttft", "numerics"}
 
@@ -151,8 +172,8 @@ def test_an_unreadable_stored_result_is_named_not_a_crash():
     summary = tradeoff(
         [Evidence(4, "pr22", "r", {}, {"arms": []}), Evidence(5, "sweep", "r", {}, {})], recipe="r", to_policy="rule"
     )
-    assert summary["arms"]["job"] == 4 and "not readable" in summary["arms"]["error"]
-    assert summary["sweep"]["job"] == 5 and "not readable" in summary["sweep"]["error"]
+    assert only(summary, "arms")["job"] == 4 and "not readable" in only(summary, "arms")["error"]
+    assert only(summary, "sweep")["job"] == 5 and "not readable" in only(summary, "sweep")["error"]
 
 
 def test_a_pr22_job_on_a_gpu_profile_is_read_back_on_that_profile():
@@ -173,7 +194,7 @@ def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_
     poisson = job(9, "capacity", requests=150, rate_min_per_s=1.0, rate_max_per_s=8.0, steps=3, repeats=4)
     simulated = job(10, "simulate", trace=azure, limit=600)
     summary = tradeoff([on_trace, simulated], recipe="r", to_policy="rule")
-    cap = summary["capacity"]
+    cap = only(summary, "capacity")
     result = on_trace.result
     assert cap["job"] == 8 and cap["deterministic"] and cap["randomness"].startswith("deterministic")
     assert {p: c["capacity_per_s"] for p, c in cap["policies"].items()} == {
@@ -187,21 +208,29 @@ def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_
     assert cap["policies"]["rule"]["padded_prefill_ms"] == rule["points"][at]["padded_prefill_ms"]
     assert cost["points"][at]["meets_slo"] and rule["points"][at]["meets_slo"]
     # simulate on a trace: the delta of the percentiles, deterministic; padding in GPU-ms per policy
-    sim = summary["simulate"]
+    sim = only(summary, "simulate")
     by_name = {p["policy"]: p for p in simulated.result["policies"]}
     assert sim["delta"]["p50"] == pytest.approx(by_name["rule"]["ttft_ms"]["p50"] - by_name["cost"]["ttft_ms"]["p50"])
     assert sim["delta"]["randomness"].startswith("deterministic")
     assert sim["policies"]["rule"]["padded_prefill_ms"] > sim["policies"]["cost"]["padded_prefill_ms"] > 0
-    # the same requests: from the newest serving job (simulate, #10), its CDF and 20 worst
-    requests = summary["requests"]
+    # the same requests: from every cited serving job (capacity #8 at its operating rate, simulate #10)
+    from_capacity, requests = summary["requests"]
+    assert from_capacity["job"] == 8 and from_capacity["rate_per_s"] == cap["padding_at_per_s"]
     assert requests["job"] == 10 and requests["kind"] == "simulate" and len(requests["cdf_ms"]) == 101
-    assert requests["worst"] == simulated.result["deltas"]["worst"] and len(requests["worst"]) == 20
+    stored = simulated.result["deltas"]["worst"]  # simulate's own rule - cost rows, the same requests
+    assert [(w["id"], w["delta_ms"]) for w in requests["worst"]] == [(w["id"], w["delta_ms"]) for w in stored]
+    assert [w["after_ttft_ms"] for w in requests["worst"]] == [w["rule_ttft_ms"] for w in stored]
+    assert len(requests["worst"]) == 20
     # Poisson repeats: a real interval around the mean, and the capacity job's own per-request rows
     random = tradeoff([poisson], recipe="r", to_policy="rule")
-    assert not random["capacity"]["deterministic"] and random["capacity"]["repeats"] == 4
-    assert any(d["p50"]["low"] < d["p50"]["high"] for d in random["capacity"]["deltas"])
-    assert random["requests"]["kind"] == "capacity" and random["requests"]["rate_per_s"] is not None
-    assert random["requests"]["draw"] == "the first of 4 seeded draws" and requests["draw"] is None
+    random_cap = only(random, "capacity")
+    assert not random_cap["deterministic"] and random_cap["repeats"] == 4
+    assert any(d["p50"]["low"] < d["p50"]["high"] for d in random_cap["deltas"])
+    for d, stored_delta in zip(random_cap["deltas"], poisson.result["deltas"]):  # paired by seed, as capacity did
+        assert d["p50"] == pytest.approx(stored_delta["ttft_p50_ms"])
+    random_requests = only(random, "requests")
+    assert random_requests["kind"] == "capacity" and random_requests["rate_per_s"] is not None
+    assert random_requests["draw"] == "the first of 4 seeded draws" and requests["draw"] is None
 
 
 def test_a_ttft_measured_on_a_cpu_or_spread_wide_is_marked_indicative():
@@ -211,7 +240,7 @@ def test_a_ttft_measured_on_a_cpu_or_spread_wide_is_marked_indicative():
     def ttft(mode, runs):
         arms = [{**arm(runs), "predicted_ms": 5.0, "ttft_runs_ms": runs}]
         result = {"provenance": {"device": "x", "mode": mode}, "arms": arms}
-        return tradeoff([Evidence(1, "ttft", "r", {}, result)], recipe="r", to_policy="rule")["ttft"]
+        return only(tradeoff([Evidence(1, "ttft", "r", {}, result)], recipe="r", to_policy="rule"), "ttft")
 
     steady = ttft("cuda-graph", [5.0, 5.1, 5.2])
     assert not steady["indicative"] and steady["arms"][0]["spread"] == pytest.approx(0.2 / 5.1, abs=1e-6)
@@ -226,7 +255,7 @@ def test_a_boots_result_stored_with_the_old_summed_layout_is_recounted_per_promp
     for o in stored.result["overall"].values():  # the layout before: prompts added up
         o.clear()
         o.update({"distinct_sequences": 3, "prompts_with_one_sequence": 3, "max_ttft_spread_ms": 0.0})
-    rule = tradeoff([stored], recipe="tiny-cpu", to_policy="rule")["boots"]["policies"]["rule"]
+    rule = only(tradeoff([stored], recipe="tiny-cpu", to_policy="rule"), "boots")["policies"]["rule"]
     assert rule["max_distinct_sequences"] == 1 and "distinct_sequences" not in rule
 
 
@@ -246,7 +275,7 @@ def stored_ttft(job_id, *, measured, predicted, load, cores=2, recorded=True):
 
 def test_a_ttft_far_off_its_prediction_on_a_loaded_host_carries_a_caveat():
     c = tradeoff([stored_ttft(9, measured=312.2, predicted=62.1, load=7.9)], recipe="r", to_policy="rule")
-    c = c["ttft_conditions"]
+    c = only(c, "ttft_conditions")
     assert (c["runs"], c["host_load"], c["loaded"]) == (3, {"load_average_1m": 7.9, "cores": 2}, True)
     assert [(a["policy"], a["off_percent"]) for a in c["off_prediction"]] == [("cost", 402.7)]  # rule: 10 %, within
     assert c["off_prediction"][0]["runs_ms"] == [pytest.approx(280.98), pytest.approx(405.86)]
@@ -255,13 +284,16 @@ def test_a_ttft_far_off_its_prediction_on_a_loaded_host_carries_a_caveat():
 
 def test_the_same_gap_on_an_idle_host_is_listed_without_blaming_the_load_and_unknown_load_is_said():
     idle = tradeoff([stored_ttft(9, measured=312.2, predicted=62.1, load=0.3)], recipe="r", to_policy="rule")
-    assert idle["ttft_conditions"]["loaded"] is False and "not evidence" not in idle["ttft_conditions"]["caveat"]
+    idle = only(idle, "ttft_conditions")
+    assert idle["loaded"] is False and "not evidence" not in idle["caveat"]
     old = tradeoff(
         [stored_ttft(9, measured=312.2, predicted=62.1, load=None, recorded=False)], recipe="r", to_policy="rule"
     )
-    assert old["ttft_conditions"]["conditions"] == "host load not recorded" and old["ttft_conditions"]["runs"] is None
+    old = only(old, "ttft_conditions")
+    assert old["conditions"] == "host load not recorded" and old["runs"] is None
     close = tradeoff([stored_ttft(9, measured=64.0, predicted=62.1, load=7.9)], recipe="r", to_policy="rule")
-    assert close["ttft_conditions"]["caveat"] is None and close["ttft_conditions"]["off_prediction"] == []
+    close = only(close, "ttft_conditions")
+    assert close["caveat"] is None and close["off_prediction"] == []
 
 
 def replayed_job(job_id, policy="cost"):
@@ -274,7 +306,7 @@ def test_a_replay_sets_each_policy_beside_what_the_engine_served_and_feeds_the_s
     replay = replayed_job(12)
     result = replay.result
     summary = tradeoff([job(11, "simulate", requests=60), replay], recipe="tiny-cpu", to_policy="rule")
-    part = summary["replay"]
+    part = only(summary, "replay")
     assert part["job"] == 12 and part["deterministic"] and part["randomness"].startswith("deterministic")
     assert part["requests"] == 60 and part["engines"] == ["eng-1"] and part["catalog"] == "clean"
     for row in result["table"]:  # each replayed policy's four figures, as the replay computed them
@@ -290,20 +322,18 @@ def test_a_replay_sets_each_policy_beside_what_the_engine_served_and_feeds_the_s
     assert served["ttft_p50_ms"] == pytest.approx(part["replayed"]["cost"]["ttft_p50_ms"], abs=1e-3)
     by_name = {p["policy"]: p for p in result["policies"]}
     assert part["delta"]["p50"] == pytest.approx(by_name["rule"]["ttft_ms"]["p50"] - by_name["cost"]["ttft_ms"]["p50"])
-    # the newest serving job is the replay: its own per-request deltas are the same requests
-    requests = summary["requests"]
-    assert requests["job"] == 12 and requests["kind"] == "replay" and requests["rate_per_s"] is None
-    assert requests["worst"] == result["deltas"]["worst"] and requests["catalog"] == "clean"
+    # each serving job's own per-request deltas: the simulate's and the replay's, side by side
+    simulated, requests = summary["requests"]
+    assert simulated["job"] == 11 and requests["job"] == 12 and requests["kind"] == "replay"
+    assert requests["rate_per_s"] is None and requests["catalog"] == "clean"
+    assert [w["id"] for w in requests["worst"]] == [w["id"] for w in result["deltas"]["worst"]]
     assert requests["p99"] == result["deltas"]["p99"] and len(requests["cdf_ms"]) == 101
-    # a newer simulate takes the same requests back; the replay part stays
-    later = tradeoff([replay, job(13, "simulate", requests=60)], recipe="tiny-cpu", to_policy="rule")
-    assert later["requests"]["job"] == 13 and later["replay"]["job"] == 12
 
 
 def test_a_replay_without_what_the_engine_served_shows_only_the_replayed_policies():
     rows = [{"arrival_ms": 40 * i, "prompt_tokens": 700 + 900 * i, "output_tokens": 3} for i in range(8)]
     plain = job(5, "replay", trace="\n".join(json.dumps(r) for r in rows))
-    part = tradeoff([plain], recipe="r", to_policy="rule")["replay"]
+    part = only(tradeoff([plain], recipe="r", to_policy="rule"), "replay")
     assert part["served"] is None and part["engines"] == []
     assert set(part["replayed"]) == {"cost", "rule"}
     assert all(p["reproduction"] is None for p in part["replayed"].values())

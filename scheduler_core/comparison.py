@@ -1,0 +1,102 @@
+"""Two policies compared: which two, declared once, and the deltas every comparison reads.
+
+A comparison is `after - before`. A decision compares its own before and after (`from_policy`,
+`to_policy`); a job compares the pair its reader picks, by default the first two policies it ran
+(`default_pair`). Nothing here knows a policy by name: a policy registered in `policies.POLICIES`
+is compared like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .stats import interval95, percentiles, quantiles, round6
+
+Json = dict[str, Any]
+WORST = 20  # requests listed where `after` is slowest against `before`
+SAME_MS = 1e-6  # closer than this, a request is neither slower nor faster
+
+
+@dataclass(frozen=True)
+class Pair:
+    """`after - before`: what a delta subtracts."""
+
+    before: str
+    after: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.after} − {self.before}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"before": self.before, "after": self.after, "label": self.label}
+
+
+def default_pair(ran: Sequence[str]) -> Pair | None:
+    """The first two policies a job ran, in its order; None when it ran fewer than two."""
+    names = list(dict.fromkeys(ran))
+    return Pair(names[0], names[1]) if len(names) >= 2 else None
+
+
+def pair_in(ran: Sequence[str], pair: Pair | None) -> Pair | None:
+    """`pair` when the job ran both of its policies, else None (the job cannot compare them)."""
+    return pair if pair is not None and pair.before in ran and pair.after in ran else None
+
+
+def percentile_delta(by_policy: Mapping[str, Mapping[str, Any]], pair: Pair) -> dict[str, float] | None:
+    """The difference of percentiles: after's TTFT p50 (p99) minus before's, from each policy's own
+    distribution. None unless both ran to the end."""
+    before, after = by_policy.get(pair.before), by_policy.get(pair.after)
+    if not before or not after or before.get("stalled") or after.get("stalled"):
+        return None
+    return {q: round6(after["ttft_ms"][q] - before["ttft_ms"][q]) for q in ("p50", "p99")}
+
+
+def paired_intervals(draws: Mapping[str, Mapping[str, Sequence[float]]], pair: Pair, keys: Sequence[str]) -> Json:
+    """Per figure, the 95 % interval of `after - before` over seeded draws paired by seed."""
+    before, after = draws[pair.before], draws[pair.after]
+    return {k: interval95([a - b for a, b in zip(after[k], before[k], strict=True)]) for k in keys}
+
+
+def request_deltas(policies: Sequence[Json], pair: Pair | None, worst: int = WORST) -> Json | None:
+    """The same requests under both policies: `after - before` TTFT per request as a CDF (101
+    points), its percentiles (the percentile of per-request differences), the shares where `after`
+    is slower or faster, and the `worst` requests (after's largest losses) with their prompts.
+    None unless the pair ran and both policies ran to the end."""
+    by_name = {p["policy"]: p for p in policies}
+    pair = pair_in(list(by_name), pair)
+    if pair is None or by_name[pair.before]["stalled"] or by_name[pair.after]["stalled"]:
+        return None
+    before = {r["id"]: r for r in by_name[pair.before]["per_request"]}
+    rows = []
+    for r in by_name[pair.after]["per_request"]:
+        b = before[r["id"]]
+        rows.append((round6(r["ttft_ms"] - b["ttft_ms"]), r, b))
+    deltas = sorted(d for d, _, _ in rows)
+    n = len(deltas)
+    rows.sort(key=lambda row: (-row[0], row[1]["id"]))
+    return {
+        **pair.to_dict(),
+        "of": f"{pair.label} TTFT per request (ms)",
+        "requests": n,
+        "mean_ms": round6(sum(deltas) / n) if n else None,
+        **percentiles(deltas, ordered=True),
+        "min": deltas[0] if n else None,
+        "share_after_slower": round6(sum(1 for d in deltas if d > SAME_MS) / n) if n else None,
+        "share_after_faster": round6(sum(1 for d in deltas if d < -SAME_MS) / n) if n else None,
+        "cdf_ms": quantiles(deltas, ordered=True),
+        "worst": [
+            {
+                "id": r["id"],
+                "prompt_tokens": r["prompt_tokens"],
+                "output_tokens": r["output_tokens"],
+                "arrival_ms": r["arrival_ms"],
+                "before_ttft_ms": b["ttft_ms"],
+                "after_ttft_ms": r["ttft_ms"],
+                "delta_ms": d,
+            }
+            for d, r, b in rows[:worst]
+        ],
+    }
