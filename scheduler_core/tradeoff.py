@@ -32,6 +32,7 @@ from .analyses.replay import ReplayResult
 from .analyses.simulate import SimulateResult
 from .analyses.sweep import Summary, SweepResult
 from .catalog import Catalog
+from .deltas import capacity_differences
 from .errors import InvalidInput
 from .health import boot_health, repaired
 from .measured import LogitsComparison, MeasuredNumerics, MeasuredOn, MeasuredTtft, TtftArm
@@ -276,8 +277,9 @@ def _capacity(job: Evidence) -> Json:
     deterministic = r["repeats"] == 1 and r["traffic"]["source"] == "trace"
     rates = []
     for d in r["deltas"]:
-        if "ttft_p50_ms" in d:
-            rates.append({"rate_per_s": d["rate_per_s"], "p50": d["ttft_p50_ms"], "p99": d["ttft_p99_ms"]})
+        differences = capacity_differences(d)  # the difference of percentiles, whichever key a result holds
+        if differences:
+            rates.append({"rate_per_s": d["rate_per_s"], **differences, "queueing": bool(d.get("queueing"))})
     at = _operating_index(r)
     return {
         "job": job.id,
