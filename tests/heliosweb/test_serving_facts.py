@@ -108,3 +108,9 @@ def _alone(params, worst):
     }
     result = simulate.run(simulate.validate({**setting, "trace": one, "launch_events": 0}), lambda e: None)
     return {p["policy"]: p["per_request"][0]["ttft_ms"] for p in result["policies"]}
+
+
+def test_the_live_before_after_panel_says_it_compares_different_traffic_and_points_to_the_replay(client_in, recipe):
+    html = client_in.get(f"/recipes/{recipe.name}/live").content.decode()
+    caveat = html[html.index('id="panel-traffic"') : html.index('id="panel-body"')]
+    assert "different traffic" in caveat and 'href="#replay"' in caveat and 'id="replay"' in html
