@@ -30,7 +30,7 @@ RULE = (
     f"than {TOLERANCE:.0%} of that half's arrivals (and by at least {MIN_GROWTH}); the offered rate then exceeds "
     "the sustained rate (first tokens per second over that half)"
 )
-QUEUEING = "TTFT here is mostly queueing (the run was overloaded), not the policy's own effect"
+QUEUEING = "TTFT here is mostly queueing, not the policy's own effect"
 
 
 @dataclass(frozen=True)
@@ -86,8 +86,9 @@ def of_requests(per_request: Sequence[dict[str, float]], offered_ms: Sequence[fl
 
 
 def overloaded_runs(result: Mapping[str, Any]) -> list[str]:
-    """What a serving result says was overloaded, a line each: a simulate or replay policy (its
-    `load`), a capacity policy at a rate (its points' `overloaded`). Empty for any other result."""
+    """What a serving result says was overloaded, a line per policy: a simulate or replay policy's
+    run (its `load`), or the rates at which a capacity policy was (its points' `overloaded`).
+    Empty for any other result."""
     lines = []
     for p in result.get("policies") or ():
         if not isinstance(p, Mapping):
@@ -95,9 +96,13 @@ def overloaded_runs(result: Mapping[str, Any]) -> list[str]:
         load = p.get("load")
         if load and load.get("overloaded"):
             lines.append(f"{p['policy']}: {Load(**load).describe()}")
-        for pt in sorted([*p.get("points", ()), *p.get("search", ())], key=lambda pt: pt["rate_per_s"]):
-            if pt.get("overloaded"):
-                lines.append(
-                    f"{p['policy']} at {pt['rate_per_s']:g}/s: OVERLOADED, sustained {pt['sustained_per_s']:g}/s"
-                )
+        points = [*p.get("points", ()), *p.get("search", ())]
+        over = sorted((pt for pt in points if pt.get("overloaded")), key=lambda pt: pt["rate_per_s"])
+        if over:
+            rates = f"{over[0]['rate_per_s']:g}/s" + (f" to {over[-1]['rate_per_s']:g}/s" if len(over) > 1 else "")
+            sustained = sorted(pt["sustained_per_s"] for pt in over)
+            lines.append(
+                f"{p['policy']}: OVERLOADED at {len(over)} of {len(points)} rates ({rates}), "
+                f"sustaining {sustained[0]:g}" + (f" to {sustained[-1]:g}/s" if len(over) > 1 else "/s")
+            )
     return lines

@@ -70,7 +70,7 @@ def deltas_cdf(deltas: dict[str, Any]) -> go.Figure:
     }
     layout = base_layout(
         f"rule - cost TTFT per request ({PERCENTILE_OF_DIFFERENCES}: the same request under both)"
-        + (f"; {QUEUEING}" if deltas.get("queueing") else ""),
+        + (f"; overloaded: {QUEUEING}" if deltas.get("queueing") else ""),
         xaxis={"title": {"text": "rule - cost TTFT (ms)"}, "zeroline": True},
         yaxis={"title": {"text": "share of requests"}, "range": [0, 1]},
     )

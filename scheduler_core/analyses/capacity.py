@@ -5,7 +5,8 @@ The rate is stepped geometrically from `rate_min_per_s` to `rate_max_per_s` (lef
 own rate / 4 to x 4, so the grid is centred on the traffic the trace records; Poisson 0.1 to 8/s):
 a trace's gaps are scaled to reach each rate (its requests, prompts and outputs unchanged), Poisson
 traffic is drawn at it. A rate meets the SLO when TTFT p99 <= `ttft_p99_ms` and ITL p99 (every gap
-between two tokens) <= `itl_p99_ms`; a policy's capacity is the highest rate up to which every
+between two tokens) <= `itl_p99_ms` and the run kept up with its traffic (not overloaded, below: a
+queue still growing when a short run ends would miss on a longer one); a policy's capacity is the highest rate up to which every
 stepped rate meets it (as `vllm bench sweep serve_sla` searches). Then, per policy, a search
 narrows it: between the last rate met and the first missed it runs the geometric middle, keeping
 the half where the verdict changes, until the two are within `resolution` of each other; the
@@ -296,22 +297,25 @@ def _searched(name: str, points: list[dict[str, Any]], runner: _Runs) -> dict[st
 
 
 def _point(rate: float, runs: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
-    """A policy at one rate: every figure's mean and 95 % interval over the repeats, the verdict, and
-    the load: overloaded when any repeat was, with the rate it sustained (mean over the repeats)."""
+    """A policy at one rate: every figure's mean and 95 % interval over the repeats, the load
+    (overloaded when any repeat was, with the rate it sustained: the mean over the repeats) and the
+    verdict: the SLO is met when no repeat stalled or was overloaded and both p99s are in bounds."""
     figures = {k: interval95([r[k] for r in runs]) for k in ("ttft_p50_ms", "ttft_p99_ms", "itl_p99_ms")}
     figures |= {k: interval95([r[k] for r in runs]) for k in ("goodput_per_s", "attainment", "padded_prefill_ms")}
+    loads = [r["load"] for r in runs if r["load"].judged]
+    overloaded = any(load.overloaded for load in loads)
     meets = (
         not any(r["stalled"] for r in runs)
+        and not overloaded  # its queue still grew at the end: a longer run would miss, so no capacity
         and figures["ttft_p99_ms"]["mean"] <= params["ttft_p99_ms"]
         and figures["itl_p99_ms"]["mean"] <= params["itl_p99_ms"]
     )
-    loads = [r["load"] for r in runs if r["load"].judged]
     sustained = [load.sustained_per_s for load in loads]
     return {
         "rate_per_s": rate,
         "meets_slo": meets,
         **figures,
-        "overloaded": any(load.overloaded for load in loads),
+        "overloaded": overloaded,
         "sustained_per_s": round6(sum(sustained) / len(sustained)) if sustained else None,
     }
 
@@ -370,6 +374,8 @@ def format_text(result: CapacityResult) -> str:
         lines += _delta_lines(row)
     for p in result["policies"]:
         lines.append(f"capacity {p['policy']}: {capacity_text(p, result.get('resolution'))}")
+    if any(p.get("search") for p in result["policies"]):
+        lines.append("* a rate the search ran between the last stepped rate met and the first missed")
     return "\n".join(lines)
 
 

@@ -331,7 +331,7 @@ def delta_lines(d: dict[str, Any] | None) -> list[str]:
         return []
     lines = []
     if d.get("queueing"):
-        lines.append(f"CAUTION: {saturation.QUEUEING}; rule - cost below compares queues")
+        lines.append(f"CAUTION: an overloaded run: {saturation.QUEUEING}; rule - cost below compares queues")
     lines.append(
         f"rule - cost, {PERCENTILE_OF_DIFFERENCES}: p50 {d['p50']:+.2f} p99 {d['p99']:+.2f} ms, "
         f"max {d['max']:+.2f} ms; rule slower for {d['share_rule_slower']:.1%}, faster for {d['share_rule_faster']:.1%}"

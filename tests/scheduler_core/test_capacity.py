@@ -59,6 +59,7 @@ def test_capacity_is_narrowed_between_the_last_stepped_rate_met_and_the_first_mi
             assert pt["meets_slo"] == (
                 pt["ttft_p99_ms"]["mean"] <= result["slo"]["ttft_p99_ms"]
                 and pt["itl_p99_ms"]["mean"] <= result["slo"]["itl_p99_ms"]
+                and not pt["overloaded"]
             )
             assert 0.0 <= pt["attainment"]["mean"] <= 1.0
             assert pt["goodput_per_s"]["mean"] <= pt["rate_per_s"] * 1.5  # bursts aside, never far above the offer

@@ -65,5 +65,6 @@ def test_capacity_marks_the_rates_at_which_a_policy_was_overloaded():
         low, high = p["points"]
         assert not low["overloaded"] and high["overloaded"]
         assert high["sustained_per_s"] < 0.5 * high["rate_per_s"]
+        assert not high["meets_slo"], "a rate the run could not keep up with is no capacity, whatever its p99"
     assert [row["queueing"] for row in result["deltas"]] == [False, True]
     assert "overloaded: queueing, not the policy" in capacity.format_text(result)
