@@ -111,6 +111,7 @@ def _alone(params, worst):
 
 
 def test_the_live_before_after_panel_says_it_compares_different_traffic_and_points_to_the_replay(client_in, recipe):
+    """The words are on the page (shown by its script once there is a change: the browser test sees them)."""
     html = client_in.get(f"/recipes/{recipe.name}/live").content.decode()
     caveat = html[html.index('id="panel-traffic"') : html.index('id="panel-body"')]
     assert "different traffic" in caveat and 'href="#replay"' in caveat and 'id="replay"' in html

@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from heliosweb.decisions.tradeoff import explain_url
+from heliosweb.recipes.services import policy_set
 
 from .conftest import log_in_and_open, needs_chromium
 from .runs import store
@@ -29,6 +30,7 @@ def test_serving_pages_say_what_their_numbers_are_at_a_desktop_and_a_phone_width
     simulated = store("simulate", recipe=recipe, raw=OVERLOADED)
     capacity = store("capacity", recipe=recipe, raw=CAPACITY)
     worst = simulated.result["deltas"]["worst"][0]
+    policy_set(recipe=recipe, policy="rule")  # a change: the live panel compares before and after it
     pages = {
         "simulate-overloaded": (f"/jobs/{simulated.pk}", "#job-overloaded"),
         "capacity-searched": (f"/jobs/{capacity.pk}", "#job-overloaded"),
@@ -46,6 +48,7 @@ def test_serving_pages_say_what_their_numbers_are_at_a_desktop_and_a_phone_width
         for name, (url, must_show) in pages.items():
             page.goto(f"{stack.base_url}{url}")
             _settled(page)
+            page.wait_for_selector(must_show)
             if SHOTS is not None:
                 SHOTS.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
