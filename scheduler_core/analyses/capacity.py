@@ -432,14 +432,14 @@ ANALYSIS = Analysis(
         OptionalFloatParam(
             "rate_min_per_s",
             None,
-            "lowest request rate stepped (empty: a trace's own rate / 4; Poisson 0.1)",
+            "lowest request rate stepped (left out: a trace's own rate / 4; Poisson 0.1)",
             minimum=0.001,
             maximum=1e5,
         ),
         OptionalFloatParam(
             "rate_max_per_s",
             None,
-            "highest request rate stepped (empty: a trace's own rate x 4; Poisson 8)",
+            "highest request rate stepped (left out: a trace's own rate x 4; Poisson 8)",
             minimum=0.001,
             maximum=1e5,
         ),
