@@ -90,6 +90,9 @@ def overloaded_runs(result: Mapping[str, Any]) -> list[str]:
     run (its `load`), or the rates at which a capacity policy was (its points' `overloaded`).
     Empty for any other result."""
     lines = []
+    load = result.get("load")  # a simulated engine's, over its latest requests
+    if isinstance(load, Mapping) and load.get("overloaded"):
+        lines.append(f"the engine: {Load(**load).describe()}")
     for p in result.get("policies") or ():
         if not isinstance(p, Mapping):
             continue
