@@ -10,6 +10,8 @@ sequences per prompt length) never mix two policies. The records it returns are 
 web service stores: one per prefill launch, one per finished request, each tagged with the policy
 and version that planned its chunks (for a request, not the version in force when it finished).
 Times are on the engine's own clock (ms from its start); the caller maps them to the wall clock.
+`load()` judges whether it keeps up (`saturation`) over its last `LOAD_REQUESTS` arrivals, a
+request's first token taken at the end of its last prefill chunk.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from . import saturation
 from .catalog import Catalog
 from .errors import InvalidInput
 from .execution import ExecutionModel
@@ -24,6 +27,7 @@ from .scheduler import Arrival, LaunchReport, SchedulerConfig, StepLoop
 from .traffic import TrafficShape, poisson_arrivals
 
 _TRIM_EVERY = 1024  # admitted arrivals between trims of the pending list (keeps memory flat)
+LOAD_REQUESTS = 10_000  # the latest arrivals the load is judged over (bounded: an engine runs for days)
 
 
 class EngineLoop:
@@ -51,6 +55,8 @@ class EngineLoop:
         self._prefills: dict[int, list[int]] = {}  # per request: its prefill graphs, in order
         self._prompts: dict[int, int] = {}
         self._planners: dict[int, tuple[str, int]] = {}  # per request in flight: the policy and version planning it
+        self._arrived: dict[int, float] = {}  # the latest LOAD_REQUESTS arrivals, oldest first
+        self._first_token: dict[int, float] = {}  # ... and when those that got one got their first token
 
     def set_policy(self, name: str, version: int) -> None:
         """Use `name` for the solo prefill decisions of requests not yet prefilling (one already
@@ -67,6 +73,11 @@ class EngineLoop:
         while self._next.arrival_ms <= until_ms:
             self._loop.arrive(self._next)
             self._prompts[self._next.id] = self._next.request.prompt_tokens
+            self._arrived[self._next.id] = self._next.arrival_ms
+            if len(self._arrived) > LOAD_REQUESTS:
+                oldest = next(iter(self._arrived))
+                del self._arrived[oldest]
+                self._first_token.pop(oldest, None)
             self._next = next(self._arrivals)
         stall = self._loop.run_until(until_ms)
         if stall is not None:
@@ -74,6 +85,10 @@ class EngineLoop:
         self._loop.forget(_TRIM_EVERY)  # finished outcomes, admitted arrivals: an engine runs for days
         records, self._records = self._records, []
         return records
+
+    def load(self) -> saturation.Load:
+        """Whether the engine keeps up with its traffic, over its latest LOAD_REQUESTS arrivals."""
+        return saturation.judge(list(self._arrived.values()), self._first_token.values())
 
     def _record(self, report: LaunchReport) -> None:
         """A launch's record (a prefill chunk's) and one per request it finished, each tagged with
@@ -85,6 +100,8 @@ class EngineLoop:
         if chunk is not None and launch.lane is not None:
             policy, version = self._planners.setdefault(launch.lane, (self.policy, self.version))
             self._prefills.setdefault(launch.lane, []).append(chunk.graph)
+            if chunk.end == self._prompts[launch.lane] and launch.lane in self._arrived:
+                self._first_token[launch.lane] = launch.end_ms  # its prompt is in: the first token
             self._records.append(
                 {
                     "type": "launch",

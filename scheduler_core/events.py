@@ -101,6 +101,7 @@ class PolicyResultEvent(TypedDict):
     padded_prefill_ms: float
     padded_decode_rows: int
     end_ms: float
+    load: dict[str, Any]  # scheduler_core.saturation.Load: was the run overloaded, at what sustained rate
 
 
 def event_type(record: type) -> str:

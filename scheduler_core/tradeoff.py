@@ -41,6 +41,7 @@ from .analyses.simulate import SimulateResult
 from .analyses.sweep import SweepResult, summarise
 from .catalog import Catalog
 from .comparison import Pair, pair_in, paired_intervals, percentile_delta, request_deltas
+from .deltas import capacity_differences
 from .errors import InvalidInput
 from .evidence import Evidence, Subject, source
 from .health import boot_health, repaired
@@ -343,11 +344,14 @@ def _capacity_deltas(result: CapacityResult, pair: Pair) -> list[Json]:
         points = {name: by_name[name]["points"][i] for name in (pair.before, pair.after)}
         if all("draws" in p for p in points.values()):
             found = paired_intervals({n: p["draws"] for n, p in points.items()}, pair, keys)
-        elif (pair.before, pair.after) == ("cost", "rule") and "ttft_p50_ms" in result["deltas"][i]:
-            found = {k: result["deltas"][i][k] for k in keys}
+        elif (pair.before, pair.after) == ("cost", "rule") and (stored := capacity_differences(result["deltas"][i])):
+            found = {"ttft_p50_ms": stored.get("p50"), "ttft_p99_ms": stored.get("p99")}
         else:
             return []  # an older result: no draws to pair, and its stored deltas are another pair's
-        rows.append({"rate_per_s": rate, "p50": found["ttft_p50_ms"], "p99": found["ttft_p99_ms"]})
+        queueing = any(p.get("overloaded") for p in points.values())  # an overloaded run: its delta is queueing
+        rows.append(
+            {"rate_per_s": rate, "p50": found["ttft_p50_ms"], "p99": found["ttft_p99_ms"], "queueing": queueing}
+        )
     return rows
 
 

@@ -29,6 +29,7 @@ from heliosweb.figures.contract import embedded
 from heliosweb.figures.explain import explain as explain_prompt
 from heliosweb.figures.explain import graphs_text, plans_figure
 from heliosweb.figures.exports import table_names
+from heliosweb.figures.in_context import request_context
 from heliosweb.figures.palette import capacity_colour
 from heliosweb.figures.registry import views_for
 from heliosweb.figures.selectors import job_data
@@ -42,6 +43,7 @@ from heliosweb.telemetry.replay import replay_offer, replay_window
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
 from heliosweb.traces.selectors import trace_names
 from scheduler_core.errors import InvalidInput
+from scheduler_core.saturation import QUEUEING, overloaded_runs
 from scheduler_core.tradeoff import CHECKLIST
 
 from .forms import field_name, form_kinds, params_from_post
@@ -289,6 +291,8 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
             "can_run": request.user.has_perm(RUN_JOBS),
             "tables": table_names(job_data(job, views, with_events=False), views) if job.result is not None else [],
             "has_trace": views.spans is not None and job.result is not None,  # a trace of what ran: once done
+            "overloaded": overloaded_runs(job.result) if isinstance(job.result, dict) else [],
+            "queueing": QUEUEING,
         },
     )
 
@@ -330,6 +334,10 @@ def explain(request: HttpRequest) -> HttpResponse:
             context["error_input"] = _explain_input(exc.field)
         else:
             plans = answer["plans"]
+            try:
+                context["in_run"] = request_context(query, plans)
+            except InvalidInput as exc:  # the job or request of the link (NotFound too)
+                context["errors"] = {exc.field: exc.message}
             figures_json, slots = embedded(
                 [plans_figure(plans, f"Chunk timelines, {data['request']['prompt_tokens']} tokens")]
             )

@@ -71,7 +71,11 @@ def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
     for part in summary["requests"]:
         for row in part.get("worst", []):
             row["explain_url"] = explain_url(
-                job=part["job"], catalog=part["catalog"], prompt_tokens=row["prompt_tokens"]
+                job=part["job"],
+                catalog=part["catalog"],
+                prompt_tokens=row["prompt_tokens"],
+                request=row["id"],
+                rate_per_s=part.get("rate_per_s"),
             )
     summary["engine"] = engine_part(recipe=decision.recipe, to_policy=decision.to_policy)
     required = list(decision.recipe.required_evidence or [])
@@ -141,12 +145,20 @@ def decision_missing_evidence(*, decision: PolicyDecision) -> list[str]:
 EXPLAIN_CATALOGS = {"clean": "clean", "drift": "drift", "boot": "job"}
 
 
-def explain_url(*, job: int, catalog: str, prompt_tokens: int) -> str | None:
-    """/explain for one request's prompt, planned on the catalog and execution model the job ran."""
+def explain_url(
+    *, job: int, catalog: str, prompt_tokens: int, request: int | None = None, rate_per_s: float | None = None
+) -> str | None:
+    """/explain for one request's prompt, planned on the catalog and execution model the job ran;
+    with `request` (and a capacity job's `rate_per_s`), the page also splits its TTFT in that run."""
     choice = EXPLAIN_CATALOGS.get(catalog)
     if choice is None:
         return None
-    return f"{reverse('explain')}?{urlencode({'job': job, 'catalog': choice, 'prompt_tokens': prompt_tokens})}"
+    query: dict[str, object] = {"job": job, "catalog": choice, "prompt_tokens": prompt_tokens}
+    if request is not None:
+        query["request"] = request
+    if rate_per_s is not None:
+        query["rate"] = rate_per_s
+    return f"{reverse('explain')}?{urlencode(query)}"
 
 
 CDF_WIDTH, CDF_HEIGHT, CDF_PAD = 600, 200, 8  # the drawing's own units; the page scales it to its width

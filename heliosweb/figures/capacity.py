@@ -1,6 +1,7 @@
 """capacity: per policy, overlaid against the request rate: TTFT p50/p99 with the SLO's bound and
 95 % intervals, goodput against the offered rate with each policy's capacity marked, SLO attainment,
-and the rule - cost TTFT per request as a CDF at each rate."""
+and the rule - cost TTFT per request as a CDF at each rate. Every curve holds the stepped rates and
+the search's; a rate where the run was overloaded is drawn as an x (its TTFT is queueing)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from scheduler_core.analyses.capacity import CapacityResult
+from scheduler_core.analyses.capacity import CapacityResult, capacity_text
+from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, capacity_differences, column
 
 from .contract import LOG_AXIS, Figure, JobData, KindViews, Table, base_layout, empty
 from .palette import policy_colour
@@ -25,24 +27,39 @@ def _errors(figures: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _curve(x: list[float], values: list[dict[str, Any]], name: str, line: dict[str, Any]) -> go.Scatter:
-    """One policy's figure against the rate: the means, with their intervals as error bars."""
+OVERLOADED_NOTE = "x: overloaded (TTFT there is queueing)"
+
+
+def points_of(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    """A policy's stepped and searched points, by rate (results older than the search have none)."""
+    return sorted([*policy["points"], *policy.get("search", [])], key=lambda pt: pt["rate_per_s"])
+
+
+def _curve(points: list[dict[str, Any]], key: str, name: str, line: dict[str, Any]) -> go.Scatter:
+    """One policy's figure against the rate: the means with their intervals as error bars, an x
+    where the run was overloaded."""
+    values = [pt[key] for pt in points]
+    symbols = ["x" if pt.get("overloaded") else "circle" for pt in points]
     return go.Scatter(
-        x=x, y=[v["mean"] for v in values], error_y=_errors(values), name=name, mode="lines+markers", line=line
+        x=[pt["rate_per_s"] for pt in points],
+        y=[v["mean"] for v in values],
+        error_y=_errors(values),
+        name=name,
+        mode="lines+markers",
+        line=line,
+        marker={"symbol": symbols, "size": [10 if s == "x" else 6 for s in symbols]},
     )
 
 
 def _ttft(result: CapacityResult) -> go.Figure:
     traces: list[dict[str, Any]] = []
     for p in result["policies"]:
-        x = [pt["rate_per_s"] for pt in p["points"]]
         colour = policy_colour(p["policy"])
         for key, dash in (("ttft_p99_ms", "solid"), ("ttft_p50_ms", "dot")):
-            values = [pt[key] for pt in p["points"]]
-            traces.append(_curve(x, values, f"{p['policy']} {key[5:8]}", {"color": colour, "dash": dash}))
+            traces.append(_curve(points_of(p), key, f"{p['policy']} {key[5:8]}", {"color": colour, "dash": dash}))
     bound = result["slo"]["ttft_p99_ms"]
     layout = base_layout(
-        f"TTFT vs rate: p99 solid, p50 dotted, SLO {bound:g} ms dashed",
+        f"TTFT vs rate: p99 solid, p50 dotted, SLO {bound:g} ms dashed; {OVERLOADED_NOTE}",
         xaxis={"title": {"text": "requests per second"}, **LOG_AXIS},
         yaxis={"title": {"text": "TTFT (ms)"}, **LOG_AXIS},
         shapes=[_bound_line(bound)],
@@ -63,17 +80,16 @@ def _bound_line(y: float) -> dict[str, Any]:
 
 
 def _goodput(result: CapacityResult) -> go.Figure:
-    rates = result["rates_per_s"]
+    rates = sorted({pt["rate_per_s"] for p in result["policies"] for pt in points_of(p)})
     traces: list[Any] = [
         go.Scatter(x=rates, y=rates, name="offered", mode="lines", line={"color": "#999", "dash": "dot"})
     ]
     shapes = []
     for p in result["policies"]:
         colour = policy_colour(p["policy"])
-        values = [pt["goodput_per_s"] for pt in p["points"]]
         cap = p["capacity_per_s"]
         label = "below the lowest rate" if cap is None else f"{cap:g}/s"
-        traces.append(_curve(rates, values, f"{p['policy']} (capacity {label})", {"color": colour}))
+        traces.append(_curve(points_of(p), "goodput_per_s", f"{p['policy']} (capacity {label})", {"color": colour}))
         if cap is not None:
             shapes.append(
                 {
@@ -87,7 +103,7 @@ def _goodput(result: CapacityResult) -> go.Figure:
                 }
             )
     layout = base_layout(
-        "Goodput (requests/s within the SLO); capacity dashed",
+        f"Goodput (requests/s within the SLO); capacity dashed; {OVERLOADED_NOTE}",
         xaxis={"title": {"text": "offered requests per second"}, **LOG_AXIS},
         yaxis={"title": {"text": "goodput (requests/s)"}, "rangemode": "nonnegative"},
         shapes=shapes,
@@ -98,9 +114,7 @@ def _goodput(result: CapacityResult) -> go.Figure:
 def _attainment(result: CapacityResult) -> go.Figure:
     traces = []
     for p in result["policies"]:
-        x = [pt["rate_per_s"] for pt in p["points"]]
-        values = [pt["attainment"] for pt in p["points"]]
-        traces.append(_curve(x, values, p["policy"], {"color": policy_colour(p["policy"])}))
+        traces.append(_curve(points_of(p), "attainment", p["policy"], {"color": policy_colour(p["policy"])}))
     layout = base_layout(
         "SLO attainment (TTFT and mean ITL within bounds)",
         xaxis={"title": {"text": "requests per second"}, **LOG_AXIS},
@@ -121,13 +135,13 @@ def _deltas(result: CapacityResult) -> go.Figure | None:
             go.Scatter(
                 x=cdf,
                 y=[q / (len(cdf) - 1) for q in range(len(cdf))],
-                name=f"{row['rate_per_s']:g}/s",
+                name=f"{row['rate_per_s']:g}/s" + (" (overloaded: queueing)" if row.get("queueing") else ""),
                 mode="lines",
                 line={"color": f"rgb({shade},{shade},{shade})", "shape": "hv"},
             )
         )
     layout = base_layout(
-        "rule - cost TTFT per request, a CDF per rate",
+        f"rule - cost TTFT per request ({PERCENTILE_OF_DIFFERENCES}), a CDF per rate",
         xaxis={"title": {"text": "rule - cost TTFT (ms)"}, "zeroline": True},
         yaxis={"title": {"text": "share of requests"}, "range": [0, 1]},
     )
@@ -140,7 +154,7 @@ def figures(job: JobData) -> list[Figure]:
     result = job.result_as(CapacityResult)
     out = [
         Figure("ttft", "TTFT vs request rate", _ttft(result)),
-        Figure("goodput", "Goodput and capacity", _goodput(result)),
+        Figure("goodput", "Goodput and capacity", _goodput(result), capacity_summary(result)),
         Figure("attainment", "SLO attainment", _attainment(result)),
     ]
     deltas = _deltas(result)
@@ -149,24 +163,34 @@ def figures(job: JobData) -> list[Figure]:
     return out
 
 
+def capacity_summary(result: CapacityResult) -> str:
+    """Each policy's capacity between the rate met and the first missed (the goodput figure's text)."""
+    return "; ".join(f"{p['policy']}: {capacity_text(p, result.get('resolution'))}" for p in result["policies"])
+
+
 def tables(job: JobData) -> dict[str, Table]:
     if not job.result:
-        return {"points": [], "worst": []}
+        return {"points": [], "deltas": [], "worst": []}
     result = job.result_as(CapacityResult)
+    searched = {id(pt) for p in result["policies"] for pt in p.get("search", [])}
     points = [
         {
             "policy": p["policy"],
             "rate_per_s": pt["rate_per_s"],
+            "searched": id(pt) in searched,
             "meets_slo": pt["meets_slo"],
             **{
                 f"{k}_{part}": pt[k][part]
                 for k in ("ttft_p50_ms", "ttft_p99_ms", "itl_p99_ms", "goodput_per_s", "attainment")
                 for part in ("mean", "low", "high")
             },
+            "overloaded": pt.get("overloaded"),
+            "sustained_per_s": pt.get("sustained_per_s"),
             "capacity_per_s": p["capacity_per_s"],
+            "first_missed_per_s": p.get("first_missed_per_s"),
         }
         for p in result["policies"]
-        for pt in p["points"]
+        for pt in points_of(p)
     ]
     worst = [
         {"rate_per_s": row["rate_per_s"], **w}
@@ -174,7 +198,26 @@ def tables(job: JobData) -> dict[str, Table]:
         if row.get("per_request")
         for w in row["per_request"]["worst"]
     ]
-    return {"points": points, "worst": worst}
+    return {"points": points, "deltas": delta_rows(result), "worst": worst}
+
+
+def delta_rows(result: CapacityResult) -> list[dict[str, Any]]:
+    """rule - cost per rate, both deltas in columns named by what they are."""
+    rows = []
+    for row in result["deltas"]:
+        differences = capacity_differences(row)
+        if not differences:
+            continue
+        per = row.get("per_request") or {}
+        rows.append(
+            {
+                "rate_per_s": row["rate_per_s"],
+                "overloaded_queueing": row.get("queueing"),
+                **{f"{column(DIFFERENCE_OF_PERCENTILES)}_{q}_ms": differences[q]["mean"] for q in ("p50", "p99")},
+                **{f"{column(PERCENTILE_OF_DIFFERENCES)}_{q}_ms": per.get(q) for q in ("p50", "p99")},
+            }
+        )
+    return rows
 
 
 VIEWS = KindViews(figures, tables=tables)

@@ -12,10 +12,12 @@ from typing import Any
 import plotly.graph_objects as go
 
 from scheduler_core.analyses.replay import ReplayResult, comparison_rows
+from scheduler_core.deltas import PERCENTILE_OF_DIFFERENCES
+from scheduler_core.saturation import QUEUEING
 
 from .contract import Figure, JobData, KindViews, Table, base_layout, empty
 from .palette import policy_colour
-from .simulate import launches_padding, ttft_cdf
+from .simulate import delta_rows, launches_padding, load_summary, ttft_cdf
 
 SERVED_COLOUR = "#6b7280"
 
@@ -67,7 +69,8 @@ def deltas_cdf(deltas: dict[str, Any]) -> go.Figure:
         "line": {"color": "#374151", "shape": "hv"},
     }
     layout = base_layout(
-        "rule - cost TTFT per request (the same request under both)",
+        f"rule - cost TTFT per request ({PERCENTILE_OF_DIFFERENCES}: the same request under both)"
+        + (f"; overloaded: {QUEUEING}" if deltas.get("queueing") else ""),
         xaxis={"title": {"text": "rule - cost TTFT (ms)"}, "zeroline": True},
         yaxis={"title": {"text": "share of requests"}, "range": [0, 1]},
     )
@@ -78,7 +81,8 @@ def figures(job: JobData) -> list[Figure]:
     if not job.result:
         return [empty("comparison", "Replayed and served", "the comparison is drawn when the replay finishes")]
     result = job.result_as(ReplayResult)
-    out = [comparison(result), Figure("ttft-cdf", "TTFT CDF", ttft_cdf(result["policies"]))]
+    policies = result["policies"]
+    out = [comparison(result), Figure("ttft-cdf", "TTFT CDF", ttft_cdf(policies), load_summary(policies))]
     deltas = result["deltas"]
     if deltas and deltas["requests"]:
         out.append(Figure("deltas", "rule - cost per request", deltas_cdf(deltas)))
@@ -91,7 +95,12 @@ def tables(job: JobData) -> dict[str, Table]:
         return {}
     result = job.result_as(ReplayResult)
     worst = (result["deltas"] or {}).get("worst", [])
-    return {"comparison": comparison_rows(result), "reproduction": result["reproduction"], "worst": worst}
+    return {
+        "comparison": comparison_rows(result),
+        "deltas": delta_rows(job),
+        "reproduction": result["reproduction"],
+        "worst": worst,
+    }
 
 
 VIEWS = KindViews(figures, tables=tables)

@@ -16,7 +16,9 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from scheduler_core import saturation
 from scheduler_core.analyses.simulate import SimulateResult
+from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, column
 
 from .contract import LOG_AXIS, Figure, JobData, KindViews, Span, Table, base_layout, empty
 from .palette import DECODE_COLOUR, INIT_COLOUR, KIND_COLOURS, capacity_colour, policy_colour
@@ -190,7 +192,7 @@ def figures(job: JobData) -> list[Figure]:
     policies = finished_policies(job)
     out = [requests_timeline(p["policy"], p["per_request"]) for p in policies] + out
     out += [
-        Figure("ttft-cdf", "TTFT CDF", ttft_cdf(policies)),
+        Figure("ttft-cdf", "TTFT CDF", ttft_cdf(policies), load_summary(policies)),
         Figure("itl-cdf", "Inter-token latency CDF", _itl_cdf(policies)),
         Figure("launches-padding", "Launches and padding", launches_padding(policies)),
     ]
@@ -214,12 +216,28 @@ def _cdf(name: str, x: list[float], y: list[float]) -> dict[str, Any]:
     return {"type": "scatter", "name": name, "x": x, "y": y, "mode": "lines", "line": line}
 
 
+def overloaded(policies: list[dict[str, Any]]) -> list[str]:
+    """The policies whose run was overloaded (`saturation`); none in results older than the verdict."""
+    return [p["policy"] for p in policies if (p.get("load") or {}).get("overloaded")]
+
+
+def load_summary(policies: list[dict[str, Any]]) -> str | None:
+    """Each policy's load verdict, for the TTFT figure's text; None for results older than it."""
+    said = [f"{p['policy']}: {saturation.Load(**p['load']).describe()}" for p in policies if p.get("load")]
+    return "; ".join(said) + "." if said else None
+
+
 def ttft_cdf(policies: list[dict[str, Any]]) -> go.Figure:
     traces = []
     for p in policies:
         values = sorted(r["ttft_ms"] for r in p["per_request"])
-        traces.append(_cdf(p["policy"], values, [(i + 1) / len(values) for i in range(len(values))]))
-    return go.Figure(traces, _cdf_layout("TTFT per request (CDF)", "TTFT (ms)", "share of requests"))
+        name = p["policy"] + (" (overloaded)" if p["policy"] in overloaded(policies) else "")
+        trace = _cdf(p["policy"], values, [(i + 1) / len(values) for i in range(len(values))])
+        traces.append({**trace, "name": name})
+    title = "TTFT per request (CDF)"
+    if overloaded(policies):
+        title += f"; OVERLOADED ({', '.join(overloaded(policies))}): {saturation.QUEUEING}"
+    return go.Figure(traces, _cdf_layout(title, "TTFT (ms)", "share of requests"))
 
 
 def _itl_cdf(policies: list[dict[str, Any]]) -> go.Figure:
@@ -302,11 +320,24 @@ def tables(job: JobData) -> dict[str, Table]:
             "padded_prefill_ms": p.get("padded_prefill_ms"),  # absent from results older than it
             "padded_decode_rows": p["padded_decode_rows"],
             "end_ms": p["end_ms"],
+            **{f"load_{k}": v for k, v in (p.get("load") or {}).items()},
         }
         for p in policies
     ]
     requests = [{"policy": p["policy"], **r} for p in policies for r in p["per_request"]]
-    return {"policies": summary, "requests": requests}
+    return {"policies": summary, "deltas": delta_rows(job), "requests": requests}
+
+
+def delta_rows(job: JobData) -> list[dict[str, Any]]:
+    """rule - cost TTFT, both deltas, a row each, named by what it is (simulate's and replay's)."""
+    d = job.result.get("deltas") if job.result else None
+    if not d or not d["requests"]:
+        return []
+    rows = [{"delta": column(PERCENTILE_OF_DIFFERENCES), **{q: d[q] for q in ("p50", "p90", "p99")}}]
+    other = d.get("difference_of_percentiles")  # absent from results older than it
+    if other:
+        rows.append({"delta": column(DIFFERENCE_OF_PERCENTILES), **{q: other[q] for q in ("p50", "p90", "p99")}})
+    return [{**row, "overloaded_queueing": d.get("queueing")} for row in rows]
 
 
 TRACE_REQUESTS = 10_000  # request slices per policy in the Chrome trace (two events each; ~4 MB at the cap)

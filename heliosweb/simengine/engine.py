@@ -42,6 +42,7 @@ from scheduler_core.catalog import Catalog
 from scheduler_core.engine import EngineLoop
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import ExecutionModel
+from scheduler_core.saturation import Load
 from scheduler_core.scheduler import Arrival, SchedulerConfig
 from scheduler_core.traffic import TrafficShape, looped
 
@@ -107,6 +108,7 @@ class EngineResult(TypedDict):
     session: str
     engine: str
     catalog: str
+    load: dict[str, Any]  # did it keep up with its traffic (`scheduler_core.saturation`), its latest requests
 
 
 def run(params: dict[str, Any], emit: Emit) -> EngineResult:
@@ -208,15 +210,18 @@ def _serve(
         "versions": versions,
         "batches": reporter.next_batch - 1,
         "session": reporter.session,
+        "load": loop.load().to_dict(),
     }
 
 
 def format_text(result: EngineResult) -> str:
     versions = " -> ".join(f"v{v}" for v in result["versions"])
-    return (
+    text = (
         f"{result['engine']} on the {result['catalog']} catalog: {result['launches']} prefill launches, "
         f"{result['requests']} requests in {result['batches']} batches; policy versions followed: {versions}"
     )
+    load = result.get("load")  # absent from results older than the verdict
+    return text + (f"\n{Load(**load).describe()}" if load else "")
 
 
 def work(params: dict[str, Any]) -> int:

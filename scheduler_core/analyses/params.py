@@ -86,6 +86,15 @@ class FloatParam(Param):
 
 
 @dataclass(frozen=True)
+class OptionalFloatParam(FloatParam):
+    """A number that may be left out (None): the analysis then derives it (capacity's rates, from
+    the trace's own rate)."""
+
+    def parse(self, value: Any) -> Any:  # float | None
+        return None if value is None else super().parse(value)
+
+
+@dataclass(frozen=True)
 class ChoiceParam(Param):
     kind: ClassVar[str] = "choice"
     metavar: ClassVar[str] = "CHOICE"

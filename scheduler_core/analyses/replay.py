@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypedDict
 
+from .. import saturation
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent
 from ..limits import MAX_TOKENS
@@ -253,6 +254,19 @@ def _row(label: str, p: Mapping[str, Any]) -> dict[str, Any]:
         "prefill_launches": p["launches"].get("prefill", 0) + p["launches"].get("mixed", 0),
         "padded_prefill_tokens": p["padded_prefill_tokens"],
         "stalled": p["stalled"] is not None,
+        **_load(p),
+    }
+
+
+def _load(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's load verdict (`saturation`) as a row states it; empty for a result older than it."""
+    load = p.get("load")
+    if not load:
+        return {}
+    return {
+        "overloaded": load["overloaded"],
+        "offered_per_s": load["offered_per_s"],
+        "sustained_per_s": load["sustained_per_s"],
     }
 
 
@@ -315,9 +329,10 @@ def format_text(result: ReplayResult) -> str:
             f"replayed {r['policy']} repeats the engine's launches for {r['same_launches']}/{r['requests']} requests "
             f"(TTFT within {r['ttft_max_gap_ms']:.3f} ms)"
         )
-    d = result.get("deltas")
-    if d and d["requests"]:
-        lines.append(f"rule - cost per request: p50 {d['p50']:+.2f} p99 {d['p99']:+.2f} ms, max {d['max']:+.2f} ms")
+    for p in result["policies"]:
+        if p.get("load"):
+            lines.append(f"{p['policy']:<14} {saturation.Load(**p['load']).describe()}")
+    lines += simulate.delta_lines(result.get("deltas"))
     return "\n".join(lines)
 
 

@@ -14,7 +14,9 @@ import itertools
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
+from .. import saturation
 from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
+from ..deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, difference_of_percentiles
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent, StepLaunchEvent
 from ..execution import ExecutionModel, TableExecution, measured_catalog
@@ -217,8 +219,11 @@ def traffic_description(params: dict[str, Any]) -> dict[str, Any]:
 
 def request_deltas(policies: Sequence[dict[str, Any]], worst: int = WORST) -> dict[str, Any] | None:
     """The same request under both policies: rule - cost TTFT per request, as a CDF (101 points),
-    its percentiles, the shares where the rule is slower or faster, and the `worst` requests (the
-    rule's largest losses) with their prompts. None unless both ran to the end."""
+    its percentiles (`definition`: the percentile of per-request differences), the shares where the
+    rule is slower or faster, and the `worst` requests (the rule's largest losses) with their
+    prompts; beside them the difference of the two policies' percentiles, and `queueing` when
+    either run was overloaded (then both measure queues, not the policies). None unless both ran
+    to the end."""
     by_name = {p["policy"]: p for p in policies}
     if "cost" not in by_name or "rule" not in by_name or by_name["cost"]["stalled"] or by_name["rule"]["stalled"]:
         return None
@@ -230,8 +235,14 @@ def request_deltas(policies: Sequence[dict[str, Any]], worst: int = WORST) -> di
     deltas = sorted(d for d, _, _ in rows)
     n = len(deltas)
     rows.sort(key=lambda row: (-row[0], row[1]["id"]))
+    loads = [saturation.Load(**p["load"]) for p in (by_name["rule"], by_name["cost"]) if p.get("load")]
     return {
         "of": "rule - cost TTFT per request (ms)",
+        "definition": PERCENTILE_OF_DIFFERENCES,
+        "difference_of_percentiles": difference_of_percentiles(
+            [r["ttft_ms"] for _, r, _ in rows], [c["ttft_ms"] for _, _, c in rows]
+        ),
+        "queueing": any(load.overloaded for load in loads),
         "requests": n,
         "mean_ms": round6(sum(deltas) / n) if n else None,
         **percentiles(deltas, ordered=True),
@@ -272,6 +283,9 @@ def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, 
         "padded_prefill_ms": round6(result.padded_prefill_ms),
         "padded_decode_rows": result.padded_decode_rows,
         "end_ms": round6(result.end_ms),
+        "load": saturation.judge(
+            [a.arrival_ms for a in arrivals], [lane.first_token_at_ms for lane in result.lanes]
+        ).to_dict(),
         "per_request": [
             {
                 "id": lane.id,
@@ -306,13 +320,27 @@ def format_text(result: SimulateResult) -> str:
             f"p99 {i['p99'] or 0:.2f} ms  launches {p['launches']['total']}  "
             f"padding {p['padded_prefill_tokens']} tokens, {p['padded_decode_rows']} rows"
         )
-    d = result.get("deltas")
-    if d and d["requests"]:
-        lines.append(
-            f"rule - cost per request: p50 {d['p50']:+.2f} p99 {d['p99']:+.2f} ms, max {d['max']:+.2f} ms; "
-            f"rule slower for {d['share_rule_slower']:.1%}, faster for {d['share_rule_faster']:.1%}"
-        )
+        if p.get("load"):  # absent from results older than the verdict
+            lines.append(f"{'':<8} {saturation.Load(**p['load']).describe()}")
+    lines += delta_lines(result.get("deltas"))
     return "\n".join(lines)
+
+
+def delta_lines(d: dict[str, Any] | None) -> list[str]:
+    """rule - cost as both deltas, each named, and what an overloaded run makes of them."""
+    if not d or not d["requests"]:
+        return []
+    lines = []
+    if d.get("queueing"):
+        lines.append(f"CAUTION: an overloaded run: {saturation.QUEUEING}; rule - cost below compares queues")
+    lines.append(
+        f"rule - cost, {PERCENTILE_OF_DIFFERENCES}: p50 {d['p50']:+.2f} p99 {d['p99']:+.2f} ms, "
+        f"max {d['max']:+.2f} ms; rule slower for {d['share_rule_slower']:.1%}, faster for {d['share_rule_faster']:.1%}"
+    )
+    diff = d.get("difference_of_percentiles")
+    if diff and diff["p50"] is not None:
+        lines.append(f"rule - cost, {DIFFERENCE_OF_PERCENTILES}: p50 {diff['p50']:+.2f} p99 {diff['p99']:+.2f} ms")
+    return lines
 
 
 ANALYSIS = Analysis(

@@ -211,6 +211,7 @@
 
   function showPanel(panel) {
     const body = document.getElementById("panel-body");
+    document.getElementById("panel-traffic").hidden = !panel.change;  // before and after: different traffic
     if (!panel.change) { body.textContent = "The policy has not changed since the recipe was created."; return; }
     const rows = [
       ["TTFT p50 (ms)", "ttft_p50_ms", 2, "requests"], ["TTFT p99 (ms)", "ttft_p99_ms", 2, "requests"],

@@ -58,14 +58,16 @@ def test_capacity_on_an_uploaded_trace_becomes_a_decisions_evidence_in_chromium(
     assert job.result["traffic"] == {**job.result["traffic"], "source": "trace", "requests": 3000}
     policies = {p["policy"]: p for p in job.result["policies"]}
 
-    # The job page's overlaid curves: one goodput curve per policy over the same rates, as stored.
+    # The job page's overlaid curves: one goodput curve per policy over its stepped and searched rates, as stored.
     page.goto(f"{base}/jobs/{job.pk}")
     page.wait_for_selector('#figures [data-figure-id="goodput"] .main-svg')
     goodput = {c["name"].split()[0]: c for c in page.evaluate(CURVES, "goodput")}
     assert set(goodput) == {"offered", "cost", "rule"}
     for name, p in policies.items():
-        assert goodput[name]["x"] == job.result["rates_per_s"]
-        assert goodput[name]["y"] == [pt["goodput_per_s"]["mean"] for pt in p["points"]]
+        drawn = sorted([*p["points"], *p["search"]], key=lambda pt: pt["rate_per_s"])
+        assert set(job.result["rates_per_s"]) <= set(goodput[name]["x"])
+        assert goodput[name]["x"] == [pt["rate_per_s"] for pt in drawn]
+        assert goodput[name]["y"] == [pt["goodput_per_s"]["mean"] for pt in drawn]
         cap = p["capacity_per_s"]
         assert f"capacity {'below the lowest rate' if cap is None else f'{cap:g}/s'}" in goodput[name]["name"]
     ttft = page.evaluate(CURVES, "ttft")

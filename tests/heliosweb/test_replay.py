@@ -247,6 +247,10 @@ def test_a_replay_on_the_recipe_s_boot_keeps_the_boot_it_ran_on(
     tradeoff = client.get(f"/api/decisions/{decision.pk}/tradeoff/").json()
     assert tradeoff["replay"][0]["basis"] == "a stored boot's measured durations"
     top = tradeoff["requests"][0]["worst"][0]
-    assert top["explain_url"] == f"/explain?job={job.pk}&catalog=job&prompt_tokens={top['prompt_tokens']}"
+    assert top["explain_url"] == (
+        f"/explain?job={job.pk}&catalog=job&prompt_tokens={top['prompt_tokens']}&request={top['id']}"
+    )
     explained = client.get(top["explain_url"])
     assert explained.status_code == 200 and f"job #{job.pk}&#x27;s boot catalog" in explained.content.decode()
+    split = explained.context["in_run"]["delta"]  # the request in its run, on the same boot
+    assert split["plan_ms"] + split["own_launches_ms"] + split["waited_ms"] == pytest.approx(top["delta_ms"], abs=1e-5)

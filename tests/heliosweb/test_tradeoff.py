@@ -137,7 +137,7 @@ def test_the_decision_page_shows_capacity_the_delta_padding_ms_and_the_worst_req
     deltas = html.split('<table class="capacity-deltas"')[1].split("</table>")[0]
     rows = deltas.split("<tr data-rate=")[1:]
     assert len(rows) == 3 and all("95 %, n=3" in r for r in rows)  # Poisson: an interval over 3 seeds
-    first = capacity.result["deltas"][0]["ttft_p50_ms"]
+    first = capacity.result["deltas"][0]["difference_of_ttft_p50_ms"]
     assert f"[{first['low']:.2f}, {first['high']:.2f}] 95 %" in rows[0]
     sim = html.split('class="simulate-delta"')[1].split("</p>")[0]
     assert "one seeded Poisson draw (seed 0): no interval" in sim

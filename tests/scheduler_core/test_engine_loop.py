@@ -1,6 +1,8 @@
 """The engine loop's telemetry tags: a request is planned, and tagged, by the version that planned
 its first chunk, even when the policy changes before it finishes."""
 
+import pytest
+
 from scheduler_core.analyses.simulate import build_catalog
 from scheduler_core.engine import EngineLoop
 from scheduler_core.execution import AffineExecution
@@ -31,3 +33,18 @@ def test_a_request_spanning_a_policy_change_keeps_the_version_that_planned_its_f
         if r["type"] == "launch":  # each launch tagged as its request
             assert (r["policy"], r["version"]) == (requests[r["request"]]["policy"], requests[r["request"]]["version"])
     assert (engine.policy, engine.version) == ("rule", 2)
+
+
+def test_an_engine_offered_more_than_it_serves_is_judged_overloaded_and_one_that_keeps_up_is_not():
+    from scheduler_core.traffic import TrafficShape
+
+    loads = {}
+    for rate in (4.0, 60.0):
+        traffic = TrafficShape(rate, 32, 8000, 16, 64, 0.0, 1)
+        engine = EngineLoop(CATALOG, EXECUTION, SchedulerConfig("cost", 32, 2), traffic)
+        engine.set_policy("cost", 1)
+        engine.advance(30_000.0)  # 30 s of the engine's clock
+        loads[rate] = engine.load()
+    assert loads[4.0].judged and not loads[4.0].overloaded
+    assert loads[4.0].sustained_per_s == pytest.approx(loads[4.0].offered_per_s, rel=0.2)
+    assert loads[60.0].overloaded and loads[60.0].sustained_per_s < 0.8 * loads[60.0].offered_per_s

@@ -202,7 +202,9 @@ def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_
     }
     assert [d["rate_per_s"] for d in cap["deltas"]] == result["rates_per_s"]
     for d, stored in zip(cap["deltas"], result["deltas"]):
-        assert d["p50"] == stored["ttft_p50_ms"] and d["p50"]["low"] == d["p50"]["high"]  # one run: no width
+        assert (
+            d["p50"] == stored["difference_of_ttft_p50_ms"] and d["p50"]["low"] == d["p50"]["high"]
+        )  # one run: no width
     cost, rule = (next(p for p in result["policies"] if p["policy"] == name) for name in ("cost", "rule"))
     at = result["rates_per_s"].index(cap["padding_at_per_s"])
     assert cap["policies"]["rule"]["padded_prefill_ms"] == rule["points"][at]["padded_prefill_ms"]
