@@ -7,7 +7,8 @@ import pytest
 
 from scheduler_core.analyses import ANALYSES
 from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, capacity_differences
-from scheduler_core.tradeoff import Evidence, tradeoff
+from scheduler_core.comparison import Pair
+from scheduler_core.tradeoff import Evidence, Subject, tradeoff
 
 
 def rank(values, q):
@@ -51,10 +52,22 @@ def test_capacity_names_its_difference_of_percentiles_and_still_reads_the_old_ke
         assert row["difference_of_ttft_p50_ms"]["mean"] == pytest.approx(expected, abs=1e-5)
         assert row["per_request"]["definition"] == PERCENTILE_OF_DIFFERENCES
 
-    old = {**result, "deltas": [_as_stored_before(row) for row in result["deltas"]]}
+    # a result stored before: old delta keys, and points without the draws the trade-off pairs by seed
+    old = {
+        **result,
+        "deltas": [_as_stored_before(row) for row in result["deltas"]],
+        "policies": [
+            {**p, "points": [{k: v for k, v in point.items() if k != "draws"} for point in p["points"]]}
+            for p in result["policies"]
+        ],
+    }
     assert [capacity_differences(r) for r in old["deltas"]] == [capacity_differences(r) for r in result["deltas"]]
-    parts = [tradeoff([Evidence(1, "capacity", "r", params, r)], recipe="r", to_policy="rule") for r in (result, old)]
-    assert parts[0]["capacity"]["deltas"] == parts[1]["capacity"]["deltas"] != []
+    parts = [
+        tradeoff([Evidence(1, "capacity", "r", params, r)], subject=Subject("r", ""), pair=Pair("cost", "rule"))
+        for r in (result, old)
+    ]
+    [new_part], [old_part] = parts[0]["capacity"], parts[1]["capacity"]
+    assert new_part["deltas"] == old_part["deltas"] != []
 
 
 def _as_stored_before(row):

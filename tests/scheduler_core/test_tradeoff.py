@@ -229,7 +229,7 @@ def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_
     assert not random_cap["deterministic"] and random_cap["repeats"] == 4
     assert any(d["p50"]["low"] < d["p50"]["high"] for d in random_cap["deltas"])
     for d, stored_delta in zip(random_cap["deltas"], poisson.result["deltas"]):  # paired by seed, as capacity did
-        assert d["p50"] == pytest.approx(stored_delta["ttft_p50_ms"])
+        assert d["p50"] == pytest.approx(stored_delta["difference_of_ttft_p50_ms"])
     random_requests = only(random, "requests")
     assert random_requests["kind"] == "capacity" and random_requests["rate_per_s"] is not None
     assert random_requests["draw"] == "the first of 4 seeded draws" and requests["draw"] is None
