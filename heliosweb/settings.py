@@ -353,9 +353,11 @@ HELIOS_METRICS_TOKEN = os.environ.get("HELIOS_METRICS_TOKEN", "")
 HELIOS_METRICS_ALLOW = env_list("HELIOS_METRICS_ALLOW", ["127.0.0.1", "::1"])
 # /metrics exports the (engine, version) series engines posted under within this window, at most
 # this many of them, the latest first; the histograms are per recipe, version and policy (engines
-# summed) for the versions seen in the window. docs/telemetry.md, "Cardinality".
+# summed) for the versions seen in the window, the latest few of each recipe. docs/telemetry.md,
+# "Cardinality".
 HELIOS_METRICS_WINDOW_SECONDS = env_int("HELIOS_METRICS_WINDOW_SECONDS", 3600, minimum=1)
 HELIOS_METRICS_MAX_ENGINE_SERIES = env_int("HELIOS_METRICS_MAX_ENGINE_SERIES", 200, minimum=1)
+HELIOS_METRICS_MAX_VERSIONS = env_int("HELIOS_METRICS_MAX_VERSIONS", 3, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry batch (5 MB) and its headers
 TRACE_UPLOAD_MAX_BYTES = 64 * 1024 * 1024  # a stored trace (heliosweb.traces): about 1.9 million Azure rows
 # Paths (prefixes) whose bodies may pass DATA_UPLOAD_MAX_MEMORY_SIZE, and their own bound: daphne

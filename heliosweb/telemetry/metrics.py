@@ -11,10 +11,10 @@ Celery queue depth (with Redis).
 Bounded (docs/telemetry.md, "Cardinality"): only what engines posted within
 `HELIOS_METRICS_WINDOW_SECONDS` (1 h) is exported: the (engine, version) counter series seen then,
 at most `HELIOS_METRICS_MAX_ENGINE_SERIES` (200), the latest first, and the histograms of the
-versions seen then. The rest is dropped, never summed into another series (a series leaving a sum
+versions seen then, the latest `HELIOS_METRICS_MAX_VERSIONS` (3) of each recipe. The rest is dropped, never summed into another series (a series leaving a sum
 would make its counter go down); Prometheus keeps what it scraped before, and a series seen again
-comes back with its whole count. `helios_metrics_series_left_out` says how many (engine, version)
-series the bound left out. Per engine histograms (175 buckets each, two per engine and version)
+comes back with its whole count. `helios_metrics_series_left_out{kind}` says how many series the
+bounds left out. Per engine histograms (175 buckets each, two per engine and version)
 were 357 series apiece: 100 engines over 20 versions made a 2.7 s, 934 KB scrape.
 
 Access: a bearer token (`HELIOS_METRICS_TOKEN`) or, without one, only clients from
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -58,8 +58,15 @@ FORWARDED_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_FORWARDED", "HTTP_X_REAL_IP")
 
 class DatabaseCollector(Collector):
     def collect(self) -> Iterator[Metric]:
-        yield from _engine_counters()
-        yield from _histograms()
+        left_out = GaugeMetricFamily(
+            "helios_metrics_series_left_out",
+            "Series seen in the window but not exported: engine_version over HELIOS_METRICS_MAX_ENGINE_SERIES, "
+            "histogram_version over HELIOS_METRICS_MAX_VERSIONS a recipe",
+            labels=["kind"],
+        )
+        yield from _engine_counters(left_out)
+        yield from _histograms(left_out)
+        yield left_out
         yield from _others()
 
 
@@ -69,7 +76,7 @@ def _recent() -> Any:
     )
 
 
-def _engine_counters() -> Iterator[Metric]:
+def _engine_counters(left_out: GaugeMetricFamily) -> Iterator[Metric]:
     """The launch counters of the (engine, version) series seen in the window, the latest first."""
     prefill_launches = CounterMetricFamily(
         "helios_prefill_launches", "Prefill launches reported by engines", labels=LABELS
@@ -87,27 +94,26 @@ def _engine_counters() -> Iterator[Metric]:
         padded.add_metric(labels, n_padded)
         launched.add_metric(labels, n_launched)
     yield from (prefill_launches, padded, launched)
-    left_out = GaugeMetricFamily(
-        "helios_metrics_series_left_out",
-        "(engine, version) series seen in the window but not exported (HELIOS_METRICS_MAX_ENGINE_SERIES)",
-    )
-    left_out.add_metric([], _recent().count() - bound if len(rows) > bound else 0)
-    yield left_out
+    left_out.add_metric(["engine_version"], _recent().count() - bound if len(rows) > bound else 0)
 
 
-def _histograms() -> Iterator[Metric]:
+def _histograms(left_out: GaugeMetricFamily) -> Iterator[Metric]:
     """TTFT and ITL per recipe, version and policy, every engine's counts summed, for the versions
-    seen in the window (all of a version's rows: the sum never loses a member, so never goes down)."""
+    seen in the window, the latest `HELIOS_METRICS_MAX_VERSIONS` of each recipe (all of a version's
+    rows: the sum never loses a member, so never goes down)."""
     ttft = HistogramMetricFamily(
         "helios_ttft_seconds", "Time to first token reported by engines", labels=HISTOGRAM_LABELS
     )
     itl = HistogramMetricFamily(
         "helios_itl_seconds", "Inter-token latency reported by engines", labels=HISTOGRAM_LABELS
     )
-    versions = _recent().values("recipe", "version").distinct()
-    sums: dict[tuple[str, int, str], list[Any]] = {}
-    keys = Totals.objects.filter(recipe__in=versions.values("recipe"), version__in=versions.values("version"))
-    recent = {(r, v) for r, v in versions.values_list("recipe", "version")}
+    seen: dict[int, list[int]] = {}
+    for recipe_id, version in _recent().values_list("recipe", "version").distinct():
+        seen.setdefault(recipe_id, []).append(version)
+    latest = {r: sorted(v)[-settings.HELIOS_METRICS_MAX_VERSIONS :] for r, v in seen.items()}
+    recent = {(r, v) for r, versions in latest.items() for v in versions}
+    parts: dict[tuple[str, int, str], list[tuple[list[int], float, list[int], float]]] = {}
+    keys = Totals.objects.filter(recipe__in=latest, version__in={v for _, v in recent})
     fields = (
         "recipe_id",
         "recipe__name",
@@ -121,16 +127,18 @@ def _histograms() -> Iterator[Metric]:
     for recipe_id, name, version, policy, ttft_b, ttft_ms, itl_b, itl_ms in keys.values_list(*fields).iterator():
         if (recipe_id, version) not in recent:
             continue  # a version of another recipe that shares the number
-        into = sums.setdefault((name, version, policy), [buckets.empty(), 0.0, buckets.empty(), 0.0])
-        buckets.add(into[0], ttft_b)
-        into[1] += ttft_ms
-        buckets.add(into[2], itl_b)
-        into[3] += itl_ms
-    for (name, version, policy), (ttft_b, ttft_ms, itl_b, itl_ms) in sorted(sums.items()):
+        parts.setdefault((name, version, policy), []).append((ttft_b, ttft_ms, itl_b, itl_ms))
+    for (name, version, policy), rows in sorted(parts.items()):
         labels = [name, str(version), policy]
-        ttft.add_metric(labels, buckets.cumulative_seconds(ttft_b), ttft_ms / 1000.0)
-        itl.add_metric(labels, buckets.cumulative_seconds(itl_b), itl_ms / 1000.0)
+        ttft.add_metric(labels, buckets.cumulative_seconds(_summed(r[0] for r in rows)), sum(r[1] for r in rows) / 1000)
+        itl.add_metric(labels, buckets.cumulative_seconds(_summed(r[2] for r in rows)), sum(r[3] for r in rows) / 1000)
     yield from (ttft, itl)
+    left_out.add_metric(["histogram_version"], sum(len(v) for v in seen.values()) - len(recent))
+
+
+def _summed(histograms: Iterable[list[int]]) -> list[int]:
+    """Bucket by bucket (each column summed in C: 100 engines' histograms in ~1 ms, not ~10)."""
+    return [sum(column) for column in zip(*histograms, strict=True)] or buckets.empty()
 
 
 def _others() -> Iterator[Metric]:
@@ -160,7 +168,10 @@ def _queue_depths() -> dict[str, int] | None:
         client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
         with client:
             prefix = str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"])  # HELIOS_BROKER_KEY_PREFIX
-            return {q: int(client.llen(prefix + q)) for q in QUEUES}
+            with client.pipeline(transaction=False) as pipe:  # one round trip for every queue
+                for q in QUEUES:
+                    pipe.llen(prefix + q)
+                return dict(zip(QUEUES, map(int, pipe.execute()), strict=True))
     except redis.RedisError as exc:
         log.warning("queue depth unavailable: %s", exc)
         return None

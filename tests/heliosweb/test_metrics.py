@@ -103,11 +103,16 @@ def test_only_the_series_seen_in_the_window_are_exported_and_histograms_sum_ever
     assert counters == {("eng-a", "1"), ("eng-b", "1")}
     ttft = {s.labels["version"]: s.value for s in families["helios_ttft_seconds"] if s.name.endswith("_count")}
     assert ttft == {"1": 3.0}  # every engine of version 1, eng-c included: the sum never goes down
-    assert families["helios_metrics_series_left_out"][0].value == 0
+    left_out = {s.labels["kind"]: s.value for s in families["helios_metrics_series_left_out"]}
+    assert left_out == {"engine_version": 0, "histogram_version": 0}
     settings.HELIOS_METRICS_MAX_ENGINE_SERIES = 1
+    Totals.objects.filter(version=2).update(seen_at=timezone.now())  # version 2 seen again
+    settings.HELIOS_METRICS_MAX_VERSIONS = 1
     families = scrape(client)
     assert len(families["helios_prefill_launches"]) == 1
-    assert families["helios_metrics_series_left_out"][0].value == 1
+    assert {s.labels["version"] for s in families["helios_ttft_seconds"]} == {"2"}  # the latest version only
+    left_out = {s.labels["kind"]: s.value for s in families["helios_metrics_series_left_out"]}
+    assert left_out == {"engine_version": 2, "histogram_version": 1}  # eng-a v1, eng-b v1; version 1
 
 
 def test_metrics_need_the_token_when_one_is_set_and_a_local_client_otherwise(recipe, settings):
