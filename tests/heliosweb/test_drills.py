@@ -98,7 +98,7 @@ def test_every_child_killed_in_turn_heals_and_loses_nothing(tmp_path: Path):
         wait_until(
             lambda: "ready." in (tmp_path / "second-host.log").read_text(), timeout=120, what="the second worker"
         )
-        jobs = [dev.pulse(300, 15.0, queue="gpu") for _ in range(2)]  # one each: a solo worker takes one at a time
+        jobs = dev.pulses(450, 15.0, "gpu", 2)  # 30 s, one each: a solo worker takes one at a time
         for job in jobs:
             dev.wait_status(job, "running")
         start = time.monotonic()
@@ -108,19 +108,19 @@ def test_every_child_killed_in_turn_heals_and_loses_nothing(tmp_path: Path):
                           interval=0.2, what="the second host's job to fail")  # fmt: skip
         figure("the second host's job failed after kill -9", time.monotonic() - start)
         assert lost["error"].startswith(f"worker lost mid-job (process {second.pid} on"), lost["error"]
-        dev.assert_done_with_every_event(next(j for j in jobs if j != lost["id"]), 300)
+        dev.assert_done_with_every_event(next(j for j in jobs if j != lost["id"]), 450)
         assert f"gpu.{second.pid}@" in (tmp_path / "second-host.log").read_text()  # not the stack's gpu@host
 
         # Redis, mid-job: the events live in the database; the job ends done with every one of them.
         # The workers holding a job (prefork and solo pools) ride the outage out: the same processes
         # take the next jobs (Celery 5.7 exited them, "Unrecoverable error", common/broker_transport.py).
-        running, on_gpu = dev.pulse(300, 15.0), dev.pulse(300, 15.0, queue="gpu")  # 20 s: still running when killed
+        on_gpu, running = dev.pulse(450, 15.0, queue="gpu"), dev.pulse(450, 15.0)  # 30 s: still running when killed
         dev.wait_status(running, "running")
         dev.wait_status(on_gpu, "running")
         before = dev.children()
         figure("redis restarted after kill -9", dev.kill("redis"))
-        dev.assert_done_with_every_event(running, 300)
-        dev.assert_done_with_every_event(on_gpu, 300)
+        dev.assert_done_with_every_event(running, 450)
+        dev.assert_done_with_every_event(on_gpu, 450)
         start = time.monotonic()
         dev.assert_done_with_every_event(dev.pulse(20, 50.0), 20)
         figure("a new job done after the Redis restart", time.monotonic() - start)
