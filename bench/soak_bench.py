@@ -67,6 +67,9 @@ class Stack:
         self.var, self.port = var, port
         self.env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DJANGO_SETTINGS_MODULE")}
         self.env.update(HELIOS_VAR_DIR=str(var), HELIOS_DEMO_PASSWORD="pw-soak-123", HELIOS_SIM_CONCURRENCY="1")
+        # as deployed: with DEBUG on, Django keeps each connection's last 9,000 queries (memory that
+        # grows for the first minutes of a soak, then stays)
+        self.env.setdefault("HELIOS_DEBUG", "0")
         self.front: subprocess.Popen | None = None
         self.token = ""
 

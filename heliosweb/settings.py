@@ -337,7 +337,7 @@ HELIOS_STORE_RETRY_SECONDS = env_float("HELIOS_STORE_RETRY_SECONDS", 10)
 # A job's start and end are retried longer (the worker's slot waits): a database away for
 # minutes still leaves the job failed with the real cause, not "no heartbeat" from the reaper.
 HELIOS_END_RETRY_SECONDS = env_float("HELIOS_END_RETRY_SECONDS", 300)
-# How long a worker's stop lets running jobs finish; what is left then fails "stopped by operator".
+# How long a worker's stop lets running jobs finish; what is left then fails naming the stop's cause.
 HELIOS_DRAIN_SECONDS = env_float("HELIOS_DRAIN_SECONDS", DEFAULT_DRAIN_SECONDS)
 
 # --- Telemetry (sizes in docs/telemetry.md) --------------------------------------------------
