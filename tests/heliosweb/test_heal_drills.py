@@ -90,10 +90,10 @@ def test_beat_a_frozen_worker_and_a_killed_supervisord_heal(tmp_path: Path):
 
         # Row 19: supervisord killed with `./dev up` alive: the front starts it again, and the
         # stack with it; a job running then finishes on its old worker, a new one runs.
-        running = dev.pulse(100, 20.0)  # 5 s
         outlasting = dev.pulse(600, 20.0, queue="gpu")  # 30 s: past the 8 s drain of the heal
+        dev.wait_status(outlasting, "running")  # placed first: a manage.py call takes seconds under load
+        running = dev.pulse(100, 20.0)  # 5 s
         dev.wait_status(running, "running")
-        dev.wait_status(outlasting, "running")
         old = dev.supervisord_pid()
         assert old
         os.kill(old, signal.SIGKILL)
@@ -155,10 +155,10 @@ def test_a_full_var_disk_heals_once_space_returns(small_disk: Path, tmp_path: Pa
     dev = DevUp(small_disk / "var", free_port(), **FAST, HELIOS_DRAIN_SECONDS="8")
     try:
         dev.start()
-        running = dev.pulse(400, 40.0)  # 10 s
         outlasting = dev.pulse(1200, 40.0, queue="gpu")  # 30 s: past the 8 s drain of the heal
+        dev.wait_status(outlasting, "running")  # placed first: a manage.py call takes seconds under load
+        running = dev.pulse(400, 40.0)  # 10 s
         dev.wait_status(running, "running")
-        dev.wait_status(outlasting, "running")
         filler = fill(small_disk)
         time.sleep(8)  # full for a while: logs, events and Redis all refused
         filler.unlink()
