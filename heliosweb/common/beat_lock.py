@@ -26,6 +26,7 @@ from .processes import pid_alive
 log = logging.getLogger(__name__)
 
 LEASE_S = 30
+UNREACHABLE = (redis.ConnectionError, redis.TimeoutError)  # Redis away or too slow to answer (not a refusal)
 RENEW_S = 5.0
 _RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) end return 0"
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
@@ -72,7 +73,7 @@ class BeatLease:
         can send anything then)."""
         try:
             return bool(self.client.eval(_RENEW, 1, self.key, self.mine, LEASE_S)) or self.try_take() is None
-        except redis.ConnectionError as exc:
+        except UNREACHABLE as exc:
             log.warning("beat: cannot renew its lease, Redis unavailable: %s", exc)
             return True
 
@@ -88,7 +89,7 @@ class BeatLease:
         while True:
             try:
                 return call()
-            except redis.ConnectionError as exc:
+            except UNREACHABLE as exc:
                 log.warning("beat: Redis unavailable, waiting for it: %s", exc)
                 time.sleep(1.0)
 

@@ -175,8 +175,15 @@ def test_a_full_var_disk_heals_once_space_returns(small_disk: Path, tmp_path: Pa
         dev.assert_done_with_every_event(dev.pulse(10, 50.0), 10)
         figure("a new job done after the disk had room", time.monotonic() - start)
         print(f"drill: the job running while the disk filled ended {job['status']}: {job['error']}")
-        cut = dev.wait_status(outlasting, "failed", timeout=360)["error"]  # names the disk, not an operator
-        assert cut.startswith(f"stopped: the disk of {dev.var} was full (") and cut.endswith(" a stop allows)"), cut
+        # The job the heal's drain could not wait for names the disk, not an operator. supervisord
+        # does not always die of a full disk (a run where its log writes all fell outside the 8 s
+        # survived): then nothing was stopped and the job runs whole.
+        ended = dev.wait_status(outlasting, "done", "failed", timeout=360)
+        if "supervisord exited unexpectedly" in dev.log():
+            assert ended["error"].startswith(f"stopped: the disk of {dev.var} was full ("), ended["error"]
+            assert ended["error"].endswith(" a stop allows)"), ended["error"]
+        else:
+            assert ended["status"] == "done", ended["error"]
         assert dev.stop() == 0
     finally:
         dev.cleanup()
