@@ -15,7 +15,7 @@ versions seen then, the latest `HELIOS_METRICS_MAX_VERSIONS` (3) of each recipe.
 would make its counter go down); Prometheus keeps what it scraped before, and a series seen again
 comes back with its whole count. `helios_metrics_series_left_out{kind}` says how many series the
 bounds left out. Per engine histograms (175 buckets each, two per engine and version)
-were 357 series apiece: 100 engines over 20 versions made a 2.7 s, 934 KB scrape.
+were 357 series apiece, none dropped: a 30-minute run reached 934 KB and 2.76 s scrapes.
 
 Access: a bearer token (`HELIOS_METRICS_TOKEN`) or, without one, only clients from
 `HELIOS_METRICS_ALLOW` (loopback by default), by `common.clients.client_ip`: behind a local proxy,
