@@ -306,13 +306,31 @@ def _watch(front: StackFront, state: dict) -> int:
     return 0
 
 
-def cmd_worker(args: argparse.Namespace) -> int:
+def _other_host(command: str) -> bool:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "heliosweb.settings")
     if not os.environ.get("REDIS_URL"):
-        print("dev worker: set REDIS_URL (and DATABASE_URL) to the main host's", file=sys.stderr)
+        print(f"dev {command}: set REDIS_URL (and DATABASE_URL) to the main host's", file=sys.stderr)
+        return False
+    return True
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """A worker for another host, named by its queues, host and pid (`sim.4242@gpu-host`): never the
+    name of the stack's own worker on this host, nor of a second one started beside it."""
+    if not _other_host("worker"):
         return 2
-    schedule = VAR / "celerybeat-schedule" if args.beat else None
-    os.execv(PY, stack.celery_worker_cmd(args.queues, beat_schedule=schedule))
+    name = stack.worker_name(args.queues, instance=str(os.getpid()))  # execv keeps the pid
+    os.execv(PY, stack.celery_worker_cmd(args.queues, name=name))
+    return 0
+
+
+def cmd_beat(args: argparse.Namespace) -> int:
+    """Beat for a deployment without `./dev up` (never inside a worker): one runs per deployment,
+    any other waits as a standby (`common.beat_lock`)."""
+    if not _other_host("beat"):
+        return 2
+    (VAR / "run").mkdir(parents=True, exist_ok=True)
+    os.execv(PY, stack.celery_beat_cmd(VAR))
     return 0
 
 
@@ -353,13 +371,13 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--host", default="127.0.0.1")
     worker = sub.add_parser("worker", help="run a Celery worker (other hosts)")
     worker.add_argument("--queues", default="gpu", help="comma-separated: sim, sim_long, gpu, engine, maint")
-    worker.add_argument("--beat", action="store_true", help="also run beat, the periodic reaper (one host only)")
+    sub.add_parser("beat", help="run beat, the periodic reaper and pruning (one per deployment; others wait)")
     sub.add_parser("test", help="the code-health checks, then every test (pytest arguments follow)")
     sub.add_parser("check", help="the code-health checks alone (ruff, import layers, types, migrations)")
     args = parser.parse_args(argv)
     if args.command == "check":
         return cmd_check()
-    return {"up": cmd_up, "worker": cmd_worker}[args.command](args)
+    return {"up": cmd_up, "worker": cmd_worker, "beat": cmd_beat}[args.command](args)
 
 
 if __name__ == "__main__":

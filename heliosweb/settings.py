@@ -265,6 +265,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # errors, and without this a worker's failed ack or pop was "Unrecoverable": the worker exited.
 # With it the worker reconnects (a retry a second) until Redis writes again.
 CELERY_BROKER_CHANNEL_ERROR_RETRY = True
+# kombu's Redis transport, except that a connection Celery already closed after an outage reports a
+# connection error instead of an AttributeError: Celery 5.7's reconnect otherwise exits the worker
+# ("Unrecoverable error") on any Redis restart with a job running (heliosweb/common/broker_transport.py).
+CELERY_BROKER_TRANSPORT = "heliosweb.common.broker_transport:Transport" if REDIS_URL else None
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A task whose whole worker vanished comes back after this; the job is then marked failed
     # (never run twice: see jobs.services.runner.job_run).
@@ -289,6 +293,8 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# One beat per deployment (a lease in Redis; a second beat, on any host, waits as a standby).
+CELERY_BEAT_SCHEDULER = "heliosweb.common.beat_lock:OneBeatScheduler"
 
 # channels_redis waits for a consumer's next message in a blocking pop of up to 5 s
 # (`RedisChannelLayer.brpop_timeout`); redis-py 8's default socket timeout is also 5 s, so an idle
@@ -331,7 +337,7 @@ HELIOS_STORE_RETRY_SECONDS = env_float("HELIOS_STORE_RETRY_SECONDS", 10)
 # A job's start and end are retried longer (the worker's slot waits): a database away for
 # minutes still leaves the job failed with the real cause, not "no heartbeat" from the reaper.
 HELIOS_END_RETRY_SECONDS = env_float("HELIOS_END_RETRY_SECONDS", 300)
-# How long a worker's stop lets running jobs finish; what is left then fails "stopped by operator".
+# How long a worker's stop lets running jobs finish; what is left then fails naming the stop's cause.
 HELIOS_DRAIN_SECONDS = env_float("HELIOS_DRAIN_SECONDS", DEFAULT_DRAIN_SECONDS)
 
 # --- Telemetry (sizes in docs/telemetry.md) --------------------------------------------------
@@ -345,6 +351,13 @@ HELIOS_ENGINE_API_URL = os.environ.get("HELIOS_ENGINE_API_URL", "http://127.0.0.
 # /metrics: a bearer token when set, else only these client addresses (docs/telemetry.md).
 HELIOS_METRICS_TOKEN = os.environ.get("HELIOS_METRICS_TOKEN", "")
 HELIOS_METRICS_ALLOW = env_list("HELIOS_METRICS_ALLOW", ["127.0.0.1", "::1"])
+# /metrics exports the (engine, version) series engines posted under within this window, at most
+# this many of them, the latest first; the histograms are per recipe, version and policy (engines
+# summed) for the versions seen in the window, the latest few of each recipe. docs/telemetry.md,
+# "Cardinality".
+HELIOS_METRICS_WINDOW_SECONDS = env_int("HELIOS_METRICS_WINDOW_SECONDS", 3600, minimum=1)
+HELIOS_METRICS_MAX_ENGINE_SERIES = env_int("HELIOS_METRICS_MAX_ENGINE_SERIES", 200, minimum=1)
+HELIOS_METRICS_MAX_VERSIONS = env_int("HELIOS_METRICS_MAX_VERSIONS", 3, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry batch (5 MB) and its headers
 TRACE_UPLOAD_MAX_BYTES = 64 * 1024 * 1024  # a stored trace (heliosweb.traces): about 1.9 million Azure rows
 # Paths (prefixes) whose bodies may pass DATA_UPLOAD_MAX_MEMORY_SIZE, and their own bound: daphne

@@ -47,29 +47,33 @@ def sim_concurrency() -> int:
     return int(os.environ.get("HELIOS_SIM_CONCURRENCY", "0")) or os.cpu_count() or 1
 
 
-def celery_worker_cmd(
-    queues: str, *, beat_schedule: Path | None = None, concurrency: int = 1, name: str | None = None
-) -> list[str]:
+def celery_worker_cmd(queues: str, *, concurrency: int = 1, name: str | None = None) -> list[str]:
     """A gpu worker runs solo (CUDA cannot start in a forked child), one per device: started under
-    CUDA_VISIBLE_DEVICES, it is named after its devices so workers on one host stay apart."""
+    CUDA_VISIBLE_DEVICES, it is named after its devices so workers on one host stay apart. Never
+    with beat inside (`-B`): beat is a program of its own (`celery_beat_cmd`)."""
     gpu = "gpu" in queues.split(",")
     solo = gpu or queues == "maint"  # maintenance is light: no pool process to fork
     pool = ["--pool=solo"] if solo else ["--pool=prefork", f"--concurrency={concurrency}"]
     if queues == "engine":  # simulated engines run for hours, one thread each (mostly asleep between ticks)
         pool = ["--pool=threads", f"--concurrency={ENGINE_THREADS}"]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    devices = f"-cuda{visible.replace(',', '-')}" if gpu and visible else ""
     cmd = [PY, "-m", "celery", "-A", "heliosweb", "worker", "-Q", queues, "--loglevel=INFO"]
-    cmd += ["-n", name or f"{queues.replace(',', '-')}{devices}@%h", *pool, "--without-gossip", "--without-mingle"]
-    if beat_schedule is not None:
-        cmd += ["-B", "--schedule", str(beat_schedule)]
+    cmd += ["-n", name or worker_name(queues), *pool, "--without-gossip", "--without-mingle"]
     return cmd
+
+
+def worker_name(queues: str, instance: str = "") -> str:
+    """`sim@host`, `gpu-cuda1@host`; with `instance` (`./dev worker`: its pid) `sim.4242@host`, so a
+    worker started by hand never takes the name of the stack's own, nor of another one."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    devices = f"-cuda{visible.replace(',', '-')}" if "gpu" in queues.split(",") and visible else ""
+    return f"{queues.replace(',', '-')}{devices}{'.' + instance if instance else ''}@%h"
 
 
 def celery_beat_cmd(var: Path) -> list[str]:
     """Beat on its own: supervised apart from any worker, so a killed worker leaves no orphan beat
     beside the new one, and a killed beat is restarted. Its pid file refuses a second beat of this
-    stack while one runs (whatever started it)."""
+    stack while one runs (whatever started it); its lease in Redis (`common.beat_lock`) keeps a
+    beat of another host (`./dev beat`) waiting as a standby."""
     run = var / "run"
     return [
         *(PY, "-m", "celery", "-A", "heliosweb", "beat", "--loglevel=INFO"),

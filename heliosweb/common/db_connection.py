@@ -1,10 +1,14 @@
 """A request whose database connection was lost (the server restarted, `pg_terminate_backend`, a
-proxy or firewall cutting it, the database refusing connections) never answers 500.
+proxy or firewall cutting it, the database refusing connections), or that found Redis away (the
+token throttle's counters and the cache live there when REDIS_URL is set), never answers 500.
 
 A view that raised a connection error is run once more on a fresh connection when its method
 writes nothing (GET, HEAD, OPTIONS); a write, or a second failure, answers 503 with `Retry-After`
-(`{error, field: "database"}` under /api/): the cut transaction was rolled back, so the client may
-send it again. DRF views hand such errors on (`common.api.exception_handler`) so they land here.
+(`{error, field: "database"}` or `field: "redis"` under /api/): the cut transaction was rolled
+back, so the client may send it again. DRF views hand such errors on
+(`common.api.exception_handler`) so they land here; what runs outside this middleware's view call
+(the engine-token check before it, the async policy read) uses `read_retried` and
+`unavailable_answer` itself.
 """
 
 from __future__ import annotations
@@ -12,27 +16,40 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = 2
+T = TypeVar("T")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
+# The database could not be reached or dropped the connection (not a constraint, not bad SQL), or
+# Redis could not be reached or timed out (not a refused write: `common.redis_errors`).
+LOST = (OperationalError, InterfaceError, RedisConnectionError, RedisTimeoutError)
+_WHAT = {"database": "the database is unavailable (its connection was lost)", "redis": "Redis is unavailable"}
+
+
 def connection_lost(exc: BaseException) -> bool:
-    """The database could not be reached or dropped the connection (not a constraint, not bad SQL)."""
-    return isinstance(exc, (OperationalError, InterfaceError))
+    return isinstance(exc, LOST)
 
 
-def unavailable_answer(request: HttpRequest) -> HttpResponse:
-    error = f"the database is unavailable (its connection was lost); retry in {RETRY_AFTER_S} s"
+def lost_backend(exc: BaseException) -> str:
+    """Which backend a `LOST` error is about: "database" or "redis" (the answer's `field`)."""
+    return "redis" if isinstance(exc, (RedisConnectionError, RedisTimeoutError)) else "database"
+
+
+def unavailable_answer(request: HttpRequest, backend: str = "database") -> HttpResponse:
+    error = f"{_WHAT[backend]}; retry in {RETRY_AFTER_S} s"
     if request.path.startswith("/api/"):
-        response: HttpResponse = JsonResponse({"error": error, "field": "database"}, status=503)
+        response: HttpResponse = JsonResponse({"error": error, "field": backend}, status=503)
     else:
         response = HttpResponse(f"503 Service Unavailable: {error}\n", status=503, content_type="text/plain")
     response["Retry-After"] = str(RETRY_AFTER_S)
@@ -43,6 +60,19 @@ def _fresh_connection() -> None:
     """Drop the broken connection; the next query opens a new one."""
     with contextlib.suppress(DatabaseError):
         connection.close()
+
+
+def read_retried(read: Callable[[], T]) -> T:
+    """`read()`, once more on a fresh connection if the database cut the first; a second loss (or
+    Redis away) is raised, for the caller to answer with `unavailable_answer`."""
+    try:
+        return read()
+    except (OperationalError, InterfaceError) as exc:
+        if connection.in_atomic_block:
+            raise
+        log.warning("database connection lost during a read, reading once more: %s", exc)
+        _fresh_connection()
+    return read()
 
 
 class DatabaseConnectionLostMiddleware:
@@ -78,16 +108,19 @@ class DatabaseConnectionLostMiddleware:
         for attempt in range(1, attempts + 1):
             try:
                 return view(request, *args, **kwargs)
-            except (OperationalError, InterfaceError) as exc:
+            except LOST as exc:
+                backend = lost_backend(exc)
                 log.warning(
-                    "%s %s: database connection lost (attempt %d of %d): %s",
+                    "%s %s: %s connection lost (attempt %d of %d): %s",
                     request.method,
                     request.path,
+                    backend,
                     attempt,
                     attempts,
                     exc,
                 )
-                if connection.in_atomic_block:
-                    raise  # a test's transaction, or a view inside one: not ours to reconnect
-                _fresh_connection()
-        return unavailable_answer(request)
+                if backend == "database":
+                    if connection.in_atomic_block:
+                        raise  # a test's transaction, or a view inside one: not ours to reconnect
+                    _fresh_connection()
+        return unavailable_answer(request, backend)

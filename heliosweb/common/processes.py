@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 # How long a stop lets running jobs finish (HELIOS_DRAIN_SECONDS): read by the settings (the worker
-# fails what is left with "stopped by operator") and by `./dev up` (supervisord's wait before a kill).
+# fails what is left naming the stop's cause, `stop_cause`) and by `./dev up` (supervisord's wait before a kill).
 DEFAULT_DRAIN_SECONDS = 60.0
+FULL_DISK_BYTES = 2**20  # a disk with less free than this is full for the stop's cause
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -38,3 +40,20 @@ def parent_pid(pid: int) -> int:
 def child_pids(pid: int) -> list[int]:
     """The direct children of `pid` (a prefork Celery worker's pool processes)."""
     return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and parent_pid(int(p.name)) == pid]
+
+
+def stop_cause(*, supervisor_pid: int, var: Path) -> str:
+    """Why a worker is asked to stop, as it can tell by itself when the request comes (no message
+    reaches it from a process that crashed, nor through a full disk): the process that started it
+    (supervisord) is gone, so `./dev up` is restarting the stack, the stack's var/ disk full
+    first when it is (supervisord dies on a log write it cannot make); else an operator's stop."""
+    supervisor_gone = os.getppid() != supervisor_pid or not pid_alive(supervisor_pid)
+    try:
+        free = shutil.disk_usage(var).free
+    except OSError:
+        free = None
+    if free is not None and free < FULL_DISK_BYTES:
+        return f"stopped: the disk of {var} was full ({free:,} bytes free) and the stack was restarted"
+    if supervisor_gone:
+        return f"stopped: its supervisor (supervisord, pid {supervisor_pid}) died and the stack was restarted"
+    return "stopped by operator"

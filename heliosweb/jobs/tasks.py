@@ -12,9 +12,9 @@ from celery import shared_task
 from celery.signals import worker_ready, worker_shutting_down
 from django.conf import settings
 
-from heliosweb.common.processes import child_pids
+from heliosweb.common.processes import child_pids, stop_cause
 
-from .services.reaper import jobs_reap, jobs_stop_by_operator
+from .services.reaper import jobs_reap, jobs_stop_after_drain
 from .services.runner import job_run
 from .services.submission import RUN_JOB_TASK, job_enqueue
 from .services.workers import jobs_note_frozen_workers, start_heartbeat, worker_gone
@@ -45,12 +45,15 @@ def _reap_on_start(sender: Any, **_: object) -> None:
     jobs_reap()
     queues = sorted(sender.app.amqp.queues.consume_from or sender.app.amqp.queues)
     _heartbeat.update(name=sender.hostname, stop=start_heartbeat(name=sender.hostname, queues=queues))
+    _heartbeat["supervisor"] = os.getppid()  # supervisord under `./dev up`: its death is a stop's cause
 
 
 @worker_shutting_down.connect
 def _drain(**_: object) -> None:
     """A stop (warm shutdown) lets running jobs finish for HELIOS_DRAIN_SECONDS; the jobs still
-    running then fail "stopped by operator" instead of being killed without a word."""
+    running then fail naming the stop's cause, as seen now (an operator, supervisord's death, a full
+    disk) instead of being killed without a word."""
+    cause = stop_cause(supervisor_pid=_heartbeat.get("supervisor", os.getppid()), var=settings.VAR_DIR)
     if _heartbeat:
         _heartbeat["stop"].set()
         with contextlib.suppress(redis.RedisError):
@@ -59,7 +62,7 @@ def _drain(**_: object) -> None:
 
     def stop_the_rest() -> None:
         me = os.getpid()
-        jobs_stop_by_operator(pids=[me, *child_pids(me)], drain_seconds=drain)
+        jobs_stop_after_drain(pids=[me, *child_pids(me)], drain_seconds=drain, cause=cause)
 
     timer = threading.Timer(drain, stop_the_rest)
     timer.daemon = True

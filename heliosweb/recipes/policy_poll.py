@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -22,6 +23,7 @@ from rest_framework.authtoken.models import Token
 from heliosweb.common.asgi_handler import kept_thread
 from heliosweb.common.auth import bearer_token
 from heliosweb.common.broadcast import Message, subscribe
+from heliosweb.common.db_connection import LOST, lost_backend, read_retried, unavailable_answer
 from heliosweb.common.errors import NotFound
 from heliosweb.common.tokens import user_token_key
 from scheduler_core.validation import number_of_text
@@ -29,11 +31,23 @@ from scheduler_core.validation import number_of_text
 from .selectors import recipe_policy_get
 from .services import policy_topic
 
+log = logging.getLogger(__name__)
+
 MAX_WAIT_S = 30
 
 
 @require_GET
 async def _recipe_policy(request: HttpRequest, name: str) -> HttpResponse:
+    """The database or Redis away answers 503 with Retry-After, as every view does
+    (`common.db_connection`: this async view is not run by its middleware); reads are retried once."""
+    try:
+        return await _answer(request, name)
+    except LOST as exc:
+        log.warning("policy read for %s: %s unavailable: %s", name, lost_backend(exc), exc)
+        return unavailable_answer(request, lost_backend(exc))
+
+
+async def _answer(request: HttpRequest, name: str) -> HttpResponse:
     if not await _authenticated(request):
         return _error(401, "authorization", "log in, or send Authorization: Bearer <token>")
     try:
@@ -84,7 +98,7 @@ async def _until_changed(name: str, changes: asyncio.Queue[Message], known: set[
 
 
 async def _read(name: str) -> dict[str, Any]:
-    return await sync_to_async(recipe_policy_get)(name=name)
+    return await sync_to_async(read_retried)(lambda: recipe_policy_get(name=name))
 
 
 # (event loop, recipe, announced version) -> the read in flight for it. Every engine one change
@@ -190,6 +204,7 @@ def add_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
                 "401": {"description": "not authenticated", **error},
                 "403": {"description": "an engine token for another recipe", **error},
                 "404": {"description": "unknown recipe", **error},
+                "503": {"description": "the database or Redis is away; Retry-After says when to ask again", **error},
             },
             "tags": ["recipes"],
             # Who may read it: an engine token for this recipe, a user's token or a logged-in session.

@@ -188,28 +188,36 @@ def _fold(recipe: Recipe, batch: Batch) -> _Partial:
         _add_to_row(Rollup, {"recipe": recipe, "engine": batch.engine, "version": version, "minute": when}, part)
         _merge(per_version.setdefault(version, _Partial(part.policy)), part)
     whole = _Partial("")
+    seen = {"seen_at": timezone.now()}  # /metrics shows the versions engines posted under lately
     for version, part in per_version.items():
-        _add_to_row(Totals, {"recipe": recipe, "engine": batch.engine, "version": version}, part)
+        _add_to_row(Totals, {"recipe": recipe, "engine": batch.engine, "version": version}, part, seen)
         _merge(whole, part)
     return whole
 
 
-def _add_to_row(model: type[Rollup] | type[Totals], key: dict[str, Any], part: _Partial) -> None:
+def _add_to_row(
+    model: type[Rollup] | type[Totals], key: dict[str, Any], part: _Partial, stamp: dict[str, Any] | None = None
+) -> None:
     """Add `part` to `model`'s row at `key`, created at zero if missing. Launch records change three
     counters only, added by one UPDATE (the fold of a launch-only batch was 4 ORM round trips, ~4 ms
     of a 20 ms budget); request records also change JSON buckets (and a rollup's sequences), which
     are read, added to and written back. No other writer races either: the recipe's `_next_seq` row
     lock is held until commit. No counter passes MAX_COUNTER: the UPDATE applies only below it, and
-    the read path (`_add`) refuses the batch, naming the counter."""
+    the read path (`_add`) refuses the batch, naming the counter. `stamp`: fields set as they are
+    (a `Totals` row's `seen_at`)."""
+    stamp = stamp or {}
     room = {f"{name}__lte": MAX_COUNTER - getattr(part, name) for name in _LAUNCH_COUNTERS}
     if not part.requests and model.objects.filter(**key, **room).update(
         prefill_launches=F("prefill_launches") + part.prefill_launches,
         launched_tokens=F("launched_tokens") + part.launched_tokens,
         padded_tokens=F("padded_tokens") + part.padded_tokens,
+        **stamp,
     ):
         return
     row = model.objects.select_for_update().filter(**key).first() or model(**key, **_zero(part.policy))
     _add(row, part)
+    for name, value in stamp.items():
+        setattr(row, name, value)
     if isinstance(row, Rollup):
         row.sequences = _union(row.sequences, part.sequences)
     row.save()

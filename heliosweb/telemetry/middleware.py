@@ -13,6 +13,7 @@ from django.urls import Resolver404, resolve
 from django.utils.decorators import sync_and_async_middleware
 
 from heliosweb.common.auth import bearer_token
+from heliosweb.common.db_connection import LOST, lost_backend, read_retried, unavailable_answer
 
 from .models import TOKEN_PREFIX
 from .selectors import engine_grant_get
@@ -52,7 +53,7 @@ def engine_token_scope(get_response: Callable[[HttpRequest], HttpResponse | Awai
         async def async_middleware(request: HttpRequest) -> HttpResponse:
             token = engine_token_in(request.headers.get("Authorization", ""))
             if token is not None:
-                refusal = await sync_to_async(_admit)(request, token)
+                refusal = await sync_to_async(_admitted_or_unavailable)(request, token)
                 if refusal is not None:
                     return refusal
             return await get_response(request)
@@ -62,12 +63,21 @@ def engine_token_scope(get_response: Callable[[HttpRequest], HttpResponse | Awai
     def middleware(request: HttpRequest) -> HttpResponse:
         token = engine_token_in(request.headers.get("Authorization", ""))
         if token is not None:
-            refusal = _admit(request, token)
+            refusal = _admitted_or_unavailable(request, token)
             if refusal is not None:
                 return refusal
         return get_response(request)  # type: ignore[return-value]
 
     return middleware
+
+
+def _admitted_or_unavailable(request: HttpRequest, token: str) -> HttpResponse | None:
+    """`_admit`, its token read retried once on a cut connection; the database away answers 503
+    with Retry-After (this runs before the view, outside `common.db_connection`'s middleware)."""
+    try:
+        return read_retried(lambda: _admit(request, token))
+    except LOST as exc:
+        return unavailable_answer(request, lost_backend(exc))
 
 
 def _admit(request: HttpRequest, token: str) -> JsonResponse | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 from django.db import models
+from django.utils import timezone
 
 TOKEN_PREFIX = "heng_"  # tells an engine token from a user's at a glance (and to the scope middleware)
 
@@ -128,6 +129,12 @@ class Rollup(Aggregate):
 
 class Totals(Aggregate):
     """Everything one engine reported under one policy version: Prometheus counters, never decreasing."""
+
+    seen_at = models.DateTimeField(
+        default=timezone.now,
+        db_index=True,
+        help_text="when the engine last posted under this version (/metrics' window)",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["recipe", "engine", "version"], name="one_total_per_version")]

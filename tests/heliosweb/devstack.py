@@ -145,12 +145,18 @@ class DevUp:
         (no gpu kind is cheap on CPU), so a drill can have a job on each worker."""
         if queue == "sim":
             return self.api("/api/jobs/", {"kind": "pulse", "params": {"count": count, "rate": rate}})["id"]
+        return self.pulses(count, rate, queue, 1)[0]
+
+    def pulses(self, count: int, rate: float, queue: str, n: int) -> list[int]:
+        """`n` pulse jobs placed on `queue` at once (one `manage.py shell`: a start of its own takes
+        seconds on a loaded machine, as long as a short job runs)."""
         code = (
-            "from heliosweb.jobs.models import BenchmarkJob; from heliosweb.jobs.tasks import run_job;"
-            f"j = BenchmarkJob.objects.create(kind='pulse', queue='{queue}', params={{'count': {count}, 'rate': {rate}}});"
-            f"run_job.apply_async(args=[j.pk], queue='{queue}', task_id=f'job-{{j.pk}}'); print(j.pk)"
+            "from heliosweb.jobs.models import BenchmarkJob; from heliosweb.jobs.tasks import run_job\n"
+            f"for _ in range({n}):\n"
+            f"    j = BenchmarkJob.objects.create(kind='pulse', queue='{queue}', params={{'count': {count}, 'rate': {rate}}})\n"
+            f"    run_job.apply_async(args=[j.pk], queue='{queue}', task_id=f'job-{{j.pk}}'); print(j.pk)\n"
         )
-        return int(self.manage("shell", "-c", code).strip().splitlines()[-1])
+        return [int(line) for line in self.manage("shell", "-c", code).strip().splitlines()[-n:]]
 
     def wait_status(self, job_id: int, *statuses: str, timeout: float = 120) -> dict:
         def reached() -> dict | None:

@@ -45,3 +45,22 @@ def test_the_config_restarts_every_child_and_drains_the_job_workers_together(tmp
     web = next(p for p in every if p.name == "web").command
     assert f"-e tcp:port=8123:interface=127.0.0.1:backlog={stack.LISTEN_BACKLOG}" in web
     assert f"--websocket_connect_timeout {stack.WS_CONNECT_TIMEOUT_S}" in web
+
+
+def test_a_worker_started_by_hand_never_takes_the_stacks_worker_name(monkeypatch):
+    """`./dev worker` names its worker by queues, host and its own pid; it has no `--beat`."""
+    import subprocess
+    import sys
+
+    from heliosweb.stack import celery_worker_cmd, worker_name
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    stacks = celery_worker_cmd("sim")[celery_worker_cmd("sim").index("-n") + 1]
+    by_hand = {worker_name("sim", instance=str(pid)) for pid in (4242, 4243)}
+    assert by_hand == {"sim.4242@%h", "sim.4243@%h"} and stacks not in by_hand
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert worker_name("gpu", instance="7") == "gpu-cuda1.7@%h"
+    refused = subprocess.run(
+        [sys.executable, "-m", "heliosweb.devtool", "worker", "--beat"], capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "unrecognized arguments: --beat" in refused.stderr

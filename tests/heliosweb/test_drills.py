@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from heliosweb import stack
 from heliosweb.devtool import free_port
 
-from .conftest import wait_until
+from .conftest import ROOT, wait_until
 from .devstack import DevUp
 
 pytestmark = [pytest.mark.e2e]
@@ -44,6 +46,15 @@ def dead_pid() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()
     return proc.pid
+
+
+def second_host_worker(dev: DevUp, queues: str) -> subprocess.Popen:
+    """`./dev worker --queues QUEUES` as a second host runs it (docs/web.md, "Other hosts"): the
+    stack's REDIS_URL and database, its own process group (this test kills it)."""
+    env = dict(dev.env, REDIS_URL=dev.redis_url(), **{stack.STACK_ENV: str(dev.var)})
+    log = (dev.var.parent / "second-host.log").open("a")
+    cmd = [sys.executable, "-m", "heliosweb.devtool", "worker", "--queues", queues]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def test_every_child_killed_in_turn_heals_and_loses_nothing(tmp_path: Path):
@@ -81,14 +92,42 @@ def test_every_child_killed_in_turn_heals_and_loses_nothing(tmp_path: Path):
             dev.assert_done_with_every_event(theirs, 150)
             dev.assert_done_with_every_event(dev.pulse(20, 50.0, queue=victim.removeprefix("worker-")), 20)
 
-        # Redis, mid-job: the events live in the database; the job ends done with every one of them
-        running = dev.pulse(150, 15.0)
+        # A second host's worker (`./dev worker`, on this stack's Redis and database), killed mid-job:
+        # its job fails naming its process; the stack's own worker, named apart, runs its job whole.
+        second = second_host_worker(dev, "gpu")
+        wait_until(
+            lambda: "ready." in (tmp_path / "second-host.log").read_text(), timeout=120, what="the second worker"
+        )
+        jobs = dev.pulses(450, 15.0, "gpu", 2)  # 30 s, one each: a solo worker takes one at a time
+        for job in jobs:
+            dev.wait_status(job, "running")
+        start = time.monotonic()
+        second.kill()
+        second.wait(timeout=30)
+        lost = wait_until(lambda: next((j for j in map(dev.job, jobs) if j["status"] == "failed"), None), timeout=120,
+                          interval=0.2, what="the second host's job to fail")  # fmt: skip
+        figure("the second host's job failed after kill -9", time.monotonic() - start)
+        assert lost["error"].startswith(f"worker lost mid-job (process {second.pid} on"), lost["error"]
+        dev.assert_done_with_every_event(next(j for j in jobs if j != lost["id"]), 450)
+        assert f"gpu.{second.pid}@" in (tmp_path / "second-host.log").read_text()  # not the stack's gpu@host
+
+        # Redis, mid-job: the events live in the database; the job ends done with every one of them.
+        # The workers holding a job (prefork and solo pools) ride the outage out: the same processes
+        # take the next jobs (Celery 5.7 exited them, "Unrecoverable error", common/broker_transport.py).
+        on_gpu, running = dev.pulse(450, 15.0, queue="gpu"), dev.pulse(450, 15.0)  # 30 s: still running when killed
         dev.wait_status(running, "running")
+        dev.wait_status(on_gpu, "running")
+        before = dev.children()
         figure("redis restarted after kill -9", dev.kill("redis"))
-        dev.assert_done_with_every_event(running, 150)
+        dev.assert_done_with_every_event(running, 450)
+        dev.assert_done_with_every_event(on_gpu, 450)
         start = time.monotonic()
         dev.assert_done_with_every_event(dev.pulse(20, 50.0), 20)
         figure("a new job done after the Redis restart", time.monotonic() - start)
+        dev.assert_done_with_every_event(dev.pulse(20, 50.0, queue="gpu"), 20)
+        after = dev.children()
+        for worker in ("worker-sim", "worker-gpu", "worker-engine", "worker-maint"):
+            assert after[worker] == before[worker], f"{worker} restarted across the Redis outage:\n{dev.log()[-3000:]}"
         assert dev.stop() == 0
     finally:
         dev.cleanup()

@@ -32,23 +32,29 @@ def test_the_metrics_equal_the_stored_telemetry(recipe, maintainer):
     ]
     for n, records in enumerate(batches):
         sent = body(records, n)
-        assert client.post("/api/recipes/tiny-cpu/telemetry/", sent, content_type="application/json").status_code == 201
+        posted = client.post("/api/recipes/tiny-cpu/telemetry/", sent, content_type="application/json")
+        assert posted.status_code == 201, posted.content
     families = scrape(client)
     stored = [r for b in TelemetryBatch.objects.all() for r in b.records]
     for version in (1, 2):
         mine = [r for r in stored if r["version"] == version]
-        labels = {"recipe": "tiny-cpu", "engine": "eng-1", "version": str(version)}
+        # counters per engine and version; histograms per version (one engine here: its counts)
+        labels = {"recipe": "tiny-cpu", "version": str(version)}
 
         def value(family: str, sample: str, le: str | None = None, labels: dict = labels) -> float:
-            return next(
+            found = [
                 s.value
                 for s in families[family]
                 if s.name == sample and s.labels.items() >= labels.items() and (le is None or s.labels["le"] == le)
-            )
+            ]
+            assert len(found) == 1, (family, sample, found)
+            return found[0]
 
         launches = [r for r in mine if r["type"] == "launch"]
         requests = [r for r in mine if r["type"] == "request"]
         gaps = [g for r in requests for g in r["itl_ms"]]
+        assert {s.labels["engine"] for s in families["helios_prefill_launches"]} == {"eng-1"}
+        assert "engine" not in families["helios_ttft_seconds"][0].labels
         assert value("helios_prefill_launches", "helios_prefill_launches_total") == len(launches)
         assert value("helios_padded_tokens", "helios_padded_tokens_total") == sum(r["padded"] for r in launches)
         assert value("helios_ttft_seconds", "helios_ttft_seconds_count") == len(requests)
@@ -65,6 +71,48 @@ def test_the_metrics_equal_the_stored_telemetry(recipe, maintainer):
         ({"recipe": "tiny-cpu", "policy": "rule"}, 2.0)
     ]
     assert {s.labels["state"]: s.value for s in families["helios_jobs"]}["queued"] == 0
+
+
+def test_only_the_series_seen_in_the_window_are_exported_and_histograms_sum_every_engine(recipe, maintainer, settings):
+    """Three engines under version 1, two still posting; version 2 seen only long ago: its series
+    are dropped; at most HELIOS_METRICS_MAX_ENGINE_SERIES engine series, the rest counted."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from heliosweb.telemetry.models import Totals
+
+    client = Client()
+    client.force_login(maintainer)
+    policy_set(recipe=recipe, policy="rule")
+    batches = [
+        (engine, 1, [finished(n, ttft_ms=10.0 * (n + 1)), launch(n)])
+        for n, engine in enumerate(("eng-a", "eng-b", "eng-c"))
+    ]
+    batches.append(("eng-a", 2, [launch(9, policy="rule", version=2)]))
+    for engine, n, records in batches:
+        posted = client.post(
+            "/api/recipes/tiny-cpu/telemetry/", body(records, n, engine=engine), content_type="application/json"
+        )
+        assert posted.status_code == 201, posted.content
+    long_ago = timezone.now() - timedelta(seconds=settings.HELIOS_METRICS_WINDOW_SECONDS + 1)
+    Totals.objects.filter(version=2).update(seen_at=long_ago)
+    Totals.objects.filter(engine="eng-c").update(seen_at=long_ago)  # gone quiet: its counts stay in v1's sums
+    families = scrape(client)
+    counters = {(s.labels["engine"], s.labels["version"]) for s in families["helios_prefill_launches"]}
+    assert counters == {("eng-a", "1"), ("eng-b", "1")}
+    ttft = {s.labels["version"]: s.value for s in families["helios_ttft_seconds"] if s.name.endswith("_count")}
+    assert ttft == {"1": 3.0}  # every engine of version 1, eng-c included: the sum never goes down
+    left_out = {s.labels["kind"]: s.value for s in families["helios_metrics_series_left_out"]}
+    assert left_out == {"engine_version": 0, "histogram_version": 0}
+    settings.HELIOS_METRICS_MAX_ENGINE_SERIES = 1
+    Totals.objects.filter(version=2).update(seen_at=timezone.now())  # version 2 seen again
+    settings.HELIOS_METRICS_MAX_VERSIONS = 1
+    families = scrape(client)
+    assert len(families["helios_prefill_launches"]) == 1
+    assert {s.labels["version"] for s in families["helios_ttft_seconds"]} == {"2"}  # the latest version only
+    left_out = {s.labels["kind"]: s.value for s in families["helios_metrics_series_left_out"]}
+    assert left_out == {"engine_version": 2, "histogram_version": 1}  # eng-a v1, eng-b v1; version 1
 
 
 def test_metrics_need_the_token_when_one_is_set_and_a_local_client_otherwise(recipe, settings):

@@ -55,10 +55,11 @@ def _time_limit(job: BenchmarkJob) -> float | None:
         return None
 
 
-def jobs_stop_by_operator(*, pids: list[int], drain_seconds: float) -> list[int]:
-    """Fail the jobs these worker processes (on this host) still run once a stop's drain ran out;
-    each one's analysis stops at its next event."""
-    reason = f"stopped by operator (it did not finish within the {drain_seconds:.0f} s a stop allows)"
+def jobs_stop_after_drain(*, pids: list[int], drain_seconds: float, cause: str) -> list[int]:
+    """Fail the jobs these worker processes (on this host) still run once a stop's drain ran out,
+    naming the stop's `cause` (`common.processes.stop_cause`: an operator, supervisord's death, a
+    full disk); each one's analysis stops at its next event."""
+    reason = f"{cause} (it did not finish within the {drain_seconds:.0f} s a stop allows)"
     running = BenchmarkJob.objects.filter(
         status=JobStatus.RUNNING, worker_host=socket.gethostname(), worker_pid__in=pids
     ).values_list("pk", flat=True)
