@@ -141,4 +141,3 @@ def chunk_timeline(
     if span is not None:
         layout.xaxis.range = [0, span]
     return go.Figure(traces, layout)
-

@@ -6,8 +6,8 @@ import math
 import pytest
 
 from scheduler_core.analyses import ANALYSES
-from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, capacity_differences
 from scheduler_core.comparison import Pair
+from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, capacity_differences
 from scheduler_core.tradeoff import Evidence, Subject, tradeoff
 
 
