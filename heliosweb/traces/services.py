@@ -32,9 +32,10 @@ from .models import Trace
 MAX_TRACE_BYTES = settings.TRACE_UPLOAD_MAX_BYTES
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _CHUNK = 1 << 20
-# A parse holds the trace's arrays and, while sorting, a second copy: ~110 MB at the 64 MiB bound
-# (bench/trace_upload_bench.py). One at a time keeps the web process, which also serves engines,
-# at one such peak however many uploads arrive together; the others wait up to PARSE_WAIT_S.
+# A parse holds the trace's arrays and, while sorting, a second copy: +152 MB of peak memory for a
+# 50 MiB Azure CSV (1.53 million requests, ~104 bytes a request; bench/trace_upload_bench.py), so
+# ~200 MB at the 64 MiB bound. One at a time keeps the web process, which also serves engines, at
+# one such peak however many uploads arrive together; the others wait up to PARSE_WAIT_S, then 429.
 _PARSING = threading.Lock()
 PARSE_WAIT_S = 120
 
