@@ -289,7 +289,7 @@ def recipe_cases() -> Iterator[Case]:
 
     for label, raw in bad_texts(64):
         yield case(f"name {label}", "name", raw, "name")
-    for name in ("TINY-CPU", "Tiny-Cpu", "tiny-cpu", "a b", "new", "é"):
+    for name in ("TINY-CPU", "Tiny-Cpu", "tiny-cpu", "tiny_cpu", "TINY_cpu", "a b", "new", "é"):
         yield case(f"name {name!r}", "name", js(name), "name")
     for label, raw in bad_texts(MAX_DESCRIPTION):
         yield case(f"description {label}", "description", raw, "description")
