@@ -291,7 +291,8 @@ def test_the_list_filters_by_status_and_shows_the_chain_badge(author, reviewer, 
     html = client.get("/decisions/?status=pending").content.decode()
     listed = html.split('id="decisions"')[1].split("</table>")[0]
     assert f'href="/decisions/{kept.pk}"' in listed and f'href="/decisions/{withdrawn.pk}"' not in listed
-    assert "chain verified (4 events)" in html  # the recipe created, two proposals, a withdrawal
+    # the recipe created, two proposals, a withdrawal (and the grants of the users' permissions)
+    assert f"chain verified ({4 + AuditEvent.objects.filter(action='privileges_changed').count()} events)" in html
     assert client.get("/decisions/?status=maybe").status_code == 400
     with guard_dropped(), connection.cursor() as cursor:
         cursor.execute("UPDATE audit_auditevent SET reason = %s WHERE seq = 2", ["edited"])
