@@ -11,6 +11,10 @@ library through a hook it does not promise to keep, so `requirements.txt` pins b
   `HELIOS_HTTP_BODY_MIN_RATE` bytes (10,000) received; past either, 408 and the connection is
   closed. The clocks stop once the request is read: a long-poll waiting 25 s for its answer, or
   a websocket (whose upgrade request has no body), is never timed out by them.
+- An oversized request line or header is answered: Twisted read each line up to 16,384 bytes and
+  the line and headers together up to 16,384, and past either dropped the connection with no
+  answer (a 32,000-character query) or wrote a bare `400`. Here a request line past the bound is
+  answered 414, a header line or all headers past it 431, in the API's error shape, then closed.
 - Bodies are bounded before they are read: a declared `Content-Length` over
   `DATA_UPLOAD_MAX_MEMORY_SIZE` (5 MB + 64 KB; `18446744073709551616` included) is answered 413 at
   once, and a chunked body is cut off with 413 as it passes that size. Twisted would have written
@@ -52,9 +56,12 @@ from twisted.web.http import HTTPChannel, Request
 def apply() -> None:
     """Make the changes above, or raise RuntimeError naming the hook an upgrade removed."""
     _require(hasattr(autobahn.util, "_HAS_CLICK"), "autobahn.util._HAS_CLICK")
-    for hook in ("dataReceived", "allHeadersReceived", "rawDataReceived", "allContentReceived", "connectionLost"):
+    hooks = ("dataReceived", "lineReceived", "allHeadersReceived", "rawDataReceived", "allContentReceived")
+    for hook in (*hooks, "connectionLost"):
         _require(hook in vars(HTTPChannel), f"twisted.web.http.HTTPChannel.{hook}")
-    _require(hasattr(HTTPChannel(), "_handlingRequest"), "twisted.web.http.HTTPChannel()._handlingRequest")
+    _require(hasattr(HTTPChannel, "lineLengthExceeded"), "twisted.web.http.HTTPChannel.lineLengthExceeded")
+    for state in ("_handlingRequest", "_receivedHeaderSize", "totalHeadersSize", "_HTTPChannel__first_line"):
+        _require(hasattr(HTTPChannel(), state), f"twisted.web.http.HTTPChannel().{state}")
     _require(issubclass(WebRequest, Request) and "gotLength" in vars(Request), "twisted.web.http.Request.gotLength")
     _require(hasattr(HTTPFactory, "protocol"), "daphne.http_protocol.HTTPFactory.protocol")
     _require(
@@ -118,6 +125,22 @@ class BoundedHTTPChannel(HTTPChannel):
                 return int(limit)
         return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
 
+    def lineReceived(self, line: bytes) -> None:
+        if self._receivedHeaderSize + len(line) > self.totalHeadersSize:
+            self.lineLengthExceeded(line)
+            return
+        super().lineReceived(line)
+
+    def lineLengthExceeded(self, line: bytes) -> None:
+        """A line past MAX_LENGTH, or the headers past totalHeadersSize: 414 while the request line
+        is being read (Twisted's `__first_line` is set until it is), else 431."""
+        if self._closing:
+            return
+        if getattr(self, "_HTTPChannel__first_line", 0):
+            self._refuse(414, "url", f"url: the request line is longer than {self.MAX_LENGTH:,} bytes")
+        else:
+            self._refuse(431, "headers", f"headers: longer than {self.totalHeadersSize:,} bytes")
+
     def allHeadersReceived(self) -> None:
         self._disarm()
         limit = self._body_limit = self._limit()  # the path read with the headers, once
@@ -176,7 +199,12 @@ class BoundedHTTPChannel(HTTPChannel):
         self._disarm()
         self._closing = True
         body = json.dumps({"error": message, "field": field}).encode()
-        reason = {408: b"Request Timeout", 413: b"Content Too Large"}[status]
+        reason = {
+            408: b"Request Timeout",
+            413: b"Content Too Large",
+            414: b"URI Too Long",
+            431: b"Request Header Fields Too Large",
+        }[status]
         cast(Any, self.transport).write(
             b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
             b"X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n%s" % (status, reason, len(body), body)

@@ -63,7 +63,8 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("api/schema/", SchemaView.as_view(), name="api_schema"),
     path("", include("heliosweb.decisions.urls")),
-    re_path(r"^api/(?P<path>.*)$", http_errors.api_not_found),  # last: any other /api/ path is a JSON 404
+    # last: any other /api/ path (and /api itself, which CommonMiddleware would redirect) is a JSON 404
+    re_path(r"^api(?:/(?P<path>.*))?$", http_errors.api_not_found),
 ]
 
 handler400 = http_errors.bad_request

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+# An error echoes what it refuses ("got '...'"), and a key's name becomes its field: both cut here,
+# once for every front end, so a megabyte of bad value never comes back in an answer or a log line.
+MAX_FIELD_CHARS = 200
+MAX_MESSAGE_CHARS = 1000
+
+
+def cut(text: str, most: int) -> str:
+    """`text`, or its first `most` - 1 characters and an ellipsis."""
+    return text if len(text) <= most else text[: most - 1] + "\u2026"
+
 
 class InvalidInput(ValueError):
     """Input that breaks the spec. `field` is the dotted path of the offending value; `param`, the
@@ -9,6 +19,7 @@ class InvalidInput(ValueError):
     parameter's field without reading the path back)."""
 
     def __init__(self, field: str, message: str, *, param: str | None = None) -> None:
+        field, message = cut(field, MAX_FIELD_CHARS), cut(message, MAX_MESSAGE_CHARS)
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message

@@ -10,6 +10,7 @@ from .errors import InvalidInput, Stalled
 from .execution import ExecutionModel, parse_execution
 from .planner import MAX_PLAN_WORK, Plan, plan, plan_work
 from .policies import Policy, make_policy
+from .reading import loads
 from .request import Request
 from .validation import reject_unknown_keys, require_list, require_mapping
 
@@ -68,10 +69,8 @@ def _plan_or_stall(
 
 
 def parse_json(text: str, field: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(field, f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    """`text` as JSON, or InvalidInput naming `field` (deep nesting and huge integers included)."""
+    return loads(text, field)
 
 
 def split_inputs(text: str) -> tuple[bool, list[str]]:
@@ -81,7 +80,7 @@ def split_inputs(text: str) -> tuple[bool, list[str]]:
         return True, lines
     try:
         json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # each line is then read (and refused) on its own
         return False, lines
     return True, [text]
 

@@ -12,18 +12,19 @@ requests a run takes. A bad row is refused as a `TraceError` naming its line and
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import random
 import re
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 from .errors import InvalidInput
 from .limits import MAX_TOKENS  # a prompt's or an output's tokens
+from .reading import loads as json_loads
+from .reading import read_lines
 from .request import Request
 from .scheduler import Arrival
 from .stats import percentiles, quantiles, round6
@@ -140,12 +141,18 @@ def _bisect(values: array[float], x: float) -> int:
 
 
 def parse_trace(
-    source: str | bytes | Iterable[str], *, name: str = "trace", fmt: str | None = None, field: str = "trace"
+    source: str | bytes | Iterable[str],
+    *,
+    name: str = "trace",
+    fmt: str | None = None,
+    field: str = "trace",
+    loads: Callable[[str], Any] | None = None,
 ) -> TraceTraffic:
     """A trace from its text, its bytes (UTF-8, a byte-order mark allowed) or an iterable of lines
     (an open text file). `fmt` is `azure-csv` or `jsonl`; None tells them apart by the first line
-    (`{` starts JSON Lines). Raises TraceError (a bad row, naming line and column) or InvalidInput
-    (an empty trace, too many rows, an unknown format) with `field` as the field."""
+    (`{` starts JSON Lines). `loads` reads one JSON Lines row (InvalidInput for a bad one; the web
+    passes the bounded reader its bodies go through). Raises TraceError (a bad row, naming line and
+    column) or InvalidInput (an empty trace, too many rows, an unknown format) with `field` as the field."""
     if fmt is not None and fmt not in FORMATS:
         raise InvalidInput(field, f"unknown trace format {fmt!r} (expected one of {list(FORMATS)})")
     if isinstance(source, bytes):
@@ -163,7 +170,7 @@ def parse_trace(
     number, text = first
     kind = fmt or ("jsonl" if text.startswith("{") else "azure-csv")
     rows = itertools.chain([(number, text)], numbered)
-    builder = _Builder(name, kind, field)
+    builder = _Builder(name, kind, field, loads or _read_row)
     if kind == "jsonl":
         for number, text in rows:
             builder.add_json(number, text)
@@ -173,12 +180,8 @@ def parse_trace(
 
 
 def read_trace(path: str, *, fmt: str | None = None, field: str = "trace") -> TraceTraffic:
-    """A trace file, read line by line (never whole into memory)."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            return parse_trace(f, name=path.rsplit("/", 1)[-1], fmt=fmt, field=field)
-    except OSError as exc:
-        raise InvalidInput(field, f"cannot read {path!r}: {exc.strerror}") from None
+    """A trace file, read line by line (never whole into memory, each line and the whole bounded)."""
+    return parse_trace(read_lines(path, field, MAX_LINE_CHARS), name=path.rsplit("/", 1)[-1], fmt=fmt, field=field)
 
 
 def from_records(records: Iterable[Mapping[str, Any]], *, name: str = "records", field: str = "trace") -> TraceTraffic:
@@ -215,6 +218,10 @@ def from_engine_requests(
         for row in rows:
             row["arrival_ms"] = max(0.0, row["arrival_ms"] - origin)
     return from_records(rows, name=name, field=field)
+
+
+def _read_row(text: str) -> Any:
+    return json_loads(text, "row")
 
 
 def _numbered(lines: Iterator[str], field: str) -> Iterator[tuple[int, str]]:
@@ -287,8 +294,10 @@ def _count(cell: str, field: str, number: int, column: str) -> int:
 class _Builder:
     """Collects rows into arrays, then sorts them by arrival once."""
 
-    def __init__(self, name: str, kind: str, field: str) -> None:
+    def __init__(self, name: str, kind: str, field: str, loads: Callable[[str], Any] | None = None) -> None:
+        # `loads` reads a JSON Lines row; records arrive as dicts and need none.
         self.name, self.kind, self.field = name, kind, field
+        self.loads = loads
         self.times = array("d")
         self.prompts = array("q")
         self.outputs = array("q")
@@ -303,9 +312,9 @@ class _Builder:
 
     def add_json(self, number: int, text: str) -> None:
         try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise TraceError(self.field, number, None, f"is not JSON ({exc})") from None
+            data = (self.loads or _read_row)(text)
+        except InvalidInput as exc:
+            raise TraceError(self.field, number, None, exc.message) from None
         if not isinstance(data, dict):
             raise TraceError(self.field, number, None, f"must be a JSON object, got {type(data).__name__}")
         try:

@@ -8,10 +8,11 @@ from typing import Any
 
 from .errors import InvalidInput
 
-# Numbers written as text (query strings, form fields, CLI flags): ASCII digits only. Python's own
-# int() and float() also read "1_0", full-width and other scripts' digits, "nan" and "inf".
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# Numbers written as text (query strings, form fields, CLI flags): ASCII digits only, a minus sign
+# the only sign. Python's own int() and float() also read "+5", "1_0", full-width and other
+# scripts' digits, "nan" and "inf"; a strict reader refuses what another reader would take otherwise.
+_INT_TEXT = re.compile(r"-?[0-9]+")
+_NUMBER_TEXT = re.compile(r"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def int_of_text(text: str) -> int | None:

@@ -6,4 +6,4 @@ class AuditConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import guard, receivers  # noqa: F401  (connect the signal handlers)
+        from . import grants, guard, receivers  # noqa: F401  (connect the signal handlers)

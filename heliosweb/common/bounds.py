@@ -15,24 +15,16 @@ import json
 import math
 import re
 from collections.abc import Iterator
-from itertools import accumulate
 from typing import Any
 
 import orjson
 
 from scheduler_core.errors import InvalidInput
+from scheduler_core.reading import MAX_JSON_DEPTH, brackets, outside_strings, too_deep
 from scheduler_core.validation import text_problem
 
-MAX_JSON_DEPTH = 32
 DB_INT_MAX = 2**63 - 1  # the largest id or count a database integer column holds
 
-# The gates below read the document's UTF-8 bytes: every byte of a multi-byte character is >= 0x80,
-# so quotes, backslashes, brackets and digits are what they seem. A JSON string, skipped whole
-# (brackets inside it do not count); everything but brackets, and each bracket's step in depth.
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
-_NOT_BRACKETS_OR_QUOTES = bytes(set(range(256)) - set(b'[]{}"'))
-_DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 # Outside strings, the only text that can make a number no float or 64-bit integer holds: 19 or more
 # digits in a row, a three-digit exponent, or the non-JSON constants Python would accept (NaN,
 # Infinity: JSON has no other N or I outside strings). Looked for as substrings of the text with
@@ -69,38 +61,10 @@ def _parse_constant(name: str) -> _Unrepresentable:
     return _Unrepresentable(name)  # NaN, Infinity, -Infinity: not JSON, and not finite
 
 
-def _outside_strings(data: bytes) -> bytes:
-    """`data` without its JSON strings. With no backslash in it there are no escapes, so every `"`
-    opens or closes a string as json reads it, and the pieces between quotes alternate outside and
-    inside: splitting is ~3x faster than the regex, which stays for text with escapes."""
-    if b"\\" in data:
-        return _STRING.sub(b"", data)
-    return b"".join(data.split(b'"')[::2])
-
-
-def _brackets(data: bytes) -> bytes:
-    """The document's brackets outside its strings, in order. Most documents have no bracket inside
-    a string: with only quotes and brackets kept, each string is then a `""`, and once those are
-    removed no quote is left (removing leftmost pairs leaves none only if the 1st and 2nd quote, the
-    3rd and 4th ... were adjacent: each string's opening and closing quote, nothing between). That
-    is ~4x cheaper than cutting the strings out, which stays for the other documents."""
-    if b"\\" not in data:  # no escapes: every quote opens or closes a string
-        kept = data.translate(None, _NOT_BRACKETS_OR_QUOTES).replace(b'""', b"")
-        if b'"' not in kept:
-            return kept
-    return _outside_strings(data).translate(None, _NOT_BRACKETS)
-
-
-def _too_deep(brackets: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether `brackets` (a document's, outside its strings) nest more than `limit` deep (read
-    without recursion, so a 1 MB telemetry batch costs well under a millisecond)."""
-    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > limit
-
-
 def _may_hold_bad_numbers(data: bytes) -> bool:
     """Whether a number no float or 64-bit integer holds may be in the document: looked for in the
     whole text first (one pass; strings rarely look like such a number), then outside its strings."""
-    return _has_suspect(data) and _has_suspect(_outside_strings(data))
+    return _has_suspect(data) and _has_suspect(outside_strings(data))
 
 
 def _has_suspect(text: bytes) -> bool:
@@ -170,7 +134,7 @@ def parse_json(text: str | bytes, root: str = "body") -> Any:
             raise BadJSON(root, "must be UTF-8") from None
     else:
         data = text.encode(errors="surrogatepass")
-    if _too_deep(_brackets(data)):
+    if too_deep(brackets(data)):
         raise BadJSON(root, f"nested deeper than {MAX_JSON_DEPTH} levels")
     value = _read(data, text, root)
     return check_text(value, root) if _TEXT_SUSPECT.search(data) else value

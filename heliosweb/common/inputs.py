@@ -40,7 +40,7 @@ def parse_int(value: object, *, field: str, minimum: int = DB_INT_MIN, maximum: 
     """`value` as an int within [minimum, maximum], or InvalidInput naming `field`."""
     number = as_int(value)
     if number is None:
-        raise InvalidInput(field, f"must be an integer, got {value!r}")
+        raise InvalidInput(field, f"must be an integer, got {value!r:.60}")
     if not minimum <= number <= maximum:
         raise InvalidInput(field, f"must be from {minimum} to {maximum}, got {number}")
     return number
@@ -84,7 +84,7 @@ def parse_id(value: object, *, field: str, what: str) -> int:
     """A row's id: a positive integer a key can hold, or InvalidInput "not a <what> id" naming `field`."""
     number = as_int(value)
     if number is None or not 1 <= number <= DB_INT_MAX:
-        raise InvalidInput(field, f"not a {what} id: {value!r}")
+        raise InvalidInput(field, f"not a {what} id: {value!r:.60}")
     return number
 
 
@@ -93,7 +93,7 @@ def get_by_id(queryset: QuerySet[M], value: object, *, what: str, field: str = "
     one no key can hold, is NotFound (404)."""
     number = as_int(value)
     if number is None:
-        raise InvalidInput(field, f"not a {what} id: {value!r}")
+        raise InvalidInput(field, f"not a {what} id: {value!r:.60}")
     found = queryset.filter(pk=number).first() if 1 <= number <= DB_INT_MAX else None
     if found is None:
         raise NotFound(field, f"no {what} {number}")

@@ -17,16 +17,19 @@ import contextlib
 import json
 import logging
 from typing import Any
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from heliosweb.common.bounds import BadJSON, parse_json
+from heliosweb.common.inputs import int_or_none
 
 log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
+CLOSE_BAD_REQUEST = 4400
 CLOSE_NOT_FOUND = 4404
 MAX_MESSAGE_BYTES = 4096
 REJOIN_SECONDS = 1.0  # a socket that could not join its group: a join and a catch-up this often
@@ -69,6 +72,16 @@ class Stream(AsyncWebsocketConsumer):
             return False
         self._joined = True
         return True
+
+    async def query_after(self) -> int | None:
+        """The connect URL's `?after=` (0 when absent): a non-negative integer in decimal digits, or
+        None once an error naming `after` is sent and the socket refused (4400), never read leniently."""
+        raw = parse_qs(self.scope.get("query_string", b"").decode()).get("after", [""])[0]
+        after = int_or_none(raw or "0", minimum=0)
+        if after is None:
+            await self.error("after", f"must be a non-negative integer, got {raw[:40]!r}")
+            await self.refuse(CLOSE_BAD_REQUEST)
+        return after
 
     async def refuse(self, code: int) -> None:
         self._refused = True

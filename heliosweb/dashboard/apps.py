@@ -19,6 +19,8 @@ class DashboardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from . import roles  # noqa: F401  (declares the role groups' permissions to audit_verify)
+
         # post_migrate is sent per app with models (this one has none), in INSTALLED_APPS order, and
         # auth creates each app's permissions on it: after the last such app, every permission exists.
         last = [config for config in apps.get_app_configs() if config.models_module is not None][-1]

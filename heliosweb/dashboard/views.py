@@ -73,9 +73,12 @@ def recipe_engine(request: HttpRequest, name: str) -> HttpResponse:
     except NotFound:
         raise Http404(f"no recipe {name!r}") from None
     try:
-        if request.POST.get("action") == "stop":
+        action = request.POST.get("action")
+        if action == "stop":
             engine_stop(recipe=recipe, user=request.user)
             messages.info(request, "The simulated engine stops within a second.")
+        elif action != "start":
+            raise InvalidInput("action", f"must be 'start' or 'stop', got {str(action)[:40]!r}")
         else:
             params = params_from_post(get_kind(ENGINE_KIND), _engine_fields(request.POST))
             job = engine_start(recipe=recipe, user=request.user, params=params)

@@ -9,14 +9,18 @@ since). `audit_verify` runs both and names the first rows that differ."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime
 from typing import Any
 
 from heliosweb.audit.models import AuditEvent
+from heliosweb.catalogs.models import Boot
+from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.recipes.models import PolicySetting
 from heliosweb.recipes.selectors import emergency_banner
 
-from .models import PolicyDecision
+from .models import DecisionComment, PolicyDecision
 
 ROW_EVENTS = ("proposed", "approved", "rejected", "withdrawn", "applied")  # the events that set a decision's row
 BANNER_AT_SLACK_S = 2.0  # a banner written before its event carried the event's time was stamped just before it
@@ -58,6 +62,67 @@ def emergency_audit_mismatches() -> list[str]:
         if not _same_banner(setting.emergency, said):
             where = f"event #{seq} says {_short(said)}" if seq else "no emergency_rollback event made one"
             problems.append(f"recipe {name}'s emergency banner is {_short(setting.emergency)} but {where}")
+    return problems
+
+
+def evidence_digests(job_ids: list[int]) -> dict[str, str]:
+    """Per evidence job (by id, as text): the sha256 of what a reviewer reads from it, taken when
+    a proposal cites it: its kind, params and result, and the catalog and provenance of every boot
+    its catalogs came from. Kept in the `proposed` event, so an edit to any of them afterwards,
+    around the services, is named by `audit_verify`."""
+    jobs = BenchmarkJob.objects.filter(pk__in=job_ids).values_list("pk", "kind", "params", "result", "catalog_sources")
+    rows = {pk: (kind, params, result, sources) for pk, kind, params, result, sources in jobs}
+    cited = {s["boot"] for *_, sources in rows.values() for boots in (sources or {}).values() for s in boots}
+    boots = {
+        pk: (catalog, provenance)
+        for pk, catalog, provenance in Boot.objects.filter(pk__in=cited).values_list("pk", "catalog", "provenance")
+    }
+    digests = {}
+    for pk, (kind, params, result, sources) in rows.items():
+        ids = sorted({s["boot"] for boots_of in (sources or {}).values() for s in boots_of})
+        read = {"kind": kind, "params": params, "result": result, "boots": {str(b): boots.get(b) for b in ids}}
+        digests[str(pk)] = hashlib.sha256(json.dumps(read, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return digests
+
+
+def evidence_audit_mismatches() -> list[str]:
+    """Decisions whose evidence jobs (results, or the boots they cite) differ from the digests their
+    `proposed` event took."""
+    cited: list[tuple[str, int, dict[str, str]]] = []
+    for object_id, seq, after in AuditEvent.objects.filter(object_type="decision", action="proposed").values_list(
+        "object_id", "seq", "after"
+    ):
+        said = (after or {}).get("evidence_digests")
+        if said:
+            cited.append((object_id, seq, said))
+    now = evidence_digests(sorted({int(job) for *_, said in cited for job in said}))
+    return [
+        f"decision {decision}: evidence job {job} (its result, params or a boot it cites) "
+        f"{'is gone' if job not in now else 'changed'} since event #{seq} cited it"
+        for decision, seq, said in cited
+        for job, digest in said.items()
+        if now.get(job) != digest
+    ]
+
+
+def comment_audit_mismatches() -> list[str]:
+    """Comments whose decision, author or text differ from their `commented` event, or have none."""
+    said = {
+        str((after or {}).get("comment")): (object_id, actor_id, reason, seq)
+        for object_id, actor_id, reason, after, seq in AuditEvent.objects.filter(
+            object_type="decision", action="commented"
+        ).values_list("object_id", "actor_id", "reason", "after", "seq")
+    }
+    problems = []
+    for pk, decision_id, author_id, body in DecisionComment.objects.order_by("pk").values_list(
+        "pk", "decision_id", "author_id", "body"
+    ):
+        event = said.pop(str(pk), None)
+        if event is None:
+            problems.append(f"comment {pk} on decision {decision_id} has no commented event in the audit chain")
+        elif (str(decision_id), author_id, body) != event[:3]:
+            problems.append(f"comment {pk} on decision {decision_id} differs from its event #{event[3]}")
+    problems += [f"comment {pk} is in the audit chain (#{e[3]}) but not in the database" for pk, e in said.items()]
     return problems
 
 

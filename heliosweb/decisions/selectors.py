@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import QuerySet
 from rest_framework import serializers
 
+from heliosweb.audit.grants import privilege_mismatches
 from heliosweb.audit.models import AuditEvent
 from heliosweb.audit.selectors import EVENT, ChainReport, audit_events, chain_verify
 from heliosweb.common.bounds import DB_INT_MAX
@@ -20,7 +21,12 @@ from heliosweb.jobs.selectors import job_summary
 from heliosweb.recipes.selectors import policy_audit_mismatches
 from scheduler_core.errors import InvalidInput
 
-from .audit_rows import decision_audit_mismatches, emergency_audit_mismatches
+from .audit_rows import (
+    comment_audit_mismatches,
+    decision_audit_mismatches,
+    emergency_audit_mismatches,
+    evidence_audit_mismatches,
+)
 from .models import OPEN, DecisionComment, DecisionStatus, PolicyDecision
 
 
@@ -119,12 +125,21 @@ def audit_list(*, decision_id: int | None = None, limit: int = 200) -> list[Audi
 
 def audit_verify() -> ChainReport:
     """The whole check: the keyed chain, then the rows its events describe: every recipe's policy
-    against its last policy event (a policy changed by raw SQL leaves no event, or one that says
-    otherwise), every decision row and every emergency banner (`audit_rows`)."""
+    (and who set it, and what it was before) against its last policy event (a policy changed by raw
+    SQL leaves no event, or one that says otherwise), every decision row, what its evidence jobs and
+    their boots held when cited, every comment, every emergency banner (`audit_rows`), and every
+    user's and group's privileges (`audit.grants`)."""
     report = chain_verify()
     if not report.ok:
         return report
-    mismatches = policy_audit_mismatches() + decision_audit_mismatches() + emergency_audit_mismatches()
+    mismatches = [
+        *policy_audit_mismatches(),
+        *decision_audit_mismatches(),
+        *evidence_audit_mismatches(),
+        *comment_audit_mismatches(),
+        *emergency_audit_mismatches(),
+        *privilege_mismatches(),
+    ]
     return replace(report, ok=False, reason="; ".join(mismatches)) if mismatches else report
 
 

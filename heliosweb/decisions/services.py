@@ -31,6 +31,7 @@ from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import recipe_policy_named
 from scheduler_core.validation import require_text
 
+from .audit_rows import evidence_digests
 from .models import DecisionComment, DecisionStatus, PolicyDecision
 from .tradeoff import decision_missing_evidence
 
@@ -93,7 +94,12 @@ def decision_propose(
             decision=decision,
             action="proposed",
             before={**state, "status": None},
-            after={**state, "evidence": [j.pk for j in jobs]},  # so audit_verify covers the cited jobs
+            # so audit_verify covers the cited jobs, and what they said when cited (their results, their boots)
+            after={
+                **state,
+                "evidence": [j.pk for j in jobs],
+                "evidence_digests": evidence_digests([j.pk for j in jobs]),
+            },
             reason=clean_rationale,
         )
     return decision

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
-from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
 from heliosweb.common.bounds import DB_INT_MAX
-from heliosweb.common.inputs import int_or_none
 from heliosweb.common.streams import CLOSE_NOT_FOUND, SnapshotStream, Stream
 
 from . import selectors
@@ -34,8 +32,10 @@ class JobConsumer(Stream):
         if self.job_id > DB_INT_MAX or not await database_sync_to_async(selectors.job_exists)(job_id=self.job_id):
             await self.refuse(CLOSE_NOT_FOUND)
             return
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        self.last_seq = int_or_none((query.get("after") or ["0"])[0], minimum=0) or 0
+        after = await self.query_after()
+        if after is None:
+            return
+        self.last_seq = after
         self._sending = asyncio.Lock()
         # Join the group before reading the database, so nothing falls between replay and live.
         self.group = group_name(self.job_id)

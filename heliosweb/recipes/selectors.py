@@ -158,19 +158,31 @@ POLICY_EVENTS = ("recipe_created", "policy_changed")  # the events that set a re
 def policy_audit_mismatches() -> list[str]:
     """Recipes whose current policy and version differ from what their last policy event says:
     a policy changed around `policy_set` (raw SQL) shows here."""
-    last: dict[str, Any] = {}
-    for name, after in (
-        AuditEvent.objects.filter(action__in=POLICY_EVENTS).order_by("seq").values_list("recipe_name", "after")
+    last: dict[str, tuple[dict[str, Any], dict[str, Any], int | None, int]] = {}
+    events = AuditEvent.objects.filter(action__in=POLICY_EVENTS).order_by("seq")
+    for name, action, before, after, actor_id, seq in events.values_list(
+        "recipe_name", "action", "before", "after", "actor_id", "seq"
     ):
-        last[name] = after or {}
+        previous = (before or {}).get("policy", "") if action == "policy_changed" else ""
+        last[name] = (after or {}, {"previous_policy": previous}, actor_id, seq)
     problems = []
     for recipe in Recipe.objects.select_related("policy_setting").order_by("name"):
         setting = setting_of(recipe)
         now = {"policy": setting.policy, "version": setting.version} if setting else None
-        said = last.get(recipe.name)
+        said, previous, actor_id, seq = last.get(recipe.name, ({}, {}, None, 0))
         recorded = {"policy": said.get("policy"), "version": said.get("version")} if said else None
         if now != recorded:
             problems.append(f"recipe {recipe.name} is {_state(now)} but its last policy event says {_state(recorded)}")
+        elif setting is not None and setting.updated_by_id != actor_id:
+            problems.append(
+                f"recipe {recipe.name}'s policy updated_by is user {setting.updated_by_id} but event #{seq} "
+                f"was made by user {actor_id}"
+            )
+        elif setting is not None and setting.previous_policy != previous["previous_policy"]:
+            problems.append(
+                f"recipe {recipe.name}'s previous_policy is {setting.previous_policy!r} but event #{seq} "
+                f"says {previous['previous_policy']!r}"
+            )
     return problems
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Value
+from django.db.models.functions import Lower, Replace
 
 from heliosweb.audit.services import audit_append
 from heliosweb.common.broadcast import publish
@@ -254,13 +256,19 @@ def _hardware(value: Any) -> str:
     return require_text(value or "", "hardware", max_length=MAX_HARDWARE).strip()
 
 
+def name_key(name: str) -> str:
+    """What a person reads in a recipe's name: `TINY-CPU`, `tiny_cpu` and `tiny-cpu` are one."""
+    return name.lower().replace("_", "-")
+
+
 def new_recipe_name(name: Any) -> str:
-    """`name` as a new recipe may take it: refused when any recipe has it, ignoring case (to a
-    person, and in an engine's configuration, `TINY-CPU` is `tiny-cpu`)."""
+    """`name` as a new recipe may take it: refused when any recipe has it, ignoring case and `_`
+    against `-` (to a person, and in an engine's configuration, `TINY-CPU` is `tiny-cpu`)."""
     clean = _name(name)
-    same = Recipe.objects.filter(name__iexact=clean).first()
+    keys = Recipe.objects.annotate(key=Replace(Lower("name"), Value("_"), Value("-")))
+    same = keys.filter(key=name_key(clean)).first()
     if same is not None:
-        also = "" if same.name == clean else f" as {same.name!r} (names are compared ignoring case)"
+        also = "" if same.name == clean else f" as {same.name!r} (names are compared ignoring case, '_' as '-')"
         raise InvalidInput("name", f"a recipe named {clean!r} exists already{also}")
     return clean
 

@@ -24,13 +24,11 @@ import json
 import math
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 
 from heliosweb.common.broadcast import Message, subscribe
 from heliosweb.common.errors import NotFound
-from heliosweb.common.inputs import int_or_none
 from heliosweb.common.streams import CLOSE_NOT_FOUND, Stream
 from heliosweb.recipes.models import Recipe
 from heliosweb.recipes.selectors import recipe_get, recipe_policy_changes, recipe_policy_get
@@ -90,8 +88,10 @@ class LiveConsumer(Stream):
 
     async def start(self) -> None:
         name = self.scope["url_route"]["kwargs"]["name"]
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        self.last_seq = int_or_none((query.get("after") or ["0"])[0], minimum=0) or 0
+        after = await self.query_after()
+        if after is None:
+            return
+        self.last_seq = after
         self._exits = contextlib.AsyncExitStack()
         # Subscribed before reading the database: nothing falls between the refill and live frames.
         messages = await self._exits.enter_async_context(

@@ -135,6 +135,8 @@ def parse_batch(data: Any, *, current_version: int, policy_of: PolicyOf, window:
         columns = _launch_columns(launch_records)
         assert columns is not None  # every launch record has exactly LAUNCH_FIELDS
     assert versions.version is not None  # at least one record named it
+    if others and launch_records:
+        _check_finished_after_launches(records)
     launches = Launches(*(columns[i] for i in _KEPT))
     return Batch(
         body["engine"],
@@ -147,6 +149,26 @@ def parse_batch(data: Any, *, current_version: int, policy_of: PolicyOf, window:
         launches,
         others,
     )
+
+
+def _check_finished_after_launches(records: list[dict[str, Any]]) -> None:
+    """A request record's `t_ms` is when the request finished, a launch record's when the launch
+    started: a request record before one of its own launches in the batch was sent with another
+    time (its arrival, say), which would shift every latency read from it."""
+    started: dict[Any, tuple[float, int]] = {}
+    for i, record in enumerate(records):
+        if record["type"] == "launch":
+            key = record["request"]
+            if key not in started or record["t_ms"] > started[key][0]:
+                started[key] = (record["t_ms"], i)
+    for i, record in enumerate(records):
+        launch = started.get(record["request"]) if record["type"] == "request" else None
+        if launch is not None and record["t_ms"] < launch[0]:
+            raise InvalidInput(
+                f"records[{i}].t_ms",
+                f"is {launch[0] - record['t_ms']:g} ms before its launch records[{launch[1]}] started: a request "
+                "record's t_ms is when the request finished (its last token), not when it arrived",
+            )
 
 
 def _check_batch_fields(body: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from ..errors import InvalidInput
 from ..plan_io import parse_json
 from ..policies import POLICIES, selectable_policies
 from ..profiles import PROFILES
+from ..reading import read_text
 from ..traffic import TraceTraffic, from_records, parse_trace, read_trace
 from ..validation import int_of_text, number_of_text, require_int, require_list, require_number
 
@@ -455,11 +456,7 @@ def require_measured(catalog: Catalog, field: str) -> Catalog:
 
 def read_catalog_file(path: str, field: str) -> Any:
     """A catalog flag names a JSON file: a list of graphs, or an object with a "catalog" list (a capture's output)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = parse_json(f.read(), field)
-    except OSError as exc:
-        raise InvalidInput(field, f"cannot read {path!r}: {exc.strerror}") from None
+    data = parse_json(read_text(path, field), field)
     return data["catalog"] if isinstance(data, dict) and "catalog" in data else data
 
 

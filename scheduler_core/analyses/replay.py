@@ -29,6 +29,7 @@ from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent
 from ..limits import MAX_TOKENS
 from ..plan_io import parse_json
+from ..reading import read_lines
 from ..scheduler import SchedulerConfig, ScheduleResult, schedule
 from ..stats import percentiles
 from ..traffic import TraceTraffic, from_engine_requests
@@ -40,6 +41,7 @@ from .params import PolicyListParam, TraceParam
 
 MAX_REQUESTS = 20_000  # requests replayed in one run (simulate's bound on a run's requests)
 MAX_NAME = 64
+MAX_RECORD_CHARS = 1 << 20  # one JSON Lines row of a replay's records (its launches: a few KB)
 DETERMINISTIC = "none: a trace on a fixed setting is deterministic, so each policy runs once and a rerun gives the same"
 
 
@@ -80,11 +82,15 @@ class ServedParam(Param):
 
     def from_text(self, text: str) -> Any:
         path = text.strip()
-        try:
-            with open(path, encoding="utf-8") as f:
-                return [parse_json(line, f"{self.name}: line {n}") for n, line in enumerate(f, 1) if line.strip()]
-        except OSError as exc:
-            raise InvalidInput(self.name, f"cannot read {path!r}: {exc.strerror}") from None
+        rows = []
+        for n, line in enumerate(read_lines(path, self.name, MAX_RECORD_CHARS), 1):
+            if len(line) > MAX_RECORD_CHARS:
+                raise InvalidInput(f"{self.name}: line {n}", f"is longer than {MAX_RECORD_CHARS:,} characters")
+            if line.strip():
+                rows.append(parse_json(line, f"{self.name}: line {n}"))
+            if len(rows) > MAX_REQUESTS:  # parse refuses it by its count; read no further
+                break
+        return rows
 
     def to_json(self, value: Any) -> list[dict[str, Any]] | None:
         return None if value is None else [s.to_dict() for s in value]

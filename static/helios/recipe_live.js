@@ -218,12 +218,26 @@
       ["launches per request", "launches_per_request", 2, "requests"], ["padding share", "padding_share", 3, "launches"],
       ["most sequences for one prompt length", "sequences_per_length_max", undefined, "prompt_lengths"],
     ];
-    const note = (side) => side.too_few ? ` <em class="too-few">too few samples (${side.requests} requests, fewer than ${panel.min_samples})</em>` : "";
-    body.innerHTML = `<p id="panel-label">${panel.label}</p><div class="scroll" tabindex="0" role="region" aria-label="before and after"><table id="panel-table"><thead><tr><th>measure</th>` +
-      `<th>before: v${panel.before.version} ${panel.before.policy || ""}</th><th>after: v${panel.after.version} ${panel.after.policy || ""}</th></tr></thead><tbody>` +
-      rows.map(([label, key, digits, count]) => `<tr><td>${label}</td><td>${cell(panel.before, key, digits)} <small>n=${panel.before[count]}</small></td>` +
-        `<td>${cell(panel.after, key, digits)} <small>n=${panel.after[count]}</small></td></tr>`).join("") +
-      `</tbody></table></div><p>${note(panel.before)}${note(panel.after)}</p>`;
+    // Built as nodes, every text through textContent: the label names a person (who changed the
+    // policy), and a username is text, never markup.
+    const el = (tag, attrs, ...children) => {
+      const node = document.createElement(tag);
+      Object.entries(attrs).forEach(([k, v]) => node.setAttribute(k, v));
+      node.append(...children);
+      return node;
+    };
+    const sideHead = (name, side) => el("th", {}, `${name}: v${side.version} ${side.policy || ""}`);
+    const sideCell = (side, key, digits, count) => el("td", {}, `${cell(side, key, digits)} `, el("small", {}, `n=${side[count]}`));
+    const note = (side) => side.too_few
+      ? [" ", el("em", { class: "too-few" }, `too few samples (${side.requests} requests, fewer than ${panel.min_samples})`)] : [];
+    const table = el("table", { id: "panel-table" },
+      el("thead", {}, el("tr", {}, el("th", {}, "measure"), sideHead("before", panel.before), sideHead("after", panel.after))),
+      el("tbody", {}, ...rows.map(([label, key, digits, count]) =>
+        el("tr", {}, el("td", {}, label), sideCell(panel.before, key, digits, count), sideCell(panel.after, key, digits, count)))));
+    body.replaceChildren(
+      el("p", { id: "panel-label" }, panel.label),
+      el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "before and after" }, table),
+      el("p", {}, ...note(panel.before), ...note(panel.after)));
   }
 
   // The header's engine: the one the server says runs now, not the one that ran when the page loaded.

@@ -225,3 +225,58 @@ def test_one_connection_is_kept_alive_and_one_the_server_dropped_is_replaced(fak
     rep.close()
     assert [b["batch"] for _, b in state.posts] == list(range(1, 9))  # each once: a stale socket is retried
     assert rep.stats.retried_posts == 0 and state.connections >= 3
+
+
+def test_the_watcher_follows_a_change_within_2_s_of_the_servers_return_after_an_outage():
+    """The default backoff (no `backoff=`): the server refuses connections for 10 s (long enough
+    for a 30 s cap to have grown past 8 s), a decision is applied meanwhile, and the watcher sees it
+    within 2 s of the server listening again."""
+    version = {"v": 1}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.close_connection = True  # nothing outlives the server's shutdown: the outage is real
+            v = version["v"]
+            if self.headers.get("If-None-Match") == f'"v{v}"':
+                time.sleep(0.05)
+                self.send_response(304)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            data = json.dumps({"recipe": "r", "policy": "rule", "version": v, "decided_at": None, "decision": None})
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data.encode())
+
+    def serve(port: int = 0) -> ThreadingHTTPServer:
+        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    server = serve()
+    port = server.server_address[1]
+    watcher = PolicyWatcher(f"http://127.0.0.1:{port}", "r", "heng_x", wait_s=0.5, timeout_s=1.0)
+    seen: list[float] = []
+    watcher.on_change(lambda p: seen.append(time.monotonic()))
+    watcher.start()
+    server.shutdown()
+    server.server_close()  # refused from now on: the watcher backs off
+    time.sleep(10)
+    assert watcher.failures >= 3
+    version["v"] = 2
+    server = serve(port)
+    back = time.monotonic()
+    try:
+        while not seen and time.monotonic() < back + 10:
+            time.sleep(0.02)
+    finally:
+        watcher.stop()
+        server.shutdown()
+        server.server_close()
+    assert seen and seen[0] - back <= 2.0, f"followed {seen[0] - back if seen else None} s after the return"

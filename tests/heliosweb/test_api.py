@@ -161,3 +161,16 @@ def test_an_invalid_upload_names_the_field_and_stores_nothing(api, recipe, body,
 def test_boots_of_an_unknown_recipe_answer_404(api, db):
     assert api.get("/api/recipes/ghost/boots/").status_code == 404
     assert api.post("/api/recipes/ghost/boots/", {"catalog": []}, format="json").status_code == 404
+
+
+@pytest.mark.parametrize("debug", [True, False])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("get", "/api"), ("get", "/api/nope"), ("post", "/api/jobs"), ("get", "/api/jobs/abc/"), ("delete", "/api/x/y/")],
+)
+def test_an_unknown_api_path_is_a_json_404_in_every_mode(client, settings, debug, method, path):
+    """Issue 30: with DEBUG on (`./dev up`) too, never Django's HTML page or a redirect."""
+    settings.DEBUG = debug
+    response = getattr(client, method)(path)
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
+    assert response.json()["field"] == "path"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.contrib.auth.models import Permission, User
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -35,6 +36,8 @@ NUL = "a\\u0000b"  # as JSON text: the escape, which json reads as a NUL charact
 SURROGATE = "x\\udfff"  # a lone (low) surrogate: no UTF-8 holds it
 HUGE = "9" * 30  # past any database integer
 DEEP = "[" * 40 + "]" * 40  # past MAX_JSON_DEPTH (32)
+# A JSON Lines trace row nested 995 levels deep: Python's json recursed past its limit on it (500).
+DEEP_ROW = '{"arrival_ms": 0, "prompt_tokens": 10, "output_tokens": 5, "x": ' + "[" * 995 + "]" * 995 + "}\n"
 GRAPH = {"prefill": 64, "decode": 0, "ms": 1.0}
 PR22_CATALOG = [{"prefill": c, "decode": 0, "ms": 2 + c / 64} for c in (64, 128, 256, 512, 1024, 2048, 4096)]
 
@@ -217,6 +220,15 @@ def job_param_cases() -> Iterator[Case]:
     )
 
 
+def trace_door_cases() -> Iterator[Case]:
+    """Issue 30: a deep trace row at every door a trace comes in by, and racing numbers read strictly."""
+    yield Case("trace upload raw, a row 995 levels deep", "post", "/api/traces/?name=deep", DEEP_ROW, 400, "file")
+    for kind in ("simulate", "capacity", "replay", "engine"):
+        recipe = ', "recipe": "tiny-cpu"' if kind == "engine" else ""
+        body = js({"kind": kind, "params": {"trace": DEEP_ROW}})[:-1] + recipe + "}"
+        yield Case(f"{kind} pasted trace, a row 995 levels deep", "post", "/api/jobs/", body, 400, "params.trace")
+
+
 # --- decisions, comments, steps ---------------------------------------------------------------
 
 PROPOSE = {"recipe": "tiny-cpu", "policy": "rule", "rationale": "faster", "evidence": []}
@@ -277,7 +289,7 @@ def recipe_cases() -> Iterator[Case]:
 
     for label, raw in bad_texts(64):
         yield case(f"name {label}", "name", raw, "name")
-    for name in ("TINY-CPU", "Tiny-Cpu", "tiny-cpu", "a b", "new", "é"):
+    for name in ("TINY-CPU", "Tiny-Cpu", "tiny-cpu", "tiny_cpu", "TINY_cpu", "a b", "new", "é"):
         yield case(f"name {name!r}", "name", js(name), "name")
     for label, raw in bad_texts(MAX_DESCRIPTION):
         yield case(f"description {label}", "description", raw, "description")
@@ -387,6 +399,10 @@ def query_cases() -> Iterator[Case]:
         ("%00", "NUL"),
     ):
         yield Case(f"policy wait {label}", "get", f"/api/recipes/tiny-cpu/policy?wait={raw}", None, 400, "wait")
+    yield Case("policy wait +5 (issue 30)", "get", "/api/recipes/tiny-cpu/policy?wait=%2B5", None, 400, "wait")
+    for path in ("/api/jobs/", "/api/decisions/", "/api/decisions/audit/"):
+        yield Case(f"{path} limit +3 (issue 30)", "get", f"{path}?limit=%2B3", None, 400, "limit")
+    yield Case("events after +1 (issue 30)", "get", "/api/jobs/{job}/events/?after=%2B1", None, 400, "after")
     yield Case("a NUL in a parameter's name", "get", "/api/jobs/?a%00b=1", None, 400, "a\\x00b")
     yield Case(
         "telemetry engine NUL",
@@ -395,6 +411,20 @@ def query_cases() -> Iterator[Case]:
         f'{{"engine": "{NUL}", "batch": 1, "records": []}}',
         400,
         "engine",
+    )
+    now = time.time() * 1000
+    launch = {"type": "launch", "t_ms": now, "request": "r1", "graph": 64, "start": 0, "end": 10, "padded": 54}
+    launch |= {"chooser": "cost", "ms": 1.0, "policy": "cost", "version": 1}
+    finished = {"type": "request", "t_ms": now - 500, "request": "r1", "prompt_tokens": 10, "ttft_ms": 5.0}
+    finished |= {"itl_ms": [1.0], "launches": [64], "policy": "cost", "version": 1}
+    batch = {"schema": 2, "engine": "e1", "session": "0c6f6a1e-2f4e-4d5c-9d1a-3b9e8f7a6c5d", "batch": 1}
+    yield Case(
+        "telemetry request t_ms (its finish) before its own launch (issue 30)",
+        "post",
+        "/api/recipes/tiny-cpu/telemetry/",
+        js({**batch, "records": [launch, finished]}),
+        400,
+        "records[1].t_ms",
     )
     yield Case(
         "telemetry engine lone surrogate",
@@ -406,7 +436,15 @@ def query_cases() -> Iterator[Case]:
     )
 
 
-API_CASES = [*plan_cases(), *job_param_cases(), *decision_cases(), *recipe_cases(), *boot_cases(), *query_cases()]
+API_CASES = [
+    *plan_cases(),
+    *job_param_cases(),
+    *trace_door_cases(),
+    *decision_cases(),
+    *recipe_cases(),
+    *boot_cases(),
+    *query_cases(),
+]
 
 
 # --- pages and forms (a 4xx page; a form shows the error at its field) -------------------------------
@@ -468,6 +506,12 @@ PAGE_CASES = [
     post("job form full-width int", "/jobs/new", {"kind": "sweep", "sweep.count": "\uff15"}, "decimal digits"),
     post("job form NUL choice", "/jobs/new", {"kind": "simulate", "simulate.catalog": "clean\x00"}, "must be one of"),
     post("job form engine without recipe", "/jobs/new", {"kind": "engine"}, "serves a recipe"),
+    # Issue 30
+    post("traces form, a row 995 levels deep", "/traces", {"name": "deep", "file": SimpleUploadedFile("t.jsonl", DEEP_ROW.encode())}, "nested deeper"),
+    *(post(f"job form {kind} pasted trace 995 levels deep", "/jobs/new", {"kind": kind, f"{kind}.trace": DEEP_ROW}, "nested deeper") for kind in ("simulate", "capacity", "replay")),
+    post("engine form action other than start or stop", "/recipes/tiny-cpu/engine", {"action": "go", "rate_per_s": "1"}, "action: must be &#x27;start&#x27; or &#x27;stop&#x27;"),
+    post("propose rollback_of -5", "/decisions/new", {**PROPOSAL, "rollback_of": "-5"}, "not a decision id"),
+    post("new recipe tiny_cpu beside tiny-cpu", "/recipes/new", {**NEW_RECIPE, "name": "tiny_cpu"}, "exists already"),
 ]  # fmt: skip
 
 
@@ -557,7 +601,8 @@ def test_the_api_refuses_each_bad_input_naming_its_field_and_stores_nothing(worl
         response.content[:300]
     )
     answer = response.json()
-    assert set(answer) == {"error", "field"} and answer["error"], answer
+    extra = {"line", "column"} if case.path.startswith("/api/traces/") else set()  # a trace's bad row: where it is
+    assert {"error", "field"} <= set(answer) <= {"error", "field", *extra} and answer["error"], answer
     if case.field is not None:
         assert answer["field"] == case.field, answer
     assert "\x00" not in response.content.decode()  # the answer itself holds no NUL
@@ -637,3 +682,31 @@ async def test_each_bad_websocket_message_gets_an_error_naming_its_field(everyon
 
 def test_the_table_holds_at_least_300_cases():
     assert len(API_CASES) + len(PAGE_CASES) + len(WS_CASES) * 2 >= 300
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("after", ["-1", "%2B1", "1_0", "x"])
+@pytest.mark.parametrize("path", ["/ws/jobs/{job}/", "/ws/recipes/tiny-cpu/live/"])
+async def test_a_websocket_refuses_a_bad_after_in_its_url_naming_it(everyone, recipe, path, after):
+    """Issue 30: `?after=-1` was read as 0 (a full replay) where the API refuses it: now an error
+    naming `after`, then the socket closes 4400."""
+    from channels.db import database_sync_to_async
+    from channels.testing import WebsocketCommunicator
+
+    from heliosweb.asgi import application
+    from heliosweb.jobs.services.submission import job_create
+
+    from .conftest import ORIGIN
+    from .test_consumers import _session_cookie
+
+    job = await database_sync_to_async(job_create)(kind="pr22", user=everyone)
+    cookie = await database_sync_to_async(_session_cookie)(everyone)
+    url = path.format(job=job.pk) + f"?after={after}"
+    communicator = WebsocketCommunicator(application, url, headers=[cookie, ORIGIN])
+    connected, _ = await communicator.connect()
+    assert connected
+    answer = json.loads(await communicator.receive_from(timeout=5))
+    assert answer["type"] == "error" and answer["field"] == "after", answer
+    assert (await communicator.receive_output(timeout=5)) == {"type": "websocket.close", "code": 4400}
+    await communicator.disconnect()

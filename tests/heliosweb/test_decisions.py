@@ -282,10 +282,13 @@ def three_events(author: User, reviewer: User) -> None:
 def test_the_audit_verify_command_exits_non_zero_on_a_broken_chain(author, reviewer, recipe, capsys):
     three_events(author, reviewer)
     call_command("audit_verify")
-    assert "verified: 5 events" in capsys.readouterr().out  # recipe created, 3 steps, the policy change
+    # the users' grants, recipe created, 3 steps, the policy change
+    assert f"verified: {AuditEvent.objects.count()} events" in capsys.readouterr().out
+    assert AuditEvent.objects.exclude(action="privileges_changed").count() == 5
+    seq = AuditEvent.objects.get(action="proposed").seq
     with guard_dropped(), connection.cursor() as cursor:
-        cursor.execute("UPDATE audit_auditevent SET after = %s WHERE seq = 3", ['{"policy": "cost"}'])
-    with pytest.raises(CommandError, match="failed at #3"):
+        cursor.execute("UPDATE audit_auditevent SET after = %s WHERE seq = %s", ['{"policy": "cost"}', seq])
+    with pytest.raises(CommandError, match=f"failed at #{seq}"):
         call_command("audit_verify")
 
 
@@ -307,8 +310,12 @@ def test_audit_verify_with_an_anchor_detects_events_cut_from_the_end(author, rev
     call_command("audit_verify", anchor=anchors)
     assert "anchored" in capsys.readouterr().out and len(anchors.read_text().splitlines()) == 1
     with guard_dropped(), connection.cursor() as cursor:  # someone with the database removes the last events
-        cursor.execute("DELETE FROM audit_auditevent WHERE seq >= 4")
-        cursor.execute("UPDATE recipes_policysetting SET policy = 'cost', version = 1")  # and covers the policy
+        cursor.execute(
+            "DELETE FROM audit_auditevent WHERE seq >= %s", [AuditEvent.objects.get(action="policy_changed").seq]
+        )
+        cursor.execute(  # and covers the policy, who set it and what it was before
+            "UPDATE recipes_policysetting SET policy = 'cost', version = 1, updated_by_id = NULL, previous_policy = ''"
+        )
         cursor.execute(  # and the decision row the cut events described
             "UPDATE decisions_policydecision SET status = 'approved', applied_by_id = NULL, applied_version = NULL"
         )
@@ -334,7 +341,7 @@ def test_each_step_is_pushed_to_the_recipes_group_after_commit(
     assert message == {
         "type": "recipes.decision",
         "action": "proposed",
-        "seq": 2,  # after the recipe's creation
+        "seq": AuditEvent.objects.get(action="proposed").seq,
         "decision_id": decision.pk,
         "recipe": "tiny-cpu",
         "status": "pending",

@@ -5,6 +5,7 @@ mapper, and restarts (a new session, batch numbers from 1 again) with nothing lo
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -100,3 +101,22 @@ def test_a_client_package_engine_follows_a_change_and_survives_its_restart(stack
     assert {by_request[rid] for rid in sent[10:]} == {("rule", 2)}
     launches = [r for _, _, r in rows if r["type"] == "launch"]
     assert {(r["graph"], r["end"] - r["start"], r["padded"]) for r in launches} == {(2048, 2048, 0), (2048, 952, 1096)}
+
+
+def test_the_example_runs_as_documented_and_fails_loudly_when_nothing_is_stored(stack, recipe):
+    """docs/engines.md: `vllm_step.py URL RECIPE TOKEN ENGINE`, the engine the token was made for;
+    run as a script, exit 0 once its 3 records are stored, 1 when the server refused them."""
+    stack.start_web()
+    token = engine_token_create(engine=ENGINE, recipes=[recipe])
+
+    def run(engine: str) -> subprocess.CompletedProcess[str]:
+        args = [sys.executable, str(EXAMPLE), stack.base_url, recipe.name, token, engine]
+        return subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+
+    done = run(ENGINE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("posted 3 records") and len(stored()) == 3
+    refused = run("some-other-engine")  # the token posts only as its own engine: every batch is refused
+    assert refused.returncode == 1 and "posted 0 records" in refused.stdout
+    assert "error:" in refused.stderr and len(stored()) == 3
+    assert subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, check=False).returncode == 2

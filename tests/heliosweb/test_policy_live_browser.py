@@ -23,12 +23,13 @@ def test_an_emergency_rollback_reaches_every_open_page(stack, page, recipe, auth
     )
     off_the_browser_thread(decisions.decision_approve, actor=reviewer, decision=decision)
     off_the_browser_thread(decisions.decision_apply, actor=author, decision=decision)
-    operator = User.objects.create_superuser("ora", password="pw-ora-123")
+    # A user name with markup in it: every page writes it as text (the live panel wrote it as HTML).
+    operator = User.objects.create_superuser("ora<i>n</i>", password="pw-ora-123")
     stack.start_web()
     base = stack.base_url
     context = page.context.browser.new_context(bypass_csp=True)  # one person, four tabs
     tabs = {name: context.new_page() for name in ("dashboard", "recipe", "live", "decision")}
-    log_in_and_open(tabs["dashboard"], f"{base}/", "ora", "pw-ora-123")
+    log_in_and_open(tabs["dashboard"], f"{base}/", "ora<i>n</i>", "pw-ora-123")
     tabs["recipe"].goto(f"{base}/recipes/tiny-cpu")
     tabs["live"].goto(f"{base}/recipes/tiny-cpu/live")
     tabs["decision"].goto(f"{base}/decisions/{decision.pk}")
@@ -51,14 +52,17 @@ def test_an_emergency_rollback_reaches_every_open_page(stack, page, recipe, auth
     )
     assert dash.text_content("#recipes tr[data-recipe='tiny-cpu'] .policy") == "cost"
     banner = dash.locator("#latest-decision")
-    assert "Emergency rollback of tiny-cpu by ora: rule v2 → cost v3" in banner.text_content()
+    assert "Emergency rollback of tiny-cpu by ora<i>n</i>: rule v2 → cost v3" in banner.text_content()
     assert banner.get_attribute("role") == "alert" and "emergency" in banner.get_attribute("class")
     tabs["recipe"].wait_for_function("document.querySelector('[data-live-version]').textContent === 'v3'")
     assert tabs["recipe"].text_content("#recipe-policy") == "cost"
-    marker = "v3: cost (emergency rollback by ora)"
-    tabs["live"].wait_for_function(f"document.getElementById('fig-chunks').textContent.includes({marker!r})")
+    marker = "v3: cost (emergency rollback by ora<i>n</i>)"
+    # Plotly draws its own few tags (<i>, <b>) in a chart's text as styled text, never as page markup
+    charted = "v3: cost (emergency rollback by oran)"
+    tabs["live"].wait_for_function(f"document.getElementById('fig-chunks').textContent.includes({charted!r})")
     tabs["live"].wait_for_function(f"(document.getElementById('panel-label') || {{}}).textContent === {marker!r}")
     assert tabs["live"].text_content("#live-policy") == "cost v3"
+    assert tabs["live"].locator("#panel-label i").count() == 0  # text, not an element
     headers = tabs["live"].locator("#panel-table thead th").all_text_contents()
     assert headers[1:] == ["before: v2 rule", "after: v3 cost"]  # the rollback's before/after, not decision #1's
     tabs["decision"].wait_for_function("document.getElementById('decision-status').textContent === 'rolled back'")

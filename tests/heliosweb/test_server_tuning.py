@@ -5,6 +5,7 @@ it uses is gone. The read timeouts and body bounds are checked through a real da
 
 from __future__ import annotations
 
+import json
 from io import BytesIO
 from types import SimpleNamespace
 from typing import Any
@@ -115,3 +116,26 @@ def test_apply_refuses_to_start_when_twisted_no_longer_takes_parse_post_form_sub
     monkeypatch.setattr(Request, "__init__", lambda self, channel, queued=None: None)
     with pytest.raises(RuntimeError, match="parsePOSTFormSubmission"):
         server_tuning.apply()
+
+
+@pytest.mark.parametrize(
+    ("request_text", "status", "field"),
+    [
+        (b"GET /api/jobs/?q=" + b"x" * 32_000 + b" HTTP/1.1\r\nHost: t\r\n\r\n", 414, "url"),
+        (b"GET /api/jobs/?q=" + b"x" * 20_000, 414, "url"),  # the line still arriving: answered as it passes the bound
+        (b"GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + b"y" * 70_000 + b"\r\n\r\n", 431, "headers"),
+        (
+            b"GET / HTTP/1.1\r\nHost: t\r\n" + b"X-A: " + b"z" * 9_000 + b"\r\nX-B: " + b"z" * 9_000 + b"\r\n\r\n",
+            431,
+            "headers",
+        ),
+    ],
+    ids=["32,000-character query", "a request line still arriving", "a 70 KB header", "headers 18 KB in all"],
+)
+def test_an_oversized_request_line_or_header_is_answered_not_dropped(request_text, status, field):
+    seen, transport = serve(request_text)
+    answer = transport.value()
+    assert seen is None and answer.startswith(b"HTTP/1.1 %d " % status), answer[:200]
+    head, body = answer.split(b"\r\n\r\n", 1)
+    assert b"Content-Type: application/json" in head and json.loads(body)["field"] == field
+    assert transport.disconnecting

@@ -259,3 +259,42 @@ def test_a_million_azure_rows_fit_the_upload_bound():
     header, *rows = AZURE.read_bytes().splitlines(keepends=True)
     million = len(header) + sum(len(rows[i % len(rows)]) for i in range(1_000_000))
     assert 35_000_000 < million < services.MAX_TRACE_BYTES  # 35.3 MB, as docs/traces.md says
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("collide", ["bytes", "name"])
+def test_six_concurrent_uploads_of_one_trace_store_it_once_and_answer_the_rest(maintainer, collide):
+    """Issue 30: six uploads at once, of the same bytes or of different bytes under one name: one
+    201; the others the stored trace (200, same bytes) or 409 (the name taken), never a 500 from
+    the unique constraint the checks before the insert could not see. Both databases (CI runs the
+    file with DATABASE_URL too)."""
+    import threading
+
+    from django.db import connection
+
+    barrier, answers = threading.Barrier(6), []
+
+    def upload(i: int) -> None:
+        client = APIClient()
+        client.force_authenticate(maintainer)
+        body = (
+            JSONL
+            if collide == "bytes"
+            else JSONL + f'\n{{"arrival_ms": 99999, "prompt_tokens": {i + 1}, "output_tokens": 1}}'.encode()
+        )
+        barrier.wait()
+        try:
+            answers.append(
+                client.post("/api/traces/?name=raced", body, content_type="application/x-ndjson").status_code
+            )
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=upload, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(answers) == sorted([201] + [200 if collide == "bytes" else 409] * 5), answers
+    assert Trace.objects.filter(name="raced").count() == 1
+    assert AuditEvent.objects.filter(action="trace_uploaded").count() == 1

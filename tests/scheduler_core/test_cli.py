@@ -142,3 +142,70 @@ def test_plan_names_the_bad_item_of_a_policies_list():
         with pytest.raises(InvalidInput) as exc:
             answer(data)
         assert exc.value.field == field
+
+
+def _bounded(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """The CLI with its address space capped at 1 GiB: an unbounded read of /dev/zero would die."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "scheduler_core", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        preexec_fn=cap,
+        check=False,
+    )
+
+
+@pytest.fixture
+def bad_files(tmp_path: Path) -> dict[str, str]:
+    files = {
+        "deep.jsonl": '{"arrival_ms": 0, "prompt_tokens": 1, "output_tokens": 1, "x": ' + "[" * 995 + "]" * 995 + "}\n",
+        "deep.json": "[" * 2000 + "]" * 2000,
+        "huge-int.json": '[{"prefill": ' + "9" * 5000 + ', "decode": 0, "ms": 1}]',
+        "served-deep.jsonl": "[" * 2000 + "]" * 2000 + "\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "binary.json").write_bytes(b"\xff\xfe[]")
+    return {name: str(tmp_path / name) for name in [*files, "binary.json"]}
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["trace", "{deep.jsonl}"], "trace: line 1"),
+        (["trace", "/dev/zero"], "trace: line 1"),
+        (["simulate", "--trace", "/dev/zero"], "trace"),
+        (["sweep", "--boot-catalog", "/dev/zero"], "boot_catalog"),
+        (["sweep", "--boot-catalog", "{binary.json}"], "boot_catalog"),
+        (["sweep", "--boot-catalog", "{deep.json}"], "boot_catalog"),
+        (["sweep", "--boot-catalog", "{huge-int.json}"], "boot_catalog"),
+        (["replay", "--served", "/dev/zero"], "served"),
+        (["replay", "--served", "{served-deep.jsonl}"], "served"),
+    ],
+)
+def test_a_bad_file_exits_2_with_one_line_and_bounded_memory(bad_files, args, field):
+    """Issue 30: inputs that gave tracebacks (RecursionError, ValueError past 4,300 digits,
+    UnicodeDecodeError) or filled memory (/dev/zero) are bad input like any other."""
+    done = _bounded(*(bad_files.get(a.strip("{}"), a) for a in args))
+    assert done.returncode == 2 and done.stdout == "", done.stderr[-500:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {field}"), done.stderr[-500:]
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    ['{"policy": "cost", "catalog": [], "request": {"prompt_tokens": ' + "9" * 5000 + "}}", "[" * 5000 + "]" * 5000],
+    ids=["a 5,000-digit integer", "5,000 levels deep"],
+)
+def test_plan_refuses_json_python_cannot_read_with_status_2(stdin):
+    done = _bounded("plan", stdin=stdin)
+    assert done.returncode == 2 and done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr[-300:]
+    assert done.stderr.startswith("error: input:")

@@ -14,13 +14,18 @@ later one did. `StepMapper` turns those into the records `helios_client.records`
   between its tokens, `launches` = the graph of each of its prefill launches, in order.
 
 Every record carries the policy and version the engine ran under (`PolicyWatcher.current`).
-Run it against a stack (`./dev up`) with a token from `manage.py create_api_token`:
+Run it against a stack (`./dev up`) with a token from `manage.py create_api_token --engine NAME`,
+naming the same engine (a token posts only as its own engine):
 
-    python clients/python/examples/vllm_step.py http://127.0.0.1:8000 tiny-cpu heng_...
+    python clients/python/examples/vllm_step.py http://127.0.0.1:8000 tiny-cpu heng_... NAME
+
+It exits 0 once every record it sent is stored, 1 when any was refused or dropped (the reason is
+in the reporter's log line), 2 on wrong arguments.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections import OrderedDict
@@ -107,12 +112,16 @@ class StepMapper:
         )
 
 
-def main(base_url: str, recipe: str, token: str) -> None:
+def main(argv: Sequence[str]) -> int:
     """A toy engine: one 3,000-token prompt in chunks of the 2,048 graph, ten output tokens."""
+    if len(argv) != 4:
+        print("usage: vllm_step.py BASE_URL RECIPE TOKEN ENGINE", file=sys.stderr)
+        return 2
+    base_url, recipe, token, engine = argv
     watcher = PolicyWatcher(base_url, recipe, token)
     policy = watcher.start()
     mapper = StepMapper()
-    with TelemetryReporter(base_url, recipe, token, engine="vllm-example") as reporter:
+    with TelemetryReporter(base_url, recipe, token, engine=engine) as reporter:
         now = time.time() * 1000
         chunks = [PrefillChunk("cmpl-example-1", 0, 2048), PrefillChunk("cmpl-example-1", 2048, 952)]
         for i, chunk in enumerate(chunks):
@@ -121,8 +130,18 @@ def main(base_url: str, recipe: str, token: str) -> None:
         tokens = [now + 60 + 5 * k for k in range(10)]
         reporter.add(mapper.finished(Finished("cmpl-example-1", 3000, now, tokens), watcher.current or policy))
     watcher.stop()
-    print(f"posted {reporter.stats.posted_records} records in session {reporter.session}")
+    stats = reporter.stats
+    print(f"posted {stats.posted_records} records in session {reporter.session}")
+    if stats.posted_records == 0 or stats.refused_batches or stats.dropped_records:
+        print(
+            f"error: {stats.refused_batches} batches refused, {stats.dropped_records} records dropped "
+            f"(is {engine!r} the engine the token was made for?)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    logging.basicConfig(level=logging.WARNING)  # the reporter logs why the server refused a batch
+    sys.exit(main(sys.argv[1:]))
