@@ -18,7 +18,8 @@ from scheduler_core.policies import selectable_policies
 
 from . import selectors, services
 from .models import DecisionStatus
-from .tradeoff import decision_tradeoff, delta_cdf
+from .tradeoff import delta_cdf
+from .tradeoff_cache import decision_tradeoff_kept
 
 
 @login_required
@@ -104,7 +105,7 @@ def decision_detail(
         decision = selectors.with_rollbacks([selectors.decision_get(decision_id=decision_id)])[0]
     except NotFound:
         raise Http404(f"no decision {decision_id}") from None
-    tradeoff = decision_tradeoff(decision=decision)
+    tradeoff = decision_tradeoff_kept(decision=decision)
     per_request = tradeoff["requests"] if tradeoff["requests"] and "cdf_ms" in tradeoff["requests"] else None
     return render(
         request,

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from heliosweb.jobs.models import BenchmarkJob
 
 from .contract import Figure
+from .decimate import decimate_trace, on_log_x
 from .registry import views_for
 from .selectors import job_data
 
@@ -40,11 +41,16 @@ def _relabelled(trace: go.BaseTraceType, job_id: int, index: int) -> dict[str, A
 
 
 def overlay(figure_id: str, members: Sequence[tuple[int, Figure]]) -> Figure:
+    """The members' traces on the first one's layout, each cut to the screen's resolution before it
+    is added (`decimate`: two 19,000-request jobs' CDFs would otherwise be validated point by point)."""
     first = members[0][1]
     fig = go.Figure(layout=first.figure.layout)
+    layout = first.figure.layout.to_plotly_json()
     for index, (job_id, member) in enumerate(members):
         for trace in member.figure.data:
-            fig.add_trace(_relabelled(trace, job_id, index))
+            data = _relabelled(trace, job_id, index)
+            decimate_trace(data, log=on_log_x(data, layout))
+            fig.add_trace(data)
     if any(t.get("orientation") == "h" for t in fig.to_plotly_json()["data"]):
         rows = [y for t in fig.data if getattr(t, "orientation", None) == "h" for y in t.y]
         fig.update_yaxes(categoryarray=list(dict.fromkeys(rows))[::-1])
