@@ -213,7 +213,10 @@ def browser(tmp: Path, procs: list, user: Any, seeded: dict[str, Any]) -> None:
     serve(web_cmd("127.0.0.1", port), port, dict(os.environ), tmp / "web.log", procs)
     base = f"http://127.0.0.1:{port}"
     a, b = seeded["jobs"][:2]
-    drawn = "() => document.querySelectorAll('.main-svg').length > 0 && !document.querySelector('[data-figure-id]:not(:has(.main-svg))')"
+    # Every chart drawn (a job page's once its /figures/ answer came; the decision page has none).
+    drawn = """() => { const figs = document.getElementById('figures');
+      if (document.getElementById('job') && !(figs && figs.dataset.loaded)) return false;
+      return Array.from(document.querySelectorAll('[data-figure-id]')).every(el => el.querySelector('.main-svg')); }"""
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         for name, url in (

@@ -145,7 +145,11 @@ def embedded(figures: Sequence[Figure]) -> tuple[str, list[Json]]:
     """For a page that embeds its figures: the `to_json` text and a slot per figure ({id, title,
     height, summary}), which the page renders as the figure's box of its height with its text
     summary, so the text paints first and nothing moves when the chart is drawn into it."""
-    payload = _payload(figures, None, 0)
+    return embedded_payload(_payload(figures, None, 0))
+
+
+def embedded_payload(payload: Sequence[Json]) -> tuple[str, list[Json]]:
+    """`embedded` for figures already as data ({id, title, figure, summary}: compare's overlays)."""
     slots = [
         {
             "id": f["id"],
