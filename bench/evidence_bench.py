@@ -197,8 +197,15 @@ def compare(client: Any, seeded: dict[str, Any], repeat: int) -> None:
 
 
 LONG_TASKS = """window.longTasks = [];
-new PerformanceObserver((list) => { for (const e of list.getEntries()) window.longTasks.push(e.duration); })
+new PerformanceObserver((list) => { for (const e of list.getEntries()) window.longTasks.push([e.startTime, e.duration]); })
   .observe({ entryTypes: ["longtask"] });"""
+# Long tasks that began before DOMContentLoaded (parsing the page, evaluating the deferred scripts:
+# Plotly.js) and after it (fetching and drawing the figures).
+SPLIT = """() => { const nav = performance.getEntriesByType('navigation')[0];
+  const at = nav ? nav.domContentLoadedEventEnd : 0;
+  const before = window.longTasks.filter(t => t[0] < at).map(t => t[1]);
+  const after = window.longTasks.filter(t => t[0] >= at).map(t => t[1]);
+  return [before, after]; }"""
 
 
 def browser(tmp: Path, procs: list, user: Any, seeded: dict[str, Any]) -> None:
@@ -233,8 +240,6 @@ def browser(tmp: Path, procs: list, user: Any, seeded: dict[str, Any]) -> None:
             context.add_cookies([{"name": "sessionid", "value": cookie, "url": base}])
             page = context.new_page()
             page.add_init_script(LONG_TASKS)
-            received = []
-            page.on("response", lambda r, received=received: received.append(r))
             t0 = time.perf_counter()
             page.goto(base + url, wait_until="load")
             try:
@@ -244,11 +249,13 @@ def browser(tmp: Path, procs: list, user: Any, seeded: dict[str, Any]) -> None:
                 print(f"  ({name}: charts not all drawn within 60 s)")
             page.wait_for_timeout(1000)
             loaded = time.perf_counter() - t0
-            tasks = page.evaluate("window.longTasks")
+            before, after = page.evaluate(SPLIT)
             context.close()
             print(
-                f"{name:<14} loaded and drawn in {loaded:.1f} s; main-thread long tasks {len(tasks)}, longest "
-                f"{max(tasks, default=0):.0f} ms (target: none over {LONG_TASK_MS:.0f} ms)"
+                f"{name:<14} loaded and drawn in {loaded:.1f} s; main-thread long tasks until DOMContentLoaded "
+                f"(parsing, Plotly.js evaluated) {len(before)}, longest {max(before, default=0):.0f} ms; after it "
+                f"(figures fetched and drawn) {len(after)}, longest {max(after, default=0):.0f} ms "
+                f"(target: none over {LONG_TASK_MS:.0f} ms)"
             )
         chromium.close()
 
