@@ -50,7 +50,8 @@ def overlay(figure_id: str, members: Sequence[tuple[int, Json]]) -> Json:
         layout["yaxis"] = {**(layout.get("yaxis") or {}), "categoryarray": list(dict.fromkeys(rows))[::-1]}
         layout["height"] = 140 + 46 * len(set(rows))
     ids = ", ".join(f"#{job_id}" for job_id, _ in members)
-    title = layout.get("title") if isinstance(layout.get("title"), dict) else {}
+    stated = layout.get("title")
+    title: Json = stated if isinstance(stated, dict) else {}
     layout["title"] = {**title, "text": f"{title.get('text') or first['title']} ({ids})"}
     said = " ".join(f"#{job_id}: {member['summary']}" for job_id, member in members if member.get("summary"))
     return {
