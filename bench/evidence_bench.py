@@ -241,7 +241,7 @@ def browser(tmp: Path, procs: list, user: Any, seeded: dict[str, Any]) -> None:
             page = context.new_page()
             page.add_init_script(LONG_TASKS)
             t0 = time.perf_counter()
-            page.goto(base + url, wait_until="load")
+            page.goto(base + url, wait_until="load", timeout=180_000)  # a fresh server computes the trade-off once
             try:
                 page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
                 page.wait_for_function(drawn, polling=50, timeout=60_000)
