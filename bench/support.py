@@ -33,7 +33,7 @@ def serve(cmd: list[str], port: int, env: dict[str, str], log: Path, procs: list
 
 
 def throwaway_site(prefix: str, **extra_env: str) -> tuple[Path, list[subprocess.Popen]]:
-    """A migrated SQLite database in a new temporary folder, and Redis (REDIS_URL if set, else the
+    """A migrated SQLite database in a new temporary folder (or `extra_env`'s DATABASE_URL), and Redis (REDIS_URL if set, else the
     bundled one, whose process is in the returned list); Django set up in this process."""
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     procs: list[subprocess.Popen] = []
@@ -44,11 +44,13 @@ def throwaway_site(prefix: str, **extra_env: str) -> tuple[Path, list[subprocess
         proc, redis_url = start_redis(tmp / "redis")
         procs.append(proc)
     os.environ.update(
-        REDIS_URL=redis_url,
-        DATABASE_URL=f"sqlite:///{tmp / 'bench.sqlite3'}",
-        HELIOS_VAR_DIR=str(tmp),
-        DJANGO_SETTINGS_MODULE="heliosweb.settings",
-        **extra_env,
+        {
+            "REDIS_URL": redis_url,
+            "DATABASE_URL": f"sqlite:///{tmp / 'bench.sqlite3'}",
+            "HELIOS_VAR_DIR": str(tmp),
+            "DJANGO_SETTINGS_MODULE": "heliosweb.settings",
+            **extra_env,  # DATABASE_URL too, for a bench on PostgreSQL
+        }
     )
     import django
 

@@ -291,6 +291,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 600.0,
         "options": {"queue": "maint"},
     },
+    # The audit chain walked in full and the result stored: pages check only the events after it.
+    "check-audit-chain": {
+        "task": "heliosweb.audit.tasks.check_audit_chain",
+        "schedule": env_float("HELIOS_AUDIT_CHECK_SECONDS", 60),
+        "options": {"queue": "maint", "expires": 120},
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # One beat per deployment (a lease in Redis; a second beat, on any host, waits as a standby).
@@ -383,6 +389,13 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "helios-figures",
         "OPTIONS": {"MAX_ENTRIES": env_int("HELIOS_FIGURE_CACHE_JOBS", 200, minimum=1)},
+    },
+    # A decision's computed trade-off and its evidence jobs' text (heliosweb.decisions.tradeoff_cache),
+    # keyed by what they are computed from: in this process's memory, at most this many entries.
+    "evidence": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "helios-evidence",
+        "OPTIONS": {"MAX_ENTRIES": env_int("HELIOS_EVIDENCE_CACHE_ENTRIES", 1000, minimum=1)},
     },
 }
 

@@ -71,3 +71,22 @@ class AuditChainLock(models.Model):
 
     def __str__(self) -> str:
         return "audit chain lock"
+
+
+class ChainCheck(models.Model):
+    """The last full walk of the chain (one row, written by `services.chain_check_store`, which a
+    periodic task runs): pages start from it and check only the events appended since, so their
+    cost follows the new events, not the whole trail. A walk that found the chain broken stays
+    broken here until a later full walk finds it whole."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    ok = models.BooleanField()
+    count = models.PositiveBigIntegerField()
+    head_seq = models.PositiveBigIntegerField(help_text="the last event the walk verified")
+    head_hash = models.CharField(max_length=64)
+    broken_at = models.PositiveBigIntegerField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    checked_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"chain checked to #{self.head_seq} at {self.checked_at:%Y-%m-%d %H:%M:%S} ({'ok' if self.ok else 'broken'})"

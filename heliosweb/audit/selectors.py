@@ -14,7 +14,7 @@ from heliosweb.common.shapes import Shape, when
 from scheduler_core.errors import InvalidInput
 
 from .hashing import GENESIS, event_hash, event_payload
-from .models import AuditEvent
+from .models import AuditEvent, ChainCheck
 
 FILTERS = ("recipe", "actor", "action", "since", "until", "object_type", "object_id")
 
@@ -75,29 +75,58 @@ class ChainReport:
     head_seq: int = 0
     broken_at: int | None = None  # the seq of the first event that does not check out
     reason: str = ""
+    full_check_at: dt.datetime | None = None  # events up to the stored full walk's head were checked then
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def chain_verify(*, batch: int = 2000) -> ChainReport:
-    """Walk the whole chain in order and report the first broken link.
+def chain_verify(*, batch: int = 2000, start: ChainReport | None = None) -> ChainReport:
+    """Walk the chain in order and report the first broken link: the whole chain, or only the events
+    after `start` (a report whose head is taken as verified).
 
     An event checks out when its number follows the previous one, its `prev_hash` is the
     previous event's `hash`, and its `hash` recomputes (with the key) from its own content.
     Events cut from the end are invisible here: `anchors.anchor_check` catches them.
     """
-    prev_hash, expected, last_seq = GENESIS, 1, 0
+    prev_hash, expected = (start.head_hash, start.head_seq + 1) if start else (GENESIS, 1)
+    last_seq = expected - 1
+    since = start.full_check_at if start else None
     while True:
         rows = list(AuditEvent.objects.filter(seq__gt=last_seq).order_by("seq")[:batch])
         if not rows:
-            return ChainReport(True, expected - 1, prev_hash, expected - 1)
+            return ChainReport(True, expected - 1, prev_hash, expected - 1, full_check_at=since)
         for event in rows:
             broken = _broken(event, expected, prev_hash)
             if broken:
-                return ChainReport(False, expected - 1, prev_hash, expected - 1, event.seq, broken)
+                return ChainReport(False, expected - 1, prev_hash, expected - 1, event.seq, broken, since)
             prev_hash, expected = event.hash, expected + 1
         last_seq = rows[-1].seq
+
+
+def chain_verify_since_check() -> ChainReport:
+    """The chain as its last stored full walk (`ChainCheck`) found it, and the events appended since
+    checked now: what pages show, at the cost of the new events only. The walk's own head is checked
+    again (still there, same hash, its keyed hash recomputes); a walk that found the chain broken is
+    reported as it found it; with no stored walk, the whole chain is walked here."""
+    check = ChainCheck.objects.filter(pk=1).first()
+    if check is None:
+        return chain_verify()
+    at = check.checked_at
+    if not check.ok:
+        return ChainReport(False, check.count, check.head_hash, check.head_seq, check.broken_at, check.reason, at)
+    mark = ChainReport(True, check.count, check.head_hash, check.head_seq, full_check_at=at)
+    if check.head_seq:
+        head = AuditEvent.objects.filter(seq=check.head_seq).first()
+        problem = (
+            f"event #{check.head_seq}, the head of the full check at {at:%Y-%m-%d %H:%M:%S} UTC, is gone"
+            if head is None
+            else _broken(head, check.head_seq, head.prev_hash)
+            or ("" if head.hash == check.head_hash else f"event #{head.seq} changed since the full check at {at}")
+        )
+        if problem:
+            return ChainReport(False, check.head_seq - 1, "", check.head_seq - 1, check.head_seq, problem, at)
+    return chain_verify(start=mark)
 
 
 def _broken(event: AuditEvent, expected: int, prev_hash: str) -> str:

@@ -1,4 +1,4 @@
-"""The one write path of the audit trail: `audit_append`.
+"""The one write path of the audit trail: `audit_append` (and the stored full check, `chain_check_store`).
 
 Every app calls it inside the transaction of the action it records (so the action and its event
 land together or not at all). It sits low in the layers (only `common` below it), so recipes,
@@ -7,6 +7,7 @@ catalogs, jobs, tokens and engines can record their actions without importing de
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -16,7 +17,8 @@ from django.utils import timezone
 from heliosweb.common.clients import client_ip
 
 from .hashing import GENESIS, event_hash, event_payload
-from .models import AuditChainLock, AuditEvent
+from .models import AuditChainLock, AuditEvent, ChainCheck
+from .selectors import ChainReport, chain_verify
 
 Json = dict[str, Any] | None
 
@@ -58,6 +60,16 @@ def audit_append(
         event.hash = event_hash(event_payload(event), event.prev_hash)
         event.save()
     return event
+
+
+def chain_check_store() -> ChainReport:
+    """Walk the whole chain and store what it found (`ChainCheck`): the point pages verify from.
+    Run by a periodic task (`tasks.check_audit_chain`) and by `manage.py audit_verify`."""
+    report = chain_verify()
+    now = timezone.now()
+    fields = ("ok", "count", "head_seq", "head_hash", "broken_at", "reason")
+    ChainCheck.objects.update_or_create(pk=1, defaults={**{f: getattr(report, f) for f in fields}, "checked_at": now})
+    return replace(report, full_check_at=now)
 
 
 def client_address(request: Any) -> str:

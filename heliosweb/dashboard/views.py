@@ -24,8 +24,8 @@ from heliosweb.common.errors import NotFound, Throttled
 from heliosweb.common.inputs import int_or_none, parse_id
 from heliosweb.common.permissions import RUN_JOBS
 from heliosweb.decisions.selectors import decision_list, decisions_open
-from heliosweb.figures.compare import compare_figures, params_that_differ
-from heliosweb.figures.contract import embedded
+from heliosweb.figures.compare import compare_payload, params_that_differ
+from heliosweb.figures.contract import embedded, embedded_payload
 from heliosweb.figures.explain import explain as explain_prompt
 from heliosweb.figures.explain import graphs_text, plans_figure
 from heliosweb.figures.exports import table_names
@@ -367,6 +367,22 @@ def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
     return redirect("job_detail", job_id=job_id)
 
 
+RESULT_SHOWN_CHARS = 20_000  # of each compared job's result as JSON; the whole is in its downloads
+
+
+def json_head(value: Any, chars: int) -> str:
+    """The first `chars` characters of `value` as indented JSON, without writing the rest (a
+    19,500-request result is 7 MB of it)."""
+    head: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(indent=2).iterencode(value):
+        head.append(chunk)
+        size += len(chunk)
+        if size >= chars:
+            break
+    return "".join(head)[:chars]
+
+
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
     raw = request.GET.getlist("ids") or [x for x in request.GET.get("id", "").split(",") if x]
@@ -378,13 +394,13 @@ def compare(request: HttpRequest) -> HttpResponse:
             jobs = selectors.jobs_for_compare(ids=ids)
     except InvalidInput as exc:
         error = str(exc)
-    figures_json, slots = embedded(compare_figures(jobs)) if jobs else ("", [])
+    figures_json, slots = embedded_payload(compare_payload(jobs)) if jobs else ("", [])
     columns = [
         {
             "job": j,
             "summary": selectors.job_summary(j),
             "params_json": json.dumps(j.params, indent=2),
-            "result_json": json.dumps(j.result, indent=2)[:20000] if j.result is not None else "",
+            "result_json": json_head(j.result, RESULT_SHOWN_CHARS) if j.result is not None else "",
         }
         for j in jobs
     ]

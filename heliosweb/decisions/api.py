@@ -19,7 +19,7 @@ from heliosweb.common.api import ERROR, json_object
 from heliosweb.common.inputs import query_int, query_limit
 
 from . import selectors, services
-from .tradeoff import decision_tradeoff
+from .tradeoff_cache import decision_tradeoff_kept
 
 EVIDENCE = {"evidence": serializers.ListField(child=serializers.IntegerField())}
 DECISION = selectors.DECISION.schema(extra=EVIDENCE)
@@ -112,7 +112,7 @@ class DecisionDetailView(APIView):
 class TradeoffView(APIView):
     @extend_schema(responses={200: TRADEOFF, 404: ERROR})
     def get(self, request: Request, decision_id: int) -> Response:
-        return Response(decision_tradeoff(decision=selectors.decision_get(decision_id=decision_id)))
+        return Response(decision_tradeoff_kept(decision=selectors.decision_get(decision_id=decision_id)))
 
 
 class CommentsView(APIView):

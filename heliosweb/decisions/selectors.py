@@ -11,13 +11,12 @@ from rest_framework import serializers
 
 from heliosweb.audit.grants import privilege_mismatches
 from heliosweb.audit.models import AuditEvent
-from heliosweb.audit.selectors import EVENT, ChainReport, audit_events, chain_verify
+from heliosweb.audit.selectors import EVENT, ChainReport, audit_events, chain_verify_since_check
 from heliosweb.common.bounds import DB_INT_MAX
 from heliosweb.common.inputs import as_int, get_by_id
 from heliosweb.common.permissions import Actor
 from heliosweb.common.shapes import Shape, username, when
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
-from heliosweb.jobs.selectors import job_summary
 from heliosweb.recipes.selectors import policy_audit_mismatches
 from scheduler_core.errors import InvalidInput
 
@@ -28,6 +27,7 @@ from .audit_rows import (
     evidence_audit_mismatches,
 )
 from .models import OPEN, DecisionComment, DecisionStatus, PolicyDecision
+from .tradeoff_cache import job_summaries_kept
 
 
 def decision_list(
@@ -85,10 +85,10 @@ def decision_evidence(*, decision: PolicyDecision) -> list[BenchmarkJob]:
 
 
 def decision_evidence_summaries(*, decision: PolicyDecision) -> list[tuple[BenchmarkJob, str | None]]:
-    """Each evidence job with its result as text, so a reviewer reads the numbers on the decision itself."""
-    return [
-        (job, job_summary(job)) for job in decision.evidence.select_related("recipe").defer("params").order_by("id")
-    ]
+    """Each evidence job with its result as text, so a reviewer reads the numbers on the decision
+    itself; a finished job's text is kept once made (`tradeoff_cache`), its result read only then."""
+    jobs = list(decision.evidence.select_related("recipe").defer("params", "result").order_by("id"))
+    return list(zip(jobs, job_summaries_kept(jobs), strict=True))
 
 
 def decision_allowed_steps(*, decision: PolicyDecision, user: Actor) -> list[str]:
@@ -123,13 +123,14 @@ def audit_list(*, decision_id: int | None = None, limit: int = 200) -> list[Audi
     return list(reversed(qs.order_by("-seq")[:limit]))
 
 
-def audit_verify() -> ChainReport:
-    """The whole check: the keyed chain, then the rows its events describe: every recipe's policy
-    (and who set it, and what it was before) against its last policy event (a policy changed by raw
-    SQL leaves no event, or one that says otherwise), every decision row, what its evidence jobs and
-    their boots held when cited, every comment, every emergency banner (`audit_rows`), and every
-    user's and group's privileges (`audit.grants`)."""
-    report = chain_verify()
+def audit_verify(*, chain: ChainReport | None = None) -> ChainReport:
+    """The whole check: the keyed chain (`chain`: a walk already made; by default the stored full
+    walk and the events since, `chain_verify_since_check`), then the rows its events describe: every
+    recipe's policy (and who set it, and what it was before) against its last policy event (a policy
+    changed by raw SQL leaves no event, or one that says otherwise), every decision row, what its
+    evidence jobs and their boots held when cited, every comment, every emergency banner
+    (`audit_rows`), and every user's and group's privileges (`audit.grants`)."""
+    report = chain if chain is not None else chain_verify_since_check()
     if not report.ok:
         return report
     mismatches = [

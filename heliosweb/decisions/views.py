@@ -19,7 +19,8 @@ from scheduler_core.tradeoff import CHECKLIST
 
 from . import selectors, services
 from .models import DecisionStatus
-from .tradeoff import decision_tradeoff, delta_cdf
+from .tradeoff import delta_cdf
+from .tradeoff_cache import decision_tradeoff_kept
 
 
 @login_required
@@ -105,7 +106,7 @@ def decision_detail(
         decision = selectors.with_rollbacks([selectors.decision_get(decision_id=decision_id)])[0]
     except NotFound:
         raise Http404(f"no decision {decision_id}") from None
-    tradeoff = decision_tradeoff(decision=decision)
+    tradeoff = decision_tradeoff_kept(decision=decision)
     for part in tradeoff["requests"]:
         part["cdf"] = delta_cdf(part["cdf_ms"]) if "cdf_ms" in part else None
     return render(

@@ -1,76 +1,88 @@
 """Compare jobs: figures of the same kind overlaid (a trace group per job, legend `#id`), jobs of
-different kinds side by side."""
+different kinds side by side.
+
+Built from each job's `/figures/` answer as data (`selectors.figures_payload`: cut to the screen's
+resolution, and a finished job's kept once built), never from its stored result again: two
+19,500-request jobs compare without re-validating every point through Plotly's figure objects."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Sequence
 from typing import Any
 
-import plotly.graph_objects as go
-
 from heliosweb.jobs.models import BenchmarkJob
 
-from .contract import Figure
-from .registry import views_for
-from .selectors import job_data
+from .selectors import figures_payload
 
-
-def _figures(job: BenchmarkJob) -> list[Figure]:
-    views = views_for(job.kind)
-    return views.figures(job_data(job, views))
-
-
+Json = dict[str, Any]
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+PAYLOAD_KEYS = ("id", "title", "figure", "summary")  # what an embedding page reads of a figure
 
 
-def _relabelled(trace: go.BaseTraceType, job_id: int, index: int) -> dict[str, Any]:
+def _relabelled(trace: Json, job_id: int, index: int) -> Json:
     """A job's trace in an overlay: named and grouped by job. Lines keep their colour (policy,
     capacity) and take a dash per job; bars get their categories prefixed with the job, so jobs
     stand next to each other (a timeline's rows stack) instead of adding up or hiding each other."""
-    data = trace.to_plotly_json()
+    data = dict(trace)
     data["name"] = f"#{job_id} {data.get('name') or ''}".strip()
     data["legendgroup"] = f"#{job_id}"
     if data.get("type") == "bar" or data.get("mode") == "markers+text":
         axis = "y" if data.get("orientation") == "h" or data.get("type") == "scatter" else "x"
-        data[axis] = [f"#{job_id} · {v}" for v in data.get(axis, [])]
-    elif data.get("type") in ("scatter", "scattergl"):
-        data["line"] = {**data.get("line", {}), "dash": DASHES[index % len(DASHES)]}
+        data[axis] = [f"#{job_id} · {v}" for v in data.get(axis) or []]
+    elif data.get("type", "scatter") in ("scatter", "scattergl"):
+        data["line"] = {**(data.get("line") or {}), "dash": DASHES[index % len(DASHES)]}
     return data
 
 
-def overlay(figure_id: str, members: Sequence[tuple[int, Figure]]) -> Figure:
+def overlay(figure_id: str, members: Sequence[tuple[int, Json]]) -> Json:
+    """One figure of the members' traces on the first one's layout; its summary each member's own."""
     first = members[0][1]
-    fig = go.Figure(layout=first.figure.layout)
-    for index, (job_id, member) in enumerate(members):
-        for trace in member.figure.data:
-            fig.add_trace(_relabelled(trace, job_id, index))
-    if any(t.get("orientation") == "h" for t in fig.to_plotly_json()["data"]):
-        rows = [y for t in fig.data if getattr(t, "orientation", None) == "h" for y in t.y]
-        fig.update_yaxes(categoryarray=list(dict.fromkeys(rows))[::-1])
-        fig.update_layout(height=140 + 46 * len(set(rows)))
+    layout = copy.deepcopy(first["figure"].get("layout") or {})
+    data = [
+        _relabelled(trace, job_id, index)
+        for index, (job_id, member) in enumerate(members)
+        for trace in member["figure"].get("data") or []
+    ]
+    rows = [y for t in data if t.get("orientation") == "h" for y in t.get("y") or []]
+    if rows:
+        layout["yaxis"] = {**(layout.get("yaxis") or {}), "categoryarray": list(dict.fromkeys(rows))[::-1]}
+        layout["height"] = 140 + 46 * len(set(rows))
     ids = ", ".join(f"#{job_id}" for job_id, _ in members)
-    title = f"{first.title} ({ids})"
-    fig.update_layout(title_text=f"{first.figure.layout.title.text or first.title} ({ids})")
-    # each job's own text alternative, where its kind wrote one (else the overlay's is described)
-    said = [f"#{job_id}: {member.summary}" for job_id, member in members if member.summary]
-    return Figure(figure_id, title, fig, " ".join(said) or None)
+    stated = layout.get("title")
+    title: Json = stated if isinstance(stated, dict) else {}
+    layout["title"] = {**title, "text": f"{title.get('text') or first['title']} ({ids})"}
+    said = " ".join(f"#{job_id}: {member['summary']}" for job_id, member in members if member.get("summary"))
+    return {
+        "id": figure_id,
+        "title": f"{first['title']} ({ids})",
+        "figure": {"data": data, "layout": layout},
+        "summary": said,
+    }
 
 
-def compare_figures(jobs: Sequence[BenchmarkJob]) -> list[Figure]:
+def compare_payload(jobs: Sequence[BenchmarkJob]) -> list[Json]:
     """One overlay per figure id for each kind with several jobs; a lone job's figures as they are."""
-    by_kind: dict[str, list[tuple[int, list[Figure]]]] = {}
+    by_kind: dict[str, list[tuple[int, list[Json]]]] = {}
     for job in jobs:
-        by_kind.setdefault(job.kind, []).append((job.pk, _figures(job)))
-    out: list[Figure] = []
+        by_kind.setdefault(job.kind, []).append((job.pk, figures_payload(job)))
+    out: list[Json] = []
     for kind, members in by_kind.items():
         if len(members) == 1:
             job_id, figures = members[0]
-            out += [Figure(f"{kind}-{job_id}-{f.id}", f"#{job_id} {f.title}", f.figure) for f in figures]
+            out += [
+                {
+                    **{k: f.get(k) for k in PAYLOAD_KEYS},
+                    "id": f"{kind}-{job_id}-{f['id']}",
+                    "title": f"#{job_id} {f['title']}",
+                }
+                for f in figures
+            ]
             continue
-        ids = list(dict.fromkeys(f.id for _, figures in members for f in figures))
+        ids = list(dict.fromkeys(f["id"] for _, figures in members for f in figures))
         for figure_id in ids:
-            same = [(job_id, f) for job_id, figures in members for f in figures if f.id == figure_id]
+            same = [(job_id, f) for job_id, figures in members for f in figures if f["id"] == figure_id]
             out.append(overlay(f"{kind}-{figure_id}", same))
     return out
 

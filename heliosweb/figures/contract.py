@@ -18,6 +18,7 @@ from plotly.utils import PlotlyJSONEncoder
 
 from scheduler_core.typed_json import read_as
 
+from .decimate import decimate_figure
 from .summary import describe
 
 Json = dict[str, Any]
@@ -125,20 +126,30 @@ def to_json(figures: Sequence[Figure], views: KindViews | None = None, *, seq: i
 
 
 def _payload(figures: Sequence[Figure], views: KindViews | None, seq: int) -> list[Json]:
+    """Each figure cut to what a screen shows (`decimate`), except those live events grow (the page
+    appends to them point by point); its text summary is read from every point."""
     growth = views.growth if views else ()
     grown = {g.event for g in growth}
     refresh = [t for t in (views.event_types if views else ()) if t not in grown]
-    return [
-        {**f.as_dict(), "seq": seq, "growth": [g.as_dict() for g in growth if g.figure == f.id], "refresh_on": refresh}
-        for f in figures
-    ]
+    out = []
+    for f in figures:
+        rules = [g.as_dict() for g in growth if g.figure == f.id]
+        data = f.as_dict()
+        if not rules:
+            decimate_figure(data["figure"])
+        out.append({**data, "seq": seq, "growth": rules, "refresh_on": refresh})
+    return out
 
 
 def embedded(figures: Sequence[Figure]) -> tuple[str, list[Json]]:
     """For a page that embeds its figures: the `to_json` text and a slot per figure ({id, title,
     height, summary}), which the page renders as the figure's box of its height with its text
     summary, so the text paints first and nothing moves when the chart is drawn into it."""
-    payload = _payload(figures, None, 0)
+    return embedded_payload(_payload(figures, None, 0))
+
+
+def embedded_payload(payload: Sequence[Json]) -> tuple[str, list[Json]]:
+    """`embedded` for figures already as data ({id, title, figure, summary}: compare's overlays)."""
     slots = [
         {
             "id": f["id"],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any, cast
+
 from heliosweb.jobs import selectors as job_selectors
 from heliosweb.jobs.models import BenchmarkJob, JobEvent
 
@@ -29,7 +32,16 @@ def job_data(job: BenchmarkJob, views: KindViews, *, with_events: bool = True) -
 def job_figures_json(*, job_id: object) -> str:
     """`GET /api/jobs/<id>/figures/`: the job's figures and their live growth, as JSON text (a
     finished job's built once: `figure_cache`)."""
-    job = job_selectors.job_get(job_id=job_id)
+    return _figures_text(job_selectors.job_get(job_id=job_id))
+
+
+def figures_payload(job: BenchmarkJob) -> list[dict[str, Any]]:
+    """The job's `/figures/` answer as data (decimated; a finished job's kept once built): what
+    compare overlays."""
+    return cast(list[dict[str, Any]], json.loads(_figures_text(job)))
+
+
+def _figures_text(job: BenchmarkJob) -> str:
     views = views_for(job.kind)
 
     def build() -> str:

@@ -39,6 +39,17 @@ def test_pages_are_sent_gzipped_to_a_browser_and_api_answers_keep_their_strong_e
     assert policy["ETag"].startswith('"'), policy["ETag"]  # strong, as engines send it back
 
 
+def test_a_jobs_figures_are_sent_gzipped_to_a_browser_that_asks(client, maintainer, done_job):
+    import gzip
+    import json
+
+    client.force_login(maintainer)
+    plain = client.get(f"/api/jobs/{done_job.pk}/figures/")
+    zipped = client.get(f"/api/jobs/{done_job.pk}/figures/", HTTP_ACCEPT_ENCODING="gzip")
+    assert not plain.has_header("Content-Encoding") and zipped["Content-Encoding"] == "gzip"
+    assert json.loads(gzip.decompress(zipped.content)) == json.loads(plain.content)
+
+
 def test_no_template_holds_inline_script_or_event_handlers():
     for template in (ROOT / "templates").rglob("*.html"):
         text = template.read_text()

@@ -4,6 +4,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from heliosweb.audit.anchors import anchor_append, anchor_check
+from heliosweb.audit.services import chain_check_store
 from heliosweb.decisions.selectors import audit_verify
 
 
@@ -21,7 +22,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, anchor: Path | None = None, **options: Any) -> None:
-        report = audit_verify()
+        report = audit_verify(chain=chain_check_store())  # the whole chain, stored for the pages
         if not report.ok:
             where = f" at #{report.broken_at}" if report.broken_at else ""
             raise CommandError(f"audit check failed{where}: {report.reason} ({report.count} events verified)")

@@ -1,0 +1,96 @@
+"""A decision's trade-off and its evidence's text, computed once per evidence set and kept.
+
+Twenty cited jobs of 19,000 requests each are about 140 MB of stored results: reading and
+summarising them took seconds on every view of the decision page. What the trade-off reads changes
+only when the decision, its recipe, its cited jobs or the recipe's boots change, so the computed
+summary is kept (the `evidence` cache: this process's memory, bounded) under a key made of exactly
+those: the decision's and the recipe's rows, each cited job's id, status, creation, finish, last
+event number and sources (a job's result is written once, when it finishes: `jobs.services.runner`,
+so a re-run or a changed job is another key), and the recipe's and the cited boots' ids. Only the
+engines' part, which moves with every telemetry batch, is read afresh on every view.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.core.cache import caches
+from django.db.models import Model
+
+from heliosweb.catalogs.models import Boot
+from heliosweb.jobs.models import BenchmarkJob
+from heliosweb.jobs.selectors import job_summary
+
+from .models import PolicyDecision
+from .tradeoff import decision_tradeoff, engine_part
+
+ALIAS = "evidence"
+T = TypeVar("T")
+
+
+def decision_tradeoff_kept(*, decision: PolicyDecision) -> dict[str, Any]:
+    """`decision_tradeoff`, computed once per evidence set; the engines' part read now."""
+    summary = _kept(f"tradeoff:{tradeoff_key(decision)}", lambda: decision_tradeoff(decision=decision))
+    summary["engine"] = engine_part(recipe=decision.recipe, to_policy=decision.to_policy)
+    return summary
+
+
+def tradeoff_key(decision: PolicyDecision) -> str:
+    """A digest of everything the trade-off is computed from (see the module's docstring)."""
+    jobs = list(
+        decision.evidence.order_by("id").values_list(
+            "pk", "kind", "status", "created_at", "finished_at", "last_seq", "catalog_sources", "trace_sources"
+        )
+    )
+    cited_boots = sorted({b["boot"] for job in jobs for rows in (job[6] or {}).values() for b in _boot_rows(rows)})
+    boots = Boot.objects.filter(recipe_id=decision.recipe_id).values_list("pk", "created_at")
+    parts = [_row(decision), _row(decision.recipe), jobs, list(boots), cited_boots]
+    return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()
+
+
+def job_summaries_kept(jobs: list[BenchmarkJob]) -> list[str | None]:
+    """`job_summary` of each finished job, kept per job version; only the jobs not kept yet have
+    their (large) result read, so `jobs` may come without it (`.defer("result")`)."""
+    store = caches[ALIAS]
+    keys = [f"summary:{job_version(job)}" for job in jobs]
+    found = store.get_many([k for k, job in zip(keys, jobs, strict=True) if job.is_finished])
+    missing = [job.pk for k, job in zip(keys, jobs, strict=True) if k not in found]
+    results = dict(BenchmarkJob.objects.filter(pk__in=missing).values_list("pk", "result")) if missing else {}
+    out = []
+    for key, job in zip(keys, jobs, strict=True):
+        if key in found:
+            out.append(found[key])
+            continue
+        job.result = results.get(job.pk)
+        text = job_summary(job)
+        if job.is_finished:
+            store.set(key, text, timeout=None)
+        out.append(text)
+    return out
+
+
+def job_version(job: BenchmarkJob) -> str:
+    """What changes when a job's result can: its id, creation, status, last event and finish."""
+    finished = job.finished_at.isoformat() if job.finished_at else "-"
+    return f"{job.pk}:{job.created_at.isoformat()}:{job.status}:{job.last_seq}:{finished}"
+
+
+def _kept(key: str, build: Callable[[], T]) -> T:
+    store = caches[ALIAS]
+    value = store.get(key)
+    if value is None:
+        value = build()
+        store.set(key, value, timeout=None)
+    return value
+
+
+def _row(obj: Model) -> list[Any]:
+    """Every stored column of a row: a new column (or a changed value) is another key."""
+    return [getattr(obj, field.attname) for field in obj._meta.concrete_fields]
+
+
+def _boot_rows(rows: Any) -> list[dict[str, Any]]:
+    return [r for r in rows if isinstance(r, dict) and isinstance(r.get("boot"), int)] if isinstance(rows, list) else []
