@@ -1,4 +1,4 @@
-"""Issue 30: `audit_verify` sees what a decision rests on. Each test edits one thing outside the
+"""Issue 30: `audit_verify` (the command: `evidence=True`) sees what a decision rests on. Each test edits one thing outside the
 product (a queryset update or raw SQL, as a database console would) and expects the check to fail
 naming it: an evidence job's result, a boot that job cites, a comment, who set a policy and what
 it was before, and a privilege granted without the admin (the product's own ways, the admin or
@@ -39,12 +39,12 @@ def cited(recipe, author):
     decision = services.decision_propose(
         actor=author, recipe="tiny-cpu", policy="rule", rationale="r", evidence=[job.pk]
     )
-    assert audit_verify().ok, audit_verify().reason
+    assert audit_verify(evidence=True).ok, audit_verify(evidence=True).reason
     return decision, job, boot
 
 
 def failed(*words: str) -> str:
-    report = audit_verify()
+    report = audit_verify(evidence=True)
     assert not report.ok, "audit_verify passed"
     for word in words:
         assert word in report.reason, report.reason
@@ -68,11 +68,11 @@ def test_a_comment_edited_or_slipped_in_is_named(cited, author):
     author.user_permissions.add(Permission.objects.get(codename="comment_decision"))
     author = User.objects.get(pk=author.pk)  # permissions are cached on the instance
     comment = services.decision_comment(actor=author, decision=decision, body="looks right")
-    assert audit_verify().ok
+    assert audit_verify(evidence=True).ok
     DecisionComment.objects.filter(pk=comment.pk).update(body="approved by the CTO")
     failed(f"comment {comment.pk} on decision {decision.pk} differs")
     DecisionComment.objects.filter(pk=comment.pk).update(body="looks right")
-    assert audit_verify().ok
+    assert audit_verify(evidence=True).ok
     slipped = DecisionComment.objects.create(decision=decision, author=author, body="no event")
     failed(f"comment {slipped.pk}", "has no commented event")
 
@@ -81,7 +81,7 @@ def test_who_changed_a_policy_and_what_it_was_before_are_checked(recipe, author)
     from heliosweb.recipes.services import policy_set
 
     policy_set(recipe=recipe, policy="rule", user=author, reason="r")
-    assert audit_verify().ok
+    assert audit_verify(evidence=True).ok
     other = User.objects.create_user("mallory")
     PolicySetting.objects.filter(recipe=recipe).update(updated_by=other)
     failed("updated_by", f"user {other.pk}")
@@ -102,9 +102,9 @@ def test_grants_through_the_relations_are_audited_and_raw_sql_grants_are_named(d
         "groups": ["incident-team"],
         "permissions": ["decisions.apply_decision"],
     }
-    assert audit_verify().ok
+    assert audit_verify(evidence=True).ok
     group.user_set.clear()
-    assert audit_verify().ok and events.order_by("-seq").first().after["groups"] == []
+    assert audit_verify(evidence=True).ok and events.order_by("-seq").first().after["groups"] == []
 
     propose = Permission.objects.get(codename="propose_decision")
     with connection.cursor() as cursor:  # around Django: no signal
@@ -128,4 +128,4 @@ def test_grants_through_the_relations_are_audited_and_raw_sql_grants_are_named(d
 def test_a_superuser_made_by_create_superuser_is_audited(db):
     User.objects.create_superuser("root", password="pw-root-123")
     assert AuditEvent.objects.filter(action="privileges_changed", after__superuser=True).exists()
-    assert audit_verify().ok
+    assert audit_verify(evidence=True).ok

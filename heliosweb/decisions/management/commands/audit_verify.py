@@ -22,7 +22,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, anchor: Path | None = None, **options: Any) -> None:
-        report = audit_verify(chain=chain_check_store())  # the whole chain, stored for the pages
+        report = audit_verify(chain=chain_check_store(), evidence=True)  # the whole chain, stored for the pages
         if not report.ok:
             where = f" at #{report.broken_at}" if report.broken_at else ""
             raise CommandError(f"audit check failed{where}: {report.reason} ({report.count} events verified)")
