@@ -147,7 +147,7 @@ def evaluate(
         },
         "conditions": conditions,
         "calibration": {"measured": measured, "costs": costs.to_dict(), "granularity": granularity},
-        "comparison": compare.compare(served, compare.simulate(served, table, SIM_POLICY)),
+        "comparison": compare.compare(served, compare.simulate(served, table, SIM_POLICY, costs.request_ms)),
     }
 
 

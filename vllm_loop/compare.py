@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scheduler_core.analyses.simulate import boot_setting
 from scheduler_core.catalog import Catalog
-from scheduler_core.execution import TableExecution
 from scheduler_core.request import Request
 from scheduler_core.scheduler import Arrival, SchedulerConfig, schedule
 from scheduler_core.stats import percentiles
@@ -25,10 +25,12 @@ from .driver import Served
 QUANTILES = ("p50", "p90", "p99")
 
 
-def simulate(served: Sequence[Served], catalog_rows: list[dict[str, Any]], policy: str) -> dict[int, dict[str, Any]]:
-    """Each served request's simulated TTFT and prefill chunks, by request id."""
-    catalog = Catalog.from_dicts(catalog_rows)
-    execution = TableExecution.from_catalog(catalog)
+def simulate(
+    served: Sequence[Served], catalog_rows: list[dict[str, Any]], policy: str, request_ms: float = 0.0
+) -> dict[int, dict[str, Any]]:
+    """Each served request's simulated TTFT and prefill chunks, by request id; `request_ms` (what
+    a request's TTFT holds outside the engine's steps, `calibrate.Costs`) added to each TTFT."""
+    execution, catalog, _ = boot_setting({"boot_catalog": Catalog.from_dicts(catalog_rows), "first_token_ms": 0.0})
     arrivals = sorted(
         (Arrival(s.id, s.sent_ms, Request(s.prompt_tokens), s.output_tokens) for s in served if s.ttft_ms is not None),
         key=lambda a: (a.arrival_ms, a.id),
@@ -40,7 +42,7 @@ def simulate(served: Sequence[Served], catalog_rows: list[dict[str, Any]], polic
         raise RuntimeError(f"the simulation stalled: {result.stall}")
     return {
         lane.id: {
-            "ttft_ms": lane.ttft_ms,
+            "ttft_ms": lane.ttft_ms + request_ms,
             "chunks": [c.end - c.start for c in lane.chunks],
             "graphs": [c.graph for c in lane.chunks],
             "padded": sum(c.padding for c in lane.chunks),
