@@ -1,0 +1,218 @@
+"""TTFT, launches and padding against prompt length, per policy and catalog: where the rule
+wins or loses against the cost model, and by how much (the pull request shows two points;
+this draws the whole curve)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypedDict
+
+from ..catalog import Catalog
+from ..errors import InvalidInput
+from ..limits import MAX_TOKENS
+from ..planner import plan
+from ..policies import make_policy
+from ..request import Request
+from .catalogs import (
+    CATALOG_NAMES,
+    DRIFT_PARAM,
+    EXECUTION_PARAMS,
+    EXECUTION_PROFILE,
+    boot_setting,
+    check_boot_or_profile,
+    execution_dict,
+    execution_of,
+    pr22_catalogs,
+)
+from .contract import Analysis, Emit
+from .pacing import Ticker
+from .params import CatalogParam, ChoiceListParam, ChoiceParam, IntParam, PolicyListParam
+
+TIE_MS = 1e-6  # TTFTs are rounded to 6 decimals; closer than this is a tie
+FULL_CHUNK = 4096  # the pull request's catalogs' largest graph; sizes their work estimate
+
+
+class Series(TypedDict):
+    """One policy on one catalog, aligned with the result's `prompt_tokens`."""
+
+    ttft_ms: list[float]
+    launches: list[int]
+    padded_tokens: list[int]
+
+
+class Summary(TypedDict):
+    """How often and by how much the rule beats or trails the cost model on one catalog."""
+
+    prompts: int
+    rule_wins: int
+    rule_loses: int
+    ties: int
+    mean_delta_ms: float
+    max_loss_ms: float
+    max_loss_at: int | None
+    max_gain_ms: float
+    max_gain_at: int | None
+    mean_launches_saved: float
+    mean_extra_padding: float
+
+
+class SweepResult(TypedDict):
+    """`series[catalog][policy]`; with both cost and rule planned, `delta_ms[catalog]` (rule - cost
+    TTFT per prompt length, derived, so beside the series rather than among their policies) and
+    `summary[catalog]`."""
+
+    execution: dict[str, Any]
+    drift_factor: float
+    spacing: str
+    prompt_tokens: list[int]
+    series: dict[str, dict[str, Series]]
+    delta_ms: dict[str, list[float]]
+    summary: dict[str, Summary]
+
+
+def prompt_lengths(params: dict[str, Any]) -> list[int]:
+    """`count` lengths from prompt_min to prompt_max, log or linearly spaced, rounded and deduplicated."""
+    lo, hi, count = params["prompt_min"], params["prompt_max"], params["count"]
+    fractions = [i / (count - 1) for i in range(count)] if count > 1 else [1.0]
+    if params["spacing"] == "log":
+        points = (math.exp(math.log(lo) + f * (math.log(hi) - math.log(lo))) for f in fractions)
+    else:
+        points = (lo + f * (hi - lo) for f in fractions)
+    return sorted({min(hi, max(lo, round(x))) for x in points})
+
+
+def check(params: dict[str, Any]) -> None:
+    if params["prompt_min"] > params["prompt_max"]:
+        raise InvalidInput("prompt_min", f"must be <= prompt_max ({params['prompt_min']} > {params['prompt_max']})")
+    check_boot_or_profile(params, "boot_catalog")
+
+
+def work(params: dict[str, Any]) -> int:
+    """Launch decisions: each plan makes about one per full chunk of its prompt, the full chunk being
+    the largest graph of the catalog it runs on (a boot of 1-token graphs makes one per token)."""
+    boot: Catalog | None = params["boot_catalog"]
+    plans_per_length = len(params["policies"]) * (1 if boot else len(params["catalogs"]))
+    full_chunk = boot.full_chunk if boot else FULL_CHUNK
+    return plans_per_length * sum(n // full_chunk + 1 for n in prompt_lengths(params))
+
+
+def run(params: dict[str, Any], emit: Emit) -> SweepResult:
+    if params["boot_catalog"] is not None:
+        execution, boot = boot_setting(params["boot_catalog"], params["first_token_ms"])
+        catalogs = {"boot": boot}
+    else:
+        execution = execution_of(params)
+        catalogs = {
+            name: c
+            for name, c in pr22_catalogs(execution, params["drift_factor"]).items()
+            if name in params["catalogs"]
+        }
+    policies = {name: make_policy(name) for name in params["policies"]}  # one each: their tables are reused
+    lengths = prompt_lengths(params)
+    ticker = Ticker(emit, len(lengths) * len(policies) * len(catalogs))
+    done = 0
+    series: dict[str, dict[str, Series]] = {}
+    deltas: dict[str, list[float]] = {}
+    summary: dict[str, Summary] = {}
+    for catalog_name, catalog in catalogs.items():
+        per_policy: dict[str, Series] = {}
+        for policy_name, policy in policies.items():
+            ttft: list[float] = []
+            launches: list[int] = []
+            padded: list[int] = []
+            for n in lengths:
+                p = plan(policy, catalog, Request(n), execution)
+                ttft.append(round(p.ttft_ms or 0.0, 6))
+                launches.append(len(p.launches))
+                padded.append(p.padded_tokens)
+                done += 1
+                ticker.tick(done, f"{catalog_name} {policy_name}")
+            per_policy[policy_name] = {"ttft_ms": ttft, "launches": launches, "padded_tokens": padded}
+        if "cost" in per_policy and "rule" in per_policy:
+            cost, rule = per_policy["cost"], per_policy["rule"]
+            deltas[catalog_name] = [round(r - c, 6) for r, c in zip(rule["ttft_ms"], cost["ttft_ms"])]
+            summary[catalog_name] = summarise(lengths, cost, rule, deltas[catalog_name])
+        series[catalog_name] = per_policy
+    return {
+        "execution": execution_dict(execution),
+        "drift_factor": params["drift_factor"],
+        "spacing": params["spacing"],
+        "prompt_tokens": lengths,
+        "series": series,
+        "delta_ms": deltas,
+        "summary": summary,
+    }
+
+
+def summarise(lengths: list[int], cost: Series, rule: Series, delta: list[float]) -> Summary:
+    """How often and by how much the rule beats or trails the cost model (delta = rule - cost, ms)."""
+    worst = max(range(len(delta)), key=lambda i: (delta[i], -i))
+    best = min(range(len(delta)), key=lambda i: (delta[i], i))
+    return {
+        "prompts": len(lengths),
+        "rule_wins": sum(d < -TIE_MS for d in delta),
+        "rule_loses": sum(d > TIE_MS for d in delta),
+        "ties": sum(abs(d) <= TIE_MS for d in delta),
+        "mean_delta_ms": round(sum(delta) / len(delta), 6),
+        "max_loss_ms": max(delta[worst], 0.0),
+        "max_loss_at": lengths[worst] if delta[worst] > TIE_MS else None,
+        "max_gain_ms": max(-delta[best], 0.0),
+        "max_gain_at": lengths[best] if delta[best] < -TIE_MS else None,
+        "mean_launches_saved": round(sum(c - r for c, r in zip(cost["launches"], rule["launches"])) / len(delta), 6),
+        "mean_extra_padding": round(
+            sum(r - c for c, r in zip(cost["padded_tokens"], rule["padded_tokens"])) / len(delta), 6
+        ),
+    }
+
+
+def format_text(result: SweepResult) -> str:
+    """One line per catalog: the rule's record against the cost model."""
+    lines = [
+        f"{len(result['prompt_tokens'])} prompt lengths, {result['prompt_tokens'][0]} .. "
+        f"{result['prompt_tokens'][-1]} tokens ({result['spacing']}); delta = rule - cost TTFT"
+    ]
+    for name, s in result["summary"].items():
+        loss = f"max loss {s['max_loss_ms']:+.2f} ms at {s['max_loss_at']}" if s["max_loss_at"] else "never loses"
+        gain = f"max gain {s['max_gain_ms']:.2f} ms at {s['max_gain_at']}" if s["max_gain_at"] else "never wins"
+        lines.append(
+            f"{name:<6} rule wins {s['rule_wins']}, loses {s['rule_loses']}, ties {s['ties']}; "
+            f"mean {s['mean_delta_ms']:+.2f} ms; {loss}; {gain}; "
+            f"{s['mean_launches_saved']:.2f} launches saved on average"
+        )
+    return "\n".join(lines)
+
+
+ANALYSIS = Analysis(
+    name="sweep",
+    summary="TTFT, launches and padding against prompt length for cost and rule, clean and drift catalogs.",
+    params=(
+        IntParam("prompt_min", 1, "shortest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
+        IntParam("prompt_max", 131072, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
+        IntParam(
+            "count",
+            256,
+            "prompt lengths to sample (duplicates after rounding are dropped)",
+            minimum=1,
+            maximum=100_000,
+        ),
+        ChoiceParam("spacing", "log", "how the lengths are spaced", choices=("log", "linear")),
+        PolicyListParam("policies", help="policies to plan with"),
+        ChoiceListParam("catalogs", list(CATALOG_NAMES), "catalogs to plan against", choices=CATALOG_NAMES),
+        EXECUTION_PROFILE,
+        *EXECUTION_PARAMS,
+        DRIFT_PARAM,
+        CatalogParam(
+            "boot_catalog",
+            None,
+            "a measured boot (e.g. a gpu_runner capture) to sweep instead of "
+            "clean/drift; its own durations are the true costs (replaces catalogs and the execution model)",
+        ),
+    ),
+    run=run,
+    check=check,
+    work=work,
+    max_work=20_000_000,
+    format_text=format_text,
+    result=SweepResult,
+    aliases={"min_tokens": "prompt_min", "max_tokens": "prompt_max"},  # renamed on 2026-11-30
+)

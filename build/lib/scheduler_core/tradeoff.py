@@ -1,0 +1,530 @@
+"""The pull request's trade-off, assembled from evidence: one summary in its own layout.
+
+A decision carries evidence jobs (pr22, sweep, boots, fuzz, simulate, capacity, replay, and the GPU
+kinds ttft and numerics). Each part of the trade-off summarises the newest job of its kind; a part is None
+when no evidence covers it, so a reader sees what was not measured as plainly as what was.
+Beside the pull request's "cost" and "rule", every arm shows the cost model on the *repaired*
+catalog: the narrower alternative the pull request names (fix the drift, keep measured costs).
+
+Serving evidence (simulate, capacity) is read as a maintainer weighs it: capacity at the SLO per
+policy, the rule - cost TTFT delta at p50 and p99 with its 95 % interval (or "deterministic" where
+nothing in the run is random), padding in GPU-ms, and the same requests under both policies. A
+replay (what each policy would have done with the traffic an engine served) stands beside what the
+engine itself reported and how much of it the replay reproduces launch for launch.
+A measured timing (ttft) on a CPU, or spread wider than SPREAD_BOUND over its runs, is marked
+`indicative` (the page: "indicative, not GPU timing"), with why.
+
+The checklist is the pull request's own list of what it did not do, ticked by evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .analyses.boots import BootsResult, per_prompt_summary
+from .analyses.capacity import CapacityResult
+from .analyses.catalogs import execution_of, pr22_catalogs
+from .analyses.fuzz import FuzzResult
+from .analyses.pr22 import Pr22Result
+from .analyses.replay import ReplayResult
+from .analyses.simulate import SimulateResult
+from .analyses.sweep import Summary, SweepResult
+from .catalog import Catalog
+from .errors import InvalidInput
+from .health import boot_health, repaired
+from .measured import LogitsComparison, MeasuredNumerics, MeasuredOn, MeasuredTtft, TtftArm
+from .planner import plan
+from .request import Request
+from .stats import round6
+from .typed_json import read_as
+
+Json = dict[str, Any]
+SPREAD_BOUND = 0.10  # (slowest - fastest) / median of a timing's runs above which it is not read as GPU timing
+DETERMINISTIC = "deterministic (a trace on a fixed execution model)"
+GPU_MODE = "cuda-graph"  # gpu_runner's mode on a GPU; "eager-cpu" on a CPU
+
+CHECKLIST: tuple[tuple[str, str], ...] = (
+    ("recipe_run", "per-recipe run on this recipe's boots"),
+    ("real_ttft", "real TTFT measured"),
+    ("numerics", "numerics measured"),
+    ("boots_compared", "boots compared"),
+    ("liveness_fuzzed", "liveness fuzzed"),
+)
+CHECKLIST_ITEMS: tuple[str, ...] = tuple(key for key, _ in CHECKLIST)
+# A measured TTFT further than this share from its prediction is listed with a caveat (docs/decisions.md).
+OFF_PREDICTION_BOUND = 0.25
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One done job as the trade-off reads it."""
+
+    id: int
+    kind: str
+    recipe: str | None
+    params: Json
+    result: Json
+
+
+@dataclass(frozen=True)
+class StoredBoot:
+    """One stored boot of the decision's recipe."""
+
+    id: int
+    catalog: Catalog
+
+
+def parse_required(items: Any, field: str = "required_evidence") -> list[str]:
+    """A recipe's required checklist items: known keys, no repeats."""
+    if not isinstance(items, list) or any(not isinstance(i, str) for i in items):
+        raise InvalidInput(field, f"must be a list of checklist items {list(CHECKLIST_ITEMS)}")
+    unknown = [i for i in items if i not in CHECKLIST_ITEMS]
+    if unknown:
+        raise InvalidInput(field, f"unknown checklist item {unknown[0]!r}; choose from {list(CHECKLIST_ITEMS)}")
+    return list(dict.fromkeys(items))
+
+
+def tradeoff(evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots: Sequence[StoredBoot] = ()) -> Json:
+    """The whole summary: each part from the newest job of its kind, then the checklist."""
+    newest: dict[str, Evidence] = {}
+    for job in sorted(evidence, key=lambda e: e.id):
+        newest[job.kind] = job
+    involved = _boots_involved(evidence, boots)
+    parts: dict[str, Callable[[Evidence], Json]] = {
+        "sweep": _sweep,
+        "boots": _boots,
+        "fuzz": _fuzz,
+        "simulate": _simulate,
+        "capacity": _capacity,
+        "replay": _replay,
+        "ttft": _ttft,
+        "numerics": _numerics,
+    }
+    out: Json = {"arms": _readable(_arms, newest["pr22"]) if "pr22" in newest else None}
+    out.update(
+        {name: _readable(summarise, newest[name]) if name in newest else None for name, summarise in parts.items()}
+    )
+    serving = _serving_newest(newest)
+    out["requests"] = _readable(_requests, serving) if serving else None
+    out["ttft_conditions"] = _readable(ttft_conditions, newest["ttft"]) if "ttft" in newest else None
+    out["health"] = _health(involved, boots) if involved else None
+    out["checklist"] = checklist(evidence, recipe=recipe, to_policy=to_policy, boots=boots)
+    return out
+
+
+def _readable(summarise: Callable[[Evidence], Any], job: Evidence) -> Any:
+    """A stored result this version cannot read (an older layout) is named, not a crash."""
+    try:
+        return summarise(job)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        return {"job": job.id, "error": f"job {job.id}'s {job.kind} result is not readable here ({exc!r})"}
+
+
+def _side(p: Any) -> Json:
+    return {"launches": len(p.launches), "ttft_ms": round(p.ttft_ms or 0.0, 6), "padded_tokens": p.padded_tokens}
+
+
+def _arms(job: Evidence) -> list[Json]:
+    """pr22's arms as published, plus the cost model planning on each catalog repaired."""
+    result = read_as(job.result, Pr22Result)
+    execution = execution_of(result["execution"])
+    catalogs = pr22_catalogs(execution, result["drift_factor"])
+    rows = []
+    for arm in result["arms"]:
+        catalog = catalogs[arm["catalog"]]
+        fixed = repaired(catalog, [catalog])
+        on_repaired = plan("cost", fixed.catalog, Request(arm["prompt_tokens"]), execution)
+        rows.append(
+            {
+                "arm": arm["arm"],
+                "prompt_tokens": arm["prompt_tokens"],
+                "catalog": arm["catalog"],
+                "cost": {k: arm["cost"][k] for k in ("launches", "ttft_ms", "padded_tokens")},
+                "rule": {k: arm["rule"][k] for k in ("launches", "ttft_ms", "padded_tokens")},
+                "delta_ms": arm["delta_ms"],
+                "repaired": {**_side(on_repaired), "replaced": list(fixed.replaced)},
+                "repaired_delta_ms": round(arm["rule"]["ttft_ms"] - (on_repaired.ttft_ms or 0.0), 6),
+                "job": job.id,
+            }
+        )
+    return rows
+
+
+def _sweep(job: Evidence) -> Json:
+    """Each catalog's summary, every field `sweep.Summary` declares (an older layout missing one is named)."""
+    summary: Mapping[str, Mapping[str, Any]] = read_as(job.result, SweepResult)["summary"]
+    return {
+        "job": job.id,
+        "catalogs": {name: {k: s[k] for k in Summary.__annotations__} for name, s in summary.items()},
+    }
+
+
+def _boots(job: Evidence) -> Json:
+    result = read_as(job.result, BootsResult)
+    return {
+        "job": job.id,
+        "boots": result["boots"],
+        "real_boots": result["real_boots"],
+        # recounted from the per-prompt rows, so a result stored with the old summed layout reads the same
+        "policies": {name: per_prompt_summary(result["prompts"], name) for name in result["overall"]},
+    }
+
+
+def _fuzz(job: Evidence) -> Json:
+    result = read_as(job.result, FuzzResult)
+    return {
+        "job": job.id,
+        "cases": result["cases"],
+        "policies": {
+            name: {"stalls": p["stalls"], "violations": p["violations"]} for name, p in result["policies"].items()
+        },
+    }
+
+
+def _serving_run(job_id: int, result: SimulateResult | ReplayResult) -> Json:
+    """What a serving run ran on, as the simulate and replay parts both begin: the job, its catalog
+    and requests, its traffic and what its durations are."""
+    return {
+        "job": job_id,
+        "catalog": result["catalog"],
+        "requests": result["requests"],
+        "traffic": _traffic_text(result["traffic"]),
+        "basis": _basis(result["execution"]),
+    }
+
+
+def _simulate(job: Evidence) -> Json:
+    result = read_as(job.result, SimulateResult)
+    policies = {p["policy"]: p for p in result["policies"]}
+    return {
+        **_serving_run(job.id, result),
+        "policies": {
+            name: {
+                "ttft_p50_ms": p["ttft_ms"]["p50"] if p["ttft_ms"] else None,
+                "ttft_p99_ms": p["ttft_ms"]["p99"] if p["ttft_ms"] else None,
+                "padded_prefill_tokens": p["padded_prefill_tokens"],
+                "padded_prefill_ms": p.get("padded_prefill_ms"),  # absent from results older than it
+                "stalled": p["stalled"],
+            }
+            for name, p in policies.items()
+        },
+        "delta": _simulate_delta(result["traffic"], policies),
+    }
+
+
+def _simulate_delta(traffic: Json, policies: dict[str, Json]) -> Json | None:
+    """rule - cost at p50 and p99 of one run: a trace is deterministic, a Poisson run one seeded draw."""
+    cost, rule = policies.get("cost"), policies.get("rule")
+    if not cost or not rule or cost["stalled"] or rule["stalled"]:
+        return None
+    row: Json = {q: round6(rule["ttft_ms"][q] - cost["ttft_ms"][q]) for q in ("p50", "p99")}
+    if traffic["source"] == "trace":
+        return {**row, "randomness": DETERMINISTIC}
+    return {**row, "randomness": f"one seeded Poisson draw (seed {traffic['seed']}): no interval"}
+
+
+def _replay(job: Evidence) -> Json:
+    """Each replayed policy beside what the engine served under each policy it ran (the same four
+    figures), the share of the served requests each replay repeats launch for launch, and rule -
+    cost at p50/p99; a replay is a trace on a fixed setting, so deterministic."""
+    result = read_as(job.result, ReplayResult)
+    figures = ("ttft_p50_ms", "ttft_p99_ms", "prefill_launches", "padded_prefill_tokens")
+    served = result["served"]
+    reproduced = {r["policy"]: r for r in result["reproduction"]}
+    return {
+        **_serving_run(job.id, result),
+        "randomness": DETERMINISTIC if result["deterministic"] else result["randomness"],
+        "deterministic": result["deterministic"],
+        "replayed": {
+            row["policy"]: {
+                **{k: row[k] for k in ("requests", *figures, "stalled")},
+                "reproduction": reproduced.get(row["policy"]),
+            }
+            for row in result["table"]
+        },
+        "served": None
+        if served is None
+        else {row["policy"]: {k: row[k] for k in ("requests", *figures)} for row in served["policies"]},
+        "engines": served["engines"] if served else [],
+        "delta": _simulate_delta(result["traffic"], {p["policy"]: p for p in result["policies"]}),
+    }
+
+
+def _traffic_text(traffic: Json) -> str:
+    if traffic["source"] == "trace":
+        scale = traffic.get("time_scale", 1.0)
+        return f"trace {traffic['name']}" + (f", gaps x{scale:g}" if scale != 1.0 else "")
+    return "Poisson traffic"
+
+
+def _basis(execution: Json) -> str:
+    """What the durations of a serving run are: a model, a published GPU profile, or a stored boot."""
+    if "execution" in execution:
+        return f"GPU profile {execution['execution']} ({execution['provenance'].get('gpu', '?')}, published timings)"
+    if execution.get("table") == "boot":
+        return "a stored boot's measured durations"
+    return (
+        f"affine cost model ({execution['fixed_ms']:g} ms + {execution['ms_per_token']:g} ms per token), not measured"
+    )
+
+
+def _capacity(job: Evidence) -> Json:
+    """Capacity at the SLO per policy, and rule - cost at p50/p99 per rate with its interval."""
+    r = read_as(job.result, CapacityResult)
+    deterministic = r["repeats"] == 1 and r["traffic"]["source"] == "trace"
+    rates = []
+    for d in r["deltas"]:
+        if "ttft_p50_ms" in d:
+            rates.append({"rate_per_s": d["rate_per_s"], "p50": d["ttft_p50_ms"], "p99": d["ttft_p99_ms"]})
+    at = _operating_index(r)
+    return {
+        "job": job.id,
+        "slo": r["slo"],
+        "traffic": _traffic_text(r["traffic"]),
+        "basis": _basis(r["execution"]),
+        "repeats": r["repeats"],
+        "randomness": DETERMINISTIC if deterministic else r["randomness"],
+        "deterministic": deterministic,
+        "policies": {
+            p["policy"]: {
+                "capacity_per_s": p["capacity_per_s"],
+                "padded_prefill_ms": p["points"][at].get("padded_prefill_ms"),  # absent from older results
+            }
+            for p in r["policies"]
+        },
+        "padding_at_per_s": r["rates_per_s"][at],
+        "deltas": rates,
+    }
+
+
+def _operating_index(result: CapacityResult) -> int:
+    """The rate a capacity job's single figures are read at: the highest rate every policy meets
+    the SLO at (both within it), else the lowest rate."""
+    meeting = [
+        i for i in range(len(result["rates_per_s"])) if all(p["points"][i]["meets_slo"] for p in result["policies"])
+    ]
+    return meeting[-1] if meeting else 0
+
+
+def _serving_newest(newest: dict[str, Evidence]) -> Evidence | None:
+    """The job the per-request comparison comes from: the newest of simulate, capacity and replay."""
+    jobs = [newest[k] for k in ("simulate", "capacity", "replay") if k in newest]
+    return max(jobs, key=lambda e: e.id) if jobs else None
+
+
+def _requests(job: Evidence) -> Json | None:
+    """The same requests under both policies (`simulate.request_deltas`): the rule - cost TTFT CDF and
+    the worst requests, from a simulate or replay job (the same shape) or a capacity job's operating
+    rate (`_operating_index`)."""
+    draws, rate = 1, None
+    if job.kind == "capacity":
+        capacity = read_as(job.result, CapacityResult)
+        at = _operating_index(capacity)
+        draws, rate = capacity["repeats"], capacity["rates_per_s"][at]
+        deltas = capacity["deltas"][at].get("per_request")
+    else:
+        deltas = read_as(job.result, SimulateResult)["deltas"]  # a replay's are simulate's (`request_deltas`)
+    if not deltas or not deltas["requests"]:
+        return None
+    keys = ("requests", "mean_ms", "p50", "p90", "p99", "max", "min", "share_rule_slower", "share_rule_faster")
+    return {
+        "job": job.id,
+        "kind": job.kind,
+        "rate_per_s": rate,
+        "draw": f"the first of {draws} seeded draws" if draws > 1 else None,
+        **{k: deltas[k] for k in keys},
+        "cdf_ms": deltas["cdf_ms"],
+        "worst": deltas["worst"],
+        "catalog": job.result["catalog"],
+    }
+
+
+def _measured_on(job: Evidence) -> MeasuredOn:
+    return read_as(job.result["provenance"], MeasuredOn)  # every ttft and numerics result has written it
+
+
+def _device(on: MeasuredOn) -> str:
+    return f"{on['device']} ({on['mode']})"
+
+
+def timing_caveat(mode: str, runs: Sequence[float]) -> Json:
+    """Whether a measured timing reads as GPU timing: measured with CUDA graphs, its runs within
+    SPREAD_BOUND of each other; otherwise `indicative`, with why."""
+    ordered = sorted(runs)
+    median = ordered[len(ordered) // 2] if ordered else 0.0
+    spread = (ordered[-1] - ordered[0]) / median if median > 0 else None
+    why = _off_gpu(mode)
+    if spread is not None and spread > SPREAD_BOUND:
+        why.append(f"its {len(ordered)} runs spread {spread:.0%}, above the {SPREAD_BOUND:.0%} bound")
+    return {
+        "runs": len(ordered),
+        "spread": None if spread is None else round6(spread),
+        "indicative": bool(why),
+        "why": "; ".join(why),
+    }
+
+
+def _off_gpu(mode: str) -> list[str]:
+    return [] if mode == GPU_MODE else [f"measured {mode}, not on a GPU"]
+
+
+def _runs_ms(arm: TtftArm) -> list[float]:
+    return arm.get("ttft_runs_ms") or [arm["ttft_ms"]]  # absent from results older than it
+
+
+def _ttft(job: Evidence) -> Json:
+    on = _measured_on(job)
+    arms = [
+        {
+            "prompt_tokens": a["prompt_tokens"],
+            "policy": a["policy"],
+            "launches": a["launch_count"],
+            "measured_ms": round(a["ttft_ms"], 6),
+            "predicted_ms": round(a["predicted_ms"], 6),
+            **timing_caveat(on["mode"], _runs_ms(a)),
+        }
+        for a in read_as(job.result, MeasuredTtft)["arms"]
+    ]
+    why = _off_gpu(on["mode"])
+    wide = sum(a["spread"] is not None and a["spread"] > SPREAD_BOUND for a in arms)
+    if wide:
+        why.append(f"{wide} of {len(arms)} arms spread more than {SPREAD_BOUND:.0%} over their runs")
+    return {
+        "job": job.id,
+        "device": _device(on),
+        "arms": arms,
+        "indicative": bool(why),
+        "why": "; ".join(why),
+        "spread_bound": SPREAD_BOUND,
+    }
+
+
+def ttft_conditions(job: Evidence) -> Json:
+    """What a ttft job's timings ran beside (device, runs, the host's load) and, past
+    OFF_PREDICTION_BOUND, each arm measured that far from its prediction, with its runs' range and
+    a caveat: on a loaded host (a 1-minute load average of at least its cores) the machine's other
+    work, not the plan, may be the gap, so the figure is no evidence of what a policy costs."""
+    result, on = read_as(job.result, MeasuredTtft), _measured_on(job)
+    recorded = result.get("ttft_conditions")  # absent from results older than it
+    host_load = (recorded and recorded["host_load"]) or on.get("host_load")
+    before = host_load["before"] if host_load else None
+    load = None if before is None else {"load_average_1m": before["load_average"][0], "cores": before["cores"]}
+    loaded = before is not None and before["cores"] is not None and before["load_average"][0] >= before["cores"]
+    off = []
+    for a in result["arms"]:
+        predicted, runs = a["predicted_ms"], _runs_ms(a)
+        share = (a["ttft_ms"] - predicted) / predicted if predicted > 0 else None
+        if share is not None and abs(share) > OFF_PREDICTION_BOUND:
+            off.append(
+                {
+                    "prompt_tokens": a["prompt_tokens"],
+                    "policy": a["policy"],
+                    "measured_ms": round(a["ttft_ms"], 6),
+                    "predicted_ms": round(predicted, 6),
+                    "off_percent": round(100 * share, 1),
+                    "runs_ms": [round(min(runs), 6), round(max(runs), 6)],
+                }
+            )
+    where = (
+        "host load not recorded"
+        if load is None
+        else f"load average {load['load_average_1m']:.2f} on {load['cores']} cores"
+    )
+    caveat = None
+    if off:
+        arms = len(result["arms"])
+        caveat = f"{len(off)} of {arms} arms measured more than {OFF_PREDICTION_BOUND:.0%} off their prediction"
+        caveat += (
+            f", on a loaded host ({where}): the machine's other work, not the plan, may explain the gap; "
+            "not evidence of what a policy costs"
+            if loaded
+            else f" ({where})"
+        )
+    return {
+        "job": job.id,
+        "device": _device(on),
+        "runs": recorded["runs"] if recorded else None,
+        "host_load": load,
+        "loaded": loaded,
+        "conditions": where,
+        "off_prediction_bound": OFF_PREDICTION_BOUND,
+        "off_prediction": off,
+        "caveat": caveat,
+    }
+
+
+def _numerics(job: Evidence) -> Json:
+    def compared(c: LogitsComparison) -> Json:
+        return {"bitwise_identical": c["bitwise_identical"], "max_abs_diff": c["max_abs_diff"]}
+
+    result = read_as(job.result, MeasuredNumerics)
+    return {
+        "job": job.id,
+        "device": _device(_measured_on(job)),
+        "prompt_tokens": result["prompt_tokens"],
+        "cost_vs_rule": compared(result["cost_vs_rule"]),
+        "vs_one_shot": {p: compared(c) for p, c in result["vs_one_shot"].items()},
+        "reproducible": result["reproducible"],
+    }
+
+
+def _catalogs_in(params: Json) -> list[Catalog]:
+    """The catalogs a job planned with, whichever parameter held them."""
+    found = []
+    for value in params.values():
+        lists = value if isinstance(value, list) and value and isinstance(value[0], list) else [value]
+        for item in lists:
+            if isinstance(item, list) and item and isinstance(item[0], dict) and "prefill" in item[0]:
+                try:
+                    found.append(Catalog.from_dicts(item))
+                except InvalidInput:
+                    continue
+    return found
+
+
+def _boots_involved(evidence: Sequence[Evidence], boots: Sequence[StoredBoot]) -> list[StoredBoot]:
+    used = [c for job in evidence for c in _catalogs_in(job.params)]
+    return [b for b in boots if b.catalog in used]
+
+
+def _health(involved: list[StoredBoot], boots: Sequence[StoredBoot]) -> Json:
+    everyone = [b.catalog for b in boots]
+    rows = [{"id": b.id, **boot_health(b.catalog, everyone).to_dict()} for b in involved]
+    return {"boots": rows, "flagged": sum(row["status"] == "flagged" for row in rows)}
+
+
+def checklist(
+    evidence: Sequence[Evidence], *, recipe: str, to_policy: str, boots: Sequence[StoredBoot] = ()
+) -> list[Json]:
+    """Each of the pull request's limits, ticked by the jobs that lift it (or left open)."""
+    involved = {b.catalog for b in _boots_involved(evidence, boots)}
+
+    def on_recipe(job: Evidence) -> bool:
+        measured_here = "provenance" in job.result  # a GPU kind booted this recipe's model itself
+        planned_on_boots = any(c in involved for c in _catalogs_in(job.params))
+        return job.recipe == recipe and (measured_here or planned_on_boots)
+
+    def fuzzed(job: Evidence) -> bool:
+        found = job.result["policies"].get(to_policy)
+        return found is not None and found["stalls"] == 0 and found["violations"] == 0
+
+    tests: dict[str, Callable[[Evidence], bool]] = {
+        "recipe_run": on_recipe,
+        "real_ttft": lambda job: job.kind == "ttft",
+        "numerics": lambda job: job.kind == "numerics",
+        "boots_compared": lambda job: job.kind == "boots",
+        "liveness_fuzzed": lambda job: job.kind == "fuzz" and fuzzed(job),
+    }
+    return [
+        {"item": key, "label": label, "done": bool(jobs), "jobs": jobs}
+        for key, label in CHECKLIST
+        for jobs in [sorted(job.id for job in evidence if tests[key](job))]
+    ]
+
+
+def missing(checklist_rows: Sequence[Json], required: Sequence[str]) -> list[str]:
+    """The required items still open, in checklist order."""
+    open_items = {row["item"] for row in checklist_rows if not row["done"]}
+    return [key for key in CHECKLIST_ITEMS if key in required and key in open_items]
