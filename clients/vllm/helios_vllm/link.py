@@ -19,7 +19,7 @@ from scheduler_core.catalog import Catalog
 from .planning import SoloPlanner
 from .settings import Settings
 
-log = logging.getLogger("helios_vllm")
+log = logging.getLogger("vllm.helios")  # under vLLM's logger: its handlers and level
 
 
 class Link:

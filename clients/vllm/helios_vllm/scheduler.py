@@ -35,7 +35,7 @@ from .link import Link
 from .planning import SoloPlanner, padded_graph
 from .settings import Settings
 
-log = logging.getLogger("helios_vllm")
+log = logging.getLogger("vllm.helios")  # under vLLM's logger: its handlers and level
 
 CALIBRATION_ID = "helios-calibration-"
 # A prefill chunk noted when scheduled: request, start, end, chooser, (policy, version) bound to it.
