@@ -38,6 +38,7 @@ UNWANTED = ("torchvision", "torchaudio", "torchcodec")
 # This checkout's packages vLLM runs, each installed only once it is a package (its pyproject.toml
 # declares a [project]): the engine client, the scheduler the plugin plans with, the plugin.
 CHECKOUT_PACKAGES = (ROOT / "clients" / "python", ROOT, ROOT / "clients" / "vllm")
+SOURCES = {"clients/python": "helios_client", ".": "scheduler_core", "clients/vllm": "helios_vllm"}  # what each builds
 SITE = Path(os.environ.get("HELIOS_VAR_DIR", ROOT / "var")) / "vllm-site"
 PROGRESS_S = 10.0
 PROBE_TIMEOUT_S = 20
@@ -227,9 +228,8 @@ def sources_digest(packages: list[Path]) -> str:
     """What the packages' code is: their Python files and build declarations, by path and content."""
     h = hashlib.sha256()
     for where in packages:
-        files = [where / "pyproject.toml"] + sorted(
-            p for p in where.rglob("*.py") if not {".venv", "var", "tests", "build"} & set(p.relative_to(where).parts)
-        )
+        source = where / SOURCES.get(str(where.relative_to(ROOT)), "")
+        files = [where / "pyproject.toml", *sorted(source.rglob("*.py"))]
         for f in files:
             h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()

@@ -225,3 +225,43 @@ def test_one_connection_is_kept_alive_and_one_the_server_dropped_is_replaced(fak
     rep.close()
     assert [b["batch"] for _, b in state.posts] == list(range(1, 9))  # each once: a stale socket is retried
     assert rep.stats.retried_posts == 0 and state.connections >= 3
+
+
+def test_batches_not_posted_by_close_are_spooled_and_a_later_reporter_posts_them_under_their_own_numbers(
+    fake, tmp_path
+):
+    state, url = fake
+    state.hold.clear()  # the product is down: every post waits
+    first = reporter(url, spool=tmp_path, batch_records=2, timeout_s=0.2)
+    for i in range(5):
+        first.add(launch(i))
+    first.close(timeout_s=0.3)
+    assert first.stats.spooled_batches == 3 and first.stats.dropped_records == 0
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == [f"{first.session}-{n:012d}.json" for n in (1, 2, 3)]
+    state.hold.set()
+    state.posts.clear()
+    second = reporter(url, spool=tmp_path)
+    assert second.stats.resumed_batches == 3
+    second.add(launch(9))
+    assert second.flush(5.0)
+    # (the first reporter's abandoned post of batch 1 may reach the server too: the server stores it once)
+    posted = list(
+        dict.fromkeys((b["session"], b["batch"], tuple(r["request"] for r in b["records"])) for _, b in state.posts)
+    )
+    assert [(s, n, list(r)) for s, n, r in posted] == [
+        (first.session, 1, ["cmpl-0", "cmpl-1"]),
+        (first.session, 2, ["cmpl-2", "cmpl-3"]),
+        (first.session, 3, ["cmpl-4"]),
+        (second.session, 1, ["cmpl-9"]),
+    ]
+    assert all(b["engine"] == "eng-1" and b["schema"] == 2 for _, b in state.posts)
+    second.close()
+    assert list(tmp_path.iterdir()) == []  # answered batches leave the spool
+
+
+def test_a_spool_file_that_is_not_a_batch_is_set_aside_not_posted(fake, tmp_path):
+    state, url = fake
+    (tmp_path / "junk.json").write_text("{not json")
+    with reporter(url, spool=tmp_path) as rep:
+        assert rep.stats.resumed_batches == 0
+    assert state.posts == [] and (tmp_path / "junk.bad").exists()

@@ -117,6 +117,7 @@ def test_the_checkout_packages_go_beside_the_venv_keyed_by_their_sources(
     (package / "pyproject.toml").write_text('[project]\nname = "x"\n')
     (package / "pkg" / "a.py").write_text("A = 1\n")
     monkeypatch.setattr(venv, "ROOT", tmp_path)
+    monkeypatch.setattr(venv, "SOURCES", {"pkg": "pkg"})
     before = venv.sources_digest([package])
     (package / "pkg" / "a.py").write_text("A = 2\n")
     assert venv.sources_digest([package]) != before
