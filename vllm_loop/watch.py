@@ -70,6 +70,17 @@ def product_url(var: Path, default_port: int) -> str:
     return f"http://127.0.0.1:{default_port}"
 
 
+def check_product_up(url: str) -> None:
+    """Any HTTP answer from the product's login page: it runs (before a token is made for it)."""
+    try:
+        with urllib.request.urlopen(f"{url}/accounts/login/", timeout=10):
+            return
+    except urllib.error.HTTPError:
+        return
+    except (urllib.error.URLError, OSError) as exc:
+        raise WatchError(f"the product does not answer at {url} ({exc}): start it with ./dev up") from None
+
+
 def check_product(url: str, recipe: str, token: str) -> None:
     """The product answers this recipe's policy to this token (so the plugin will too)."""
     request = urllib.request.Request(f"{url}/api/recipes/{recipe}/policy", headers={"Authorization": f"Bearer {token}"})
@@ -131,6 +142,7 @@ def run(args: WatchArgs, say: Say) -> int:
     server: VllmServer | None = None
     try:
         trace = load_trace(args)
+        check_product_up(args.helios_url)
         env = venv.ensure(say=say)
         secret = token.create()
         check_product(args.helios_url, args.recipe, secret)

