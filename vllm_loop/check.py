@@ -167,14 +167,23 @@ def _config(work: Path, port: int) -> ServeConfig:
     )
 
 
+def verdict(result: CheckResult) -> str:
+    """The line a decision citing this job shows first (the decision page prints each evidence
+    job's text): how far the simulator's TTFT is from this engine's."""
+    c, cond = result["comparison"], result["conditions"]
+    err = c["percentile_error_pct"]
+    if err["p50"] is None or err["p99"] is None:
+        return f"on this engine ({cond['vllm']}) no request was served to compare"
+    return (
+        f"on this engine ({cond['vllm']}, {cond['device']}) the simulator's TTFT is within {abs(err['p50']):.1f} % "
+        f"at p50 and {abs(err['p99']):.1f} % at p99 ({c['requests']} requests, load average "
+        f"{cond['load_average_before'][0]} -> {cond['load_average_after'][0]})"
+    )
+
+
 def format_text(result: CheckResult) -> str:
     c = result["comparison"]
-    cond = result["conditions"]
-    lines = [
-        f"{c['requests']} requests served on {cond['vllm']} ({cond['device']}, {cond['cpus']} CPUs, load "
-        f"{cond['load_average_before'][0]} -> {cond['load_average_after'][0]}) and simulated ({result['sim_policy']})",
-        f"{'':<10}{'real ms':>10}{'sim ms':>10}{'error':>9}",
-    ]
+    lines = [verdict(result), f"{'':<10}{'real ms':>10}{'sim ms':>10}{'error':>9}"]
     for q in compare.QUANTILES:
         err = c["percentile_error_pct"][q]
         lines.append(

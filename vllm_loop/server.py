@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -141,8 +142,9 @@ class VllmServer:
         return "\n".join("  " + ln for ln in text[-lines:])
 
     def last_log_line(self) -> str:
-        tail = self.log_tail(1).strip()
-        return tail[-120:] if tail else "waiting for its first log line"
+        """The log's last line without vLLM's `(APIServer pid=N) LEVEL date time [file:line]` prefix."""
+        tail = re.sub(r"^(\(\w+ pid=\d+\) )?(\w+ [\d-]+ [\d:]+ \[[^\]]*\] )?", "", self.log_tail(1).strip())
+        return tail[:120] if tail else "waiting for its first log line"
 
     def stop(self, grace_s: float = 20.0) -> None:
         """SIGTERM to vLLM's process group (its engine core too), SIGKILL after `grace_s`."""

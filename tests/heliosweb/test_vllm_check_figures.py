@@ -69,3 +69,17 @@ def test_the_job_page_draws_both_figures_and_exports_every_request(client, viewe
     rows = list(csv.DictReader(io.StringIO(text)))
     assert [int(row["id"]) for row in rows] == list(range(6))
     assert client.get(f"/jobs/{job.pk}").status_code == 200
+
+
+def test_a_decision_citing_it_shows_how_close_the_simulator_is(client, viewer, recipe, author) -> None:
+    from heliosweb.decisions import services as decisions
+
+    r = json.loads(json.dumps(result()))
+    job = BenchmarkJob.objects.create(kind="vllm-check", queue="gpu", status="done", params={}, result=r, recipe=recipe)
+    decision = decisions.decision_propose(
+        actor=author, recipe=recipe, policy="rule", rationale="measured on vLLM", evidence=[job.pk]
+    )
+    client.force_login(viewer)
+    page = client.get(f"/decisions/{decision.pk}").content.decode()
+    p50 = abs(r["comparison"]["percentile_error_pct"]["p50"])
+    assert f"the simulator&#x27;s TTFT is within {p50:.1f} % at p50" in page

@@ -80,16 +80,16 @@ def test_a_real_vllm_follows_the_decided_policy_and_loses_no_record(
     serve = dict(vocab=model.vocab(SHAPE), max_context=model.max_context(SHAPE))
     try:
         server.start(print)
-        wait_until(lambda: Boot.objects.filter(recipe=recipe).exists(), timeout=120, what="the plugin's boot")
-        boot = Boot.objects.filter(recipe=recipe).latest("created_at")
-        assert boot.provenance["vllm_version"] == "0.32.0" and boot.provenance["engine"] == "vllm", boot.provenance
-
         # A few dozen requests of the coding trace, at its own pace, under cost (version 1).
         trace = list(read_trace(str(DEFAULT_TRACE)).select(None, 30, 1.0).arrivals())
         served = driver.replay(server.url, trace, **serve)
         assert all(s.ttft_ms is not None for s in served), [s.error for s in served if s.error]
         wait_until(lambda: len(records(type="request")) >= 30, timeout=60, what="30 request records")
         assert {(r["policy"], r["version"]) for r in records(type="request")} == {("cost", 1)}
+        # The first request started the calibration: its catalog arrived as a boot of the recipe.
+        wait_until(lambda: Boot.objects.filter(recipe=recipe).exists(), timeout=60, what="the plugin's boot")
+        boot = Boot.objects.filter(recipe=recipe).latest("created_at")
+        assert boot.provenance["vllm_version"] == "0.32.0" and boot.provenance["engine"] == "vllm", boot.provenance
 
         decision = decisions.decision_propose(actor=author, recipe=recipe, policy="rule", rationale="real engine")
         decisions.decision_approve(actor=reviewer, decision=decision)
