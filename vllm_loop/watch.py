@@ -10,6 +10,7 @@ the token revoked, so nothing is left half-configured; a failed step says which,
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -33,6 +34,7 @@ from .server import ServeConfig, ServerError, VllmServer
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TRACE = ROOT / "tests" / "data" / "traces" / "azure-llm-2023-code.csv"
 REPORT_S = 10.0
+DEFAULT_TIME_SCALE = 10.0
 
 Say = Callable[[str], None]
 
@@ -47,7 +49,7 @@ class WatchArgs:
     helios_url: str
     var: Path
     trace: Path = DEFAULT_TRACE
-    time_scale: float = 1.0
+    time_scale: float = DEFAULT_TIME_SCALE
     window: tuple[float, float] | None = None
     requests: int = 0  # 0: until Ctrl-C
     model_shape: str = "tiny"
@@ -228,33 +230,44 @@ def _summary(done: list[driver.Served]) -> str:
     return f"served {len(ok)} requests ({failed} failed), {ttft}"
 
 
+def _window(text: str) -> tuple[float, float]:
+    lo, _, hi = text.partition(",")
+    try:
+        start, end = float(lo), float(hi)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START,END in seconds, got {text!r}") from None
+    if not 0 <= start < end:
+        raise argparse.ArgumentTypeError(f"expected 0 <= START < END, got {text!r}")
+    return start, end
+
+
 def main(argv: list[str], *, var: Path, default_port: int) -> int:
     """The `./dev engine vllm` flags (devtool routes here)."""
-    import argparse
-
     parser = argparse.ArgumentParser(prog="dev engine vllm", description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipe", required=True, help="the recipe whose policy vLLM runs and reports to")
     parser.add_argument("--helios-url", help="the product's address [default: the running ./dev up's]")
     parser.add_argument("--trace", type=Path, default=DEFAULT_TRACE, help="a trace file (CSV or JSON Lines)")
-    parser.add_argument("--time-scale", type=float, default=1.0, help="the trace's gaps times this (2: half rate)")
-    parser.add_argument("--window", help="START,END seconds of the trace's clock")
+    parser.add_argument(
+        "--time-scale",
+        type=float,
+        default=DEFAULT_TIME_SCALE,
+        help="the trace's gaps times this (2: half rate; the tiny model on this 2-core machine sustains about a "
+        "tenth of the coding trace's rate)",
+    )
+    parser.add_argument("--window", type=_window, help="START,END seconds of the trace's clock")
     parser.add_argument("--requests", type=int, default=0, help="stop after this many requests (0: Ctrl-C)")
     parser.add_argument("--model-shape", choices=sorted(model.SHAPES), default="tiny")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--vllm-port", type=int, default=8200)
     parser.add_argument("--engine", default="", help="the engine's name [default: vllm-RECIPE]")
     a = parser.parse_args(argv)
-    window = None
-    if a.window:
-        lo, _, hi = a.window.partition(",")
-        window = (float(lo), float(hi))
     args = WatchArgs(
         recipe=a.recipe,
         helios_url=a.helios_url or product_url(var, default_port),
         var=var,
         trace=a.trace,
         time_scale=a.time_scale,
-        window=window,
+        window=a.window,
         requests=a.requests,
         model_shape=a.model_shape,
         device=a.device,
