@@ -1,7 +1,8 @@
 """`HeliosScheduler`: vLLM's v1 `Scheduler`, with a solo prefill chunked as the recipe's policy plans it.
 
 Given as `scheduler_cls` (`vllm serve ... --scheduler-cls helios_vllm.scheduler.HeliosScheduler`,
-or `LLM(..., scheduler_cls=HeliosScheduler)`). It overrides three methods and reads public state:
+or `LLM(..., scheduler_cls=HeliosScheduler)`; `HeliosAsyncScheduler` where vLLM schedules
+asynchronously). It overrides four methods and reads public state:
 
 - `schedule`: when one request is the only one the scheduler holds and it is prefilling, the step's
   token budget (`max_num_scheduled_tokens`) is narrowed to the chunk its policy plans, for this
@@ -26,6 +27,7 @@ from typing import Any
 
 import vllm
 from vllm.sampling_params import SamplingParams
+from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.request import Request
 
@@ -89,6 +91,12 @@ class HeliosScheduler(Scheduler):
         if self._helios is not None:
             self._helios.link.stop()
         super().shutdown()
+
+
+class HeliosAsyncScheduler(HeliosScheduler, AsyncScheduler):
+    """The same plugin over vLLM's `AsyncScheduler`, for an engine that schedules asynchronously
+    (`--async-scheduling`, a GPU's default): given a plain `Scheduler` subclass, vLLM turns async
+    scheduling off. (On the CPU vLLM always schedules synchronously: use `HeliosScheduler`.)"""
 
 
 class _Helios:
