@@ -2,7 +2,7 @@
 
 Given as `scheduler_cls` (`vllm serve ... --scheduler-cls helios_vllm.scheduler.HeliosScheduler`,
 or `LLM(..., scheduler_cls=HeliosScheduler)`; `HeliosAsyncScheduler` where vLLM schedules
-asynchronously). It overrides four methods and reads public state:
+asynchronously). It overrides these methods (and `shutdown`) and reads public state:
 
 - `schedule`: when one request is the only one the scheduler holds and it is prefilling, the step's
   token budget (`max_num_scheduled_tokens`) is narrowed to the chunk its policy plans, for this
@@ -12,7 +12,8 @@ asynchronously). It overrides four methods and reads public state:
   capacity, alone in their steps, their outputs never leave the engine core); requests arriving
   meanwhile wait for it (a few seconds, once per start).
 - `update_from_output`: times the step (from the later of its scheduling and the previous step's
-  end, to its output) and hands records to the reporter's queue.
+  end, to its output) and hands records to the reporter's queue; `finish_requests` (an abort)
+  closes a request's records.
 
 With `HELIOS_URL` unset each override is one attribute test and a call to vLLM's own method.
 """
@@ -87,6 +88,12 @@ class HeliosScheduler(Scheduler):
         helios.stepped(scheduler_output, outputs, ended)
         return outputs
 
+    def finish_requests(self, request_ids: Any, finished_status: Any) -> Any:
+        finished = super().finish_requests(request_ids, finished_status)
+        if self._helios is not None:
+            self._helios.aborted(request_ids, finished)
+        return finished
+
     def shutdown(self) -> None:
         if self._helios is not None:
             self._helios.link.stop()
@@ -142,6 +149,17 @@ class _Helios:
 
     def arrived(self, request: Request) -> None:
         self.ledger.arrived(request.request_id, request.num_prompt_tokens, request.arrival_time)
+
+    def aborted(self, request_ids: Any, finished: list[Request]) -> None:
+        """Requests finished from outside (a client gone): closed in the ledger and the planner,
+        and dropped if they were still waiting for the calibration."""
+        now = time.time()
+        for request in finished:
+            self.ledger.finished(request.request_id, now)
+            self.planner.forget(request.request_id)
+        if self.held:
+            ids = None if request_ids is None else {request_ids} if isinstance(request_ids, str) else set(request_ids)
+            self.held = [r for r in self.held if ids is not None and r.request_id not in ids]
 
     # --- schedule ---
 
