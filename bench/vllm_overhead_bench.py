@@ -123,7 +123,9 @@ def main() -> int:
         for r in range(args.rounds):
             order = list(arms) if r % 2 == 0 else list(reversed(arms))
             for name in order:
-                taken[name].append(serve(arms[name], requests, level, seed=level, counted=counted))
+                # new token ids each round (a repeated prompt would be served from the prefix cache),
+                # the same for both engines
+                taken[name].append(serve(arms[name], requests, level, seed=level * 1000 + r, counted=counted))
         count = sum(n for _, n in taken["helios"])  # the plugin's engine's steps (see the docstring)
         means = {}
         for name, runs in taken.items():
