@@ -1,13 +1,16 @@
 """What the helios-vllm plugin costs a real vLLM: the same trace at 1, 8 and 32 concurrent requests,
 served by two engines started side by side in one run, vLLM's own `Scheduler` and
 `HeliosScheduler`, their runs interleaved (A B, then B A) so both see the same host load.
-Prints each arm's mean step time (wall time / engine steps, vLLM's own step count) and the
-plugin's overhead against the target (<= 2 %).
+Prints each arm's wall time and mean step time and the plugin's overhead (the ratio of wall times
+over the same work) against the target (<= 2 %).
 
 Run in vLLM's virtualenv (clients/vllm/README.md), against a running product whose recipe runs
 `rule`: on the CPU, with the recipe's full chunk equal to `max_num_batched_tokens`, `rule` chunks
 a solo prefill exactly as vLLM does, so both engines run the same steps and the difference is the
-plugin's own cost (planning, records, the reporter's queue):
+plugin's own cost (planning, records, the reporter's queue). The step count is vLLM's own
+(`vllm:iteration_tokens_total`), read for the plugin's engine: vLLM's Prometheus registry is one per
+process and keeps the metrics of the engine started last, so the other engine's count is taken to be
+the same (it runs the same steps by construction).
 
     HELIOS_URL=http://127.0.0.1:8101 HELIOS_RECIPE=vllm-tiny HELIOS_TOKEN=heng_... \\
     HELIOS_ENGINE=vllm-bench VLLM_CPU_KVCACHE_SPACE=1 \\
@@ -56,13 +59,13 @@ def steps(llm) -> int:
     raise SystemExit("vLLM reported no vllm:iteration_tokens_total (is disable_log_stats off?)")
 
 
-def serve(llm, requests: list[tuple[int, int]], concurrency: int, seed: int) -> tuple[float, int]:
-    """Serve `requests` in waves of `concurrency`: (wall seconds, engine steps)."""
+def serve(llm, requests: list[tuple[int, int]], concurrency: int, seed: int, counted) -> tuple[float, int]:
+    """Serve `requests` in waves of `concurrency` on `llm`: (wall seconds, steps `counted` made)."""
     from vllm import SamplingParams
 
     rng = random.Random(seed)  # the same token ids for both arms; distinct per request (no cache hits)
     prompts = [[rng.randrange(1, 32000) for _ in range(p)] for p, _ in requests]
-    before = steps(llm)
+    before = steps(counted)
     start = time.perf_counter()
     for i in range(0, len(requests), concurrency):
         wave = range(i, min(i + concurrency, len(requests)))
@@ -71,7 +74,7 @@ def serve(llm, requests: list[tuple[int, int]], concurrency: int, seed: int) -> 
             [SamplingParams(max_tokens=requests[j][1], ignore_eos=True, detokenize=False) for j in wave],
             use_tqdm=False,
         )
-    return time.perf_counter() - start, steps(llm) - before
+    return time.perf_counter() - start, steps(counted) - before
 
 
 def product_policy() -> str:
@@ -102,10 +105,11 @@ def main() -> int:
     arms = {
         "vllm": LLM(model=model, **common),
         "helios": LLM(model=model, scheduler_cls="helios_vllm.scheduler.HeliosScheduler", **common),
-    }
+    }  # (the plugin's engine last: its metrics are the registry's)
+    counted = arms["helios"]
     requests = trace(args.trace, args.requests, args.longest, args.max_output)
     for llm in arms.values():  # compiles, and the plugin's calibration, before any timing
-        serve(llm, requests[:4], 4, seed=0)
+        serve(llm, requests[:4], 4, seed=0, counted=counted)
     load_before = os.getloadavg()
     print(
         f"policy in force: {product_policy()}; {len(requests)} requests per level, prompts "
@@ -119,13 +123,19 @@ def main() -> int:
         for r in range(args.rounds):
             order = list(arms) if r % 2 == 0 else list(reversed(arms))
             for name in order:
-                taken[name].append(serve(arms[name], requests, level, seed=level))
+                # new token ids each round (a repeated prompt would be served from the prefix cache),
+                # the same for both engines
+                taken[name].append(serve(arms[name], requests, level, seed=level * 1000 + r, counted=counted))
+        count = sum(n for _, n in taken["helios"])  # the plugin's engine's steps (see the docstring)
         means = {}
         for name, runs in taken.items():
-            wall, count = sum(w for w, _ in runs), sum(n for _, n in runs)
+            wall = sum(w for w, _ in runs)
             means[name] = wall / count * 1000
             overhead = "" if name == "vllm" else f"{(means[name] / means['vllm'] - 1) * 100:+.2f} %"
             print(f"{level:>5} {name:>7} {count:>6} {wall:>8.2f} {means[name]:>13.3f} {overhead:>9}")
+        print(
+            f"      (wall s per round: {', '.join(f'{n} ' + ' '.join(f'{w:.2f}' for w, _ in r) for n, r in taken.items())})"
+        )
         worst = max(worst, (means["helios"] / means["vllm"] - 1) * 100)
     load_after = os.getloadavg()
     print(

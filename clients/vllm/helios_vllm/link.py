@@ -38,9 +38,11 @@ class Link:
         threading.Thread(target=self._follow, daemon=True, name="helios-connect").start()
 
     def stop(self) -> None:
+        """At the engine's shutdown: post what is queued for up to 2 s (vLLM kills an engine core
+        that takes over 5 s to stop), then leave the rest in the spool for the next start."""
         self._stopping.set()
         self.watcher.stop()
-        self.reporter.close()
+        self.reporter.close(timeout_s=2.0)
 
     def upload(self, catalog: Catalog, provenance: dict[str, Any]) -> threading.Thread:
         """Store the measured catalog as a boot (retried until the product takes or refuses it);

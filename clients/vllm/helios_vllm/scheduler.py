@@ -1,7 +1,8 @@
 """`HeliosScheduler`: vLLM's v1 `Scheduler`, with a solo prefill chunked as the recipe's policy plans it.
 
 Given as `scheduler_cls` (`vllm serve ... --scheduler-cls helios_vllm.scheduler.HeliosScheduler`,
-or `LLM(..., scheduler_cls=HeliosScheduler)`). It overrides three methods and reads public state:
+or `LLM(..., scheduler_cls=HeliosScheduler)`; `HeliosAsyncScheduler` where vLLM schedules
+asynchronously). It overrides these methods (and `shutdown`) and reads public state:
 
 - `schedule`: when one request is the only one the scheduler holds and it is prefilling, the step's
   token budget (`max_num_scheduled_tokens`) is narrowed to the chunk its policy plans, for this
@@ -11,7 +12,8 @@ or `LLM(..., scheduler_cls=HeliosScheduler)`). It overrides three methods and re
   capacity, alone in their steps, their outputs never leave the engine core); requests arriving
   meanwhile wait for it (a few seconds, once per start).
 - `update_from_output`: times the step (from the later of its scheduling and the previous step's
-  end, to its output) and hands records to the reporter's queue.
+  end, to its output) and hands records to the reporter's queue; `finish_requests` (an abort)
+  closes a request's records.
 
 With `HELIOS_URL` unset each override is one attribute test and a call to vLLM's own method.
 """
@@ -26,6 +28,7 @@ from typing import Any
 
 import vllm
 from vllm.sampling_params import SamplingParams
+from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.scheduler import Scheduler
 from vllm.v1.request import Request
 
@@ -85,10 +88,22 @@ class HeliosScheduler(Scheduler):
         helios.stepped(scheduler_output, outputs, ended)
         return outputs
 
+    def finish_requests(self, request_ids: Any, finished_status: Any) -> Any:
+        finished = super().finish_requests(request_ids, finished_status)
+        if self._helios is not None:
+            self._helios.aborted(request_ids, finished)
+        return finished
+
     def shutdown(self) -> None:
         if self._helios is not None:
             self._helios.link.stop()
         super().shutdown()
+
+
+class HeliosAsyncScheduler(HeliosScheduler, AsyncScheduler):
+    """The same plugin over vLLM's `AsyncScheduler`, for an engine that schedules asynchronously
+    (`--async-scheduling`, a GPU's default): given a plain `Scheduler` subclass, vLLM turns async
+    scheduling off. (On the CPU vLLM always schedules synchronously: use `HeliosScheduler`.)"""
 
 
 class _Helios:
@@ -134,6 +149,17 @@ class _Helios:
 
     def arrived(self, request: Request) -> None:
         self.ledger.arrived(request.request_id, request.num_prompt_tokens, request.arrival_time)
+
+    def aborted(self, request_ids: Any, finished: list[Request]) -> None:
+        """Requests finished from outside (a client gone): closed in the ledger and the planner,
+        and dropped if they were still waiting for the calibration."""
+        now = time.time()
+        for request in finished:
+            self.ledger.finished(request.request_id, now)
+            self.planner.forget(request.request_id)
+        if self.held:
+            ids = None if request_ids is None else {request_ids} if isinstance(request_ids, str) else set(request_ids)
+            self.held = [r for r in self.held if ids is not None and r.request_id not in ids]
 
     # --- schedule ---
 
