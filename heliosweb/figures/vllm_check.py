@@ -54,7 +54,14 @@ def scatter(result: CheckResult) -> Figure:
     )
     fig.update_xaxes(title_text="real TTFT (ms)")
     fig.update_yaxes(title_text="simulated TTFT (ms)")
-    return Figure("requests", "Simulated against real, per request", fig, summary=summary(result))
+    r = result["comparison"]["request_error_pct"]
+    under = sum(1 for row in rows if row["sim_ttft_ms"] < row["real_ttft_ms"])
+    text = (
+        f"{len(rows)} requests, each a point: real TTFT across, simulated up; {under} below the diagonal "
+        f"(simulated faster). Each request's own absolute error: p50 {r['p50'] or 0:.1f} %, p90 {r['p90'] or 0:.1f} %, "
+        f"p99 {r['p99'] or 0:.1f} %."
+    )
+    return Figure("requests", "Simulated against real, per request", fig, summary=text)
 
 
 def percentiles(result: CheckResult) -> Figure:
