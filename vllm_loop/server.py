@@ -146,16 +146,16 @@ class VllmServer:
         tail = re.sub(r"^(\(\w+ pid=\d+\) )?(\w+ [\d-]+ [\d:]+ \[[^\]]*\] )?", "", self.log_tail(1).strip())
         return tail[:120] if tail else "waiting for its first log line"
 
-    def stop(self, grace_s: float = 20.0) -> None:
-        """SIGTERM to vLLM's process group (its engine core too), SIGKILL after `grace_s`."""
+    def stop(self, grace_s: float = 30.0) -> None:
+        """SIGTERM to vLLM's server process, which stops its engine core itself (the plugin's
+        shutdown posts or spools what it holds); SIGKILL to the whole group after `grace_s`."""
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever of the group is left (an engine core that hung)
+        proc.wait()

@@ -119,7 +119,14 @@ def test_a_real_vllm_follows_the_decided_policy_and_loses_no_record(
         server.stop()
         server.start(print)
         stack.start_web()
-        wait_until(lambda: len(records(type="request")) >= before + 5, timeout=120, what="the spooled records")
+        try:
+            wait_until(lambda: len(records(type="request")) >= before + 5, timeout=120, what="the spooled records")
+        except AssertionError:
+            spooled = sorted(p.name for p in (tmp_path / "spool").glob("*"))
+            raise AssertionError(
+                f"{len(records(type='request')) - before} of 5 request records arrived; spool {spooled}; "
+                f"vLLM's log ends:\n{server.log_tail(40)}"
+            ) from None
         assert len(records(type="request")) == before + 5
     finally:
         server.stop()
