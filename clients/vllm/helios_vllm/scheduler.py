@@ -41,6 +41,9 @@ from .settings import Settings
 log = logging.getLogger("vllm.helios")  # under vLLM's logger: its handlers and level
 
 CALIBRATION_ID = "helios-calibration-"
+# Steps between two log lines of the plugin's own time per step (vLLM often kills an engine core
+# before its scheduler's `shutdown` runs, so that line alone would rarely be seen).
+REPORT_EVERY = 500
 # A prefill chunk noted when scheduled: request, start, end, chooser, (policy, version) bound to it.
 _Chunk = tuple[str, int, int, str, tuple[str, int] | None]
 
@@ -93,6 +96,8 @@ class HeliosScheduler(Scheduler):
         helios.stepped(scheduler_output, outputs, ended)
         helios.spent_s += time.perf_counter() - began
         helios.steps += 1
+        if helios.steps % REPORT_EVERY == 0:
+            helios.report_time()
         return outputs
 
     def finish_requests(self, request_ids: Any, finished_status: Any) -> Any:
@@ -103,13 +108,8 @@ class HeliosScheduler(Scheduler):
 
     def shutdown(self) -> None:
         if self._helios is not None:
-            helios = self._helios
-            log.info(
-                "helios: the plugin's own time on the step path: %.1f us per step over %d steps",
-                helios.spent_s / max(1, helios.steps) * 1e6,
-                helios.steps,
-            )
-            helios.link.stop()
+            self._helios.report_time()
+            self._helios.link.stop()
         super().shutdown()
 
 
@@ -148,6 +148,13 @@ class _Helios:
             settings.url,
             settings.engine,
             list(self.calibration.capacities),
+        )
+
+    def report_time(self) -> None:
+        log.info(
+            "helios: the plugin's own time on the step path: %.1f us per step over %d steps",
+            self.spent_s / max(1, self.steps) * 1e6,
+            self.steps,
         )
 
     # --- requests ---
