@@ -265,3 +265,19 @@ def test_a_spool_file_that_is_not_a_batch_is_set_aside_not_posted(fake, tmp_path
     with reporter(url, spool=tmp_path) as rep:
         assert rep.stats.resumed_batches == 0
     assert state.posts == [] and (tmp_path / "junk.bad").exists()
+
+
+def test_while_the_server_fails_later_batches_are_sealed_by_time_and_spooled_before_any_close(fake, tmp_path):
+    state, url = fake
+    state.statuses = [503] * 10_000  # the product answers 503 until told otherwise
+    rep = reporter(url, spool=tmp_path, batch_records=2, interval_s=0.05)
+    for i in range(5):  # batches 1 and 2 by count; the fifth record's batch by time, during the retries
+        rep.add(launch(i))
+    deadline = time.monotonic() + 5
+    while len(list(tmp_path.glob("*.json"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == [f"{rep.session}-{n:012d}.json" for n in (1, 2, 3)]
+    state.statuses.clear()
+    assert rep.flush(5.0)
+    rep.close()
+    assert list(tmp_path.glob("*.json")) == []

@@ -11,8 +11,8 @@ records waiting, `add` drops the record and counts it (`stats.dropped_records`).
 run at interpreter exit) posts what is left.
 
 With a `spool` directory, a batch survives the engine: the sender thread writes each sealed batch
-there (whole: session, number, boot, records) before its first post and deletes it once the
-server has answered; `close` writes what it could not post; a reporter made later on the same
+there (whole: session, number, boot, records) before its first post, and those sealed behind it
+while it retries, and deletes it once the server has answered; `close` writes what it could not post; a reporter made later on the same
 directory posts the spooled batches first, under their own session and number, so a batch the
 server had already stored is answered "already stored", never stored twice. Only the open batch
 (at most `interval_s` of records) is lost to a crash.
@@ -224,8 +224,7 @@ class TelemetryReporter:
                     wait = self.interval_s - (time.monotonic() - self._open_since) if self._open else None
                     self._cond.wait(wait)
                 batch = self._sealed[0]
-            if self._spool is not None and not batch.spooled:
-                self._write_spool(batch)
+            self._keep()
             if not self._post(batch):
                 self._http.close()
                 return  # abandoned by `close`: its records count as dropped there
@@ -262,9 +261,22 @@ class TelemetryReporter:
                 self.stats.posted_records += len(batch.records)
                 return True
             self.stats.retried_posts += 1
-            self._abandon.wait(self.backoff.delay(attempt))
+            deadline = time.monotonic() + self.backoff.delay(attempt)
+            while not self._abandon.is_set() and (left := deadline - time.monotonic()) > 0:
+                self._keep()  # while the server is away, what comes in is still sealed and spooled
+                self._abandon.wait(min(left, self.interval_s))
             attempt += 1
         return False
+
+    def _keep(self) -> None:
+        """Seal the open batch once its interval has passed, and spool every sealed batch not yet
+        spooled: a crash then loses at most the open batch, even while a post is being retried."""
+        with self._cond:
+            if self._open and time.monotonic() - self._open_since >= self.interval_s:
+                self._seal()
+            unspooled = [b for b in self._sealed if not b.spooled] if self._spool is not None else []
+        for batch in unspooled:
+            self._write_spool(batch)
 
     def _write_spool(self, batch: _Sealed) -> None:
         """Keep `batch` on disk (written whole, then renamed, so a crash leaves no half batch)."""

@@ -41,6 +41,9 @@ from .settings import Settings
 log = logging.getLogger("vllm.helios")  # under vLLM's logger: its handlers and level
 
 CALIBRATION_ID = "helios-calibration-"
+# Steps between two log lines of the plugin's own time per step (vLLM often kills an engine core
+# before its scheduler's `shutdown` runs, so that line alone would rarely be seen).
+REPORT_EVERY = 500
 # A prefill chunk noted when scheduled: request, start, end, chooser, (policy, version) bound to it.
 _Chunk = tuple[str, int, int, str, tuple[str, int] | None]
 
@@ -69,14 +72,18 @@ class HeliosScheduler(Scheduler):
         if helios is None:
             return super().schedule(*args, **kwargs)
         budget = self.max_num_scheduled_tokens
+        began = time.perf_counter()
         chunk = helios.solo_chunk()
         if chunk is not None:
             self.max_num_scheduled_tokens = chunk
+        planned = time.perf_counter()
         try:
             output = super().schedule(*args, **kwargs)
         finally:
             self.max_num_scheduled_tokens = budget
+        noted = time.perf_counter()
         helios.scheduled(output)
+        helios.spent_s += planned - began + time.perf_counter() - noted
         return output
 
     def update_from_output(self, scheduler_output: Any, model_runner_output: Any) -> Any:
@@ -85,7 +92,12 @@ class HeliosScheduler(Scheduler):
             return super().update_from_output(scheduler_output, model_runner_output)
         ended = time.perf_counter()
         outputs = super().update_from_output(scheduler_output, model_runner_output)
+        began = time.perf_counter()
         helios.stepped(scheduler_output, outputs, ended)
+        helios.spent_s += time.perf_counter() - began
+        helios.steps += 1
+        if helios.steps % REPORT_EVERY == 0:
+            helios.report_time()
         return outputs
 
     def finish_requests(self, request_ids: Any, finished_status: Any) -> Any:
@@ -96,6 +108,7 @@ class HeliosScheduler(Scheduler):
 
     def shutdown(self) -> None:
         if self._helios is not None:
+            self._helios.report_time()
             self._helios.link.stop()
         super().shutdown()
 
@@ -127,6 +140,7 @@ class _Helios:
         # per scheduled step: when it was scheduled (perf counter, Unix s) and its prefill chunks
         self.pending: dict[int, tuple[float, float, list[_Chunk]]] = {}
         self.last_end = 0.0
+        self.spent_s, self.steps = 0.0, 0  # the plugin's own time on the step path (logged at shutdown)
         self.link.start()
         log.info(
             "helios: following recipe %r at %s as engine %r (capacities %s)",
@@ -134,6 +148,13 @@ class _Helios:
             settings.url,
             settings.engine,
             list(self.calibration.capacities),
+        )
+
+    def report_time(self) -> None:
+        log.info(
+            "helios: the plugin's own time on the step path: %.1f us per step over %d steps",
+            self.spent_s / max(1, self.steps) * 1e6,
+            self.steps,
         )
 
     # --- requests ---
