@@ -148,14 +148,28 @@ class VllmServer:
 
     def stop(self, grace_s: float = 30.0) -> None:
         """SIGTERM to vLLM's server process, which stops its engine core itself (the plugin's
-        shutdown posts or spools what it holds); SIGKILL to the whole group after `grace_s`."""
+        shutdown posts or spools what it holds); the group is waited for, and only what is left
+        of it after `grace_s` is killed."""
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(grace_s)
+        while time.monotonic() < deadline and _group_alive(proc.pid):
+            time.sleep(0.2)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # whatever of the group is left (an engine core that hung)
         proc.wait()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
