@@ -334,6 +334,15 @@ def cmd_beat(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_engine(args: argparse.Namespace) -> int:
+    """`./dev engine vllm --recipe NAME`: vllm_loop.watch does the walk (venv, token, serve, traffic)."""
+    from vllm_loop import watch
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "heliosweb.settings")
+    port = int(os.environ.get("HELIOS_PORT", "8000"))
+    return watch.main(args.rest, var=VAR, default_port=port)
+
+
 # Code health, run before the tests: a layer broken, a lint or a format slip fails `./dev test` (and CI).
 CHECKS: list[tuple[str, list[str]]] = [
     ("ruff check", [PY, "-m", "ruff", "check", "--quiet", "."]),
@@ -372,12 +381,15 @@ def main(argv: list[str] | None = None) -> int:
     worker = sub.add_parser("worker", help="run a Celery worker (other hosts)")
     worker.add_argument("--queues", default="gpu", help="comma-separated: sim, sim_long, gpu, engine, maint")
     sub.add_parser("beat", help="run beat, the periodic reaper and pruning (one per deployment; others wait)")
+    engine = sub.add_parser("engine", help="a real engine against the running product (docs/engines.md)")
+    engine.add_argument("engine_kind", choices=["vllm"], help="vllm: `engine vllm --recipe NAME`")
+    engine.add_argument("rest", nargs=argparse.REMAINDER, help="its flags (`engine vllm --help`)")
     sub.add_parser("test", help="the code-health checks, then every test (pytest arguments follow)")
     sub.add_parser("check", help="the code-health checks alone (ruff, import layers, types, migrations)")
     args = parser.parse_args(argv)
     if args.command == "check":
         return cmd_check()
-    return {"up": cmd_up, "worker": cmd_worker, "beat": cmd_beat}[args.command](args)
+    return {"up": cmd_up, "worker": cmd_worker, "beat": cmd_beat, "engine": cmd_engine}[args.command](args)
 
 
 if __name__ == "__main__":

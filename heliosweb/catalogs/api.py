@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from heliosweb.common.api import ERROR, json_object
+from heliosweb.common.auth import BearerTokenAuthentication, EngineAuthentication
 from heliosweb.common.permissions import CanRunJobs
 from heliosweb.recipes.selectors import recipe_get
 
@@ -39,8 +43,24 @@ BOOT_UPLOAD = inline_serializer(
 )
 
 
+class MayUploadBoot(CanRunJobs):
+    """As `CanRunJobs`, and an engine token may upload a boot of the recipes it names (the scope
+    middleware, `telemetry.middleware`, has checked the recipe and lets it POST nothing else here)."""
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return _engine(request) is not None or super().has_permission(request, view)
+
+
+def _engine(request: Request) -> Any:
+    """The engine an engine token authenticated (`telemetry.middleware.Engine`, a room above this
+    one: read by what `EngineAuthentication` sets), else None."""
+    engine = getattr(request._request, "engine", None)
+    return engine if engine is not None and request.user is engine else None
+
+
 class RecipeBootsView(APIView):
-    permission_classes = [IsAuthenticated, CanRunJobs]
+    authentication_classes = [EngineAuthentication, BearerTokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated, MayUploadBoot]
 
     @extend_schema(
         responses={200: selectors.BOOT.schema("BootWithHealth", many=True, extra={"health": HEALTH}), 404: ERROR}
@@ -56,7 +76,12 @@ class RecipeBootsView(APIView):
     def post(self, request: Request, name: str) -> Response:
         recipe = recipe_get(name=name)
         body = json_object(request, {"catalog", "provenance"})
+        engine = _engine(request)
         boot = services.boot_create(
-            recipe=recipe, catalog=body.get("catalog"), provenance=body.get("provenance"), actor=request.user
+            recipe=recipe,
+            catalog=body.get("catalog"),
+            provenance=body.get("provenance"),
+            actor=None if engine else request.user,
+            actor_name=engine.get_username() if engine else "system",
         )
         return Response(selectors.boot_as_api(boot), status=status.HTTP_201_CREATED)

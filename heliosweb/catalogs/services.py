@@ -22,12 +22,14 @@ def boot_create(
     provenance: Any = None,
     job_id: int | None = None,
     actor: Actor | None = None,
+    actor_name: str = "system",
 ) -> Boot:
     """Store a measured catalog as a boot of `recipe`. Whether it comes from a capture job or an
     upload, it is validated as scheduler_core reads it (JSON dicts parsed once into a `Catalog`; a
     `Catalog` taken as it is), and its provenance as pages read it (`Provenance.parse`); an invalid
     one is refused naming the entry. It becomes dicts again only to be stored.
-    Audited: `boot_uploaded` (by `actor`) or `boot_captured` (by the capture job)."""
+    Audited: `boot_uploaded` (by `actor`, or `actor_name`: an engine's `engine:NAME`) or
+    `boot_captured` (by the capture job)."""
     parsed = catalog if isinstance(catalog, Catalog) else Catalog.from_dicts(catalog)
     stored = Provenance.parse(provenance)
     with transaction.atomic():
@@ -35,7 +37,7 @@ def boot_create(
         audit_append(
             action="boot_captured" if job_id else "boot_uploaded",
             actor=actor,
-            actor_name="system",
+            actor_name=actor_name,
             object_type="boot",
             object_id=boot.pk,
             recipe=recipe.name,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import boots, capacity, capture, engine, fuzz, numerics, pr22, pulse, replay, simulate, sweep, ttft
+from . import boots, capacity, capture, engine, fuzz, numerics, pr22, pulse, replay, simulate, sweep, ttft, vllm_check
 from .contract import JobData, KindViews, empty
 
 VIEWS: dict[str, KindViews] = {
@@ -18,6 +18,7 @@ VIEWS: dict[str, KindViews] = {
     "numerics": numerics.VIEWS,
     "pulse": pulse.VIEWS,
     "engine": engine.VIEWS,
+    "vllm-check": vllm_check.VIEWS,
 }
 
 

@@ -1,5 +1,6 @@
 """The job kinds this service can run: scheduler_core's analyses (queue `sim`), gpu_runner's
-(queue `gpu`, when that package is importable; importing it must not import torch), and `pulse`,
+(queue `gpu`, when that package is importable; importing it must not import torch), vllm_loop's
+(`vllm-check`, queue `gpu`: it runs a real vLLM as a subprocess and wants the machine to itself), and `pulse`,
 a diagnostic that streams events at a set rate to check and benchmark the live path; apps above
 this one add theirs with `register_kind` (simengine's `engine`, queue `engine`)."""
 
@@ -137,6 +138,13 @@ def _gpu_analyses() -> dict[str, Analysis]:
     return dict(getattr(module, "ANALYSES", {}))
 
 
+def _vllm_analyses() -> dict[str, Analysis]:
+    """vllm_loop's: importing it imports no vLLM (it runs vLLM's own virtualenv as a subprocess)."""
+    from vllm_loop.check import ANALYSES
+
+    return dict(ANALYSES)
+
+
 _REGISTERED: dict[str, JobKind] = {}
 
 
@@ -151,7 +159,7 @@ def job_kinds() -> dict[str, JobKind]:
     kinds: dict[str, JobKind] = dict(_REGISTERED)
     for name, analysis in SIM_ANALYSES.items():
         kinds[name] = JobKind(name, "sim", analysis, long_queue="sim_long")
-    for name, analysis in _gpu_analyses().items():
+    for name, analysis in {**_gpu_analyses(), **_vllm_analyses()}.items():
         kinds.setdefault(name, JobKind(name, "gpu", analysis))
     kinds.setdefault(PULSE.name, JobKind(PULSE.name, "sim", PULSE, long_queue="sim_long"))
     return kinds

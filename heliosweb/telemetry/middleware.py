@@ -1,6 +1,6 @@
 """Engine tokens are scoped in one place, before any view runs: a request carrying one reaches only
-the engine routes (policy read, telemetry post) of the recipes the token names; everything else
-answers 403, whatever the view's own authentication would have said."""
+the engine routes (policy read, telemetry post, boot upload) of the recipes the token names;
+everything else answers 403, whatever the view's own authentication would have said."""
 
 from __future__ import annotations
 
@@ -18,7 +18,13 @@ from heliosweb.common.db_connection import LOST, lost_backend, read_retried, una
 from .models import TOKEN_PREFIX
 from .selectors import engine_grant_get
 
-ENGINE_ROUTES = frozenset({"api_recipe_policy", "api_recipe_telemetry"})
+# What an engine token reaches, by route: every method, or only those named. An engine uploads the
+# catalog it measured at start as a boot of its recipe (POST only: it never reads other boots).
+ENGINE_ROUTES: dict[str, frozenset[str] | None] = {
+    "api_recipe_policy": None,
+    "api_recipe_telemetry": None,
+    "api_recipe_boots": frozenset({"POST"}),
+}
 
 
 @dataclass(frozen=True)
@@ -90,11 +96,18 @@ def _admit(request: HttpRequest, token: str) -> JsonResponse | None:
         match = resolve(request.path_info)
     except Resolver404:
         match = None
-    if match is None or match.url_name not in ENGINE_ROUTES or match.kwargs.get("name") not in engine.recipes:
+    route = match.url_name if match is not None else None
+    methods = ENGINE_ROUTES.get(route or "", frozenset())
+    if (
+        match is None
+        or route not in ENGINE_ROUTES
+        or (methods is not None and request.method not in methods)
+        or match.kwargs.get("name") not in engine.recipes
+    ):
         return JsonResponse(
             {
-                "error": f"engine {engine.name!r}'s token may only read the policy and post telemetry of "
-                f"{sorted(engine.recipes)}",
+                "error": f"engine {engine.name!r}'s token may only read the policy, post telemetry and upload "
+                f"boots of {sorted(engine.recipes)}",
                 "field": "authorization",
             },
             status=403,

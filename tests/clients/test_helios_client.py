@@ -280,3 +280,59 @@ def test_the_watcher_follows_a_change_within_2_s_of_the_servers_return_after_an_
         server.shutdown()
         server.server_close()
     assert seen and seen[0] - back <= 2.0, f"followed {seen[0] - back if seen else None} s after the return"
+
+
+def test_batches_not_posted_by_close_are_spooled_and_a_later_reporter_posts_them_under_their_own_numbers(
+    fake, tmp_path
+):
+    state, url = fake
+    state.hold.clear()  # the product is down: every post waits
+    first = reporter(url, spool=tmp_path, batch_records=2, timeout_s=0.2)
+    for i in range(5):
+        first.add(launch(i))
+    first.close(timeout_s=0.3)
+    assert first.stats.spooled_batches == 3 and first.stats.dropped_records == 0
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == [f"{first.session}-{n:012d}.json" for n in (1, 2, 3)]
+    state.hold.set()
+    state.posts.clear()
+    second = reporter(url, spool=tmp_path)
+    assert second.stats.resumed_batches == 3
+    second.add(launch(9))
+    assert second.flush(5.0)
+    # (the first reporter's abandoned post of batch 1 may reach the server too: the server stores it once)
+    posted = list(
+        dict.fromkeys((b["session"], b["batch"], tuple(r["request"] for r in b["records"])) for _, b in state.posts)
+    )
+    assert [(s, n, list(r)) for s, n, r in posted] == [
+        (first.session, 1, ["cmpl-0", "cmpl-1"]),
+        (first.session, 2, ["cmpl-2", "cmpl-3"]),
+        (first.session, 3, ["cmpl-4"]),
+        (second.session, 1, ["cmpl-9"]),
+    ]
+    assert all(b["engine"] == "eng-1" and b["schema"] == 2 for _, b in state.posts)
+    second.close()
+    assert list(tmp_path.iterdir()) == []  # answered batches leave the spool
+
+
+def test_a_spool_file_that_is_not_a_batch_is_set_aside_not_posted(fake, tmp_path):
+    state, url = fake
+    (tmp_path / "junk.json").write_text("{not json")
+    with reporter(url, spool=tmp_path) as rep:
+        assert rep.stats.resumed_batches == 0
+    assert state.posts == [] and (tmp_path / "junk.bad").exists()
+
+
+def test_while_the_server_fails_later_batches_are_sealed_by_time_and_spooled_before_any_close(fake, tmp_path):
+    state, url = fake
+    state.statuses = [503] * 10_000  # the product answers 503 until told otherwise
+    rep = reporter(url, spool=tmp_path, batch_records=2, interval_s=0.05)
+    for i in range(5):  # batches 1 and 2 by count; the fifth record's batch by time, during the retries
+        rep.add(launch(i))
+    deadline = time.monotonic() + 5
+    while len(list(tmp_path.glob("*.json"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == [f"{rep.session}-{n:012d}.json" for n in (1, 2, 3)]
+    state.statuses.clear()
+    assert rep.flush(5.0)
+    rep.close()
+    assert list(tmp_path.glob("*.json")) == []

@@ -99,6 +99,27 @@ def test_an_engine_token_reads_and_posts_only_for_its_recipes(recipe, maintainer
     assert posted.status_code == 403
 
 
+def test_an_engine_token_uploads_a_boot_of_its_recipe_and_nothing_else_on_that_route(recipe):
+    from heliosweb.audit.models import AuditEvent
+    from heliosweb.catalogs.models import Boot
+
+    recipe_create(name="other", policy="cost")
+    client = Client(**bearer(engine_token()))
+    boot = {"catalog": [{"prefill": 64, "decode": 0, "ms": 3.5}], "provenance": {"device": "cpu"}}
+    stored = client.post("/api/recipes/tiny-cpu/boots/", boot, content_type="application/json")
+    assert stored.status_code == 201, stored.content
+    assert Boot.objects.get(pk=stored.json()["id"]).recipe.name == "tiny-cpu"
+    assert AuditEvent.objects.get(action="boot_uploaded").actor_name == "engine:eng-1"
+    bad = client.post("/api/recipes/tiny-cpu/boots/", {"catalog": [{"prefill": 64}]}, content_type="application/json")
+    assert bad.status_code == 400 and bad.json()["field"] == "catalog[0].decode"
+    for refused in (
+        client.post("/api/recipes/other/boots/", boot, content_type="application/json"),
+        client.get("/api/recipes/tiny-cpu/boots/"),  # it uploads boots, it does not read them
+    ):
+        assert refused.status_code == 403 and refused.json()["field"] == "authorization"
+    assert Boot.objects.count() == 1
+
+
 def test_an_engine_token_is_stored_hashed_and_can_be_revoked(recipe):
     from heliosweb.telemetry.models import EngineToken
 

@@ -17,14 +17,15 @@ from scheduler_core.typed_json import type_problems
 
 from .runs import SMALL, finished, store
 
-# The engine serves live traffic to the running web service: its run is tested with the stack.
+# The engine serves live traffic to the running web service: its run is tested with the stack;
+# vllm-check runs a real vLLM: its result type is checked by the vLLM end-to-end test (-m vllm).
 RUN_HERE = sorted(SMALL)
 
 
 def test_every_kind_declares_its_result_type_and_every_runnable_one_is_run_here():
     kinds = job_kinds()
     assert [name for name, kind in kinds.items() if kind.analysis.result is None] == []
-    assert set(kinds) - set(RUN_HERE) == {"engine"}
+    assert set(kinds) - set(RUN_HERE) == {"engine", "vllm-check"}
 
 
 @pytest.mark.parametrize("name", RUN_HERE)

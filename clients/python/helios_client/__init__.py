@@ -1,5 +1,6 @@
 """The Helios engine API from Python: follow a recipe's policy, report telemetry (docs/engines.md)."""
 
+from .boots import upload_boot
 from .http import ApiError, Backoff
 from .policy import Policy, PolicyWatcher
 from .records import SCHEMA, Batch, LaunchRecord, RequestRecord, record_problem
@@ -17,4 +18,5 @@ __all__ = [
     "RequestRecord",
     "TelemetryReporter",
     "record_problem",
+    "upload_boot",
 ]

@@ -9,6 +9,13 @@ duplicate; a failed post (network, 5xx, 429) is retried with backoff and jitter 
 number and session, which the server stores once. Memory is bounded: past `max_queued_records`
 records waiting, `add` drops the record and counts it (`stats.dropped_records`). `close()` (also
 run at interpreter exit) posts what is left.
+
+With a `spool` directory, a batch survives the engine: the sender thread writes each sealed batch
+there (whole: session, number, boot, records) before its first post, and those sealed behind it
+while it retries, and deletes it once the server has answered; `close` writes what it could not post; a reporter made later on the same
+directory posts the spooled batches first, under their own session and number, so a batch the
+server had already stored is answered "already stored", never stored twice. Only the open batch
+(at most `interval_s` of records) is lost to a crash.
 """
 
 from __future__ import annotations
@@ -17,12 +24,14 @@ import atexit
 import gzip
 import json
 import logging
+import os
 import threading
 import time
 import urllib.parse
 import uuid
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .http import DEFAULT_BACKOFF, ApiError, Backoff, Connection
@@ -41,12 +50,27 @@ class ReporterStats:
     retried_posts: int = 0  # posts repeated after a failure
     dropped_records: int = 0  # refused by `add` (memory bound) or still unsent when `close` gave up
     refused_batches: int = 0  # refused by the server (a 4xx other than 429): logged, not retried
+    spooled_batches: int = 0  # left in the spool at close, for the next reporter on it to post
+    resumed_batches: int = 0  # found in the spool at start (a previous run's), queued before new ones
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Sealed:
+    session: str
     number: int
+    boot: int | None
     records: list[dict[str, Any]]
+    spooled: bool = False  # written to the spool directory (then deleted once answered)
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.session}-{self.number:012d}.json"
+
+    def body(self) -> dict[str, Any]:
+        """The batch as posted, less `engine` (the reporter posting it names itself)."""
+        body = Batch(SCHEMA, "", self.session, self.number, self.records, self.boot).to_dict()
+        del body["engine"]
+        return body
 
 
 class TelemetryReporter:
@@ -75,6 +99,7 @@ class TelemetryReporter:
         timeout_s: float = 30.0,
         validate: bool = True,
         flush_on_exit: bool = True,
+        spool: str | os.PathLike[str] | None = None,
     ) -> None:
         if not 0 < batch_records <= MAX_RECORDS:
             raise ValueError(f"batch_records must be 1 to {MAX_RECORDS}")
@@ -90,6 +115,10 @@ class TelemetryReporter:
         self._open_since = 0.0
         self._sealed: deque[_Sealed] = deque()
         self._next = 1
+        self._spool = None if spool is None else Path(spool)
+        if self._spool is not None:
+            self._spool.mkdir(parents=True, exist_ok=True)
+            self._sealed.extend(self._resume())
         self._closing = False
         self._abandon = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"helios-telemetry-{engine}")
@@ -153,9 +182,16 @@ class TelemetryReporter:
             self._abandon.set()
         self._thread.join(5.0)
         with self._cond:
-            self.stats.dropped_records += self.stats.queued_records
-            if self.stats.queued_records:
-                log.error("telemetry: %d records not posted at close", self.stats.queued_records)
+            if self._spool is not None:
+                for batch in self._sealed:
+                    self._write_spool(batch)
+                    self.stats.spooled_batches += 1
+                if self._sealed:
+                    log.warning("telemetry: %d batches not posted at close, kept in %s", len(self._sealed), self._spool)
+            else:
+                self.stats.dropped_records += self.stats.queued_records
+                if self.stats.queued_records:
+                    log.error("telemetry: %d records not posted at close", self.stats.queued_records)
             self.stats.queued_records = 0
             self._sealed.clear()
         if self._at_exit:
@@ -170,7 +206,7 @@ class TelemetryReporter:
 
     def _seal(self) -> None:
         """Close the open batch under the next number (the lock is held)."""
-        self._sealed.append(_Sealed(self._next, self._open))
+        self._sealed.append(_Sealed(self.session, self._next, self.boot, self._open))
         self._next += 1
         self._open = []
         self._cond.notify_all()
@@ -188,6 +224,7 @@ class TelemetryReporter:
                     wait = self.interval_s - (time.monotonic() - self._open_since) if self._open else None
                     self._cond.wait(wait)
                 batch = self._sealed[0]
+            self._keep()
             if not self._post(batch):
                 self._http.close()
                 return  # abandoned by `close`: its records count as dropped there
@@ -196,11 +233,13 @@ class TelemetryReporter:
                     self._sealed.popleft()
                     self.stats.queued_records -= len(batch.records)
                 self._cond.notify_all()
+            if batch.spooled and self._spool is not None:
+                (self._spool / batch.file_name).unlink(missing_ok=True)
 
     def _post(self, batch: _Sealed) -> bool:
         """Post one batch until the server answers it (stored, a retry, or refused): True; False
         when `close` gave up first."""
-        body = Batch(SCHEMA, self.engine, self.session, batch.number, batch.records, self.boot).to_dict()
+        body = {"engine": self.engine, **batch.body()}
         data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
         headers = {"Content-Type": "application/json"}
         if self.gzip:
@@ -222,6 +261,50 @@ class TelemetryReporter:
                 self.stats.posted_records += len(batch.records)
                 return True
             self.stats.retried_posts += 1
-            self._abandon.wait(self.backoff.delay(attempt))
+            deadline = time.monotonic() + self.backoff.delay(attempt)
+            while not self._abandon.is_set() and (left := deadline - time.monotonic()) > 0:
+                self._keep()  # while the server is away, what comes in is still sealed and spooled
+                self._abandon.wait(min(left, self.interval_s))
             attempt += 1
         return False
+
+    def _keep(self) -> None:
+        """Seal the open batch once its interval has passed, and spool every sealed batch not yet
+        spooled: a crash then loses at most the open batch, even while a post is being retried."""
+        with self._cond:
+            if self._open and time.monotonic() - self._open_since >= self.interval_s:
+                self._seal()
+            unspooled = [b for b in self._sealed if not b.spooled] if self._spool is not None else []
+        for batch in unspooled:
+            self._write_spool(batch)
+
+    def _write_spool(self, batch: _Sealed) -> None:
+        """Keep `batch` on disk (written whole, then renamed, so a crash leaves no half batch)."""
+        assert self._spool is not None
+        path = self._spool / batch.file_name
+        part = path.with_suffix(".part")
+        part.write_text(json.dumps(batch.body(), allow_nan=False, separators=(",", ":")))
+        os.replace(part, path)
+        batch.spooled = True
+
+    def _resume(self) -> list[_Sealed]:
+        """The batches a previous reporter left in the spool, oldest first; a file that is not a
+        batch is set aside (renamed `.bad`) and logged, never posted."""
+        assert self._spool is not None
+        found: list[tuple[float, _Sealed]] = []
+        for path in self._spool.glob("*.json"):
+            try:
+                written = path.stat().st_mtime
+                body = json.loads(path.read_text())
+                batch = _Sealed(body["session"], int(body["batch"]), body.get("boot"), list(body["records"]), True)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.error("telemetry spool: %s is not a batch (%s); set aside", path, exc)
+                path.replace(path.with_suffix(".bad"))
+                continue
+            if path.name != batch.file_name:
+                path.replace(self._spool / batch.file_name)
+            found.append((written, batch))
+        found.sort(key=lambda item: (item[0], item[1].session, item[1].number))
+        self.stats.resumed_batches = len(found)
+        self.stats.queued_records = sum(len(b.records) for _, b in found)
+        return [batch for _, batch in found]

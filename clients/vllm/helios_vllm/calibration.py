@@ -1,0 +1,75 @@
+"""The catalog an engine measures at start: each capacity's solo step time, warm-up then repeats.
+
+The scheduler runs one calibration request per sample (a prompt of exactly the capacity, one
+output token, alone in its step) and times the step as it times every step; this module decides
+the order of the samples and turns them into a `scheduler_core` catalog (the median of the
+repeats, robust to a step slowed by a neighbour on a shared host) with its provenance.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, Graph
+
+WARMUP = 2
+REPEATS = 5
+
+
+def capacities_for(max_step_tokens: int, capture_sizes: Iterable[int] = ()) -> tuple[int, ...]:
+    """The capacities to measure: the engine's CUDA graph capture sizes where it captures graphs,
+    else the product's default capacities (a recipe's), each no larger than a step may carry."""
+    sizes = sorted(set(capture_sizes)) or list(DEFAULT_PREFILL_CAPACITIES)
+    fitting = tuple(c for c in sizes if 0 < c <= max_step_tokens)
+    if not fitting:
+        raise ValueError(f"no capacity fits a step of {max_step_tokens} tokens (sizes {sizes})")
+    return fitting
+
+
+class Calibration:
+    """The samples still to take (`next`) and those taken (`record`), then `catalog`."""
+
+    def __init__(self, capacities: Iterable[int], warmup: int = WARMUP, repeats: int = REPEATS) -> None:
+        self.capacities = tuple(capacities)
+        self.warmup, self.repeats = warmup, repeats
+        self._plan = [(c, i < warmup) for c in self.capacities for i in range(warmup + repeats)]
+        self._samples: dict[int, list[float]] = {c: [] for c in self.capacities}
+        self.load_before = _load()
+
+    def next(self) -> tuple[int, bool] | None:
+        """(capacity, warm-up?) of the next sample, or None when every sample is taken."""
+        return self._plan[0] if self._plan else None
+
+    @property
+    def remaining(self) -> int:
+        return len(self._plan)
+
+    def record(self, capacity: int, ms: float) -> None:
+        """The step time of the sample `next` named."""
+        expected, warm = self._plan.pop(0)
+        if expected != capacity:
+            raise ValueError(f"calibration sample for {capacity} tokens, expected {expected}")
+        if not warm:
+            self._samples[capacity].append(ms)
+
+    def catalog(self) -> Catalog:
+        return Catalog(tuple(Graph(c, 0, statistics.median(self._samples[c])) for c in self.capacities))
+
+    def provenance(self, engine: Mapping[str, Any]) -> dict[str, Any]:
+        """What a boot says about how it was measured (`engine`: vLLM version, device, model, dtype,
+        padding), with the host's load before and after, as pages read it (`host_load`)."""
+        return {
+            **engine,
+            "repeats": self.repeats,
+            "warmup": self.warmup,
+            "statistic": "median of the repeats",
+            "samples_ms": {str(c): [round(ms, 4) for ms in self._samples[c]] for c in self.capacities},
+            "host_load": {"before": self.load_before, "after": _load()},
+        }
+
+
+def _load() -> dict[str, Any]:
+    return {"load_average": list(os.getloadavg()), "cores": os.cpu_count() or 1}

