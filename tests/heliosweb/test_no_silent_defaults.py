@@ -74,7 +74,9 @@ def test_fields_left_as_shown_run_with_their_visible_defaults(
 def test_the_engine_forms_rate_is_refused_at_its_field(browser_client, recipe, queued, typed, says):
     page = browser_client.get(f"/recipes/{recipe.name}").content.decode()
     assert re.search(r'name="rate_per_s"[^>]*value="20"', page)
-    response = browser_client.post(f"/recipes/{recipe.name}/engine", {"action": "start", "catalog": "clean", "rate_per_s": typed})
+    response = browser_client.post(
+        f"/recipes/{recipe.name}/engine", {"action": "start", "catalog": "clean", "rate_per_s": typed}
+    )
     html = response.content.decode()
     assert response.status_code == 400 and says in html
     assert _marked(html, "rate_per_s") and re.search(rf'name="rate_per_s"[^>]*value="{typed}"', html, re.S)
