@@ -10,6 +10,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="recipe",
             name="hardware",
-            field=models.CharField(blank=True, max_length=64),
+            field=models.CharField(blank=True, db_default="", max_length=64),
         ),
     ]
