@@ -27,7 +27,8 @@ class Recipe(models.Model):
     shapes = models.JSONField(default=list, blank=True)
     # The GPU this recipe's engines serve on ("A100"; "" = not declared): a decision's evidence from
     # other hardware is marked as such (scheduler_core.evidence).
-    hardware = models.CharField(max_length=64, blank=True, db_default="")  # a default in the database too: older code that inserts recipes (migration tests) knows no hardware
+    # `db_default`: code that inserts recipes knowing no hardware (older migration states) is served too
+    hardware = models.CharField(max_length=64, blank=True, db_default="")
     # Checklist items (scheduler_core.tradeoff.CHECKLIST_ITEMS) a decision must tick before approval.
     required_evidence = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
