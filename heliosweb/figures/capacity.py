@@ -165,7 +165,7 @@ def figures(job: JobData) -> list[Figure]:
 
 def capacity_summary(result: CapacityResult) -> str:
     """Each policy's capacity between the rate met and the first missed (the goodput figure's text)."""
-    return "; ".join(f"{p['policy']}: {capacity_text(p, result.get('resolution'))}" for p in result["policies"])
+    return "; ".join(f"{p['policy']}: {capacity_text(p, result.get('resolution'))}" for p in result["policies"]) + "."
 
 
 def tables(job: JobData) -> dict[str, Table]:

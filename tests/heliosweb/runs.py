@@ -13,13 +13,13 @@ from .telemetry_records import engine_served
 
 _SERVED = from_engine_records(engine_served("cost", 16))  # a replay of what the simulated engine served
 
-# What a kind cannot run without (every other parameter has a default): a replay needs traffic.
-REQUIRED: dict[str, dict[str, Any]] = {
-    "replay": {
-        "trace": '{"arrival_ms": 0, "prompt_tokens": 900, "output_tokens": 4}\n'
-        '{"arrival_ms": 30, "prompt_tokens": 5000, "output_tokens": 3}\n'
-    }
-}
+# What a kind cannot run without (every other parameter has a default): a replay and a vllm-check
+# need traffic.
+_TWO_REQUESTS = (
+    '{"arrival_ms": 0, "prompt_tokens": 900, "output_tokens": 4}\n'
+    '{"arrival_ms": 30, "prompt_tokens": 5000, "output_tokens": 3}\n'
+)
+REQUIRED: dict[str, dict[str, Any]] = {"replay": {"trace": _TWO_REQUESTS}, "vllm-check": {"trace": _TWO_REQUESTS}}
 
 SMALL: dict[str, dict[str, Any]] = {
     "pr22": {},
