@@ -30,6 +30,7 @@ from pathlib import Path
 
 from heliosweb import stack
 from heliosweb.common.processes import pid_alive
+from vllm_loop.server import port_free
 
 ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("HELIOS_VAR_DIR", ROOT / "var")).resolve()
@@ -50,7 +51,7 @@ def bundled_redis_port(run_dir: Path) -> int:
     """The port the bundled Redis had at the last start while it is still free, so a REDIS_URL an
     operator saved (Flower, `celery inspect`) stays right across restarts; else a free one."""
     found = re.search(r"^REDIS_URL=redis://127\.0\.0\.1:(\d+)/", _read(run_dir / BROKER_ENV), re.MULTILINE)
-    if found and not port_in_use(int(found.group(1))):
+    if found and port_free(int(found.group(1))):
         return int(found.group(1))
     return free_port()
 
@@ -68,16 +69,6 @@ def write_broker_env(run_dir: Path, redis_url: str, prefix: str) -> Path:
 
 def _read(path: Path) -> str:
     return path.read_text() if path.exists() else ""
-
-
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
 
 
 def redis_server_binary() -> Path:
@@ -199,7 +190,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             say(f"it serves on port {state['port']}: stop it (Ctrl-C) and start again to change the port")
     else:
         stack.stop_leftovers(VAR, say)
-        if port_in_use(args.port, args.host):
+        if not port_free(args.port, args.host):
             say(f"port {args.port} is in use by another program; choose another with --port", err=True)
             return 2
     os.environ.update(env)
