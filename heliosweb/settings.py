@@ -139,12 +139,12 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",  # first: its headers (nosniff) cover static files too
     "heliosweb.common.http_errors.api_host_check",  # a bad Host under /api/: JSON, DEBUG or not
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "heliosweb.common.html_gzip.HtmlGZipMiddleware",  # pages only (static files come compressed)
+    "heliosweb.pipeline.html_gzip.HtmlGZipMiddleware",  # pages only (static files come compressed)
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "heliosweb.common.query_text.refuse_unstorable_query",  # a NUL in a query string: 400, before any view
-    "heliosweb.common.request_body.decoded_request_body",  # before the CSRF check reads a form body
+    "heliosweb.pipeline.query_text.refuse_unstorable_query",  # a NUL in a query string: 400, before any view
+    "heliosweb.pipeline.request_body.decoded_request_body",  # before the CSRF check reads a form body
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "heliosweb.telemetry.middleware.engine_token_scope",
@@ -243,7 +243,7 @@ if not COLLECTED_STATIC:  # nothing collected: WhiteNoise's warning about it is 
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "heliosweb.common.static_files.CollectedStaticStorage"
+        "BACKEND": "heliosweb.pipeline.static_files.CollectedStaticStorage"
         if COLLECTED_STATIC
         else "whitenoise.storage.CompressedStaticFilesStorage"
     },
@@ -313,7 +313,7 @@ def redis_channel_layer(url: str) -> dict[str, object]:
     """The channel layer on Redis at `url` (web, workers and tests must all use this one)."""
     host = {"address": url, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT, "socket_keepalive": True}
     return {
-        "BACKEND": "heliosweb.common.channel_layer.RedisChannelLayer",  # channels_redis's, waiting out MISCONF
+        "BACKEND": "heliosweb.realtime.channel_layer.RedisChannelLayer",  # channels_redis's, waiting out MISCONF
         "CONFIG": {"hosts": [host], "capacity": 1000, "expiry": 60},
     }
 
@@ -367,9 +367,9 @@ HELIOS_METRICS_MAX_VERSIONS = env_int("HELIOS_METRICS_MAX_VERSIONS", 3, minimum=
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry batch (5 MB) and its headers
 TRACE_UPLOAD_MAX_BYTES = 64 * 1024 * 1024  # a stored trace (heliosweb.traces): about 1.9 million Azure rows
 # Paths (prefixes) whose bodies may pass DATA_UPLOAD_MAX_MEMORY_SIZE, and their own bound: daphne
-# refuses any other body over it before reading it (heliosweb.server_tuning).
+# refuses any other body over it before reading it (heliosweb.server.daphne_tuning).
 HELIOS_LARGE_BODIES = {"/api/traces/": TRACE_UPLOAD_MAX_BYTES, "/traces": TRACE_UPLOAD_MAX_BYTES}
-# Slow clients (heliosweb.server_tuning, in daphne): a request's line and headers within this many
+# Slow clients (heliosweb.server.daphne_tuning, in daphne): a request's line and headers within this many
 # seconds of its first byte; its body within HELIOS_HTTP_BODY_TIMEOUT s plus 1 s per MIN_RATE bytes.
 HELIOS_HTTP_HEADER_TIMEOUT = env_int("HELIOS_HTTP_HEADER_TIMEOUT", 10, minimum=1)
 HELIOS_HTTP_BODY_TIMEOUT = env_int("HELIOS_HTTP_BODY_TIMEOUT", 20, minimum=1)

@@ -21,8 +21,8 @@ from heliosweb.audit.services import audit_append
 from heliosweb.common.errors import Conflict, Forbidden
 from heliosweb.common.inputs import json_id
 from heliosweb.common.permissions import Actor
-from heliosweb.common.realtime import send_event_on_commit
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
+from heliosweb.realtime.push import send_event_on_commit
 from heliosweb.recipes.consumers import GROUP as REALTIME_GROUP
 from heliosweb.recipes.models import PolicySetting, Recipe
 from heliosweb.recipes.selectors import recipe_named

@@ -1,7 +1,7 @@
 """The live stream of one job: stored events first (replay), then live ones, in number order.
 
 Client messages (JSON): {"type": "resume", "after": n} replays from n; `ping` and `pong` as every
-stream takes them (heliosweb.common.streams). Anything else gets {"type": "error", "field", "error"}.
+stream takes them (heliosweb.realtime.streams). Anything else gets {"type": "error", "field", "error"}.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from heliosweb.common.bounds import DB_INT_MAX
-from heliosweb.common.streams import CLOSE_NOT_FOUND, SnapshotStream, Stream
+from heliosweb.realtime.streams import CLOSE_NOT_FOUND, SnapshotStream, Stream
 
 from . import selectors
 from .services.events import LIST_GROUP, group_name

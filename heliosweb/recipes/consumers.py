@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from heliosweb.common.streams import SnapshotStream
+from heliosweb.realtime.streams import SnapshotStream
 
 from .selectors import recipe_policies
 

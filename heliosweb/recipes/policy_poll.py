@@ -2,7 +2,7 @@
 
 Every answer carries `ETag: "v<version>"` and `Cache-Control: no-cache`; `If-None-Match` with the
 current tag answers 304 with no body. `?wait=N` (N <= 30 s) long-polls: the view subscribes to the
-recipe's policy topic (`heliosweb.common.broadcast`, published by `services.policy_set` after commit),
+recipe's policy topic (`heliosweb.realtime.broadcast`, published by `services.policy_set` after commit),
 reads the version, and if it still matches sleeps on the subscription, not on a thread or a
 database connection, until a change arrives or the deadline answers 304. It is an async Django
 view, not a DRF one (DRF has no async views); its errors keep the API's `{"error", "field"}` shape.
@@ -20,12 +20,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from rest_framework.authtoken.models import Token
 
-from heliosweb.common.asgi_handler import kept_thread
 from heliosweb.common.auth import bearer_token
-from heliosweb.common.broadcast import Message, subscribe
 from heliosweb.common.db_connection import LOST, lost_backend, read_retried, unavailable_answer
 from heliosweb.common.errors import NotFound
 from heliosweb.common.tokens import user_token_key
+from heliosweb.realtime.broadcast import Message, subscribe
+from heliosweb.server.handler import kept_thread
 from scheduler_core.validation import number_of_text
 
 from .selectors import recipe_policy_get

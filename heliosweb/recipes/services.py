@@ -14,11 +14,11 @@ from django.db.models import Value
 from django.db.models.functions import Lower, Replace
 
 from heliosweb.audit.services import audit_append
-from heliosweb.common.broadcast import publish
 from heliosweb.common.errors import Conflict, Forbidden, NotFound
 from heliosweb.common.inputs import parse_int
 from heliosweb.common.permissions import Actor
-from heliosweb.common.realtime import send_event_on_commit
+from heliosweb.realtime.broadcast import publish
+from heliosweb.realtime.push import send_event_on_commit
 from scheduler_core.catalog import Catalog
 from scheduler_core.errors import InvalidInput
 from scheduler_core.policies import recipe_policy_named

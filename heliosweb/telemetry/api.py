@@ -1,6 +1,6 @@
 """`POST /api/recipes/<name>/telemetry/`: one batch from one engine (thin: the service validates and stores).
 
-Served in one kept thread per web process (`common.asgi_handler.kept_thread`), middleware and all, so
+Served in one kept thread per web process (`server.handler.kept_thread`), middleware and all, so
 a batch reuses that thread's database connection; batches are one at a time anyway
 (`ingest.telemetry_turn`)."""
 
@@ -15,10 +15,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from heliosweb.common.api import ERROR
-from heliosweb.common.asgi_handler import kept_thread
 from heliosweb.common.auth import BearerTokenAuthentication, EngineAuthentication
 from heliosweb.common.permissions import RUN_JOBS
 from heliosweb.recipes.selectors import recipe_get
+from heliosweb.server.handler import kept_thread
 from scheduler_core.errors import InvalidInput
 
 from . import ingest

@@ -1,7 +1,7 @@
 """`/ws/recipes/<name>/live/?after=N`: a recipe's live telemetry frames, numbered, refilled from the
 database after a reconnect, and its policy changes.
 
-Frames arrive through `heliosweb.common.broadcast` (one Redis subscription per web process, fanned out
+Frames arrive through `heliosweb.realtime.broadcast` (one Redis subscription per web process, fanned out
 here in-process), not a channel-layer group: at hundreds of viewers the stock layers cost every
 consumer a wake-up per event and drop events past their capacity (docs/architecture.md). A live
 frame that is the next in sequence is forwarded as the JSON text it was published as (encoded once
@@ -27,9 +27,9 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from heliosweb.common.broadcast import Message, subscribe
 from heliosweb.common.errors import NotFound
-from heliosweb.common.streams import CLOSE_NOT_FOUND, Stream
+from heliosweb.realtime.broadcast import Message, subscribe
+from heliosweb.realtime.streams import CLOSE_NOT_FOUND, Stream
 from heliosweb.recipes.models import Recipe
 from heliosweb.recipes.selectors import recipe_get, recipe_policy_changes, recipe_policy_get
 from heliosweb.recipes.services import policy_topic

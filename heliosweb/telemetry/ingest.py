@@ -19,8 +19,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from heliosweb.catalogs.models import Boot
-from heliosweb.common.broadcast import publish
 from heliosweb.common.errors import Conflict, Forbidden
+from heliosweb.realtime.broadcast import publish
 from heliosweb.recipes.models import Recipe
 from heliosweb.recipes.selectors import policy_of_version, setting_of
 from scheduler_core.errors import InvalidInput
@@ -161,7 +161,7 @@ def _next_seq(recipe: Recipe) -> int:
 
 
 def live_topic(recipe_name: str) -> str:
-    """The broadcast topic of a recipe's live frames (heliosweb.common.broadcast)."""
+    """The broadcast topic of a recipe's live frames (heliosweb.realtime.broadcast)."""
     return f"live.{recipe_name}"
 
 

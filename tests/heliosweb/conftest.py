@@ -348,7 +348,7 @@ def use_redis(redis_url: str, settings: Any) -> None:
     from heliosweb.settings import redis_channel_layer
 
     settings.CHANNEL_LAYERS = {"default": redis_channel_layer(redis_url)}
-    settings.REDIS_URL = redis_url  # heliosweb.common.broadcast publishes there (policy changes, live frames)
+    settings.REDIS_URL = redis_url  # heliosweb.realtime.broadcast publishes there (policy changes, live frames)
     channel_layers.backends.clear()
     # The prefix too: with REDIS_URL set (CI's PostgreSQL pass) the URL is already this one, and
     # a producer without the session's prefix queues where the stack's worker never looks.

@@ -362,7 +362,7 @@ def test_an_unavailable_channel_layer_never_fails_the_decision(
             await asyncio.sleep(0)
             raise ConnectionError("redis is down")
 
-    monkeypatch.setattr("heliosweb.common.realtime.get_channel_layer", lambda: Down())
+    monkeypatch.setattr("heliosweb.realtime.push.get_channel_layer", lambda: Down())
     with django_capture_on_commit_callbacks(execute=True):
         decision = propose(author)
     assert PolicyDecision.objects.get().pk == decision.pk and audit_verify().ok

@@ -74,7 +74,7 @@ def test_collected_static_files_are_hashed_compressed_and_cached_for_good(
     scripts deferred, and each is served gzipped with a cache header of at least a year."""
     from heliosweb.settings import STORAGES
 
-    collected = {**STORAGES, "staticfiles": {"BACKEND": "heliosweb.common.static_files.CollectedStaticStorage"}}
+    collected = {**STORAGES, "staticfiles": {"BACKEND": "heliosweb.pipeline.static_files.CollectedStaticStorage"}}
     with override_settings(
         STATIC_ROOT=tmp_path,
         STORAGES=collected,

@@ -1,6 +1,6 @@
 """HTTP as a real daphne hands it to Django: chunked bodies are read, slow clients are timed out
 (headers, bodies, a length no body can have) while long-polls and websockets are not, and the
-telemetry lane (`common.asgi_handler`) answers every request of one table exactly as Django's own
+telemetry lane (`server.handler`) answers every request of one table exactly as Django's own
 test client does (the sync handler, no lane), with the middleware's headers."""
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ def test_every_installed_heliosweb_app_is_in_a_layer():
 
 
 def test_every_heliosweb_package_and_module_is_in_a_layer():
-    # settings, celery, stack and server_tuning are process wiring read by name (DJANGO_SETTINGS_MODULE,
+    # settings, celery and stack are process wiring read by name (DJANGO_SETTINGS_MODULE,
     # celery -A, devtool), not rooms; every other module or package under heliosweb/ is one.
-    wiring = {"heliosweb.settings", "heliosweb.celery", "heliosweb.stack", "heliosweb.server_tuning"}
+    wiring = {"heliosweb.settings", "heliosweb.celery", "heliosweb.stack"}
     found = {
         f"heliosweb.{path.stem if path.is_file() else path.name}"
         for path in (ROOT / "heliosweb").iterdir()

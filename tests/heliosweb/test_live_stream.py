@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from heliosweb.asgi import application
-from heliosweb.common.broadcast import Message, publish
+from heliosweb.realtime.broadcast import Message, publish
 from heliosweb.telemetry import ingest as services
 from heliosweb.telemetry.consumers import LiveConsumer, Pace
 from heliosweb.telemetry.selectors import frames_after

@@ -1,4 +1,4 @@
-"""One request pipeline (`common.asgi_handler`): engines' telemetry posts run Django's whole cycle
+"""One request pipeline (`server.handler`): engines' telemetry posts run Django's whole cycle
 (the middleware list as configured, the request signals, SECURE_SSL_REDIRECT, the security headers)
 in one kept thread that keeps its database connection; the policy long-poll's on the event loop;
 and the HTTP that real clients send: gzip bodies (bounded once decompressed), the Bearer scheme in
@@ -23,10 +23,10 @@ from django.db import connections
 from django.http import HttpRequest, HttpResponse
 from django.test import Client
 
-from heliosweb.common import loop_middleware
-from heliosweb.common.asgi_handler import HeliosASGIHandler, lane_of
-from heliosweb.common.request_body import gunzip
+from heliosweb.pipeline.request_body import gunzip
 from heliosweb.recipes import policy_poll
+from heliosweb.server import loop_middleware
+from heliosweb.server.handler import HeliosASGIHandler, lane_of
 from heliosweb.telemetry import api as telemetry_api
 from heliosweb.telemetry.models import TelemetryBatch
 

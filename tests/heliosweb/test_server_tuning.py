@@ -1,4 +1,4 @@
-"""What `heliosweb.server_tuning` changes in daphne's libraries, checked by behaviour (each test fails
+"""What `heliosweb.server.daphne_tuning` changes in daphne's libraries, checked by behaviour (each test fails
 if an upgrade of Twisted or autobahn undid its change), and `apply()` refusing to start when a hook
 it uses is gone. The read timeouts and body bounds are checked through a real daphne in
 `test_http_server.py`."""
@@ -20,8 +20,8 @@ from twisted.web import http
 from twisted.web.http import HTTPChannel, Request
 
 import heliosweb.asgi  # noqa: F401  (loading it applies the tuning, as in daphne)
-from heliosweb import server_tuning
-from heliosweb.server_tuning import BoundedHTTPChannel
+from heliosweb.server import daphne_tuning
+from heliosweb.server.daphne_tuning import BoundedHTTPChannel
 
 SEEN: list[tuple[Any, dict[bytes, list[bytes]], bytes]] = []
 
@@ -109,13 +109,13 @@ def test_twisted_formats_no_access_line_per_request():
 def test_apply_refuses_to_start_when_a_hook_it_uses_is_gone(monkeypatch, owner, name, hook):
     monkeypatch.delattr(owner, name)
     with pytest.raises(RuntimeError, match=hook.replace(".", r"\.")):
-        server_tuning.apply()
+        daphne_tuning.apply()
 
 
 def test_apply_refuses_to_start_when_twisted_no_longer_takes_parse_post_form_submission(monkeypatch):
     monkeypatch.setattr(Request, "__init__", lambda self, channel, queued=None: None)
     with pytest.raises(RuntimeError, match="parsePOSTFormSubmission"):
-        server_tuning.apply()
+        daphne_tuning.apply()
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from heliosweb.common.realtime import send_event
+from heliosweb.realtime.push import send_event
 
 from ..models import BenchmarkJob, JobEvent, JobStatus
 from ..selectors import job_as_api

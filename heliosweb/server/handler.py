@@ -19,7 +19,7 @@
   server's loop.
 - An async view marked with `kept_thread` (the policy long-poll) runs on the event loop with its
   middleware: every middleware in the list is async-capable, the library ones as the subclasses
-  that run their methods on the loop (`common.loop_middleware`), so no thread is taken per request; its sync
+  that run their methods on the loop (`server.loop_middleware`), so no thread is taken per request; its sync
   calls (database reads, the request signals' receivers) go to its one kept thread. Django gives
   each request a thread of its own for those, started when first used and joined by yet another
   thread at its end; with sync-only middleware in the list, an async view's whole middleware chain

@@ -5,7 +5,7 @@ A websocket consumer reads its channel through a Lua script that writes (channel
 backup of the message being received); with Redis refusing writes (`MISCONF`: its disk failing)
 that raised in the consumer's dispatch loop and the socket was closed 1011, for every new socket
 while it lasted. Now the read is tried again every `RETRY_S`; the socket meanwhile gets its
-events from the database (`common.streams`) and live ones once Redis writes again.
+events from the database (`realtime.streams`) and live ones once Redis writes again.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import redis
 from channels_redis.core import RedisChannelLayer as BaseRedisChannelLayer
 
-from .redis_errors import redis_refusal
+from heliosweb.common.redis_errors import redis_refusal
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,8 @@
 application loads (`heliosweb.asgi`), in the web server's process. Each change reaches into a
 library through a hook it does not promise to keep, so `requirements.txt` pins both libraries,
 `apply()` checks each hook is still there and refuses to start otherwise, and
-`tests/heliosweb/test_server_tuning.py` checks each behaviour through a real daphne.
+`tests/heliosweb/test_server_tuning.py` checks each behaviour through a real daphne, and
+`tests/heliosweb/test_server_internals.py` the library code each change leans on.
 
 - Slow clients are timed out. Twisted's only clock is an idle timeout (60 s) that every byte
   resets, so a client sending one byte a second held a connection, and its request, for ever.
@@ -81,8 +82,8 @@ def apply() -> None:
 def _require(present: bool, hook: str) -> None:
     if not present:
         raise RuntimeError(
-            f"heliosweb.server_tuning: {hook} is gone; Twisted, autobahn or daphne was upgraded past the "
-            "versions pinned in requirements.txt: re-check each change in server_tuning before unpinning"
+            f"heliosweb.server.daphne_tuning: {hook} is gone; Twisted, autobahn or daphne was upgraded past the "
+            "versions pinned in requirements.txt: re-check each change in heliosweb/server/daphne_tuning.py before unpinning"
         )
 
 

@@ -15,7 +15,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from .redis_errors import redis_refusal
+from heliosweb.common.redis_errors import redis_refusal
 
 log = logging.getLogger(__name__)
 

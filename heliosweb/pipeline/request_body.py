@@ -16,7 +16,7 @@ import zlib
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
-from .gate import gate
+from heliosweb.common.gate import gate
 
 
 def _decode(request: HttpRequest) -> JsonResponse | None:

@@ -1,6 +1,6 @@
 """The library middleware of `settings.MIDDLEWARE`, as an async view's chain runs them: on the event loop.
 
-Django builds an async chain for an async view (the policy long-poll: `common.asgi_handler`). In
+Django builds an async chain for an async view (the policy long-poll: `server.handler`). In
 it, a `MiddlewareMixin` middleware calls its `process_request`, `process_view` and
 `process_response` through `sync_to_async`: a hop to a thread and back for each, 8 with this list
 after the view returns. One policy change answers every engine long-polling the recipe at once:
@@ -12,7 +12,7 @@ those still go to the thread. WhiteNoise's middleware, sync-only, gains an async
 way: no thread unless it serves a file.
 
 `settings.MIDDLEWARE` keeps naming the libraries' classes (Django's deploy checks look for those
-names); `common.asgi_handler` builds the async chain from the same list with each name in
+names); `server.handler` builds the async chain from the same list with each name in
 `ON_LOOP` replaced by its subclass here. The sync chain uses the libraries' classes unchanged.
 """
 
