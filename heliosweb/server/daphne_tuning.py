@@ -1,9 +1,8 @@
 """What daphne's own libraries (Twisted for HTTP, autobahn for websockets) are told when the ASGI
 application loads (`heliosweb.asgi`), in the web server's process. Each change reaches into a
 library through a hook it does not promise to keep, so `requirements.txt` pins both libraries,
-`apply()` checks each hook is still there and refuses to start otherwise, and
-`tests/heliosweb/test_server_tuning.py` checks each behaviour through a real daphne, and
-`tests/heliosweb/test_server_internals.py` the library code each change leans on.
+`tests/heliosweb/test_server_internals.py` fails when an upgrade changes the library code a change
+leans on, and `test_server_tuning.py` and `test_http_server.py` (a real daphne) check each behaviour.
 
 - Slow clients are timed out. Twisted's only clock is an idle timeout (60 s) that every byte
   resets, so a client sending one byte a second held a connection, and its request, for ever.
@@ -39,7 +38,6 @@ library through a hook it does not promise to keep, so `requirements.txt` pins b
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from io import BytesIO
@@ -50,41 +48,15 @@ from daphne.http_protocol import HTTPFactory, WebRequest
 from django.conf import settings
 from twisted.internet.protocol import connectionDone
 from twisted.python.failure import Failure
-from twisted.web import http
 from twisted.web.http import HTTPChannel, Request
 
 
 def apply() -> None:
-    """Make the changes above, or raise RuntimeError naming the hook an upgrade removed."""
-    _require(hasattr(autobahn.util, "_HAS_CLICK"), "autobahn.util._HAS_CLICK")
-    hooks = ("dataReceived", "lineReceived", "allHeadersReceived", "rawDataReceived", "allContentReceived")
-    for hook in (*hooks, "connectionLost"):
-        _require(hook in vars(HTTPChannel), f"twisted.web.http.HTTPChannel.{hook}")
-    _require(hasattr(HTTPChannel, "lineLengthExceeded"), "twisted.web.http.HTTPChannel.lineLengthExceeded")
-    for state in ("_handlingRequest", "_receivedHeaderSize", "totalHeadersSize", "_HTTPChannel__first_line"):
-        _require(hasattr(HTTPChannel(), state), f"twisted.web.http.HTTPChannel().{state}")
-    _require(issubclass(WebRequest, Request) and "gotLength" in vars(Request), "twisted.web.http.Request.gotLength")
-    _require(hasattr(HTTPFactory, "protocol"), "daphne.http_protocol.HTTPFactory.protocol")
-    _require(
-        "parsePOSTFormSubmission" in inspect.signature(Request.__init__).parameters,
-        "twisted.web.http.Request(parsePOSTFormSubmission=)",
-    )
-    _require(
-        "log" in vars(http.HTTPFactory) and issubclass(HTTPFactory, http.HTTPFactory),
-        "twisted.web.http.HTTPFactory.log",
-    )
+    """Make the changes above (the hooks they use: tests/heliosweb/test_server_internals.py)."""
     autobahn.util._HAS_CLICK = False
     HTTPFactory.log = _no_access_line
     WebRequest.gotLength = _body_in_memory
     HTTPFactory.protocol = BoundedHTTPChannel  # daphne builds each connection's channel from it
-
-
-def _require(present: bool, hook: str) -> None:
-    if not present:
-        raise RuntimeError(
-            f"heliosweb.server.daphne_tuning: {hook} is gone; Twisted, autobahn or daphne was upgraded past the "
-            "versions pinned in requirements.txt: re-check each change in heliosweb/server/daphne_tuning.py before unpinning"
-        )
 
 
 def _no_access_line(self: HTTPFactory, request: Request) -> None:

@@ -86,6 +86,8 @@ INTERNALS: dict[str, dict[str, str]] = {
         "twisted.web.http:Request.gotLength": "1c389b99da50b0ae",
         "twisted.web.http:HTTPFactory.log": "e9acff05b9a51cb7",
         "daphne.http_protocol:HTTPFactory.__init__": "5a2ab14fe1e58653",
+        "daphne.http_protocol:HTTPFactory.buildProtocol": "35e878a6e0e41af2",
+        "twisted.internet.protocol:Factory.buildProtocol": "dead21b5f25d7c51",
         "daphne.http_protocol:WebRequest.__init__": "ec85d9f2a762a39f",
         "autobahn.util:hl": "f17ac08c2642c446",
     },

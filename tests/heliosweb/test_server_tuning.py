@@ -1,6 +1,6 @@
 """What `heliosweb.server.daphne_tuning` changes in daphne's libraries, checked by behaviour (each test fails
-if an upgrade of Twisted or autobahn undid its change), and `apply()` refusing to start when a hook
-it uses is gone. The read timeouts and body bounds are checked through a real daphne in
+if an upgrade of Twisted or autobahn undid its change; the library code each leans on is checked in
+`test_server_internals.py`). The read timeouts and body bounds are checked through a real daphne in
 `test_http_server.py`."""
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from daphne.http_protocol import HTTPFactory, WebRequest
 from django.conf import settings
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
-from twisted.web import http
 from twisted.web.http import HTTPChannel, Request
 
 import heliosweb.asgi  # noqa: F401  (loading it applies the tuning, as in daphne)
-from heliosweb.server import daphne_tuning
 from heliosweb.server.daphne_tuning import BoundedHTTPChannel
 
 SEEN: list[tuple[Any, dict[bytes, list[bytes]], bytes]] = []
@@ -94,28 +92,6 @@ def test_twisted_formats_no_access_line_per_request():
     channel.makeConnection(StringTransport())
     factory.log(Request(channel))
     assert written == []  # Twisted's own would have written the request's combined-log line
-
-
-@pytest.mark.parametrize(
-    ("owner", "name", "hook"),
-    [
-        (autobahn.util, "_HAS_CLICK", "autobahn.util._HAS_CLICK"),
-        (HTTPChannel, "allHeadersReceived", "HTTPChannel.allHeadersReceived"),
-        (HTTPChannel, "rawDataReceived", "HTTPChannel.rawDataReceived"),
-        (Request, "gotLength", "Request.gotLength"),
-        (http.HTTPFactory, "log", "HTTPFactory.log"),
-    ],
-)
-def test_apply_refuses_to_start_when_a_hook_it_uses_is_gone(monkeypatch, owner, name, hook):
-    monkeypatch.delattr(owner, name)
-    with pytest.raises(RuntimeError, match=hook.replace(".", r"\.")):
-        daphne_tuning.apply()
-
-
-def test_apply_refuses_to_start_when_twisted_no_longer_takes_parse_post_form_submission(monkeypatch):
-    monkeypatch.setattr(Request, "__init__", lambda self, channel, queued=None: None)
-    with pytest.raises(RuntimeError, match="parsePOSTFormSubmission"):
-        daphne_tuning.apply()
 
 
 @pytest.mark.parametrize(
