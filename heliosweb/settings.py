@@ -267,8 +267,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CHANNEL_ERROR_RETRY = True
 # kombu's Redis transport, except that a connection Celery already closed after an outage reports a
 # connection error instead of an AttributeError: Celery 5.7's reconnect otherwise exits the worker
-# ("Unrecoverable error") on any Redis restart with a job running (heliosweb/common/broker_transport.py).
-CELERY_BROKER_TRANSPORT = "heliosweb.common.broker_transport:Transport" if REDIS_URL else None
+# ("Unrecoverable error") on any Redis restart with a job running (heliosweb/server/broker_transport.py).
+CELERY_BROKER_TRANSPORT = "heliosweb.server.broker_transport:Transport" if REDIS_URL else None
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A task whose whole worker vanished comes back after this; the job is then marked failed
     # (never run twice: see jobs.services.runner.job_run).

@@ -1,1 +1,1 @@
-"""What the web server changes in Django, asgiref, Channels, Twisted and autobahn, all in one place (README.md)."""
+"""Every override of a library's internals, one module each: the web server's, and the workers' broker transport (README.md)."""

@@ -113,7 +113,7 @@ def test_every_child_killed_in_turn_heals_and_loses_nothing(tmp_path: Path):
 
         # Redis, mid-job: the events live in the database; the job ends done with every one of them.
         # The workers holding a job (prefork and solo pools) ride the outage out: the same processes
-        # take the next jobs (Celery 5.7 exited them, "Unrecoverable error", common/broker_transport.py).
+        # take the next jobs (Celery 5.7 exited them, "Unrecoverable error", server/broker_transport.py).
         on_gpu, running = dev.pulse(450, 15.0, queue="gpu"), dev.pulse(450, 15.0)  # 30 s: still running when killed
         dev.wait_status(running, "running")
         dev.wait_status(on_gpu, "running")

@@ -35,6 +35,10 @@ def _find(path: str) -> tuple[Any, str]:
 
 # override module -> the library code it re-implements or relies on -> its source's hash
 INTERNALS: dict[str, dict[str, str]] = {
+    "heliosweb.server.broker_transport": {
+        "kombu.transport.redis:Channel._connparams": "e9a4295085a8fb90",
+        "kombu.transport.redis:QoS.restore_unacked": "8954efef014d546e",
+    },
     "heliosweb.server.handler": {
         "django.core.handlers.base:BaseHandler.load_middleware": "a1fb7ee5f8586195",
         "django.core.handlers.asgi:ASGIHandler.__call__": "f756809e9c9308dc",
@@ -50,6 +54,8 @@ INTERNALS: dict[str, dict[str, str]] = {
         "django.utils.deprecation:MiddlewareMixin.__acall__": "adf8cbcaf9f11e45",
         "whitenoise.middleware:WhiteNoiseMiddleware.__init__": "3a5a52074a3bbd1c",
         "whitenoise.middleware:WhiteNoiseMiddleware.__call__": "538b06958308b801",
+        "whitenoise.middleware:WhiteNoiseMiddleware.find_file": "f338d02358b615c5",
+        "whitenoise.middleware:WhiteNoiseMiddleware.serve": "5858d32edfbb9db2",
         # the library methods these subclasses call on the event loop: none may do I/O there
         "django.middleware.security:SecurityMiddleware.process_request": "3373d262748cbe3e",
         "django.middleware.security:SecurityMiddleware.process_response": "3822bd0d5f79f4a3",
