@@ -1,5 +1,5 @@
-"""Each override in `heliosweb.server` leans on library code that no public API promises: here is
-that code, per override, by the hash of its source under the versions pinned in requirements.txt.
+"""Each override in `heliosweb.server` (and two small reaches beside the code they serve) leans on
+library code that no public API promises: here is that code, per override, by the hash of its source under the versions pinned in requirements.txt.
 An upgrade that changes any of it fails here, naming the library code and the override to re-check
 (heliosweb/server/README.md says what each one changes); once re-checked, the new hash goes here.
 What each override does is tested by behaviour elsewhere (test_request_pipeline.py,
@@ -20,7 +20,9 @@ from heliosweb.server.loop_middleware import ON_LOOP
 
 
 def _source_hash(owner: Any, name: str) -> str:
-    return hashlib.sha256(inspect.getsource(getattr(owner, name)).encode()).hexdigest()[:16]
+    target = getattr(owner, name)
+    target = getattr(target, "fget", target)  # a property: its getter
+    return hashlib.sha256(inspect.getsource(target).encode()).hexdigest()[:16]
 
 
 def _find(path: str) -> tuple[Any, str]:
@@ -35,6 +37,12 @@ def _find(path: str) -> tuple[Any, str]:
 
 # override module -> the library code it re-implements or relies on -> its source's hash
 INTERNALS: dict[str, dict[str, str]] = {
+    # two small reaches stay beside the code they serve (heliosweb/server/README.md)
+    "heliosweb.pipeline.request_body": {
+        "django.http.request:HttpRequest.read": "c1ce7c1a97f275f8",
+        "django.http.request:HttpRequest.body": "6bc74512242013ac",
+    },
+    "heliosweb.telemetry.consumers": {"channels.consumer:AsyncConsumer.__call__": "e52238720872dbc3"},
     "heliosweb.server.broker_transport": {
         "kombu.transport.redis:Channel._connparams": "e9a4295085a8fb90",
         "kombu.transport.redis:QoS.restore_unacked": "8954efef014d546e",
