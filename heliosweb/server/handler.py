@@ -1,34 +1,16 @@
-"""Django's ASGI handler, with these changes; every request still goes through Django's whole cycle.
+"""Django's ASGI handler, with three changes; every request still goes through Django's whole cycle
+(the why, with figures: docs/architecture.md, "One request pipeline"; heliosweb/server/README.md).
 
-- A body sent without Content-Length (`Transfer-Encoding: chunked`, which the server has already
-  decoded) is given its real length: Django and DRF read a request with no length as empty, so
-  every API POST sent chunked used to arrive with no data.
-- A sync view marked with `kept_thread(view, name)` runs, middleware and all, in one long-lived
-  thread of its own. Under ASGI Django runs the middleware of a sync view in a new thread per
-  request, hopping between that thread and the event loop twice per middleware, and opens the
-  view's database connection there and closes it after, whatever `CONN_MAX_AGE` says (the thread
-  ends). For engines' telemetry posts, tens of thousands of records a second through a view that
-  takes one batch at a time anyway, that was most of a small batch's cost. Here the same
-  middleware list (`settings.MIDDLEWARE`, loaded in sync mode), URL resolver, view and exception
-  handling run in one hop to that thread, which keeps its connection from one request to the
-  next (and replaces it when the database dropped it). The request signals are sent as for any
-  request, and their receivers run in that same thread: not on asgiref's one shared sync thread
-  (behind Channels' database calls, where a burst of websocket handshakes would hold telemetry
-  posts), nor in a thread started for each request, as Django's per-request context does. This is
-  the lane Zulip's Tornado server uses for its own hot path: Django's handler, called from the
-  server's loop.
-- An async view marked with `kept_thread` (the policy long-poll) runs on the event loop with its
-  middleware: every middleware in the list is async-capable, the library ones as the subclasses
-  that run their methods on the loop (`server.loop_middleware`), so no thread is taken per request; its sync
-  calls (database reads, the request signals' receivers) go to its one kept thread. Django gives
-  each request a thread of its own for those, started when first used and joined by yet another
-  thread at its end; with sync-only middleware in the list, an async view's whole middleware chain
-  ran in that thread, waiting there while the view waited. One policy change answers every engine
-  long-polling the recipe at once: at 1,000 engines, 1,000 threads woke, each passing its answer
-  back through the middleware, then 1,000 more were started to join them, and the last engine
-  heard of the change seconds after the first.
-- Every other view is served as Django serves a sync view under ASGI: the same middleware list in
-  sync mode, in the request's own thread, in one hop.
+- A body sent without Content-Length (chunked, already decoded by the server) is given its real
+  length: Django and DRF read a request with no length as empty.
+- A sync view marked `kept_thread(view, name)` (the telemetry post) runs, the same middleware list
+  in sync mode, URL resolver, view, exception handling and request signals, in one hop to one
+  long-lived thread that keeps its database connection; Django would hop between a new thread and
+  the loop twice per middleware and open and close a connection per request.
+- An async view marked `kept_thread` (the policy long-poll) runs on the loop with its middleware
+  (the library ones as `loop_middleware`'s subclasses), its sync calls in its kept thread: no thread
+  per request, which at 1,000 engines answered at once was 1,000 threads woken and 1,000 more started.
+- Every other view is served as Django serves a sync view under ASGI, in one hop.
 """
 
 from __future__ import annotations
