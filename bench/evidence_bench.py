@@ -73,6 +73,17 @@ def seed(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
             for n, e in enumerate(events, start=1)
         )
         jobs.append(job)
+    try:  # what the worker makes of each result as it stores it, where this version does
+        from heliosweb.jobs.result_reading import reading_store  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        print("seed: no stored readings of results in this version")
+    else:
+        t0 = time.perf_counter()
+        for job in jobs:
+            reading_store(job, result)
+        print(
+            f"seed: each job's reading made and stored as its worker does, {(time.perf_counter() - t0) / len(jobs) * 1000:.0f} ms a job"
+        )
     for i in range(args.audit_events):
         audit_append(action="login", actor=user, reason=f"bench event {i}")
     try:  # as the periodic task leaves it (a minute ago at most), where this version has one
