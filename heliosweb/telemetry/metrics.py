@@ -193,7 +193,9 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
             },
             status=403,
         )
-    return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
+    from .metrics_snapshot import served_exposition  # it imports this module's exposition
+
+    return HttpResponse(served_exposition(), content_type=CONTENT_TYPE_LATEST)
 
 
 def _allowed(request: HttpRequest) -> bool:
