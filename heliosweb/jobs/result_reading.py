@@ -4,13 +4,14 @@ Twenty cited jobs of 19,000 requests are about 140 MB of results; a decision's t
 compared every per-request row of them on its first view (15 s). The worker makes each job's
 reading once, right after storing its result (`runner`), from the result it holds in memory:
 the per-request comparisons of every ordered pair of its policies, the result less those rows,
-and the analysis's text. A job with no reading, or one made from an earlier state of the job (a
+the analysis's text and the result's first HEAD_CHARS as indented JSON (what compare shows). A job with no reading, or one made from an earlier state of the job (a
 job stored by an older version, or rewritten), has it made on first read and stored, so each
 result is read once, not once per view or per process.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from .models import BenchmarkJob, JobStatus, ResultReading
 from .selectors import job_summary
 
 log = logging.getLogger(__name__)
+HEAD_CHARS = 20_000  # of a result as indented JSON, shown beside the others compared; the whole is in its downloads
 
 
 def job_version(job: BenchmarkJob) -> str:
@@ -43,14 +45,33 @@ def reading_of(job: BenchmarkJob, result: Any) -> ResultReading:
             stripped = [{k: v for k, v in p.items() if k != "per_request"} for p in policies]
             lean = {**result, "policies": stripped}
     job.result = result
-    return ResultReading(job=job, version=job_version(job), lean=lean, compared=compared, text=job_summary(job) or "")
+    head = json_head(result, HEAD_CHARS) if result is not None else ""
+    return ResultReading(
+        job=job, version=job_version(job), lean=lean, compared=compared, text=job_summary(job) or "", head=head
+    )
+
+
+def json_head(value: Any, chars: int) -> str:
+    """The first `chars` characters of `value` as indented JSON, without writing the rest (a
+    19,500-request result is 7 MB of it)."""
+    head: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(indent=2).iterencode(value):
+        head.append(chunk)
+        size += len(chunk)
+        if size >= chars:
+            break
+    return "".join(head)[:chars]
 
 
 def reading_store(job: BenchmarkJob, result: Any) -> ResultReading:
     """Make and store (or replace) the reading of a done job whose result is `result`."""
     reading = reading_of(job, result)
     ResultReading.objects.bulk_create(
-        [reading], update_conflicts=True, unique_fields=["job"], update_fields=["version", "lean", "compared", "text"]
+        [reading],
+        update_conflicts=True,
+        unique_fields=["job"],
+        update_fields=["version", "lean", "compared", "text", "head"],
     )
     return reading
 

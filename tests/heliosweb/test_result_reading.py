@@ -4,7 +4,9 @@ by the decision pages instead of the result, and giving them what the whole resu
 from __future__ import annotations
 
 import datetime as dt
+import html
 
+from django.core.cache import caches
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -99,3 +101,20 @@ def test_the_worker_stores_a_done_jobs_reading_with_its_result(maintainer, trans
     reading = ResultReading.objects.get(job=job)
     assert job.status == "done" and reading.version == job_version(job)
     assert reading.compared and reading.text == job_summary(job)
+
+
+def test_compare_shows_each_jobs_text_and_result_head_from_its_reading_not_its_result(client, maintainer, recipe):
+    jobs = [simulate_job(recipe), simulate_job(recipe, seed=3)]
+    for job in jobs:
+        reading_store(job, job.result)
+    for alias in caches:  # figures are built once the page asks: those read the results
+        caches[alias].clear()
+    client.force_login(maintainer)
+    client.get(f"/compare?ids={jobs[0].pk},{jobs[1].pk}")  # the figures built (and kept)
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(f"/compare?ids={jobs[0].pk},{jobs[1].pk}")
+    assert page.status_code == 200 and not reads_results(queries)
+    text = page.content.decode()
+    for job in jobs:
+        reading = ResultReading.objects.get(job=job)
+        assert html.escape(reading.head[:200]) in text and html.escape(reading.text.splitlines()[0]) in text
