@@ -399,8 +399,8 @@ CACHES = {
         "LOCATION": "helios-figures",
         "OPTIONS": {"MAX_ENTRIES": env_int("HELIOS_FIGURE_CACHE_JOBS", 200, minimum=1)},
     },
-    # A decision's computed trade-off and its evidence jobs' text (heliosweb.decisions.tradeoff_cache),
-    # keyed by what they are computed from: in this process's memory, at most this many entries.
+    # A decision's computed trade-off (heliosweb.decisions.tradeoff_cache),
+    # keyed by what it is computed from: in this process's memory, at most this many entries.
     "evidence": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "helios-evidence",

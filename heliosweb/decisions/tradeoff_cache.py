@@ -1,4 +1,4 @@
-"""A decision's trade-off and its evidence's text, computed once per evidence set and kept.
+"""A decision's trade-off, computed once per evidence set and kept.
 
 The trade-off reads each cited job's stored reading (`jobs.result_reading`: small rows made when
 the result was stored), not the results themselves; assembling it is still kept. What it reads changes
