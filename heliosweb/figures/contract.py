@@ -67,6 +67,13 @@ class Figure:
         return {"id": self.id, "title": self.title, "figure": figure, "summary": summary}
 
 
+def many_points(data: list[Json], layout: go.Layout | Json) -> go.Figure:
+    """A figure whose traces this code writes with thousands of points each (a 19,500-request
+    job's CDFs and timelines), built without Plotly's check of every point (its `_validate=False`:
+    about 8x faster at 15,000 points, the same JSON; a test holds it to the checked build)."""
+    return go.Figure(data, layout, _validate=False)
+
+
 def _dicts_copied(value: Any) -> Any:
     """`value` with every dict (and list of dicts: traces, annotations) copied, other lists and
     values shared; a list is one of dicts when its first item is (a per-point list never is)."""

@@ -20,7 +20,7 @@ from scheduler_core import saturation
 from scheduler_core.analyses.simulate import SimulateResult
 from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, column
 
-from .contract import LOG_AXIS, Figure, JobData, KindViews, Span, Table, base_layout, empty
+from .contract import LOG_AXIS, Figure, JobData, KindViews, Span, Table, base_layout, empty, many_points
 from .palette import DECODE_COLOUR, INIT_COLOUR, KIND_COLOURS, capacity_colour, policy_colour
 
 KINDS = ("init", "prefill", "mixed", "decode")
@@ -96,7 +96,7 @@ def lanes_timeline(policy: str, launches: list[dict[str, Any]]) -> go.Figure:
         yaxis={"type": "category", "categoryorder": "array", "categoryarray": [f"req {i}" for i in lanes][::-1]},
         xaxis={"title": {"text": "simulation clock (ms)"}},
     )
-    return go.Figure(data=traces, layout=layout)
+    return many_points(traces, layout)
 
 
 def _lanes_summary(launches: list[dict[str, Any]]) -> str:
@@ -169,7 +169,7 @@ def requests_timeline(policy: str, per_request: list[dict[str, Any]]) -> Figure:
         if rows
         else f"No request finished under {policy}."
     )
-    return Figure(f"requests-{policy}", f"Requests timeline ({policy})", go.Figure(traces, layout), summary)
+    return Figure(f"requests-{policy}", f"Requests timeline ({policy})", many_points(traces, layout), summary)
 
 
 def _group_order(name: str) -> tuple[int, int]:
@@ -237,7 +237,7 @@ def ttft_cdf(policies: list[dict[str, Any]]) -> go.Figure:
     title = "TTFT per request (CDF)"
     if overloaded(policies):
         title += f"; OVERLOADED ({', '.join(overloaded(policies))}): {saturation.QUEUEING}"
-    return go.Figure(traces, _cdf_layout(title, "TTFT (ms)", "share of requests"))
+    return many_points(traces, _cdf_layout(title, "TTFT (ms)", "share of requests"))
 
 
 def _itl_cdf(policies: list[dict[str, Any]]) -> go.Figure:
