@@ -95,11 +95,11 @@ def main() -> None:
 
         for history, served in (("rolling", False), ("storm", False), ("storm", True)):
             if served:
-                snapshot_store()
+                snapshot_store(exposition)
                 history = "served"
             else:
                 store(history)
-            wall, cpu, size, samples = scrape(served_exposition if served else exposition)
+            wall, cpu, size, samples = scrape((lambda: served_exposition(exposition)) if served else exposition)
             verdict = ", ".join(
                 f"{what} {'met' if ok else 'MISSED'}"
                 for what, ok in (

@@ -43,10 +43,14 @@ def _evidence(decision: PolicyDecision) -> list[Evidence]:
             j.params or {},
             read[j.pk].lean or {},
             tuple(d for i in booted[j.pk] if (d := devices.get(i))),
-            None if read[j.pk].compared is None else tuple(read[j.pk].compared),
+            _compared(read[j.pk].compared),
         )
         for j in jobs
     ]
+
+
+def _compared(stored: list[dict[str, Any]] | None) -> tuple[dict[str, Any], ...] | None:
+    return None if stored is None else tuple(stored)
 
 
 def _boot_ids(sources: Any) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from . import ingest, metrics_snapshot
+from . import ingest, metrics, metrics_snapshot
 
 
 @shared_task(name="heliosweb.telemetry.tasks.prune_telemetry", ignore_result=True)
@@ -15,4 +15,4 @@ def prune_telemetry() -> dict[str, int]:
 
 @shared_task(name="heliosweb.telemetry.tasks.snapshot_metrics", ignore_result=True)
 def snapshot_metrics() -> int:
-    return metrics_snapshot.snapshot_store()
+    return metrics_snapshot.snapshot_store(metrics.exposition)
