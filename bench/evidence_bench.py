@@ -73,6 +73,17 @@ def seed(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
             for n, e in enumerate(events, start=1)
         )
         jobs.append(job)
+    try:  # what the worker makes of each result as it stores it, where this version does
+        from heliosweb.jobs.result_reading import reading_store  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        print("seed: no stored readings of results in this version")
+    else:
+        t0 = time.perf_counter()
+        for job in jobs:
+            reading_store(job, result)
+        print(
+            f"seed: each job's reading made and stored as its worker does, {(time.perf_counter() - t0) / len(jobs) * 1000:.0f} ms a job"
+        )
     for i in range(args.audit_events):
         audit_append(action="login", actor=user, reason=f"bench event {i}")
     try:  # as the periodic task leaves it (a minute ago at most), where this version has one
@@ -198,7 +209,20 @@ def compare(client: Any, seeded: dict[str, Any], repeat: int) -> None:
 
 LONG_TASKS = """window.longTasks = [];
 new PerformanceObserver((list) => { for (const e of list.getEntries()) window.longTasks.push([e.startTime, e.duration]); })
-  .observe({ entryTypes: ["longtask"] });"""
+  .observe({ entryTypes: ["longtask"] });
+// Each chart's own drawing (the synchronous part of Plotly.react), by figure: which one a long task is.
+window.drawTimes = [];
+Object.defineProperty(window, "Plotly", { configurable: true, get() { return undefined; }, set(plotly) {
+  const react = plotly.react;
+  plotly.react = function (el, ...rest) {
+    const t0 = performance.now();
+    const drawn = react.call(this, el, ...rest);
+    window.drawTimes.push([el.dataset.figureId || el.id || "?", performance.now() - t0]);
+    return drawn;
+  };
+  Object.defineProperty(window, "Plotly", { value: plotly, writable: true, configurable: true });
+} });"""
+SLOWEST = "() => window.drawTimes.slice().sort((a, b) => b[1] - a[1]).slice(0, 3)"
 # Long tasks that began before DOMContentLoaded (parsing the page, evaluating the deferred scripts:
 # Plotly.js) and after it (fetching and drawing the figures).
 SPLIT = """() => { const nav = performance.getEntriesByType('navigation')[0];
@@ -250,12 +274,14 @@ def browser(tmp: Path, procs: list, user: Any, seeded: dict[str, Any]) -> None:
             page.wait_for_timeout(1000)
             loaded = time.perf_counter() - t0
             before, after = page.evaluate(SPLIT)
+            slowest = page.evaluate(SLOWEST)
             context.close()
             print(
                 f"{name:<14} loaded and drawn in {loaded:.1f} s; main-thread long tasks until DOMContentLoaded "
                 f"(parsing, Plotly.js evaluated) {len(before)}, longest {max(before, default=0):.0f} ms; after it "
                 f"(figures fetched and drawn) {len(after)}, longest {max(after, default=0):.0f} ms "
-                f"(target: none over {LONG_TASK_MS:.0f} ms)"
+                f"(target: none over {LONG_TASK_MS:.0f} ms); slowest charts to draw: "
+                + (", ".join(f"{fig} {ms:.0f} ms" for fig, ms in slowest) or "none")
             )
         chromium.close()
 

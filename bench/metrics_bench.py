@@ -8,7 +8,9 @@ and launches under every version:
   HELIOS_METRICS_MAX_ENGINE_SERIES, HELIOS_METRICS_MAX_VERSIONS).
 Each scrape is the real collector over a throwaway SQLite database (as `/metrics` computes it, view
 and access check aside), timed 20 times; printed: median and worst wall and CPU time, size,
-samples, and the load average (a loaded machine's wall times count the waits for a core).
+samples, and the load average (a loaded machine's wall times count the waits for a core). Then
+`served`: a scrape as `/metrics` answers it while beat keeps a snapshot (`metrics_snapshot`: one
+made, then read from the cache on Redis 20 times).
 
     .venv/bin/python bench/metrics_bench.py
 """
@@ -21,6 +23,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -67,11 +70,9 @@ def store(history: str) -> None:
     Totals.objects.bulk_create(rows, batch_size=500)
 
 
-def scrape() -> tuple[list[float], list[float], int, int]:
+def scrape(exposition: Callable[[], bytes]) -> tuple[list[float], list[float], int, int]:
     """Wall and CPU milliseconds of each scrape (CPU: this process's, the database's included, as
     SQLite runs in it; on a loaded machine wall time counts the waits for a core), bytes, samples."""
-    from heliosweb.telemetry.metrics import exposition
-
     wall, cpu, text = [], [], b""
     for _ in range(SCRAPES):
         start, start_cpu = time.perf_counter(), time.process_time()
@@ -89,9 +90,16 @@ def main() -> None:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         head = f"{'history':<10}{'wall p50':>9}{'worst':>8}{'cpu p50':>9}{'worst':>8}{'KB':>8}{'samples':>9}"
         print(f"{head}   target: <= {TARGET_MS:.0f} ms, <= {TARGET_BYTES // 1000} KB")
-        for history in ("rolling", "storm"):
-            store(history)
-            wall, cpu, size, samples = scrape()
+        from heliosweb.telemetry.metrics import exposition
+        from heliosweb.telemetry.metrics_snapshot import served_exposition, snapshot_store
+
+        for history, served in (("rolling", False), ("storm", False), ("storm", True)):
+            if served:
+                snapshot_store(exposition)
+                history = "served"
+            else:
+                store(history)
+            wall, cpu, size, samples = scrape((lambda: served_exposition(exposition)) if served else exposition)
             verdict = ", ".join(
                 f"{what} {'met' if ok else 'MISSED'}"
                 for what, ok in (

@@ -280,6 +280,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_TASK_DEFAULT_QUEUE = "sim"
 # Maintenance has its own queue and worker (`maint`; beat is a program of its own): never behind a job.
+# /metrics is served from a snapshot beat makes this often, kept three periods (0: computed on
+# every scrape). docs/telemetry.md, "Prometheus".
+HELIOS_METRICS_SNAPSHOT_SECONDS = env_int("HELIOS_METRICS_SNAPSHOT_SECONDS", 10, minimum=0)
 CELERY_BEAT_SCHEDULE = {
     "reap-vanished-jobs": {
         "task": "heliosweb.jobs.tasks.reap_jobs",
@@ -298,6 +301,12 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"queue": "maint", "expires": 120},
     },
 }
+if HELIOS_METRICS_SNAPSHOT_SECONDS:  # /metrics served from a snapshot (heliosweb.telemetry.metrics_snapshot)
+    CELERY_BEAT_SCHEDULE["snapshot-metrics"] = {
+        "task": "heliosweb.telemetry.tasks.snapshot_metrics",
+        "schedule": float(HELIOS_METRICS_SNAPSHOT_SECONDS),
+        "options": {"queue": "maint", "expires": HELIOS_METRICS_SNAPSHOT_SECONDS},
+    }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # One beat per deployment (a lease in Redis; a second beat, on any host, waits as a standby).
 CELERY_BEAT_SCHEDULER = "heliosweb.common.beat_lock:OneBeatScheduler"
@@ -390,8 +399,8 @@ CACHES = {
         "LOCATION": "helios-figures",
         "OPTIONS": {"MAX_ENTRIES": env_int("HELIOS_FIGURE_CACHE_JOBS", 200, minimum=1)},
     },
-    # A decision's computed trade-off and its evidence jobs' text (heliosweb.decisions.tradeoff_cache),
-    # keyed by what they are computed from: in this process's memory, at most this many entries.
+    # A decision's computed trade-off (heliosweb.decisions.tradeoff_cache),
+    # keyed by what it is computed from: in this process's memory, at most this many entries.
     "evidence": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "helios-evidence",

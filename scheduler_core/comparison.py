@@ -100,3 +100,16 @@ def request_deltas(policies: Sequence[Json], pair: Pair | None, worst: int = WOR
             for d, r, b in rows[:worst]
         ],
     }
+
+
+def every_request_deltas(policies: Sequence[Json]) -> list[Json]:
+    """`request_deltas` for every ordered pair of the policies a run holds (those it can compare):
+    made once when a result is stored, so a reader need not read its per-request rows again."""
+    names = list(dict.fromkeys(p["policy"] for p in policies))
+    pairs = [Pair(before, after) for before in names for after in names if before != after]
+    return [deltas for pair in pairs if (deltas := request_deltas(policies, pair)) is not None]
+
+
+def deltas_of(compared: Sequence[Json], pair: Pair) -> Json | None:
+    """The comparison of `pair` among those already made (`every_request_deltas`), else None."""
+    return next((c for c in compared if (c["before"], c["after"]) == (pair.before, pair.after)), None)

@@ -19,7 +19,10 @@ Json = dict[str, Any]
 @dataclass(frozen=True)
 class Evidence:
     """One done job as the trade-off reads it. `boot_devices`: the devices of the stored boots it
-    planned on (from their provenance), which only the web knows."""
+    planned on (from their provenance), which only the web knows. `compared`: its per-request
+    comparisons already made, one per ordered pair of the policies it ran (`request_deltas`), when
+    `result` comes without its per-request rows (thousands of them, read for nothing else); None:
+    the trade-off makes them from the rows."""
 
     id: int
     kind: str
@@ -27,6 +30,7 @@ class Evidence:
     params: Json
     result: Json
     boot_devices: tuple[str, ...] = field(default=())
+    compared: tuple[Json, ...] | None = None
 
 
 @dataclass(frozen=True)

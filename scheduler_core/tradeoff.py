@@ -40,7 +40,7 @@ from .analyses.replay import ReplayResult
 from .analyses.simulate import SimulateResult
 from .analyses.sweep import SweepResult, summarise
 from .catalog import Catalog
-from .comparison import Pair, pair_in, paired_intervals, percentile_delta, request_deltas
+from .comparison import Pair, deltas_of, pair_in, paired_intervals, percentile_delta, request_deltas
 from .deltas import capacity_differences
 from .errors import InvalidInput
 from .evidence import Evidence, Subject, source
@@ -376,6 +376,8 @@ def _requests(job: Evidence, pair: Pair) -> Json | None:
         draws, rate = capacity["repeats"], capacity["rates_per_s"][at]
         deltas = capacity["deltas"][at].get("per_request") if (pair.before, pair.after) == ("cost", "rule") else None
         deltas = _stored_as_pair(deltas) if deltas else None
+    elif job.compared is not None:
+        deltas = deltas_of(job.compared, pair)
     else:
         deltas = request_deltas(read_as(job.result, SimulateResult)["policies"], pair)
     if not deltas or not deltas["requests"]:

@@ -35,6 +35,7 @@ from heliosweb.figures.registry import views_for
 from heliosweb.figures.selectors import job_data
 from heliosweb.jobs import selectors
 from heliosweb.jobs.registry import get_kind, job_kinds
+from heliosweb.jobs.result_reading import HEAD_CHARS, json_head, readings
 from heliosweb.jobs.services import submission
 from heliosweb.recipes.selectors import recipe_get, recipe_list, recipe_policy_changes
 from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
@@ -367,22 +368,6 @@ def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
     return redirect("job_detail", job_id=job_id)
 
 
-RESULT_SHOWN_CHARS = 20_000  # of each compared job's result as JSON; the whole is in its downloads
-
-
-def json_head(value: Any, chars: int) -> str:
-    """The first `chars` characters of `value` as indented JSON, without writing the rest (a
-    19,500-request result is 7 MB of it)."""
-    head: list[str] = []
-    size = 0
-    for chunk in json.JSONEncoder(indent=2).iterencode(value):
-        head.append(chunk)
-        size += len(chunk)
-        if size >= chars:
-            break
-    return "".join(head)[:chars]
-
-
 @login_required
 def compare(request: HttpRequest) -> HttpResponse:
     raw = request.GET.getlist("ids") or [x for x in request.GET.get("id", "").split(",") if x]
@@ -395,12 +380,13 @@ def compare(request: HttpRequest) -> HttpResponse:
     except InvalidInput as exc:
         error = str(exc)
     figures_json, slots = embedded_payload(compare_payload(jobs)) if jobs else ("", [])
+    read = readings(jobs)  # each done job's text and head, made when its result was stored
     columns = [
         {
             "job": j,
-            "summary": selectors.job_summary(j),
+            "summary": read[j.pk].text if j.pk in read else selectors.job_summary(j),
             "params_json": json.dumps(j.params, indent=2),
-            "result_json": json_head(j.result, RESULT_SHOWN_CHARS) if j.result is not None else "",
+            "result_json": read[j.pk].head if j.pk in read else json_head(j.result, HEAD_CHARS) if j.result else "",
         }
         for j in jobs
     ]

@@ -17,6 +17,7 @@ from heliosweb.common.inputs import as_int, get_by_id
 from heliosweb.common.permissions import Actor
 from heliosweb.common.shapes import Shape, username, when
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
+from heliosweb.jobs.result_reading import readings
 from heliosweb.recipes.selectors import policy_audit_mismatches
 from scheduler_core.errors import InvalidInput
 
@@ -27,7 +28,6 @@ from .audit_rows import (
     evidence_audit_mismatches,
 )
 from .models import OPEN, DecisionComment, DecisionStatus, PolicyDecision
-from .tradeoff_cache import job_summaries_kept
 
 
 def decision_list(
@@ -86,9 +86,10 @@ def decision_evidence(*, decision: PolicyDecision) -> list[BenchmarkJob]:
 
 def decision_evidence_summaries(*, decision: PolicyDecision) -> list[tuple[BenchmarkJob, str | None]]:
     """Each evidence job with its result as text, so a reviewer reads the numbers on the decision
-    itself; a finished job's text is kept once made (`tradeoff_cache`), its result read only then."""
+    itself: a done job's text from its stored reading (`jobs.result_reading`), never its result."""
     jobs = list(decision.evidence.select_related("recipe").defer("params", "result").order_by("id"))
-    return list(zip(jobs, job_summaries_kept(jobs), strict=True))
+    read = readings(jobs)
+    return [(job, read[job.pk].text or None if job.pk in read else None) for job in jobs]
 
 
 def decision_allowed_steps(*, decision: PolicyDecision, user: Actor) -> list[str]:

@@ -14,6 +14,7 @@ from heliosweb.catalogs.health import recipe_boots
 from heliosweb.catalogs.models import Boot
 from heliosweb.catalogs.provenance import Provenance as BootProvenance
 from heliosweb.jobs.models import JobStatus
+from heliosweb.jobs.result_reading import readings
 from heliosweb.recipes.models import Recipe
 from heliosweb.recipes.selectors import setting_of
 from heliosweb.telemetry.selectors import MIN_SAMPLES, telemetry_by_version
@@ -26,7 +27,10 @@ from .models import PolicyDecision
 
 
 def _evidence(decision: PolicyDecision) -> list[Evidence]:
-    jobs = list(decision.evidence.filter(status=JobStatus.DONE).select_related("recipe").order_by("id"))
+    """The done cited jobs as the trade-off reads them: each result from its stored reading (the
+    result less its per-request rows, and their comparisons made), never the result itself."""
+    jobs = list(decision.evidence.filter(status=JobStatus.DONE).select_related("recipe").defer("result").order_by("id"))
+    read = readings(jobs)
     booted = {j.pk: _boot_ids(j.catalog_sources) for j in jobs}
     wanted = {i for ids in booted.values() for i in ids}
     rows = Boot.objects.filter(pk__in=wanted).values_list("pk", "provenance")
@@ -37,11 +41,16 @@ def _evidence(decision: PolicyDecision) -> list[Evidence]:
             j.kind,
             j.recipe.name if j.recipe else None,
             j.params or {},
-            j.result or {},
+            read[j.pk].lean or {},
             tuple(d for i in booted[j.pk] if (d := devices.get(i))),
+            _compared(read[j.pk].compared),
         )
         for j in jobs
     ]
+
+
+def _compared(stored: list[dict[str, Any]] | None) -> tuple[dict[str, Any], ...] | None:
+    return None if stored is None else tuple(stored)
 
 
 def _boot_ids(sources: Any) -> list[int]:

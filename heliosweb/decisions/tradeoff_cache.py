@@ -1,7 +1,7 @@
-"""A decision's trade-off and its evidence's text, computed once per evidence set and kept.
+"""A decision's trade-off, computed once per evidence set and kept.
 
-Twenty cited jobs of 19,000 requests each are about 140 MB of stored results: reading and
-summarising them took seconds on every view of the decision page. What the trade-off reads changes
+The trade-off reads each cited job's stored reading (`jobs.result_reading`: small rows made when
+the result was stored), not the results themselves; assembling it is still kept. What it reads changes
 only when the decision, its recipe, its cited jobs or the recipe's boots change, so the computed
 summary is kept (the `evidence` cache: this process's memory, bounded) under a key made of exactly
 those: the decision's and the recipe's rows, each cited job's id, status, creation, finish, last
@@ -21,8 +21,6 @@ from django.core.cache import caches
 from django.db.models import Model
 
 from heliosweb.catalogs.models import Boot
-from heliosweb.jobs.models import BenchmarkJob
-from heliosweb.jobs.selectors import job_summary
 
 from .models import PolicyDecision
 from .tradeoff import decision_tradeoff, engine_part
@@ -49,33 +47,6 @@ def tradeoff_key(decision: PolicyDecision) -> str:
     boots = Boot.objects.filter(recipe_id=decision.recipe_id).values_list("pk", "created_at")
     parts = [_row(decision), _row(decision.recipe), jobs, list(boots), cited_boots]
     return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()
-
-
-def job_summaries_kept(jobs: list[BenchmarkJob]) -> list[str | None]:
-    """`job_summary` of each finished job, kept per job version; only the jobs not kept yet have
-    their (large) result read, so `jobs` may come without it (`.defer("result")`)."""
-    store = caches[ALIAS]
-    keys = [f"summary:{job_version(job)}" for job in jobs]
-    found = store.get_many([k for k, job in zip(keys, jobs, strict=True) if job.is_finished])
-    missing = [job.pk for k, job in zip(keys, jobs, strict=True) if k not in found]
-    results = dict(BenchmarkJob.objects.filter(pk__in=missing).values_list("pk", "result")) if missing else {}
-    out = []
-    for key, job in zip(keys, jobs, strict=True):
-        if key in found:
-            out.append(found[key])
-            continue
-        job.result = results.get(job.pk)
-        text = job_summary(job)
-        if job.is_finished:
-            store.set(key, text, timeout=None)
-        out.append(text)
-    return out
-
-
-def job_version(job: BenchmarkJob) -> str:
-    """What changes when a job's result can: its id, creation, status, last event and finish."""
-    finished = job.finished_at.isoformat() if job.finished_at else "-"
-    return f"{job.pk}:{job.created_at.isoformat()}:{job.status}:{job.last_seq}:{finished}"
 
 
 def _kept(key: str, build: Callable[[], T]) -> T:

@@ -58,9 +58,30 @@ class Figure:
     summary: str | None = None  # its text alternative; by default `describe`d from the figure
 
     def as_dict(self) -> Json:
-        figure = self.figure.to_plotly_json()
+        """The figure as JSON data, its dicts its own and its point lists shared with the Plotly
+        object: `to_plotly_json` deep-copies every point and walks them all again looking for numpy
+        arrays, half the time a 19,500-request job's figures took; the payload's readers
+        (`decimate`, compare's relabelling) replace a trace's lists, never change one in place."""
+        figure = {"data": _dicts_copied(self.figure._data), "layout": _dicts_copied(self.figure._layout)}
         summary = self.summary or describe(figure.get("data") or [], figure.get("layout") or {})
         return {"id": self.id, "title": self.title, "figure": figure, "summary": summary}
+
+
+def many_points(data: list[Json], layout: go.Layout | Json) -> go.Figure:
+    """A figure whose traces this code writes with thousands of points each (a 19,500-request
+    job's CDFs and timelines), built without Plotly's check of every point (its `_validate=False`:
+    about 8x faster at 15,000 points, the same JSON; a test holds it to the checked build)."""
+    return go.Figure(data, layout, _validate=False)
+
+
+def _dicts_copied(value: Any) -> Any:
+    """`value` with every dict (and list of dicts: traces, annotations) copied, other lists and
+    values shared; a list is one of dicts when its first item is (a per-point list never is)."""
+    if isinstance(value, dict):
+        return {k: _dicts_copied(v) for k, v in value.items()}
+    if isinstance(value, list | tuple) and value and isinstance(value[0], dict):
+        return [_dicts_copied(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)

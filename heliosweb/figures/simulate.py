@@ -1,8 +1,9 @@
 """simulate: traffic through the multi-lane scheduler, per policy.
 
-The requests timeline shows every request of a policy (from the result, at most REQUEST_ROWS of
-them, the title says when it is cut): a row per request, from its arrival to its first token and
-on to its last. The lanes timeline zooms into a window: the first `launch_events` launches of each
+The requests timeline shows the requests of a policy (from the result): a row per request, from its
+arrival to its first token and on to its last; past REQUEST_ROWS (about the chart's height in
+pixels: more rows would overlap) one request in every few by arrival, spread over the whole run,
+the title says so. The lanes timeline zooms into a window: the first `launch_events` launches of each
 policy (the job's `launch` events), at most WINDOW of them, so a page stays small whatever the job
 recorded. A row per request there too: its init, prefill and mixed chunks coloured by capacity,
 each decode launch a grey bar on every lane it carried. The distributions come from the result:
@@ -12,6 +13,7 @@ payload stays small for any traffic size."""
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Any
 
 import plotly.graph_objects as go
@@ -20,12 +22,14 @@ from scheduler_core import saturation
 from scheduler_core.analyses.simulate import SimulateResult
 from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, column
 
-from .contract import LOG_AXIS, Figure, JobData, KindViews, Span, Table, base_layout, empty
+from .contract import LOG_AXIS, Figure, JobData, KindViews, Span, Table, base_layout, empty, many_points
 from .palette import DECODE_COLOUR, INIT_COLOUR, KIND_COLOURS, capacity_colour, policy_colour
 
 KINDS = ("init", "prefill", "mixed", "decode")
 WINDOW = 200  # launches drawn per policy: each decode launch is a bar per lane it carries
-REQUEST_ROWS = 5000  # requests drawn per policy in the requests timeline (two line segments each)
+# Requests drawn per policy in the requests timeline (two line segments each): about the chart's
+# height in pixels. 5,000 rows took 2-5 s of a browser's main thread to draw on a loaded host.
+REQUEST_ROWS = 500
 HOVER = "<b>%{y}</b> %{customdata}<extra></extra>"
 
 
@@ -96,7 +100,7 @@ def lanes_timeline(policy: str, launches: list[dict[str, Any]]) -> go.Figure:
         yaxis={"type": "category", "categoryorder": "array", "categoryarray": [f"req {i}" for i in lanes][::-1]},
         xaxis={"title": {"text": "simulation clock (ms)"}},
     )
-    return go.Figure(data=traces, layout=layout)
+    return many_points(traces, layout)
 
 
 def _lanes_summary(launches: list[dict[str, Any]]) -> str:
@@ -123,10 +127,11 @@ def _requests_named(ids: list[int]) -> str:
 
 
 def requests_timeline(policy: str, per_request: list[dict[str, Any]]) -> Figure:
-    """Every request (up to REQUEST_ROWS) as a row: a line from its arrival to its first token, then
-    a paler one to its last token. Lines with gaps between rows (one path per trace), not bars: 5,000
-    rows draw as two SVG paths."""
-    rows = sorted(per_request, key=lambda r: r["arrival_ms"])[:REQUEST_ROWS]
+    """Every request (past REQUEST_ROWS, one in every `step` by arrival) as a row: a line from its
+    arrival to its first token, then a paler one to its last token. Lines with gaps between rows
+    (one path per trace), not bars: the rows draw as two SVG paths."""
+    step = max(1, math.ceil(len(per_request) / REQUEST_ROWS))
+    rows = sorted(per_request, key=lambda r: r["arrival_ms"])[::step]
     waiting: dict[str, list[Any]] = {"x": [], "y": [], "customdata": []}
     decoding: dict[str, list[Any]] = {"x": [], "y": [], "customdata": []}
     for r in rows:
@@ -153,7 +158,7 @@ def requests_timeline(policy: str, per_request: list[dict[str, Any]]) -> Figure:
             ("first to last token", decoding, DECODE_COLOUR),
         )
     ]
-    cut = f", the first {len(rows)} of {len(per_request)} by arrival" if len(rows) < len(per_request) else ""
+    cut = f", one in {step} of {len(per_request)} by arrival ({len(rows)} rows)" if step > 1 else ""
     title = f"Requests, {policy}: all {len(rows)} requests{cut}" if not cut else f"Requests, {policy}{cut}"
     layout = base_layout(
         title,
@@ -169,7 +174,7 @@ def requests_timeline(policy: str, per_request: list[dict[str, Any]]) -> Figure:
         if rows
         else f"No request finished under {policy}."
     )
-    return Figure(f"requests-{policy}", f"Requests timeline ({policy})", go.Figure(traces, layout), summary)
+    return Figure(f"requests-{policy}", f"Requests timeline ({policy})", many_points(traces, layout), summary)
 
 
 def _group_order(name: str) -> tuple[int, int]:
@@ -237,7 +242,7 @@ def ttft_cdf(policies: list[dict[str, Any]]) -> go.Figure:
     title = "TTFT per request (CDF)"
     if overloaded(policies):
         title += f"; OVERLOADED ({', '.join(overloaded(policies))}): {saturation.QUEUEING}"
-    return go.Figure(traces, _cdf_layout(title, "TTFT (ms)", "share of requests"))
+    return many_points(traces, _cdf_layout(title, "TTFT (ms)", "share of requests"))
 
 
 def _itl_cdf(policies: list[dict[str, Any]]) -> go.Figure:

@@ -88,3 +88,23 @@ class JobEvent(models.Model):
 
     def as_message(self) -> dict:
         return {**self.data, "type": self.type, "seq": self.seq}
+
+
+class ResultReading(models.Model):
+    """What the decision pages read of a finished job's result, made once when the result is
+    stored (`jobs.result_reading`): a 19,000-request result is megabytes of per-request rows that
+    a decision's trade-off reads only to compare them, so the comparisons are kept here beside the
+    result less those rows, the analysis's text and the result's head. `version` is the job's state it was made
+    from (`job_version`): a row of another version is stale and made again."""
+
+    job = models.OneToOneField(BenchmarkJob, primary_key=True, on_delete=models.CASCADE, related_name="reading")
+    version = models.CharField(max_length=200)
+    lean = models.JSONField(help_text="the result less its per-request rows (or whole, where none were taken)")
+    compared = models.JSONField(
+        null=True, help_text="request_deltas per ordered pair of its policies; null: `lean` kept its rows"
+    )
+    text = models.TextField(blank=True, help_text="the analysis's text rendering (job_summary); empty: it has none")
+    head = models.TextField(blank=True, help_text="the result's first characters as indented JSON (HEAD_CHARS)")
+
+    def __str__(self) -> str:
+        return f"reading of job {self.job_id} ({self.version})"

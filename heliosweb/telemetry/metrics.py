@@ -48,6 +48,7 @@ from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.models import PolicySetting
 
 from . import buckets
+from .metrics_snapshot import served_exposition
 from .models import Totals
 
 log = logging.getLogger(__name__)
@@ -193,7 +194,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
             },
             status=403,
         )
-    return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(served_exposition(exposition), content_type=CONTENT_TYPE_LATEST)
 
 
 def _allowed(request: HttpRequest) -> bool:

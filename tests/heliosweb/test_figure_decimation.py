@@ -83,3 +83,21 @@ def test_the_figures_answer_is_decimated_except_a_figure_live_events_grow():
     assert len(sent["cdf"]["figure"]["data"][0]["x"]) <= 2 * BUCKETS + 2 < len(x)
     assert max(sent["cdf"]["figure"]["data"][0]["y"]) == max(y)
     assert len(sent["events"]["figure"]["data"][0]["x"]) == len(x)  # the page appends to it point by point
+
+
+def test_a_figure_as_data_is_plotlys_own_json_and_cutting_it_leaves_the_figure_whole():
+    """`Figure.as_dict` shares the point lists instead of copying them: the same JSON as Plotly's
+    `to_plotly_json`, and decimating the data (as `/figures/` does) changes nothing in the figure."""
+    x, y = noisy_line(20_000)
+    fig = go.Figure(
+        [go.Scatter(x=x, y=y, mode="lines", marker={"color": ["red"] * len(x)}), go.Bar(x=["a", "b"], y=[1, 2])],
+        go.Layout(title={"text": "t"}, annotations=[{"text": "note", "x": 1, "y": 1}]),
+    )
+    figure = Figure("f", "F", fig, "s")
+    data = figure.as_dict()["figure"]
+    plotly_own = json.loads(fig.to_json())
+    assert json.loads(json.dumps(data)) == {k: plotly_own[k] for k in ("data", "layout")}
+    decimate_figure(data)
+    assert len(data["data"][0]["x"]) < len(x) and len(data["data"][0]["marker"]["color"]) < len(x)
+    assert len(fig.data[0].x) == len(x) == len(fig.data[0].marker.color)
+    assert json.loads(fig.to_json()) == plotly_own

@@ -171,3 +171,27 @@ def test_every_grafana_panel_has_a_unit_and_queries_only_metrics_the_product_exp
         for target in panel["targets"]:
             used = set(re.findall(r"helios_\w+", target["expr"]))
             assert used and used <= served, (panel["title"], used - served)
+
+
+@pytest.mark.usefixtures("fresh_counters")  # the snapshot left behind goes with the cache
+def test_a_scrape_serves_the_snapshot_while_it_is_kept_and_computes_afresh_without_one(recipe, settings):
+    """What a scrape reads: the exposition beat kept (`snapshot_metrics`), one period behind the
+    database at most; a fresh one once it is gone, or with snapshots off."""
+    from django.core.cache import cache
+
+    from heliosweb.telemetry.metrics_snapshot import KEY
+    from heliosweb.telemetry.tasks import snapshot_metrics
+
+    client = Client()
+    settings.HELIOS_METRICS_SNAPSHOT_SECONDS = 10
+    assert snapshot_metrics() > 0
+    policy_set(recipe=recipe, policy="rule")  # the version moves after the snapshot
+    version = [s.value for s in scrape(client)["helios_policy_version"]]
+    assert version == [1]  # as the snapshot stood
+    cache.delete(KEY)
+    assert [s.value for s in scrape(client)["helios_policy_version"]] == [2]
+    assert snapshot_metrics() > 0
+    settings.HELIOS_METRICS_SNAPSHOT_SECONDS = 0
+    policy_set(recipe=recipe, policy="cost")
+    assert [s.value for s in scrape(client)["helios_policy_version"]] == [3]
+    assert snapshot_metrics() == 0

@@ -339,3 +339,26 @@ def test_a_replay_without_what_the_engine_served_shows_only_the_replayed_policie
     assert part["served"] is None and part["engines"] == []
     assert set(part["replayed"]) == {"cost", "rule"}
     assert all(p["reproduction"] is None for p in part["replayed"].values())
+
+
+def test_comparisons_made_beforehand_give_the_trade_off_the_per_request_rows_give():
+    """A result read without its per-request rows, with `every_request_deltas` made from them,
+    summarises as the whole result does, for either order of the pair."""
+    from scheduler_core.analyses.simulate import ANALYSIS as SIMULATE
+    from scheduler_core.comparison import every_request_deltas
+
+    result = SIMULATE.run(SIMULATE.validate({"requests": 25, "seed": 2}), lambda event: None)
+    lean = {**result, "policies": [{k: v for k, v in p.items() if k != "per_request"} for p in result["policies"]]}
+    compared = tuple(every_request_deltas(result["policies"]))
+    assert len(compared) == 2
+    shown = []
+    for pair in (Pair("cost", "rule"), Pair("rule", "cost")):
+        whole = summarise([Evidence(1, "simulate", "r", {}, result)], subject=Subject("r"), pair=pair)
+        read = summarise([Evidence(1, "simulate", "r", {}, lean, compared=compared)], subject=Subject("r"), pair=pair)
+        assert read == whole
+        shown.append(read["requests"][0])
+    assert shown[0]["max"] == -shown[1]["min"]  # each order read as its own: after - before
+    unread = summarise(
+        [Evidence(1, "simulate", "r", {}, lean, compared=())], subject=Subject("r"), pair=Pair("cost", "rule")
+    )
+    assert unread["requests"] == []  # no comparison made for the pair: none shown, none invented

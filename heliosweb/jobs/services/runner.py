@@ -22,6 +22,7 @@ from scheduler_core.errors import InvalidInput
 
 from ..models import BenchmarkJob, JobStatus
 from ..registry import JobKind, RunContext, get_kind
+from ..result_reading import reading_store
 from .events import job_announce, job_end, job_fail
 from .pump import EventPump, JobAbandoned, JobCancelled, time_limit_exceeded
 from .storage import JobFailure, stored
@@ -82,6 +83,23 @@ def _complete(job: BenchmarkJob, kind: JobKind, result: dict[str, Any], failure:
         _end(job, JobStatus.FAILED, f"the {job.kind}'s catalog could not be stored: {exc}")
     except JobFailure as exc:
         _end(job, JobStatus.FAILED, exc.reason)
+    else:
+        _read(job, result)
+
+
+def _read(job: BenchmarkJob, result: dict[str, Any]) -> None:
+    """The job's reading for the decision pages, made now from the result in hand (`result_reading`).
+    The job is done either way: a reading not stored here is made on its first read."""
+
+    def make() -> None:
+        job.refresh_from_db(fields=["status", "last_seq", "finished_at", "created_at"])
+        if job.status == JobStatus.DONE:  # not one the reaper failed meanwhile
+            reading_store(job, result)
+
+    try:
+        stored(make, what="the result's reading")
+    except JobFailure:
+        log.warning("job %s: its reading is left for its first reader", job.pk, exc_info=True)
 
 
 def _non_finite(result: Any) -> JobFailure | None:
