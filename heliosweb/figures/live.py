@@ -84,7 +84,6 @@ def _chart(
     layout = base_layout(
         title,
         height=280,
-        margin={"l": 60, "r": 20, "t": 66, "b": 40},
         xaxis={"type": "date", "range": [now - WINDOW_MS, now]},
         # whole labels on log axes (20 and 50, not a small "2" and "5" after 10)
         yaxis={"title": {"text": unit}, "type": "log" if log else "linear", "rangemode": "tozero"}
