@@ -33,19 +33,17 @@ def live_figures(*, changes: list[dict[str, Any]], capacities: list[int]) -> lis
 
 
 def _declared(changes: list[dict[str, Any]], capacities: list[int]) -> tuple[list[Figure], list[Growth]]:
-    line = {"type": "scatter", "mode": "lines"}
-    chunk = {**line, "line": {"width": 6}, "hovertemplate": "graph %{y}<br>%{x}<extra></extra>"}
+    chunk = {"type": "scatter", "mode": "lines", "hovertemplate": "graph %{y}<br>%{x}<extra></extra>"}
     chunk_traces = {str(c): {**chunk, "line": {"width": 6, "color": capacity_colour(c)}} for c in capacities}
-    itl = [{**line, "name": "p50", "x": [], "y": []}, {**line, "name": "p99", "x": [], "y": []}]
-    ttft = {"type": "scatter", "mode": "markers", "name": "TTFT", "x": [], "y": [], "marker": {"size": 4}}
-    charts = [
+    chunk_traces[""] = {**chunk, "line": {"width": 6, "color": GREY}}
+    ttft = {**_trace("markers", "TTFT"), "marker": {"size": 4}}
+    charts: list[tuple[str, str, str, list[Any], str, str]] = [
         ("fig-chunks", "Graph capacities run each second", "tokens", [], NO_LAUNCHES, CHUNKS),
         ("fig-ttft", "TTFT per finished request", "ms", [ttft], NO_REQUESTS, TTFT),
-        ("fig-itl", "Inter-token latency per batch (p50, p99)", "ms", itl, NO_REQUESTS, ITL),
+        ("fig-itl", "Inter-token latency per batch (p50, p99)", "ms", [_trace("lines", "p50"), _trace("lines", "p99")], NO_REQUESTS, ITL),
         ("fig-rate", "Prefill launches per second", "launches/s", [_trace("bar", "launches/s")], NO_LAUNCHES, RATE),
         ("fig-padding", "Padding share of prefill tokens", "share", [_trace("lines", "padding")], NO_LAUNCHES, PADDING),
-    ]
-    chunk_traces[""] = {**chunk, "line": {"width": 6, "color": GREY}}
+    ]  # fmt: skip
     # Per trace, as many points as the window shows: a line per capacity is three rows a second
     # (from, to, gap), TTFT at most three a second, launches one bar a second, the others one a batch.
     growth = [
@@ -68,9 +66,8 @@ def _grow(figure_id: str, **rule: Any) -> Growth:
 
 
 def _trace(mode: str, name: str) -> dict[str, Any]:
-    if mode == "bar":
-        return {"type": "bar", "name": name, "x": [], "y": []}
-    return {"type": "scatter", "mode": mode, "name": name, "x": [], "y": []}
+    kind = {"type": "bar"} if mode == "bar" else {"type": "scatter", "mode": mode}
+    return {**kind, "name": name, "x": [], "y": []}
 
 
 def _chart(

@@ -63,7 +63,7 @@ def frame_of(
 def _chunk_rows(runs: Sequence[tuple[int, int]]) -> list[list[Any]]:
     """Each (second, capacity) a line across its second at the capacity's height, then a gap: the
     trace named by the capacity draws the seconds it ran in (one SVG path however many launches)."""
-    rows = []
+    rows: list[list[Any]] = []
     for second, graph in _sample(runs):
         start, name = second * 1000, str(graph)
         rows += [[start, graph, name], [start + 999, graph, name], [start + 999.5, None, name]]

@@ -143,7 +143,7 @@ def _retried(recipe: Recipe, batch: Batch) -> TelemetryBatch | None:
     stored = TelemetryBatch.objects.filter(
         recipe=recipe, engine=batch.engine, session=batch.session, batch=batch.batch
     ).first()
-    if stored is not None and stored.records != batch.records or stored.boot_id != batch.boot:
+    if stored is not None and (stored.records != batch.records or stored.boot_id != batch.boot):
         raise Conflict(
             "batch",
             f"batch {batch.batch} of engine {batch.engine!r}, session {batch.session}, is already stored with "

@@ -248,7 +248,7 @@ class TelemetryReporter:
         attempt = 0
         while not self._abandon.is_set():
             try:
-                self._http.request(self.path, timeout_s=self.timeout_s, data=data, headers=headers)
+                answer = self._http.request(self.path, timeout_s=self.timeout_s, data=data, headers=headers)
             except ApiError as exc:
                 if not exc.retryable:
                     self.stats.refused_batches += 1
@@ -257,6 +257,8 @@ class TelemetryReporter:
             except OSError as exc:
                 log.warning("telemetry batch %d not posted (%s); retrying", batch.number, exc)
             else:
+                if b'"upgrade"' in answer.body:  # this client's schema is read for a stated window only
+                    log.warning("telemetry: upgrade helios_client: %s", json.loads(answer.body)["upgrade"]["why"])
                 self.stats.posted_batches += 1
                 self.stats.posted_records += len(batch.records)
                 return True
