@@ -228,25 +228,29 @@
       this.frame = requestAnimationFrame(() => { this.frame = 0; this.flush(); });
     }
   };
+  // One figure a frame (its extend is a task of its own: three charts extended in one task blocked
+  // the live page over 200 ms on a loaded machine); the others wait their turn, in arrival order.
   Grower.prototype.flush = function () {
     const started = performance.now();
-    for (const [el, pending] of this.batch) {
-      // Extending redraws from el.layout: the window moves to the newest point and the "empty" note goes.
-      const layout = el.layout;
-      if (layout.annotations) layout.annotations = layout.annotations.filter((a) => a.name !== "empty");
-      if (pending.span) {
-        el._heliosNewest = Math.max(el._heliosNewest || -Infinity, pending.newest);
-        layout.xaxis = Object.assign({}, layout.xaxis, { range: [el._heliosNewest - pending.span, el._heliosNewest], autorange: false });
-      }
-      const traces = Array.from(pending.traces.keys()).filter((t) => pending.traces.get(t).x.length);
-      if (!traces.length) { Plotly.redraw(el); continue; }  // only sums at points already drawn
-      const update = { x: traces.map((t) => pending.traces.get(t).x), y: traces.map((t) => pending.traces.get(t).y) };
-      const max = Math.max(...traces.map((t) => pending.traces.get(t).max));
-      Plotly.extendTraces(el, update, traces, max);
+    const [el, pending] = this.batch.entries().next().value || [];
+    if (!el) return;
+    this.batch.delete(el);
+    // Extending redraws from el.layout: the window moves to the newest point and the "empty" note goes.
+    const layout = el.layout;
+    if (layout.annotations) layout.annotations = layout.annotations.filter((a) => a.name !== "empty");
+    if (pending.span) {
+      el._heliosNewest = Math.max(el._heliosNewest || -Infinity, pending.newest);
+      layout.xaxis = Object.assign({}, layout.xaxis, { range: [el._heliosNewest - pending.span, el._heliosNewest], autorange: false });
     }
-    this.batch.clear();
+    const traces = Array.from(pending.traces.keys()).filter((t) => pending.traces.get(t).x.length);
+    if (!traces.length) Plotly.redraw(el);  // only sums at points already drawn
+    else {
+      const update = { x: traces.map((t) => pending.traces.get(t).x), y: traces.map((t) => pending.traces.get(t).y) };
+      Plotly.extendTraces(el, update, traces, Math.max(...traces.map((t) => pending.traces.get(t).max)));
+    }
     const now = performance.now();
     this.notBefore = now + Math.max(MIN_GAP_MS, 4 * (now - started));
+    if (this.batch.size) this.schedule();
   };
 
   // A page's figures, drawn into `container` from `first` (the answer the page came with) or `url`,
