@@ -141,7 +141,7 @@
   }
 
   // Live growth: events -> points appended to traces. Points wait in a batch and are drawn in an
-  // animation frame (one Plotly.extendTraces per figure per frame), each trace keeping at most its
+  // animation frame (one Plotly.extendTraces, one figure a frame), each trace keeping at most its
   // rule's max_points. Plotly redraws a whole figure on each extend, so frames are spaced by at
   // least MIN_GAP_MS and by four times what the last one cost: the page stays responsive at any
   // event rate, drawing less often as the figures grow.
