@@ -42,10 +42,10 @@ class _Partial:
 
     policy: str
     requests: int = 0
-    ttft: list[int] = field(default_factory=buckets.empty)
-    ttft_sum: float = 0.0
-    itl: list[int] = field(default_factory=buckets.empty)
-    itl_sum: float = 0.0
+    ttft_buckets: list[int] = field(default_factory=buckets.empty)  # named as the stored rows' fields
+    ttft_sum_ms: float = 0.0
+    itl_buckets: list[int] = field(default_factory=buckets.empty)
+    itl_sum_ms: float = 0.0
     request_launches: int = 0
     prefill_launches: int = 0
     launched_tokens: int = 0
@@ -115,7 +115,7 @@ def _store(recipe: Recipe, batch: Batch) -> TelemetryBatch:
         records=batch.records,
         launches=batch.launches,
         requests=batch.requests,
-        itl_counts=whole.itl,
+        itl_counts=whole.itl_buckets,
         padded=whole.padded_tokens,
         launched=whole.launched_tokens,
     )
@@ -194,11 +194,11 @@ def _fold(recipe: Recipe, batch: Batch) -> _Partial:
         if part is None:
             part = parts[key] = _Partial(batch.policy)
         part.requests += 1
-        part.ttft[buckets.bucket_of(r["ttft_ms"])] += 1
-        part.ttft_sum += r["ttft_ms"]
+        part.ttft_buckets[buckets.bucket_of(r["ttft_ms"])] += 1
+        part.ttft_sum_ms += r["ttft_ms"]
         for gap in r["itl_ms"]:
-            part.itl[buckets.bucket_of(gap)] += 1
-        part.itl_sum += sum(r["itl_ms"])
+            part.itl_buckets[buckets.bucket_of(gap)] += 1
+        part.itl_sum_ms += sum(r["itl_ms"])
         part.request_launches += len(r["launches"])
         part.sequences.setdefault(str(r["prompt_tokens"]), set()).add(",".join(map(str, r["launches"])))
         _add_reported(part.reported, {name: [r[name], 1] for name in values if name in r})
@@ -206,12 +206,12 @@ def _fold(recipe: Recipe, batch: Batch) -> _Partial:
     for (version, minute), part in parts.items():
         when = datetime.fromtimestamp(minute * 60, tz=UTC)
         _add_to_row(Rollup, {"recipe": recipe, "engine": batch.engine, "version": version, "minute": when}, part)
-        _merge(per_version.setdefault(version, _Partial(part.policy)), part)
+        _add(per_version.setdefault(version, _Partial(part.policy)), part)
     whole = _Partial("")
     seen = {"seen_at": timezone.now()}  # /metrics shows the versions engines posted under lately
     for version, part in per_version.items():
         _add_to_row(Totals, {"recipe": recipe, "engine": batch.engine, "version": version}, part, seen)
-        _merge(whole, part)
+        _add(whole, part)
     return whole
 
 
@@ -283,16 +283,6 @@ def _zero(policy: str) -> dict[str, Any]:
     return {"policy": policy, "ttft_buckets": buckets.empty(), "itl_buckets": buckets.empty()}
 
 
-def _merge(into: _Partial, part: _Partial) -> None:
-    for name in _COUNTERS:
-        setattr(into, name, getattr(into, name) + getattr(part, name))
-    buckets.add(into.ttft, part.ttft)
-    into.ttft_sum += part.ttft_sum
-    buckets.add(into.itl, part.itl)
-    into.itl_sum += part.itl_sum
-    _add_reported(into.reported, part.reported)
-
-
 def _add_reported(into: dict[str, list[float]], part: dict[str, list[float]]) -> None:
     """Add reported sums and counts ({field: [sum, count]}) field by field."""
     for name, (total, count) in part.items():
@@ -301,21 +291,22 @@ def _add_reported(into: dict[str, list[float]], part: dict[str, list[float]]) ->
         mine[1] += count
 
 
-def _add(row: Rollup | Totals, part: _Partial) -> None:
+def _add(into: Rollup | Totals | _Partial, part: _Partial) -> None:
+    """Add `part` to a stored row (refused, naming the counter, past MAX_COUNTER) or to another part."""
     for name in _COUNTERS:
-        total = getattr(row, name) + getattr(part, name)
-        if total > MAX_COUNTER:
+        total = getattr(into, name) + getattr(part, name)
+        if total > MAX_COUNTER and not isinstance(into, _Partial):
             raise InvalidInput(
                 "records",
-                f"this batch would take {type(row).__name__.lower()} {name} of engine {row.engine!r} "
-                f"v{row.version} past {MAX_COUNTER} (the database's integer); nothing was stored",
+                f"this batch would take {type(into).__name__.lower()} {name} of engine {into.engine!r} "
+                f"v{into.version} past {MAX_COUNTER} (the database's integer); nothing was stored",
             )
-        setattr(row, name, total)
-    buckets.add(row.ttft_buckets, part.ttft)
-    row.ttft_sum_ms += part.ttft_sum
-    buckets.add(row.itl_buckets, part.itl)
-    row.itl_sum_ms += part.itl_sum
-    _add_reported(row.reported, part.reported)
+        setattr(into, name, total)
+    buckets.add(into.ttft_buckets, part.ttft_buckets)
+    into.ttft_sum_ms += part.ttft_sum_ms
+    buckets.add(into.itl_buckets, part.itl_buckets)
+    into.itl_sum_ms += part.itl_sum_ms
+    _add_reported(into.reported, part.reported)
 
 
 def telemetry_prune(*, now: datetime | None = None) -> dict[str, int]:
