@@ -72,7 +72,8 @@ class Growth:
     `points` names an event field of rows instead: `[x, y]`, or `[x, y, name]` for the trace named
     so (added from `traces[name]`, else `traces[""]`, when the figure has none yet). `same_x`:
     "sum" adds a point at its trace's last x to that point, "drop" drops a point not past it.
-    `x_span`: the x axis shows the last `x_span` up to the newest x (numbers: a time axis in ms)."""
+    `x_span`: the x axis shows the last `x_span` up to the newest x, or to the declared range's end
+    when later (numbers: a time axis in ms)."""
 
     event: str
     figure: str

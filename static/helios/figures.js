@@ -238,8 +238,9 @@
     // Extending redraws from el.layout: the window moves to the newest point and the "empty" note goes.
     const layout = el.layout;
     if (layout.annotations) layout.annotations = layout.annotations.filter((a) => a.name !== "empty");
-    if (pending.span) {
-      el._heliosNewest = Math.max(el._heliosNewest || -Infinity, pending.newest);
+    if (pending.span) {  // up to the newest point, or the declared range's end (a policy change's marker) if later
+      const declared = ((el._helios.layout.xaxis || {}).range || [])[1];
+      el._heliosNewest = Math.max(el._heliosNewest || -Infinity, pending.newest, typeof declared === "number" ? declared : -Infinity);
       layout.xaxis = Object.assign({}, layout.xaxis, { range: [el._heliosNewest - pending.span, el._heliosNewest], autorange: false });
     }
     const traces = Array.from(pending.traces.keys()).filter((t) => pending.traces.get(t).x.length);
