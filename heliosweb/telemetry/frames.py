@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from helios_client.records import reported
 
 from . import buckets
-from .validation import Launches
+from .validation import Batch
 
 MAX_POINTS = 300
 TTFT_EACH = 3  # a second with more finished requests is drawn as its fastest, median and slowest
@@ -28,23 +28,13 @@ _VERSION = itemgetter("version")
 T = TypeVar("T")
 
 
-def frame_of(
-    *,
-    seq: int,
-    engine: str,
-    records: Sequence[dict[str, Any]],
-    launches: Launches,
-    requests: Sequence[dict[str, Any]],
-    itl_counts: Sequence[int],
-    padded: int,
-    launched: int,
-) -> dict[str, Any]:
-    """`launches` and `requests` are the records' two kinds (as `validation.parse_batch` returns
-    them); the launches are read a column at a time, by C loops."""
+def frame_of(*, seq: int, batch: Batch, itl_counts: Sequence[int], padded: int, launched: int) -> dict[str, Any]:
+    """Frame `seq` of a parsed batch; its launches are read a column at a time, by C loops."""
+    records, launches, requests = batch.records, batch.launches, batch.requests
     seconds = list(map(floordiv, launches.t_ms, repeat(1000)))
     return {
         "seq": seq,
-        "engine": engine,
+        "engine": batch.engine,
         "t0": min(map(_T_MS, records)),
         "t1": max(map(_T_MS, records)),
         "versions": sorted(set(map(_VERSION, records))),

@@ -110,14 +110,7 @@ def _store(recipe: Recipe, batch: Batch) -> TelemetryBatch:
     seq = _next_seq(recipe)  # first: its row lock makes this the recipe's one writer until commit
     whole = _fold(recipe, batch)
     frame = frame_of(
-        seq=seq,
-        engine=batch.engine,
-        records=batch.records,
-        launches=batch.launches,
-        requests=batch.requests,
-        itl_counts=whole.itl_buckets,
-        padded=whole.padded_tokens,
-        launched=whole.launched_tokens,
+        seq=seq, batch=batch, itl_counts=whole.itl_buckets, padded=whole.padded_tokens, launched=whole.launched_tokens
     )
     row = TelemetryBatch.objects.create(
         recipe=recipe,
