@@ -24,6 +24,7 @@ urlpatterns = [
     path("recipes/<slug:name>/engine", views.recipe_engine, name="recipe_engine"),
     path("recipes/<slug:name>/live", views.recipe_live, name="recipe_live"),
     path("recipes/<slug:name>/live/panel", views.recipe_live_panel, name="recipe_live_panel"),
+    path("recipes/<slug:name>/live/figures", views.recipe_live_figures, name="recipe_live_figures"),
     path("recipes/<slug:name>/live/replay", views.recipe_replay, name="recipe_replay"),
     path("recipes/<slug:name>/edit", recipe_views.recipe_edit, name="recipe_edit"),
     path("recipes/<slug:name>/rollback", recipe_views.recipe_rollback, name="recipe_rollback"),

@@ -30,14 +30,14 @@ from heliosweb.figures.explain import explain as explain_prompt
 from heliosweb.figures.explain import graphs_text, plans_figure
 from heliosweb.figures.exports import table_names
 from heliosweb.figures.in_context import request_context
-from heliosweb.figures.palette import capacity_colour
+from heliosweb.figures.live import live_figures
 from heliosweb.figures.registry import views_for
 from heliosweb.figures.selectors import job_data
 from heliosweb.jobs import selectors
 from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.jobs.result_reading import HEAD_CHARS, json_head, readings
 from heliosweb.jobs.services import submission
-from heliosweb.recipes.selectors import recipe_get, recipe_list, recipe_policy_changes
+from heliosweb.recipes.selectors import change_label, recipe_get, recipe_list, recipe_policy_changes
 from heliosweb.recipes.services import MANAGE_PERM, ROLLBACK_PERM
 from heliosweb.simengine.services import ENGINE_KIND, engine_job_active, engine_start, engine_stop
 from heliosweb.telemetry.replay import replay_offer, replay_window
@@ -134,14 +134,14 @@ def recipe_replay(request: HttpRequest, name: str) -> HttpResponse:
 def _live_page(
     request: HttpRequest, recipe: Any, *, replay_error: InvalidInput | None = None, status: int = 200
 ) -> HttpResponse:
-    name = recipe.name
-    capacities = sorted({2**k for k in range(17)} | set(boot_capacities(recipe_name=name)))
+    figures, slots = embedded_payload(_live_figures(recipe.name))
     return render(
         request,
         "dashboard/recipe_live.html",
         {
             "recipe": recipe,
-            "colours": {c: capacity_colour(c) for c in capacities},
+            "figures": figures,
+            "slots": slots,
             "engine_job": engine_job_active(recipe=recipe),
             "replay": replay_offer(recipe=recipe),
             "replay_error": replay_error,
@@ -150,6 +150,21 @@ def _live_page(
         },
         status=status,
     )
+
+
+def _live_figures(name: str) -> list[dict[str, Any]]:
+    capacities = sorted({2**k for k in range(17)} | set(boot_capacities(recipe_name=name)))
+    return live_figures(changes=recipe_policy_changes(name=name), capacities=capacities)
+
+
+@login_required
+def recipe_live_figures(request: HttpRequest, name: str) -> HttpResponse:
+    """The live page's figures as declared now (the page asks again after a policy change)."""
+    try:
+        recipe = recipe_get(name=name)
+    except NotFound:
+        raise Http404(f"no recipe {name!r}") from None
+    return HttpResponse(embedded_payload(_live_figures(recipe.name))[0], content_type="application/json")
 
 
 @login_required
@@ -173,19 +188,12 @@ def recipe_live_panel(request: HttpRequest, name: str) -> JsonResponse:
             "engine": engine,
             "decision": latest["decision"],
             "change": latest,
-            "label": f"v{version}: {latest['policy']} ({change_cause(latest)})",
+            "label": change_label(latest),
             "min_samples": MIN_SAMPLES,
             "before": version_summary(recipe=recipe, version=version - 1, policy=latest["from_policy"]),
             "after": version_summary(recipe=recipe, version=version, policy=latest["policy"]),
         }
     )
-
-
-def change_cause(change: dict[str, Any]) -> str:
-    """What made a policy change, as the live page labels it: "decision #3", "emergency rollback by ora"."""
-    if change["decision"]:
-        return f"decision #{change['decision']}"
-    return f"{'emergency rollback' if change['emergency'] else 'changed'} by {change['by']}"
 
 
 @login_required

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 import plotly.graph_objects as go
@@ -87,26 +87,34 @@ def _dicts_copied(value: Any) -> Any:
 @dataclass(frozen=True)
 class Growth:
     """Live events of type `event` append point (event[x], event[y]) to trace `trace` of figure
-    `figure` (or to the trace numbered by the event's `trace_field`), keeping `max_points`."""
+    `figure` (or to the trace numbered by the event's `trace_field`), keeping `max_points`; an
+    event without either value adds nothing.
+
+    `points` names an event field of rows instead: `[x, y]`, or `[x, y, name]` for the trace named
+    so (added from `traces[name]`, else `traces[""]`, when the figure has none yet). `same_x`:
+    "sum" adds a point at its trace's last x to that point, "drop" drops a point not past it.
+    `x_span`: the x axis shows the last `x_span` up to the newest x, or to the declared range's end
+    when later (numbers: a time axis in ms)."""
 
     event: str
     figure: str
-    x: str
-    y: str
+    x: str = ""
+    y: str = ""
     trace: int = 0
     trace_field: str | None = None
     max_points: int = 5000
+    points: str | None = None
+    same_x: str | None = None
+    traces: dict[str, Json] | None = None
+    x_span: float | None = None
 
     def as_dict(self) -> Json:
-        return {
-            "event": self.event,
-            "figure": self.figure,
-            "x": self.x,
-            "y": self.y,
-            "trace": self.trace,
-            "trace_field": self.trace_field,
-            "max_points": self.max_points,
-        }
+        """Every field; of `points`, `same_x`, `traces` and `x_span`, only those set."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {k: v for k, v in values.items() if v is not None or k not in _ROW_RULES}
+
+
+_ROW_RULES = ("points", "same_x", "traces", "x_span")
 
 
 @dataclass(frozen=True)
@@ -143,10 +151,10 @@ def to_json(figures: Sequence[Figure], views: KindViews | None = None, *, seq: i
     the event number it was built up to, the growth rules that target it and the live event types
     after which the page asks again (the kind's other events its figures read), serialised by
     Plotly's own encoder."""
-    return json.dumps(_payload(figures, views, seq), cls=PlotlyJSONEncoder)
+    return json.dumps(payload(figures, views, seq), cls=PlotlyJSONEncoder)
 
 
-def _payload(figures: Sequence[Figure], views: KindViews | None, seq: int) -> list[Json]:
+def payload(figures: Sequence[Figure], views: KindViews | None, seq: int) -> list[Json]:
     """Each figure cut to what a screen shows (`decimate`), except those live events grow (the page
     appends to them point by point); its text summary is read from every point."""
     growth = views.growth if views else ()
@@ -166,7 +174,7 @@ def embedded(figures: Sequence[Figure]) -> tuple[str, list[Json]]:
     """For a page that embeds its figures: the `to_json` text and a slot per figure ({id, title,
     height, summary}), which the page renders as the figure's box of its height with its text
     summary, so the text paints first and nothing moves when the chart is drawn into it."""
-    return embedded_payload(_payload(figures, None, 0))
+    return embedded_payload(payload(figures, None, 0))
 
 
 def embedded_payload(payload: Sequence[Json]) -> tuple[str, list[Json]]:

@@ -203,3 +203,13 @@ def policy_of_version(*, recipe: Recipe, version: int) -> str | None:
             if isinstance(state, dict) and isinstance(state.get("policy"), str):
                 return state["policy"]
     return None
+
+
+def change_label(change: dict[str, Any]) -> str:
+    """A policy change as the live page labels it: "v3: rule (decision #3)", "v4: cost (emergency
+    rollback by ora)"."""
+    if change["decision"]:
+        cause = f"decision #{change['decision']}"
+    else:
+        cause = f"{'emergency rollback' if change['emergency'] else 'changed'} by {change['by']}"
+    return f"v{change['version']}: {change['policy']} ({cause})"

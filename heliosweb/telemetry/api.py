@@ -44,6 +44,10 @@ STORED = inline_serializer(
         ),
         "launches": serializers.IntegerField(),
         "requests": serializers.IntegerField(),
+        "upgrade": serializers.DictField(
+            required=False,
+            help_text="only for a batch in the previous schema: {schema, read_until, why} (docs/telemetry.md)",
+        ),
     },
 )
 
@@ -56,7 +60,9 @@ class RecipeTelemetryView(APIView):
         request=inline_serializer(
             "TelemetryBatch",
             {
-                "schema": serializers.IntegerField(help_text=f"the record schema: {SCHEMA}"),
+                "schema": serializers.IntegerField(
+                    help_text=f"the record schema: {SCHEMA} (the previous one is read for a stated window)"
+                ),
                 "engine": serializers.CharField(),
                 "session": serializers.UUIDField(help_text="picked by the engine at each start (lower-case)"),
                 "batch": serializers.IntegerField(
@@ -77,9 +83,9 @@ class RecipeTelemetryView(APIView):
         engine = request.user.name if isinstance(request.user, Engine) else None
         recipe = recipe_get(name=name)
         with ingest.telemetry_turn():
-            batch, created = ingest.telemetry_ingest(recipe=recipe, data=request.data, engine=engine)
+            row, batch, created = ingest.telemetry_ingest(recipe=recipe, data=request.data, engine=engine)
         return Response(
-            ingest.batch_receipt(batch, created), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+            ingest.batch_receipt(row, batch, created), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
 
 

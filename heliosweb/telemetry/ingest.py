@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
+from helios_client.records import reported
 
 from heliosweb.catalogs.models import Boot
 from heliosweb.common.errors import Conflict, Forbidden
@@ -41,15 +42,16 @@ class _Partial:
 
     policy: str
     requests: int = 0
-    ttft: list[int] = field(default_factory=buckets.empty)
-    ttft_sum: float = 0.0
-    itl: list[int] = field(default_factory=buckets.empty)
-    itl_sum: float = 0.0
+    ttft_buckets: list[int] = field(default_factory=buckets.empty)  # named as the stored rows' fields
+    ttft_sum_ms: float = 0.0
+    itl_buckets: list[int] = field(default_factory=buckets.empty)
+    itl_sum_ms: float = 0.0
     request_launches: int = 0
     prefill_launches: int = 0
     launched_tokens: int = 0
     padded_tokens: int = 0
     sequences: dict[str, set[str]] = field(default_factory=dict)
+    reported: dict[str, list[float]] = field(default_factory=dict)  # field -> [sum, count] (records.reported)
 
 
 # Daphne runs each request in a thread of its own, but a batch is CPU work under the GIL and SQLite
@@ -63,16 +65,27 @@ def telemetry_turn() -> threading.Lock:
     return _ONE_BATCH_AT_A_TIME
 
 
-def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) -> tuple[TelemetryBatch, bool]:
-    """Store one batch; (batch, False) when the same batch, with the same records, is already
-    stored under this recipe, engine, session and number (a retry). The same number with other
-    records is a Conflict naming it.
+def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) -> tuple[TelemetryBatch, Batch, bool]:
+    """Store one batch: (stored row, parsed batch, False) when the same batch, with the same
+    records, is already stored under this recipe, engine, session and number (a retry); the same
+    number with other records is a Conflict naming it. `engine`, for an engine token, is the only
+    engine name the batch may carry. Raises InvalidInput naming the first bad field; then nothing
+    is stored."""
+    batch = _parsed(recipe, data, engine)
+    try:
+        with transaction.atomic():
+            row = _store(recipe, batch)
+    except IntegrityError:  # the unique (recipe, engine, session, batch) refused it; the fold rolled back with it
+        stored = _retried(recipe, batch)
+        if stored is None:
+            raise
+        return stored, batch, False
+    return row, batch, True
 
-    `engine`, for an engine token, is the only engine name the batch may carry; without one (a
-    maintainer) the batch may not carry the name of an engine that has tokens. Raises InvalidInput
-    naming the first bad field; then nothing is stored. Called by the API view (`api.py`), the
-    live-page bench and the tests.
-    """
+
+def _parsed(recipe: Recipe, data: Any, engine: str | None) -> Batch:
+    """The batch, valid, posted by whom may post it: without a token (a maintainer) not as an
+    engine that has tokens."""
     setting = setting_of(recipe)
     if setting is None:
         raise InvalidInput("recipe", f"recipe {recipe.name!r} has no policy setting")
@@ -89,63 +102,61 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
         raise Forbidden("engine", f"{batch.engine!r} is a registered engine: only its own token may post as it")
     if batch.boot is not None and not Boot.objects.filter(pk=batch.boot, recipe=recipe).exists():
         raise InvalidInput("boot", f"recipe {recipe.name!r} has no boot {batch.boot}")
-    try:
-        with transaction.atomic():
-            seq = _next_seq(recipe)  # first: its row lock makes this the recipe's one writer until commit
-            whole = _fold(recipe, batch)
-            row = TelemetryBatch.objects.create(
-                recipe=recipe,
-                engine=batch.engine,
-                session=batch.session,
-                batch=batch.batch,
-                boot_id=batch.boot,
-                received_at=timezone.now(),
-                launch_count=len(batch.launches),
-                request_count=len(batch.requests),
-                records=batch.records,
-                seq=seq,
-                frame=frame_of(
-                    seq=seq,
-                    engine=batch.engine,
-                    records=batch.records,
-                    launches=batch.launches,
-                    requests=batch.requests,
-                    itl_counts=whole.itl,
-                    padded=whole.padded_tokens,
-                    launched=whole.launched_tokens,
-                ),
-            )
-            frame = {"type": "frame", **row.frame}
-            # `published_ms`: when it left this process (live frames only), for latency measurements.
-            transaction.on_commit(
-                lambda: publish(live_topic(recipe.name), {**frame, "published_ms": time.time() * 1000})
-            )
-    except IntegrityError:  # the unique (recipe, engine, session, batch) refused it; the fold rolled back with it
-        stored = TelemetryBatch.objects.filter(
-            recipe=recipe, engine=batch.engine, session=batch.session, batch=batch.batch
-        ).first()
-        if stored is None:
-            raise
-        if stored.records != batch.records or stored.boot_id != batch.boot:
-            raise Conflict(
-                "batch",
-                f"batch {batch.batch} of engine {batch.engine!r}, session {batch.session}, is already stored with "
-                "other records: a number is used once per session (a restarted engine picks a new session)",
-            ) from None
-        return stored, False  # a retry
-    return row, True
+    return batch
 
 
-def batch_receipt(batch: TelemetryBatch, created: bool) -> dict[str, Any]:
-    """What the API answers for a posted batch (`stored`: false for a retry of a stored one)."""
-    return {
-        "engine": batch.engine,
-        "session": batch.session,
-        "batch": batch.batch,
+def _store(recipe: Recipe, batch: Batch) -> TelemetryBatch:
+    """Number, fold and store the batch, and publish its frame once committed."""
+    seq = _next_seq(recipe)  # first: its row lock makes this the recipe's one writer until commit
+    whole = _fold(recipe, batch)
+    frame = frame_of(
+        seq=seq, batch=batch, itl_counts=whole.itl_buckets, padded=whole.padded_tokens, launched=whole.launched_tokens
+    )
+    row = TelemetryBatch.objects.create(
+        recipe=recipe,
+        engine=batch.engine,
+        session=batch.session,
+        batch=batch.batch,
+        boot_id=batch.boot,
+        received_at=timezone.now(),
+        launch_count=len(batch.launches),
+        request_count=len(batch.requests),
+        records=batch.records,
+        seq=seq,
+        frame=frame,
+    )
+    # `published_ms`: when it left this process (live frames only), for latency measurements.
+    topic = live_topic(recipe.name)
+    transaction.on_commit(lambda: publish(topic, {"type": "frame", **frame, "published_ms": time.time() * 1000}))
+    return row
+
+
+def _retried(recipe: Recipe, batch: Batch) -> TelemetryBatch | None:
+    """The stored batch this one repeats (None: none), or a Conflict when it carries other records."""
+    stored = TelemetryBatch.objects.filter(
+        recipe=recipe, engine=batch.engine, session=batch.session, batch=batch.batch
+    ).first()
+    if stored is not None and (stored.records != batch.records or stored.boot_id != batch.boot):
+        raise Conflict(
+            "batch",
+            f"batch {batch.batch} of engine {batch.engine!r}, session {batch.session}, is already stored with "
+            "other records: a number is used once per session (a restarted engine picks a new session)",
+        )
+    return stored
+
+
+def batch_receipt(row: TelemetryBatch, batch: Batch, created: bool) -> dict[str, Any]:
+    """What the API answers for a posted batch (`stored`: false for a retry of a stored one;
+    `upgrade`, only for a batch in the previous schema: what to move to, and by when)."""
+    receipt = {
+        "engine": row.engine,
+        "session": row.session,
+        "batch": row.batch,
         "stored": created,
-        "launches": batch.launch_count,  # the answer's keys, documented in docs/api.md
-        "requests": batch.request_count,
+        "launches": row.launch_count,  # the answer's keys, documented in docs/api.md
+        "requests": row.request_count,
     }
+    return receipt if batch.upgrade is None else {**receipt, "upgrade": batch.upgrade}
 
 
 def _next_seq(recipe: Recipe) -> int:
@@ -169,29 +180,31 @@ def _fold(recipe: Recipe, batch: Batch) -> _Partial:
     """Add the batch to its minute rollups and its per-version totals; the batch's own sums."""
     parts: dict[tuple[int, int], _Partial] = {}
     _fold_launches(parts, batch.launches, batch.policy)
+    values = reported()
     for r in batch.requests:
         key = (batch.version, int(r["t_ms"] // 60_000))
         part = parts.get(key)
         if part is None:
             part = parts[key] = _Partial(batch.policy)
         part.requests += 1
-        part.ttft[buckets.bucket_of(r["ttft_ms"])] += 1
-        part.ttft_sum += r["ttft_ms"]
+        part.ttft_buckets[buckets.bucket_of(r["ttft_ms"])] += 1
+        part.ttft_sum_ms += r["ttft_ms"]
         for gap in r["itl_ms"]:
-            part.itl[buckets.bucket_of(gap)] += 1
-        part.itl_sum += sum(r["itl_ms"])
+            part.itl_buckets[buckets.bucket_of(gap)] += 1
+        part.itl_sum_ms += sum(r["itl_ms"])
         part.request_launches += len(r["launches"])
         part.sequences.setdefault(str(r["prompt_tokens"]), set()).add(",".join(map(str, r["launches"])))
+        _add_reported(part.reported, {name: [r[name], 1] for name in values if name in r})
     per_version: dict[int, _Partial] = {}
     for (version, minute), part in parts.items():
         when = datetime.fromtimestamp(minute * 60, tz=UTC)
         _add_to_row(Rollup, {"recipe": recipe, "engine": batch.engine, "version": version, "minute": when}, part)
-        _merge(per_version.setdefault(version, _Partial(part.policy)), part)
+        _add(per_version.setdefault(version, _Partial(part.policy)), part)
     whole = _Partial("")
     seen = {"seen_at": timezone.now()}  # /metrics shows the versions engines posted under lately
     for version, part in per_version.items():
         _add_to_row(Totals, {"recipe": recipe, "engine": batch.engine, "version": version}, part, seen)
-        _merge(whole, part)
+        _add(whole, part)
     return whole
 
 
@@ -263,29 +276,30 @@ def _zero(policy: str) -> dict[str, Any]:
     return {"policy": policy, "ttft_buckets": buckets.empty(), "itl_buckets": buckets.empty()}
 
 
-def _merge(into: _Partial, part: _Partial) -> None:
-    for name in _COUNTERS:
-        setattr(into, name, getattr(into, name) + getattr(part, name))
-    buckets.add(into.ttft, part.ttft)
-    into.ttft_sum += part.ttft_sum
-    buckets.add(into.itl, part.itl)
-    into.itl_sum += part.itl_sum
+def _add_reported(into: dict[str, list[float]], part: dict[str, list[float]]) -> None:
+    """Add reported sums and counts ({field: [sum, count]}) field by field."""
+    for name, (total, count) in part.items():
+        mine = into.setdefault(name, [0, 0])
+        mine[0] += total
+        mine[1] += count
 
 
-def _add(row: Rollup | Totals, part: _Partial) -> None:
+def _add(into: Rollup | Totals | _Partial, part: _Partial) -> None:
+    """Add `part` to a stored row (refused, naming the counter, past MAX_COUNTER) or to another part."""
     for name in _COUNTERS:
-        total = getattr(row, name) + getattr(part, name)
-        if total > MAX_COUNTER:
+        total = getattr(into, name) + getattr(part, name)
+        if total > MAX_COUNTER and not isinstance(into, _Partial):
             raise InvalidInput(
                 "records",
-                f"this batch would take {type(row).__name__.lower()} {name} of engine {row.engine!r} "
-                f"v{row.version} past {MAX_COUNTER} (the database's integer); nothing was stored",
+                f"this batch would take {type(into).__name__.lower()} {name} of engine {into.engine!r} "
+                f"v{into.version} past {MAX_COUNTER} (the database's integer); nothing was stored",
             )
-        setattr(row, name, total)
-    buckets.add(row.ttft_buckets, part.ttft)
-    row.ttft_sum_ms += part.ttft_sum
-    buckets.add(row.itl_buckets, part.itl)
-    row.itl_sum_ms += part.itl_sum
+        setattr(into, name, total)
+    buckets.add(into.ttft_buckets, part.ttft_buckets)
+    into.ttft_sum_ms += part.ttft_sum_ms
+    buckets.add(into.itl_buckets, part.itl_buckets)
+    into.itl_sum_ms += part.itl_sum_ms
+    _add_reported(into.reported, part.reported)
 
 
 def telemetry_prune(*, now: datetime | None = None) -> dict[str, int]:

@@ -5,7 +5,8 @@ From `Totals` (never pruned, so counters never go down): the `helios_ttft_second
 `helios_itl_seconds` histograms per recipe, policy version and policy (every engine's counts
 summed: what the Grafana board's quantiles read), and the `helios_prefill_launches_total` /
 `helios_padded_tokens_total` / `helios_launched_tokens_total` counters per recipe, engine, version
-and policy (padding share = padded / launched); `helios_policy_version` per recipe; jobs by state;
+and policy (padding share = padded / launched); a `helios_reported_<field>` summary (sum and count)
+per reported field (`helios_client.records.reported`) with the same labels; `helios_policy_version` per recipe; jobs by state;
 Celery queue depth (with Redis).
 
 Bounded (docs/telemetry.md, "Cardinality"): only what engines posted within
@@ -36,8 +37,15 @@ from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
+from helios_client.records import reported
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
@@ -86,15 +94,22 @@ def _engine_counters(left_out: GaugeMetricFamily) -> Iterator[Metric]:
     launched = CounterMetricFamily(
         "helios_launched_tokens", "Graph capacity of the prefill launches reported by engines", labels=LABELS
     )
+    values = {
+        name: SummaryMetricFamily(f"helios_reported_{name}", f"{r.title} ({r.unit}) reported by engines", labels=LABELS)
+        for name, r in reported().items()
+    }
     bound = settings.HELIOS_METRICS_MAX_ENGINE_SERIES
     fields = ("recipe__name", "engine", "version", "policy", "prefill_launches", "padded_tokens", "launched_tokens")
-    rows = list(_recent().order_by("-seen_at", "pk").values_list(*fields)[: bound + 1])
-    for name, engine, version, policy, n_launches, n_padded, n_launched in sorted(rows[:bound]):
+    rows = list(_recent().order_by("-seen_at", "pk").values_list(*fields, "reported")[: bound + 1])
+    for name, engine, version, policy, n_launches, n_padded, n_launched, sums in sorted(rows[:bound]):
         labels = [name, engine, str(version), policy]
         prefill_launches.add_metric(labels, n_launches)
         padded.add_metric(labels, n_padded)
         launched.add_metric(labels, n_launched)
-    yield from (prefill_launches, padded, launched)
+        for field, (total, count) in sums.items():
+            if field in values:
+                values[field].add_metric(labels, count_value=count, sum_value=total)
+    yield from (prefill_launches, padded, launched, *values.values())
     left_out.add_metric(["engine_version"], _recent().count() - bound if len(rows) > bound else 0)
 
 

@@ -99,6 +99,11 @@ class Aggregate(models.Model):
     prefill_launches = models.PositiveBigIntegerField(default=0, help_text="launch records")
     launched_tokens = models.PositiveBigIntegerField(default=0, help_text="graph capacity of the launches")
     padded_tokens = models.PositiveBigIntegerField(default=0)
+    reported = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="{field: [sum, count]} of each reported field (helios_client.records.reported)",
+    )
     repaired = models.JSONField(
         null=True,
         blank=True,

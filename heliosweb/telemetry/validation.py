@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from operator import eq, itemgetter, le, lt, sub
 from typing import Any
 
@@ -60,6 +61,7 @@ class Batch:
     records: list[dict[str, Any]]
     launches: Launches
     requests: list[dict[str, Any]]  # the request records, in batch order
+    upgrade: dict[str, Any] | None = None  # what an engine on the previous schema is told (`schema_answer`)
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ def parse_batch(data: Any, *, current_version: int, policy_of: PolicyOf, window:
     """A valid batch, or InvalidInput naming the first bad field. `version` must be one the recipe
     has had (1 .. current), one for the whole batch, with the policy it had (`policy_of`)."""
     body = require_mapping(data, "body")
-    _check_batch_fields(body)
+    upgrade = _check_batch_fields(body, window)
     records = require_list(body["records"], "records")
     if not records:
         raise InvalidInput("records", "must hold at least one record")
@@ -148,6 +150,7 @@ def parse_batch(data: Any, *, current_version: int, policy_of: PolicyOf, window:
         records,
         launches,
         others,
+        upgrade,
     )
 
 
@@ -171,15 +174,17 @@ def _check_finished_after_launches(records: list[dict[str, Any]]) -> None:
             )
 
 
-def _check_batch_fields(body: dict[str, Any]) -> None:
+def _check_batch_fields(body: dict[str, Any], window: Window) -> dict[str, Any] | None:
+    """The batch's own fields checked; what an engine on the previous schema is told, or None."""
     for key in body:
         if key not in _BATCH:
             raise InvalidInput(key, f"unknown field (expected one of {sorted(_BATCH)})")
-    if body.get("schema") != schema.SCHEMA:
-        got = f"schema {body['schema']!r}" if "schema" in body else "no schema (schema 1, integer ids, no session)"
-        raise InvalidInput("schema", f"this server reads schema {schema.SCHEMA} (docs/telemetry.md), got {got}")
+    try:
+        upgrade = schema.schema_answer(body.get("schema"), datetime.fromtimestamp(window.now_ms / 1000, UTC).date())
+    except ValueError as exc:
+        raise InvalidInput("schema", str(exc)) from None
     for name, rule in _BATCH.items():
-        if name == "records":
+        if name in ("records", "schema"):
             continue
         if name not in body:
             if name in _BATCH_REQUIRED:
@@ -192,6 +197,7 @@ def _check_batch_fields(body: dict[str, Any]) -> None:
             raise InvalidInput(name, why)
     if "records" not in body:
         raise InvalidInput("records", "is required")
+    return upgrade
 
 
 def _check_record(record: Any, f: str, window: Window, versions: _Versions) -> None:

@@ -141,7 +141,7 @@
   }
 
   // Live growth: events -> points appended to traces. Points wait in a batch and are drawn in an
-  // animation frame (one Plotly.extendTraces per figure per frame), each trace keeping at most its
+  // animation frame (one Plotly.extendTraces, one figure a frame), each trace keeping at most its
   // rule's max_points. Plotly redraws a whole figure on each extend, so frames are spaced by at
   // least MIN_GAP_MS and by four times what the last one cost: the page stays responsive at any
   // event rate, drawing less often as the figures grow.
@@ -151,7 +151,7 @@
     this.rules = [];          // [{el, rule}]
     this.seq = 0;             // the figures include events up to this number
     this.recent = [];         // growth events kept to re-apply after a redraw
-    this.batch = new Map();   // el -> Map(trace -> {x: [], y: [], max})
+    this.batch = new Map();   // el -> {traces: Map(trace -> {x: [], y: [], max}), span, newest}
     this.frame = 0;           // a requested animation frame
     this.timer = null;        // waiting for the gap before the next frame
     this.notBefore = 0;       // performance.now() before which no frame is drawn
@@ -173,25 +173,51 @@
     let used = false;
     for (const { el, rule } of this.rules) {
       if (rule.event !== ev.type || !el || !el.data) continue;
-      const x = ev[rule.x], y = ev[rule.y];
-      const trace = rule.trace_field ? ev[rule.trace_field] : rule.trace;
-      if (x === undefined || y === undefined || typeof trace !== "number" || trace >= el.data.length) continue;
-      if (!this.batch.has(el)) this.batch.set(el, new Map());
-      const byTrace = this.batch.get(el);
-      if (!byTrace.has(trace)) byTrace.set(trace, { x: [], y: [], max: rule.max_points });
-      const points = byTrace.get(trace);
-      points.x.push(x);
-      points.y.push(y);
-      if (points.x.length > 2 * points.max) {  // a hidden tab draws no frames: keep the batch bounded
-        points.x.splice(0, points.x.length - points.max);
-        points.y.splice(0, points.y.length - points.max);
+      // A rule's points: the rows of event[points] ([x, y] or [x, y, trace name]), or one (event[x], event[y]).
+      const rows = rule.points ? ev[rule.points] : [[ev[rule.x], ev[rule.y]]];
+      if (!Array.isArray(rows)) continue;
+      for (const [x, y, name] of rows) {
+        if (x === undefined || x === null || y === undefined || (y === null && !rule.points)) continue;
+        const trace = name !== undefined ? traceNamed(el, rule, String(name)) : rule.trace_field ? ev[rule.trace_field] : rule.trace;
+        if (typeof trace !== "number" || trace < 0 || trace >= el.data.length) continue;
+        used = this.put(el, rule, trace, x, y) || used;
       }
-      used = true;
     }
     if (!used) return;
     this.recent.push(ev);
     if (this.recent.length > 2 * RECENT) this.recent = this.recent.slice(-RECENT);
     this.schedule();
+  };
+  // The trace named `name`, added from the rule's `traces` when the figure has none yet (-1: none).
+  function traceNamed(el, rule, name) {
+    const i = el.data.findIndex((t) => t.name === name);
+    const template = i < 0 && rule.traces ? rule.traces[name] || rule.traces[""] : null;
+    if (!template) return i;
+    Plotly.addTraces(el, Object.assign({}, template, { name: name, x: [], y: [] }));
+    return el.data.length - 1;
+  }
+  Grower.prototype.put = function (el, rule, trace, x, y) {
+    if (!this.batch.has(el)) this.batch.set(el, { traces: new Map(), span: null, newest: -Infinity });
+    const pending = this.batch.get(el);
+    if (!pending.traces.has(trace)) pending.traces.set(trace, { x: [], y: [], max: rule.max_points });
+    const points = pending.traces.get(trace);
+    // same_x: the point at the trace's last x, waiting here or drawn, takes the sum, or the point is dropped.
+    const drawn = el.data[trace];
+    const onScreen = !points.x.length && drawn.x && drawn.x.length;
+    const last = points.x.length ? points.x[points.x.length - 1] : onScreen ? drawn.x[drawn.x.length - 1] : undefined;
+    if (rule.same_x === "drop" && last !== undefined && x <= last) return false;
+    if (rule.same_x === "sum" && last === x) {
+      if (onScreen) { drawn.y[drawn.y.length - 1] += y; points.touched = true; } else points.y[points.y.length - 1] += y;
+      return true;
+    }
+    points.x.push(x);
+    points.y.push(y);
+    if (points.x.length > 2 * points.max) {  // a hidden tab draws no frames: keep the batch bounded
+      points.x.splice(0, points.x.length - points.max);
+      points.y.splice(0, points.y.length - points.max);
+    }
+    if (rule.x_span) { pending.span = rule.x_span; pending.newest = Math.max(pending.newest, x); }
+    return true;
   };
   Grower.prototype.schedule = function () {
     if (this.frame || this.timer) return;
@@ -202,20 +228,68 @@
       this.frame = requestAnimationFrame(() => { this.frame = 0; this.flush(); });
     }
   };
+  // One figure a frame (its extend is a task of its own: three charts extended in one task blocked
+  // the live page over 200 ms on a loaded machine); the others wait their turn, in arrival order.
   Grower.prototype.flush = function () {
     const started = performance.now();
-    for (const [el, byTrace] of this.batch) {
-      const traces = Array.from(byTrace.keys());
-      const update = { x: traces.map((t) => byTrace.get(t).x), y: traces.map((t) => byTrace.get(t).y) };
-      const max = Math.max(...traces.map((t) => byTrace.get(t).max));
-      Plotly.extendTraces(el, update, traces, max);
+    const [el, pending] = this.batch.entries().next().value || [];
+    if (!el) return;
+    this.batch.delete(el);
+    // Extending redraws from el.layout: the window moves to the newest point and the "empty" note goes.
+    const layout = el.layout;
+    if (layout.annotations) layout.annotations = layout.annotations.filter((a) => a.name !== "empty");
+    if (pending.span) {  // up to the newest point, or the declared range's end (a policy change's marker) if later
+      const declared = ((el._helios.layout.xaxis || {}).range || [])[1];
+      el._heliosNewest = Math.max(el._heliosNewest || -Infinity, pending.newest, typeof declared === "number" ? declared : -Infinity);
+      layout.xaxis = Object.assign({}, layout.xaxis, { range: [el._heliosNewest - pending.span, el._heliosNewest], autorange: false });
     }
-    this.batch.clear();
+    const traces = Array.from(pending.traces.keys()).filter((t) => pending.traces.get(t).x.length);
+    if (!traces.length) Plotly.redraw(el);  // only sums at points already drawn
+    else {
+      const update = { x: traces.map((t) => pending.traces.get(t).x), y: traces.map((t) => pending.traces.get(t).y) };
+      Plotly.extendTraces(el, update, traces, Math.max(...traces.map((t) => pending.traces.get(t).max)));
+    }
     const now = performance.now();
     this.notBefore = now + Math.max(MIN_GAP_MS, 4 * (now - started));
+    if (this.batch.size) this.schedule();
   };
 
-  window.HeliosFigures = { draw: draw, Grower: Grower };
+  // A page's figures, drawn into `container` from `first` (the answer the page came with) or `url`,
+  // and grown: take(ev) grows them from a live event, or asks `url` again (at most once a second)
+  // after an event type the answer lists in refresh_on. One fetch at a time; a call while one is
+  // under way fetches once more after it (the last drawing must be the newest).
+  function Live(container, url, filePrefix) {
+    this.container = container; this.url = url; this.filePrefix = filePrefix;
+    this.grower = new Grower();
+    this.refreshOn = new Set();
+    this.loading = null; this.again = false; this.timer = null;
+  }
+  Live.prototype.show = async function (entries) {
+    const drawn = await draw(this.container, entries, this.filePrefix);
+    this.grower.reset(drawn, entries);
+    this.refreshOn = new Set(entries.flatMap((e) => e.refresh_on || []));
+    this.container.dataset.loaded = String(Number(this.container.dataset.loaded || 0) + 1);
+  };
+  Live.prototype.load = async function () {
+    if (this.loading) { this.again = true; return this.loading; }
+    this.loading = (async () => {
+      do {
+        this.again = false;
+        const response = await fetch(this.url, { credentials: "same-origin" });
+        if (!response.ok) { console.warn("figures:", response.status); return; }
+        await this.show(await response.json());
+      } while (this.again);
+    })();
+    try { await this.loading; } finally { this.loading = null; }
+  };
+  Live.prototype.take = function (ev) {
+    if (this.grower.wants(ev)) this.grower.add(ev);
+    else if (this.refreshOn.has(ev.type) && !(ev.seq <= this.grower.seq) && !this.timer) {
+      this.timer = setTimeout(() => { this.timer = null; this.load(); }, 1000);
+    }
+  };
+
+  window.HeliosFigures = { draw: draw, Grower: Grower, Live: Live };
 
   // Pages that embed their figures (explain, compare) draw them on load.
   for (const el of document.querySelectorAll("[data-figures]")) {

@@ -12,10 +12,7 @@
   const renderedUnfinished = !["done", "failed", "cancelled"].includes(root.dataset.status);
   let eventCount = 0;
   const MAX_LOG = 300;
-  const grower = new HeliosFigures.Grower();
-  let refreshOn = new Set();
-  let refreshTimer = null;
-  let loading = null;
+  const figures = new HeliosFigures.Live($("figures"), "/api/jobs/" + jobId + "/figures/", "job-" + jobId);  // the page preloads its first answer
 
   function setStatus(status) {
     const el = $("job-status");
@@ -75,30 +72,6 @@
     $("event-count").textContent = String(eventCount);
   }
 
-  // One fetch at a time; a call while one is under way fetches once more after it (the job may
-  // have finished meanwhile, and the last drawing must be the newest).
-  let again = false;
-  async function loadFigures() {
-    if (loading) { again = true; return loading; }
-    loading = (async () => {
-      do {
-        again = false;
-        const response = await fetch("/api/jobs/" + jobId + "/figures/");  // the page preloads the first
-        if (!response.ok) { console.warn("figures:", response.status); return; }
-        const entries = await response.json();
-        const drawn = await HeliosFigures.draw($("figures"), entries, "job-" + jobId);
-        grower.reset(drawn, entries);
-        refreshOn = new Set(entries.flatMap((e) => e.refresh_on || []));
-        $("figures").dataset.loaded = String(Number($("figures").dataset.loaded || 0) + 1);
-      } while (again);
-    })();
-    try { await loading; } finally { loading = null; }
-  }
-
-  function refreshSoon() {
-    if (!refreshTimer) refreshTimer = setTimeout(() => { refreshTimer = null; loadFigures(); }, 1000);
-  }
-
   function showResult(result, summaryText) {
     $("result").hidden = false;
     $("result-text").hidden = !summaryText;
@@ -147,17 +120,16 @@
         setProgress(ev.done, ev.total, ev.message);
         if (root.dataset.status === "queued") setStatus("running");
         break;
-      case "done": setStatus("done"); setProgress(1, 1); loadResult(); loadFigures(); if (renderedUnfinished) loadDownloads(); break;
+      case "done": setStatus("done"); setProgress(1, 1); loadResult(); figures.load(); if (renderedUnfinished) loadDownloads(); break;
       case "failed": case "cancelled":
         setStatus(ev.type === "failed" ? "failed" : "cancelled");
         $("job-error").hidden = false; $("job-error").textContent = ev.reason || ev.type;
-        loadFigures();
+        figures.load();
         break;
       case "error": console.warn("server:", ev); return;
       case "pong": return;
     }
-    if (grower.wants(ev)) grower.add(ev);
-    else if (refreshOn.has(ev.type) && ev.seq > grower.seq) refreshSoon();
+    figures.take(ev);
     logEvent(ev);
   }
 
@@ -171,5 +143,5 @@
   }
 
   if (root.dataset.status === "done") loadResult();
-  loadFigures().then(connect);
+  figures.load().then(connect);
 })();

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from helios_client import Backoff, LaunchRecord, PolicyWatcher, TelemetryReporter, record_problem
+from helios_client.records import SCHEMA
 
 FAST = Backoff(first_s=0.01, maximum_s=0.05)
 
@@ -30,6 +31,7 @@ class Fake:
         self.version = 1
         self.connections = 0
         self.drop_idle = False  # close each connection after its answer, without saying so
+        self.stored: dict[str, Any] = {"stored": True}  # a 201's answer
         self.hold = threading.Event()
         self.hold.set()
 
@@ -64,7 +66,7 @@ def fake() -> Iterator[tuple[Fake, str]]:
                 raw = gzip.decompress(raw)
             state.posts.append((dict(self.headers), json.loads(raw)))
             status = state.statuses.pop(0) if state.statuses else 201
-            self._answer(status, {"error": "as told", "field": "batch"} if status >= 400 else {"stored": True})
+            self._answer(status, {"error": "as told", "field": "batch"} if status >= 400 else state.stored)
 
         def do_GET(self) -> None:
             state.gets.append(dict(self.headers))
@@ -106,7 +108,7 @@ def test_batches_by_count_and_version_numbered_from_1_in_one_session(fake):
     rep.close()
     bodies = [b for _, b in state.posts]
     assert [(b["batch"], len(b["records"])) for b in bodies] == [(1, 3), (2, 2), (3, 1)]
-    assert {b["session"] for b in bodies} == {rep.session} and {b["schema"] for b in bodies} == {2}
+    assert {b["session"] for b in bodies} == {rep.session} and {b["schema"] for b in bodies} == {SCHEMA}
     assert [r["request"] for b in bodies for r in b["records"]] == [f"cmpl-{i}" for i in range(6)]
     assert rep.stats.posted_records == 6 and rep.stats.queued_records == 0
 
@@ -133,6 +135,20 @@ def test_a_failed_post_is_retried_under_the_same_number_and_session(fake):
     assert [(b["session"], b["batch"]) for _, b in state.posts] == [(rep.session, 1)] * 4
     assert len({json.dumps(b) for _, b in state.posts}) == 1  # the same content each time
     assert (rep.stats.retried_posts, rep.stats.posted_batches) == (3, 1)
+
+
+def test_a_server_that_reads_this_schema_for_a_window_only_is_heard_once(fake, caplog):
+    state, url = fake
+    state.stored = {"stored": True, "upgrade": {"schema": SCHEMA + 1, "read_until": "2099-01-01", "why": "upgrade"}}
+    rep = reporter(url, batch_records=1)
+    rep.add(launch(0))
+    rep.add(launch(1))
+    assert rep.flush(5)
+    rep.close()
+    assert rep.stats.posted_batches == 2 and rep.stats.upgrade == "upgrade"  # stored all the same
+    assert [r.message for r in caplog.records if "upgrade" in r.message] == [
+        "telemetry: upgrade helios_client: upgrade"
+    ]
 
 
 def test_a_refused_batch_is_not_retried_and_the_next_one_goes_on(fake):
@@ -309,7 +325,7 @@ def test_batches_not_posted_by_close_are_spooled_and_a_later_reporter_posts_them
         (first.session, 3, ["cmpl-4"]),
         (second.session, 1, ["cmpl-9"]),
     ]
-    assert all(b["engine"] == "eng-1" and b["schema"] == 2 for _, b in state.posts)
+    assert all(b["engine"] == "eng-1" and b["schema"] == SCHEMA for _, b in state.posts)
     second.close()
     assert list(tmp_path.iterdir()) == []  # answered batches leave the spool
 

@@ -302,11 +302,12 @@ def test_a_job_without_a_result_says_what_to_wait_for():
 
 
 def test_the_vendored_plotly_bundle_draws_every_trace_type_the_product_emits():
-    """Every trace type of every kind's figures, of /explain, and of the live page's script is
+    """Every trace type of every kind's figures, of /explain, and of the live page's figures is
     one the vendored partial bundle registers (read from the bundle itself)."""
     import re
 
     from heliosweb.figures.explain import plans_figure
+    from heliosweb.figures.live import live_figures
     from heliosweb.figures.summary import describe
 
     from .conftest import ROOT
@@ -320,8 +321,9 @@ def test_the_vendored_plotly_bundle_draws_every_trace_type_the_product_emits():
             for figure in built(kind).values():
                 emitted |= {t.type for t in figure.data}
     emitted |= {t.type for t in plans_figure([], "nothing").figure.data}
-    live_js = (ROOT / "static/helios/recipe_live.js").read_text()
-    emitted |= set(re.findall(r'type: "([a-z0-9]+)", (?:mode|name)', live_js))
+    for live in live_figures(changes=[], capacities=[512]):
+        emitted |= {t["type"] for t in live["figure"]["data"]}
+        emitted |= {t["type"] for g in live["growth"] for t in (g.get("traces") or {}).values()}
     assert emitted and emitted <= registered, emitted - registered
     assert describe([], {}) == "Nothing to draw yet."
 

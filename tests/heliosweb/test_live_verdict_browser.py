@@ -24,13 +24,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.django_db(transa
 FIGURES = ("fig-chunks", "fig-ttft", "fig-itl", "fig-rate", "fig-padding")
 # Each figure's x range in ms, its tick labels, and its empty-state note (null once it has data).
 X_AXES = """ids => ids.map(id => {
-  const el = document.getElementById(id), range = el._fullLayout.xaxis.range.map(r => new Date(r).getTime());
+  const el = document.querySelector(`[data-figure-id=${id}]`), range = el._fullLayout.xaxis.range.map(r => new Date(r).getTime());
   const note = (el._fullLayout.annotations || []).find(a => a.name === 'empty');
   return {id, range, ticks: [...el.querySelectorAll('.xtick text')].map(t => t.textContent), note: note ? note.text : null};
 })"""
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
-BEFORE_MARKER = """() => { const el = document.getElementById('fig-ttft'), at = el.layout.shapes[0].x0.getTime();
-  return el.data[0].x.filter(x => x.getTime() < at).length; }"""
+BEFORE_MARKER = """() => { const el = document.querySelector('[data-figure-id=fig-ttft]'), at = el.layout.shapes[0].x0;
+  return el.data[0].x.filter(x => x < at).length; }"""
 
 
 def shoot(page, name, width):
@@ -97,7 +97,7 @@ def test_ttft_points_before_a_marker_stay_while_the_page_stays_open(stack, page,
     )
     off_the_browser_thread(decisions.decision_approve, actor=reviewer, decision=decision)
     off_the_browser_thread(decisions.decision_apply, actor=author, decision=decision)
-    page.wait_for_function("(document.getElementById('fig-ttft').layout.shapes || []).length === 1")
+    page.wait_for_function("(document.querySelector('[data-figure-id=fig-ttft]').layout.shapes || []).length === 1")
     page.wait_for_timeout(1500)  # a redraw with the marker
     # every one of the 20 seconds drawn as its fastest, median and slowest
     assert page.evaluate(BEFORE_MARKER) == 20 * 3

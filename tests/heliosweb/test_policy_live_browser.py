@@ -39,7 +39,9 @@ def test_an_emergency_rollback_reaches_every_open_page(stack, page, recipe, auth
     tabs["live"].set_default_timeout(60_000)
     tabs["live"].wait_for_function("document.getElementById('connection').textContent === 'live'")
     before = f"v2: rule (decision #{decision.pk})"
-    tabs["live"].wait_for_function(f"document.getElementById('fig-chunks').textContent.includes({before!r})")
+    tabs["live"].wait_for_function(
+        f"document.querySelector('[data-figure-id=fig-chunks]').textContent.includes({before!r})"
+    )
     assert tabs["decision"].text_content("#decision-status") == "applied"
 
     off_the_browser_thread(
@@ -59,7 +61,9 @@ def test_an_emergency_rollback_reaches_every_open_page(stack, page, recipe, auth
     marker = "v3: cost (emergency rollback by ora<i>n</i>)"
     # Plotly draws its own few tags (<i>, <b>) in a chart's text as styled text, never as page markup
     charted = "v3: cost (emergency rollback by oran)"
-    tabs["live"].wait_for_function(f"document.getElementById('fig-chunks').textContent.includes({charted!r})")
+    tabs["live"].wait_for_function(
+        f"document.querySelector('[data-figure-id=fig-chunks]').textContent.includes({charted!r})"
+    )
     tabs["live"].wait_for_function(f"(document.getElementById('panel-label') || {{}}).textContent === {marker!r}")
     assert tabs["live"].text_content("#live-policy") == "cost v3"
     assert tabs["live"].locator("#panel-label i").count() == 0  # text, not an element

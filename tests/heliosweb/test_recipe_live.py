@@ -48,7 +48,7 @@ def test_the_live_page_marks_an_apply_and_has_no_frame_gap_after_a_cut(stack, pa
     off_the_browser_thread(decisions.decision_approve, actor=reviewer, decision=decision)
     off_the_browser_thread(decisions.decision_apply, actor=author, decision=decision)
     marker = f"v2: rule (decision #{decision.pk})"
-    page.wait_for_function(f"document.getElementById('fig-chunks').textContent.includes({marker!r})")
+    page.wait_for_function(f"document.querySelector('[data-figure-id=fig-chunks]').textContent.includes({marker!r})")
     page.wait_for_function(f"(document.getElementById('panel-label') || {{}}).textContent === {marker!r}")
     assert "too few samples" in page.text_content("#panel-body")
 

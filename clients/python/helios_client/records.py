@@ -7,6 +7,14 @@ the benches, the tests' record builders and the field table in `docs/telemetry.m
 declarations, so adding a field is one edit here (plus its test). `SCHEMA` is sent in every batch:
 a change to what a record means is a new number.
 
+A request record's field may be optional (`spec(..., optional=True)`): an engine that does not
+know it leaves it out. A field declared `reported=Reported(...)` is shown with no other edit: the
+live page draws its per-batch mean and `/metrics` exports its sum and count per engine and version.
+
+Schema policy: the server reads `SCHEMA` and the schema before it (`PREVIOUS_SCHEMA`) until
+`PREVIOUS_READ_UNTIL`; a batch in the previous schema is stored and answered with `upgrade` (what
+to move to, and by when). After that date, or for any older schema, the answer is a 400.
+
 Standard library only: this module is shared by the server and by engines.
 """
 
@@ -15,11 +23,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
+from datetime import date
 from itertools import repeat
 from operator import ge, le
 from typing import Any, ClassVar
 
-SCHEMA = 2  # 1: integer request ids, no session (refused since)
+SCHEMA = 3  # 3: optional reported fields on request records (`output_tokens`)
+PREVIOUS_SCHEMA = 2  # 2: every field required; 1: integer request ids, no session (refused)
+PREVIOUS_READ_UNTIL = date(2027, 6, 30)  # the last day schema 2 is read
 MAX_RECORDS = 10_000  # per batch
 MAX_TOKENS = 1_048_576  # any token count or graph capacity
 MAX_MS = 1_000_000.0  # any duration
@@ -142,9 +153,46 @@ _TYPES = {
 _TYPES |= {"int_list": "list of integers", "number_list": "list of numbers"}
 
 
-def spec(kind: str, doc: str, minimum: float = 0, maximum: float = 0, *, items: tuple[int, int] = (0, 0)) -> Any:
-    """A required dataclass field declared with its `Spec`."""
-    return field(metadata={"spec": Spec(kind, doc, minimum, maximum, *items)})
+@dataclass(frozen=True)
+class Reported:
+    """A request record's value the server shows: `title` on the live page (each batch's mean of
+    the records that carry it, in `unit`), and in `/metrics` a summary `helios_reported_<field>`
+    (its sum and count per recipe, engine, version and policy)."""
+
+    title: str
+    unit: str
+
+
+def spec(
+    kind: str,
+    doc: str,
+    minimum: float = 0,
+    maximum: float = 0,
+    *,
+    items: tuple[int, int] = (0, 0),
+    optional: bool = False,
+    reported: Reported | None = None,
+) -> Any:
+    """A dataclass field declared with its `Spec`: required, or `optional` (None: not sent)."""
+    metadata = {"spec": Spec(kind, doc, minimum, maximum, *items), "reported": reported}
+    return field(default=None, metadata=metadata) if optional else field(metadata=metadata)
+
+
+def schema_answer(number: Any, today: date) -> dict[str, Any] | None:
+    """What a batch in schema `number` is told (`upgrade`), or None for the current schema.
+    Raises ValueError, saying what this server reads, for a schema it no longer reads."""
+    if number == SCHEMA:
+        return None
+    if number == PREVIOUS_SCHEMA and today <= PREVIOUS_READ_UNTIL:
+        until = PREVIOUS_READ_UNTIL.isoformat()
+        return {
+            "schema": SCHEMA,
+            "read_until": until,
+            "why": f"schema {number} is read until {until}: upgrade the client",
+        }
+    read = f"{SCHEMA}, and {PREVIOUS_SCHEMA} until {PREVIOUS_READ_UNTIL.isoformat()}"
+    got = "no schema (schema 1)" if number is None else f"schema {_shown(number)}"
+    raise ValueError(f"this server reads schema {read} (docs/telemetry.md), got {got}")
 
 
 def _shown(value: Any) -> str:
@@ -198,7 +246,9 @@ class _Record:
     type: ClassVar[str]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, **{f.name: getattr(self, f.name) for f in fields(self)}}  # type: ignore[arg-type]
+        """The posted dict; an optional field left at None is not sent."""
+        values = ((f.name, getattr(self, f.name)) for f in fields(self))  # type: ignore[arg-type]
+        return {"type": self.type, **{name: v for name, v in values if v is not None}}
 
 
 @dataclass(frozen=True)
@@ -247,13 +297,26 @@ class RequestRecord(_Record):
         1,
         MAX_VERSION,
     )
+    output_tokens: int | None = spec(
+        "int",
+        "the tokens it generated (optional, since schema 3)",
+        0,
+        MAX_TOKENS,
+        optional=True,
+        reported=Reported("Output tokens per finished request", "tokens"),
+    )
 
 
 @dataclass(frozen=True)
 class Batch:
     """One POST: records of one engine session and one policy version, numbered by the engine."""
 
-    schema: int = spec("int", f"the record schema this batch follows: {SCHEMA}", SCHEMA, SCHEMA)
+    schema: int = spec(
+        "int",
+        f"the record schema this batch follows: {SCHEMA} ({PREVIOUS_SCHEMA} is read until {PREVIOUS_READ_UNTIL})",
+        PREVIOUS_SCHEMA,
+        SCHEMA,
+    )
     engine: str = spec("slug", "the engine's name (its token's, when it posts with one)")
     session: str = spec("uuid", "picked by the engine at each start; a restart picks a new one")
     batch: int = spec("int", "the engine's number for this batch in this session; a retry repeats it", 0, MAX_INT)
@@ -277,6 +340,12 @@ def specs(cls: type) -> dict[str, Spec]:
     return {f.name: f.metadata["spec"] for f in fields(cls)}
 
 
+def reported(cls: type | None = None) -> dict[str, Reported]:
+    """The reported fields of a record class (by default the request record as `RECORDS` holds it
+    now), in declaration order."""
+    return {f.name: f.metadata["reported"] for f in fields(cls or RECORDS["request"]) if f.metadata.get("reported")}
+
+
 def required(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls) if _is_required(f))
 
@@ -298,9 +367,12 @@ def record_problem(record: Any) -> tuple[str, str] | None:
     for key in record:
         if key != "type" and key not in declared:
             return key, f"unknown field (expected one of {sorted(declared)})"
+    needed = required(cls)
     for name, rule in declared.items():
         if name not in record:
-            return name, "is required"
+            if name in needed:
+                return name, "is required"
+            continue
         where = rule.where(record[name])
         if where is not None:
             return name + where[0], where[1]

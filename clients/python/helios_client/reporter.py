@@ -52,6 +52,7 @@ class ReporterStats:
     refused_batches: int = 0  # refused by the server (a 4xx other than 429): logged, not retried
     spooled_batches: int = 0  # left in the spool at close, for the next reporter on it to post
     resumed_batches: int = 0  # found in the spool at start (a previous run's), queued before new ones
+    upgrade: str = ""  # the server's word when it reads this client's schema for a stated window only
 
 
 @dataclass
@@ -248,7 +249,7 @@ class TelemetryReporter:
         attempt = 0
         while not self._abandon.is_set():
             try:
-                self._http.request(self.path, timeout_s=self.timeout_s, data=data, headers=headers)
+                answer = self._http.request(self.path, timeout_s=self.timeout_s, data=data, headers=headers)
             except ApiError as exc:
                 if not exc.retryable:
                     self.stats.refused_batches += 1
@@ -257,6 +258,9 @@ class TelemetryReporter:
             except OSError as exc:
                 log.warning("telemetry batch %d not posted (%s); retrying", batch.number, exc)
             else:
+                if b'"upgrade"' in answer.body and not self.stats.upgrade:  # logged once
+                    self.stats.upgrade = json.loads(answer.body)["upgrade"]["why"]
+                    log.warning("telemetry: upgrade helios_client: %s", self.stats.upgrade)
                 self.stats.posted_batches += 1
                 self.stats.posted_records += len(batch.records)
                 return True
