@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpu_runner import budget, check, targets
+from gpu_runner import targets
+from scripts.gpu_check import budget, check
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -373,7 +374,8 @@ def test_a_second_pass_step_starts_only_when_its_estimate_fits_the_budget_left(t
 STUCK = """
 import sys, threading
 from pathlib import Path
-from gpu_runner import budget, check, targets
+from gpu_runner import targets
+from scripts.gpu_check import budget, check
 plan = [
     check.Step("first", lambda done: {}, lambda r: "ran"),
     check.Step("stuck", lambda done: threading.Event().wait(), str),
