@@ -78,13 +78,6 @@ def judge(arrivals_ms: Sequence[float], first_tokens_ms: Iterable[float]) -> Loa
     return Load(True, overloaded, round6(came / seconds), round6(served / seconds), waiting(end), growth)
 
 
-def of_requests(per_request: Sequence[dict[str, float]], offered_ms: Sequence[float] | None = None) -> Load:
-    """`judge` over a result's per-request rows (`arrival_ms`, `ttft_ms`); `offered_ms`: every
-    offered arrival when some requests never finished (else the rows' own arrivals)."""
-    arrivals = [r["arrival_ms"] for r in per_request] if offered_ms is None else offered_ms
-    return judge(arrivals, (r["arrival_ms"] + r["ttft_ms"] for r in per_request))
-
-
 def overloaded_runs(result: Mapping[str, Any]) -> list[str]:
     """What a serving result says was overloaded, a line per policy: a simulate or replay policy's
     run (its `load`), or the rates at which a capacity policy was (its points' `overloaded`).
