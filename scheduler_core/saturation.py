@@ -25,11 +25,6 @@ from .stats import round6
 TOLERANCE = 0.10  # share of the last half's arrivals the queue may gain before it is growth
 MIN_GROWTH = 10  # requests: a smaller gain is a burst's tail, not a trend
 MIN_REQUESTS = 20
-RULE = (
-    f"overloaded: over the second half of the traffic, the requests waiting for a first token grew by more "
-    f"than {TOLERANCE:.0%} of that half's arrivals (and by at least {MIN_GROWTH}); the offered rate then exceeds "
-    "the sustained rate (first tokens per second over that half)"
-)
 QUEUEING = "TTFT here is mostly queueing, not the policy's own effect"
 
 
