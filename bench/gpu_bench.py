@@ -6,7 +6,7 @@ fails on timing (machines vary): read it, don't gate on it.
 CPU: a capture (one boot, in a fresh process as every capture boot is) of tiny's default catalog,
 and how much of it the new interpreter's start-up (spawn to torch imported) took. GPU, when there
 is one: a 3-boot capture of small's default catalog, its worst per-graph spread (p90/p10), its
-slowest boot, and graph replay vs eager launch per shape (gpu_runner/targets.py, the same figures
+slowest boot, and graph replay vs eager launch per shape (scripts/gpu_check/targets.py, the same figures
 `scripts/gpu-check` reports in its `targets` step).
 """
 
@@ -22,7 +22,8 @@ import torch
 
 from gpu_runner.analyses import ANALYSES
 from gpu_runner.presets import default_shapes
-from gpu_runner.targets import (
+from scheduler_core.analyses.contract import ignore_events
+from scripts.gpu_check.targets import (
     BOOT_TARGET_S,
     FASTER,
     NO_SLOWER,
@@ -32,7 +33,6 @@ from gpu_runner.targets import (
     replay_vs_eager,
     spreads,
 )
-from scheduler_core.analyses.contract import ignore_events
 
 CAPTURE = ANALYSES["capture"]
 

@@ -432,6 +432,16 @@ ANALYSES: dict[str, Analysis[Any]] = {
             result=CaptureResult,
             needs_recipe="a capture stores its catalog under a recipe: choose one",
             boots=capture_boots,
+            example={
+                "capacities": [16, 32],
+                "decode_rows": [2],
+                "graphs": "prefill+decode",
+                "repeats": 1,
+                "boots": 2,
+                "device": "cpu",
+                "drift_capacities": [32],
+                "drift_load": 1,
+            },
         ),
         Analysis(
             "ttft",
@@ -447,6 +457,7 @@ ANALYSES: dict[str, Analysis[Any]] = {
             check=check_ttft,
             events=(ProgressEvent, MeasurementEvent, TtftLaunchEvent),
             result=TtftResult,
+            example={"capacities": [16, 32, 64], "repeats": 1, "runs": 1, "prompt_tokens": [100], "device": "cpu"},
         ),
         Analysis(
             "numerics",
@@ -460,6 +471,7 @@ ANALYSES: dict[str, Analysis[Any]] = {
             check=check_numerics,
             events=(ProgressEvent, MeasurementEvent),
             result=NumericsResult,
+            example={"capacities": [16, 32, 64], "repeats": 1, "prompt_tokens": 150, "device": "cpu"},
         ),
     )
 }

@@ -125,7 +125,6 @@ PRESETS["llama-3-8b"] = dataclasses.replace(
     decode_context=2048,
     rope_theta=500000.0,
 )
-GPU_CHECK_DEFAULT = "llama-2-7b"  # the preset whose published A100/H100 profiles the check is held against
 
 
 def get_preset(name: object, field: str = "preset") -> ModelConfig:

@@ -171,6 +171,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "heliosweb.common.permissions.can_run_context",
             ],
         },
     },

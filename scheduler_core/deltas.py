@@ -21,10 +21,6 @@ from .stats import PERCENTILES, percentiles, round6
 
 DIFFERENCE_OF_PERCENTILES = "difference of percentiles"
 PERCENTILE_OF_DIFFERENCES = "percentile of per-request differences"
-DEFINITIONS = {
-    DIFFERENCE_OF_PERCENTILES: "pN(after) - pN(before), each over its own policy's requests",
-    PERCENTILE_OF_DIFFERENCES: "pN of (after_i - before_i) over the same requests i",
-}
 
 
 def column(definition: str) -> str:

@@ -184,11 +184,6 @@ class PooledFit:
         return self.fit if point is None else self.sums.plus(*point, sign=-1.0).fit()
 
 
-def pooled_fit(catalogs: Sequence[Catalog]) -> AffineFit | None:
-    """The affine fit of several boots' solo prefill graphs together (`PooledFit`)."""
-    return PooledFit.of(catalogs).fit
-
-
 @dataclass(frozen=True)
 class _Yardstick:
     """What a recipe's boots say about measurement noise and about the affine model, in log space."""
@@ -375,16 +370,6 @@ def shape_noise(catalogs: Sequence[Catalog]) -> list[ShapeNoise]:
         deciles = statistics.quantiles(values, n=10, method="inclusive")
         out.append(ShapeNoise(prefill, decode, len(values), deciles[0], deciles[8]))
     return out
-
-
-def recipe_health(catalogs: Sequence[Catalog]) -> dict[str, Any]:
-    """A recipe's boots at a glance: each boot's health (in the order given) and each shape's noise."""
-    healths = boots_health(catalogs)
-    return {
-        "boots": [h.to_dict() for h in healths],
-        "flagged_boots": sum(h.status == "flagged" for h in healths),
-        "noise": [n.to_dict() for n in shape_noise(catalogs)],
-    }
 
 
 @dataclass(frozen=True)

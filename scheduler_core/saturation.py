@@ -25,11 +25,6 @@ from .stats import round6
 TOLERANCE = 0.10  # share of the last half's arrivals the queue may gain before it is growth
 MIN_GROWTH = 10  # requests: a smaller gain is a burst's tail, not a trend
 MIN_REQUESTS = 20
-RULE = (
-    f"overloaded: over the second half of the traffic, the requests waiting for a first token grew by more "
-    f"than {TOLERANCE:.0%} of that half's arrivals (and by at least {MIN_GROWTH}); the offered rate then exceeds "
-    "the sustained rate (first tokens per second over that half)"
-)
 QUEUEING = "TTFT here is mostly queueing, not the policy's own effect"
 
 
@@ -76,13 +71,6 @@ def judge(arrivals_ms: Sequence[float], first_tokens_ms: Iterable[float]) -> Loa
     seconds = (end - half) / 1000.0
     overloaded = growth > max(TOLERANCE * came, MIN_GROWTH)
     return Load(True, overloaded, round6(came / seconds), round6(served / seconds), waiting(end), growth)
-
-
-def of_requests(per_request: Sequence[dict[str, float]], offered_ms: Sequence[float] | None = None) -> Load:
-    """`judge` over a result's per-request rows (`arrival_ms`, `ttft_ms`); `offered_ms`: every
-    offered arrival when some requests never finished (else the rows' own arrivals)."""
-    arrivals = [r["arrival_ms"] for r in per_request] if offered_ms is None else offered_ms
-    return judge(arrivals, (r["arrival_ms"] + r["ttft_ms"] for r in per_request))
 
 
 def overloaded_runs(result: Mapping[str, Any]) -> list[str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from scheduler_core.analyses.contract import Analysis, Emit, progress
-from scheduler_core.analyses.params import FloatParam, IntParam, TraceParam, WindowParam
+from scheduler_core.analyses.params import EXAMPLE_TRACE, FloatParam, IntParam, TraceParam, WindowParam
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent
 from scheduler_core.traffic import TraceTraffic
@@ -216,5 +216,6 @@ ANALYSIS = Analysis(
     format_text=format_text,
     events=(ProgressEvent,),
     result=CheckResult,
+    example={"trace": EXAMPLE_TRACE},  # minutes, not seconds: it serves on a real vLLM
 )
 ANALYSES: dict[str, Analysis[Any]] = {ANALYSIS.name: ANALYSIS}

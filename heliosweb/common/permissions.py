@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
+from django.http import HttpRequest
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -20,3 +21,10 @@ class CanRunJobs(BasePermission):
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return True
         return bool(request.user and request.user.has_perm(RUN_JOBS))
+
+
+def can_run_context(request: HttpRequest) -> dict[str, bool]:
+    """`can_run` in every page's context (a context processor): whether the user holds `RUN_JOBS`,
+    so no template or view spells the permission again."""
+    user = getattr(request, "user", None)
+    return {"can_run": bool(user is not None and user.has_perm(RUN_JOBS))}

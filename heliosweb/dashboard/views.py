@@ -59,7 +59,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "jobs": selectors.job_list(limit=50),
             "recipes": recipe_list_with_latest_boot(),
             "open_decisions": decisions_open(),
-            "can_run": request.user.has_perm(RUN_JOBS),
         },
     )
 
@@ -146,7 +145,6 @@ def _live_page(
             "replay": replay_offer(recipe=recipe),
             "replay_error": replay_error,
             "replay_posted": request.POST if replay_error else {},
-            "can_run": request.user.has_perm(RUN_JOBS),
         },
         status=status,
     )
@@ -224,7 +222,6 @@ def _recipe_page(
             "can_manage": request.user.has_perm(MANAGE_PERM),
             "required_labels": [dict(CHECKLIST).get(k, k) for k in recipe.required_evidence or []],
             "jobs": selectors.job_list(recipe=name, limit=20),
-            "can_run": request.user.has_perm(RUN_JOBS),
             "engine_job": engine_job_active(recipe=recipe),
             "engine_error": {"field": engine_field, "message": engine_error.message} if engine_error else None,
             "engine_posted": request.POST if engine_error else {},
@@ -300,7 +297,6 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
             "params_json": json.dumps(job.params, indent=2),
             "catalog_sources": selectors.catalog_sources_of(job),
             "trace_sources": job.trace_sources,
-            "can_run": request.user.has_perm(RUN_JOBS),
             "tables": table_names(job_data(job, views, with_events=False), views) if job.result is not None else [],
             "has_trace": views.spans is not None and job.result is not None,  # a trace of what ran: once done
             "overloaded": overloaded_runs(job.result) if isinstance(job.result, dict) else [],

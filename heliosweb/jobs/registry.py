@@ -126,6 +126,7 @@ PULSE = Analysis(
     max_work=3600,  # seconds
     events=(ProgressEvent, PulseEvent),
     result=PulseResult,
+    example={"count": 20, "rate": 2000},
 )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InvalidInput
 from . import boots, capacity, fuzz, pr22, replay, simulate, sweep
 from .contract import Analysis
 
@@ -21,9 +20,3 @@ ANALYSES: dict[str, Analysis[Any]] = {
         replay.ANALYSIS,
     )
 }
-
-
-def get_analysis(name: object) -> Analysis[Any]:
-    if not isinstance(name, str) or name not in ANALYSES:
-        raise InvalidInput("kind", f"unknown analysis {name!r} (expected one of {sorted(ANALYSES)})")
-    return ANALYSES[name]

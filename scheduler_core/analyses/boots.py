@@ -175,4 +175,5 @@ ANALYSIS = Analysis(
     max_work=50_000_000,
     format_text=format_text,
     result=BootsResult,
+    example={"boots": 6, "prompts": [3504, 14000], "sigma": 0.2},
 )

@@ -472,4 +472,5 @@ ANALYSIS = Analysis(
     format_text=format_text,
     result=CapacityResult,
     events=(ProgressEvent,),
+    example={"requests": 16, "steps": 3, "repeats": 2, "prompt_max": 4000, "output_max": 20, "rate_max_per_s": 40},
 )

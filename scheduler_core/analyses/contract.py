@@ -118,6 +118,10 @@ class Analysis(Generic[R]):
     # params, None for "until stopped", in place of the job time limit; None for an analysis that
     # ends by itself.
     service_duration_s: Callable[[Mapping[str, Any]], float | None] | None = None
+    # A small run (seconds, on a CPU where the kind can run on one), parameters as the API takes
+    # them: every kind's tests run each registered kind on its own example, so a new kind is
+    # tested by declaring it; None: no run is small (a service that runs until stopped).
+    example: Mapping[str, Any] | None = None
 
     @property
     def runs_until_stopped(self) -> bool:

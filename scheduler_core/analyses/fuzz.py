@@ -295,4 +295,5 @@ ANALYSIS = Analysis(
     format_text=format_text,
     result=FuzzResult,
     aliases={"max_tokens": "prompt_max"},  # renamed on 2026-11-30
+    example={"cases": 60, "seed": 1, "prompt_max": 512},
 )

@@ -322,6 +322,13 @@ class CatalogListParam(_ListParam):
         return self._list_schema(CATALOG_SCHEMA)
 
 
+# Two requests as JSON Lines: the example run (`Analysis.example`) of a kind that takes a trace.
+EXAMPLE_TRACE = (
+    '{"arrival_ms": 0, "prompt_tokens": 900, "output_tokens": 4}\n'
+    '{"arrival_ms": 30, "prompt_tokens": 5000, "output_tokens": 3}\n'
+)
+
+
 @dataclass(frozen=True)
 class TraceParam(Param):
     """A trace of real traffic (`scheduler_core.traffic`), parsed once into a `TraceTraffic`. The CLI

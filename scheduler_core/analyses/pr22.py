@@ -74,4 +74,5 @@ ANALYSIS = Analysis(
     format_text=format_table,
     events=(ProgressEvent, ArmResultEvent),
     result=Pr22Result,
+    example={},
 )

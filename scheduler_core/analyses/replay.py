@@ -37,7 +37,7 @@ from ..validation import require_int, require_list, require_mapping, require_num
 from . import simulate
 from .contract import Analysis, Emit, Param
 from .pacing import Ticker
-from .params import PolicyListParam, TraceParam
+from .params import EXAMPLE_TRACE, PolicyListParam, TraceParam
 
 MAX_REQUESTS = 20_000  # requests replayed in one run (simulate's bound on a run's requests)
 MAX_NAME = 64
@@ -361,4 +361,5 @@ ANALYSIS = Analysis(
     format_text=format_text,
     events=(ProgressEvent, PolicyResultEvent),
     result=ReplayResult,
+    example={"trace": EXAMPLE_TRACE},
 )

@@ -399,6 +399,7 @@ ANALYSIS = Analysis(
     format_text=format_text,
     result=SimulateResult,
     events=(ProgressEvent, StepLaunchEvent, PolicyResultEvent),
+    example={"requests": 12, "prompt_max": 6000, "output_min": 4, "output_max": 12, "launch_events": 30},
 )
 SHARED = {p.name: p for p in ANALYSIS.params}  # declared once here; capacity and replay take theirs by name
 SETTING = (  # the catalog, its execution model and the loop's bounds: what a run on this model is set on

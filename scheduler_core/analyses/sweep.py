@@ -223,4 +223,5 @@ ANALYSIS = Analysis(
     format_text=format_text,
     result=SweepResult,
     aliases={"min_tokens": "prompt_min", "max_tokens": "prompt_max"},  # renamed on 2026-11-30
+    example={"count": 10, "prompt_max": 9000},
 )

@@ -124,16 +124,6 @@ class ProfileExecution:
             + self.decode_attention_ms(decode, context)
         )
 
-    def shape_table(
-        self, capacities: tuple[int, ...], decode_rows: tuple[int, ...] = (), mixed: tuple[tuple[int, int], ...] = ()
-    ) -> dict[str, list[dict[str, float]]]:
-        """The durations of the shapes a catalog captures, by kind (what a page or a doc shows)."""
-        return {
-            "prefill": [{"prefill": c, "ms": round(self.launch_ms(c), 6)} for c in capacities],
-            "decode": [{"decode": d, "ms": round(self.launch_ms(0, d), 6)} for d in decode_rows],
-            "mixed": [{"prefill": c, "decode": d, "ms": round(self.launch_ms(c, d), 6)} for c, d in mixed],
-        }
-
     def to_dict(self) -> dict[str, Any]:
         """How results name the profile (`execution`), and where its figures come from."""
         return {

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpu_runner import budget, check, targets
+from gpu_runner.targets import error_split
+from scripts.gpu_check import budget, check, targets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,7 +142,7 @@ def crafted(kind: str, params: dict) -> dict:
         arms = [{**arm, "prompt_tokens": 3504, "policy": p, "ttft_ms": 41.2} for p in ("cost", "rule")]
         sequence = {"sequence_ms": 41.0, "launches_ms": 40.6, "copies_ms": 0.3, "device_idle_ms": 0.1}
         return {
-            "arms": [{**a, "errors": targets.error_split(a, copies_ms=0.3)} for a in arms],
+            "arms": [{**a, "errors": error_split(a, copies_ms=0.3)} for a in arms],
             "sequences": [sequence, sequence],
         }
     comparison = {"verdict": "within tolerance", "max_rel_diff": 0.012}
@@ -373,7 +374,7 @@ def test_a_second_pass_step_starts_only_when_its_estimate_fits_the_budget_left(t
 STUCK = """
 import sys, threading
 from pathlib import Path
-from gpu_runner import budget, check, targets
+from scripts.gpu_check import check
 plan = [
     check.Step("first", lambda done: {}, lambda r: "ran"),
     check.Step("stuck", lambda done: threading.Event().wait(), str),

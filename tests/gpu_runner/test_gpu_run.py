@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpu_runner.budget import DRY
-from gpu_runner.check import steps
+from scripts.gpu_check.budget import DRY
+from scripts.gpu_check.check import steps
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,49 +6,54 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from heliosweb.jobs.registry import get_kind
+from heliosweb.jobs.registry import get_kind, job_kinds
 from scheduler_core.analyses.replay import from_engine_records
+from scheduler_core.errors import InvalidInput
 
 from .telemetry_records import engine_served
 
 _SERVED = from_engine_records(engine_served("cost", 16))  # a replay of what the simulated engine served
 
-# What a kind cannot run without (every other parameter has a default): a replay and a vllm-check
-# need traffic.
-_TWO_REQUESTS = (
-    '{"arrival_ms": 0, "prompt_tokens": 900, "output_tokens": 4}\n'
-    '{"arrival_ms": 30, "prompt_tokens": 5000, "output_tokens": 3}\n'
-)
-REQUIRED: dict[str, dict[str, Any]] = {"replay": {"trace": _TWO_REQUESTS}, "vllm-check": {"trace": _TWO_REQUESTS}}
+# Kinds whose example does not run here: vllm-check serves on a real vLLM (its end-to-end test, -m vllm).
+ELSEWHERE = {"vllm-check"}
+# Where a test wants more than a kind's declared example: a replay of what an engine served.
+RICHER: dict[str, dict[str, Any]] = {"replay": {"trace": _SERVED[0], "served": [s.to_dict() for s in _SERVED[1]]}}
 
+
+def small(kind: str) -> dict[str, Any]:
+    """The parameters a test runs `kind` on: its declared example (`Analysis.example`), richer where said."""
+    example = get_kind(kind).analysis.example
+    assert example is not None, f"{kind} declares no example run"
+    return {**example, **RICHER.get(kind, {})}
+
+
+def _required(kind: str) -> dict[str, Any]:
+    """What `kind` cannot run without (every other parameter has a default), from its example."""
+    analysis = get_kind(kind).analysis
+    try:
+        analysis.validate({})
+    except InvalidInput as missing:
+        return {missing.field: (analysis.example or {})[missing.field]}
+    return {}
+
+
+# Every registered kind with an example that runs here, on small parameters, read from the registry:
+# a new kind is run by the figure, export and browser tests by declaring it.
 SMALL: dict[str, dict[str, Any]] = {
-    "pr22": {},
-    "sweep": {"count": 10, "prompt_max": 9000},
-    "boots": {"boots": 6, "prompts": [3504, 14000], "sigma": 0.2},
-    "fuzz": {"cases": 60, "seed": 1, "prompt_max": 512},
-    "simulate": {"requests": 12, "prompt_max": 6000, "output_min": 4, "output_max": 12, "launch_events": 30},
-    "capacity": {"requests": 16, "steps": 3, "repeats": 2, "prompt_max": 4000, "output_max": 20, "rate_max_per_s": 40},
-    "replay": {"trace": _SERVED[0], "served": [s.to_dict() for s in _SERVED[1]]},
-    "pulse": {"count": 20, "rate": 2000},
-    "capture": {
-        "capacities": [16, 32],
-        "decode_rows": [2],
-        "graphs": "prefill+decode",
-        "repeats": 1,
-        "boots": 2,
-        "device": "cpu",
-        "drift_capacities": [32],
-        "drift_load": 1,
-    },
-    "ttft": {"capacities": [16, 32, 64], "repeats": 1, "runs": 1, "prompt_tokens": [100], "device": "cpu"},
-    "numerics": {"capacities": [16, 32, 64], "repeats": 1, "prompt_tokens": 150, "device": "cpu"},
+    name: small(name)
+    for name, kind in job_kinds().items()
+    if kind.analysis.example is not None and name not in ELSEWHERE
+}
+# What a kind cannot run without (a replay and a vllm-check need traffic), for tests that post one parameter.
+REQUIRED: dict[str, dict[str, Any]] = {
+    name: r for name, k in job_kinds().items() if k.analysis.example and (r := _required(name))
 }
 
 
 @cache
 def finished(kind: str) -> tuple[dict[str, Any], dict[str, Any], tuple[dict[str, Any], ...]]:
     """(params, result, events) of a real run of `kind` on small parameters; events numbered from 1."""
-    return run(kind, SMALL[kind])
+    return run(kind, small(kind))
 
 
 def run(kind: str, raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], tuple[dict[str, Any], ...]]:

@@ -31,6 +31,7 @@ from heliosweb.recipes.services import MAX_DESCRIPTION
 from scheduler_core.analyses.params import ChoiceParam, FloatParam, IntParam, _ListParam
 from scheduler_core.catalog import MAX_GRAPHS
 from scheduler_core.limits import MAX_DURATION_MS, MAX_TOKENS
+from scheduler_core.policies import PR22_POLICIES, selectable_policies
 
 NUL = "a\\u0000b"  # as JSON text: the escape, which json reads as a NUL character
 SURROGATE = "x\\udfff"  # a lone (low) surrogate: no UTF-8 holds it
@@ -461,6 +462,9 @@ class PageCase:
 
 
 ONE_TOKEN_JSON = '[{"prefill":1,"decode":0,"ms":0.01}]'
+# About the largest prompt a 1-token catalog may explain: the work bound counts every policy /explain
+# plans (every selectable one), so the prompt shrinks as policies are registered.
+ONE_TOKEN_LARGEST = 11100 * len(PR22_POLICIES) // len(selectable_policies())
 PROPOSAL = {"recipe": "tiny-cpu", "policy": "rule", "rationale": "r"}
 NEW_RECIPE = {"name": "fresh", "policy": "cost", "shapes": "[]"}
 
@@ -482,7 +486,7 @@ PAGE_CASES = [
     get("explain past MAX_TOKENS", f"/explain?prompt_tokens={MAX_TOKENS + 1}", "prompt_tokens"),
     get("explain at MAX_TOKENS", f"/explain?prompt_tokens={MAX_TOKENS}", status=200),
     get("explain a 1-token catalog (row 1)", f"/explain?catalog=json&catalog_json={ONE_TOKEN_JSON}&prompt_tokens={MAX_TOKENS}", "too large"),
-    get("explain the largest plan a 1-token catalog allows", f"/explain?catalog=json&catalog_json={ONE_TOKEN_JSON}&prompt_tokens=11100", status=200),
+    get("explain the largest plan a 1-token catalog allows", f"/explain?catalog=json&catalog_json={ONE_TOKEN_JSON}&prompt_tokens={ONE_TOKEN_LARGEST}", status=200),
     get("explain full-width digits", "/explain?prompt_tokens=%EF%BC%91%EF%BC%90", "prompt_tokens"),
     get("explain underscore", "/explain?prompt_tokens=1_0", "prompt_tokens"),
     get("explain NUL", "/explain?prompt_tokens=%00", "prompt_tokens"),

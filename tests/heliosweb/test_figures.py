@@ -65,8 +65,10 @@ def test_sweep_draws_ttft_delta_launches_and_padding_and_links_points_to_explain
     _, result, _ = finished("sweep")
     figures = built("sweep")
     names = [t.name for t in figures["ttft"].data]
-    assert names == ["clean cost", "clean rule", "clean: rule − cost", "drift cost", "drift rule", "drift: rule − cost"]
-    delta = figures["ttft"].data[2]
+    ran = list(result["series"]["clean"])  # every policy the sweep compared, then its pair's delta
+    label = result["pair"]["label"]
+    assert names == [n for c in ("clean", "drift") for n in (*(f"{c} {p}" for p in ran), f"{c}: {label}")]
+    delta = figures["ttft"].data[len(ran)]
     assert list(delta.y) == result["delta_ms"]["clean"] and list(delta.x) == result["prompt_tokens"]
     counts = {t.name: list(t.y) for t in figures["launches-padding"].data}
     assert counts["drift rule launches"] == result["series"]["drift"]["rule"]["launches"]
@@ -80,8 +82,9 @@ def test_sweep_draws_ttft_delta_launches_and_padding_and_links_points_to_explain
 def test_simulate_draws_lanes_the_latency_cdfs_and_launches_per_policy():
     params, result, events = finished("simulate")
     figures = built("simulate")
+    ran = [p["policy"] for p in result["policies"]]
     assert list(figures) == [
-        "requests-cost", "requests-rule", "lanes-cost", "lanes-rule", "ttft-cdf", "itl-cdf", "launches-padding"
+        *(f"requests-{p}" for p in ran), *(f"lanes-{p}" for p in ran), "ttft-cdf", "itl-cdf", "launches-padding"
     ]  # fmt: skip
     # Every request of a policy is a row: arrival to first token, then first to last token.
     waiting, decoding = figures["requests-rule"].data
@@ -99,7 +102,7 @@ def test_simulate_draws_lanes_the_latency_cdfs_and_launches_per_policy():
     decode = next(t for t in lanes.data if t.name == "decode")
     assert len(decode.x) == sum(len(e["decode_lanes"]) for e in cost_launches)
     ttft = figures["ttft-cdf"]
-    assert [t.name for t in ttft.data] == ["cost", "rule"]
+    assert [t.name for t in ttft.data] == ran
     assert list(ttft.data[0].x) == sorted(r["ttft_ms"] for r in result["policies"][0]["per_request"])
     assert ttft.data[0].y[-1] == 1.0 and ttft.data[0].line.color == policy_colour("cost")
     itl = figures["itl-cdf"].data[1]
@@ -110,10 +113,10 @@ def test_simulate_draws_lanes_the_latency_cdfs_and_launches_per_policy():
 
 
 def test_boots_draws_distinct_sequences_and_the_ttft_range_per_policy():
-    _, result, _ = finished("boots")
+    params, result, _ = finished("boots")
     figures = built("boots")
     distinct = figures["distinct"]
-    assert [t.name for t in distinct.data] == ["cost", "rule"]
+    assert [t.name for t in distinct.data] == params["policies"]
     assert list(distinct.data[0].y) == [row["cost"]["distinct_sequences"] for row in result["prompts"]]
     spread = figures["spread"].data[1]
     first = result["prompts"][0]
@@ -233,7 +236,7 @@ def test_a_running_capture_draws_what_it_streamed_and_declares_how_measurements_
 
 
 def test_ttft_labels_the_prediction_error_and_draws_measured_launches_above_predicted():
-    _, result, _ = finished("ttft")
+    params, result, _ = finished("ttft")
     figures = built("ttft")
     measured = figures["ttft"].data[0]
     arm = result["arms"][0]
@@ -241,7 +244,7 @@ def test_ttft_labels_the_prediction_error_and_draws_measured_launches_above_pred
     assert measured.text[0] == f"{100 * (arm['ttft_ms'] - arm['predicted_ms']) / arm['predicted_ms']:+.1f}%"
     timeline = figures["timeline-100"]
     rows = [y for t in timeline.data for y in t.y]
-    assert set(rows) == {"cost measured", "cost predicted", "rule measured", "rule predicted"}
+    assert set(rows) == {f"{p} {side}" for p in params["policies"] for side in ("measured", "predicted")}
 
 
 def test_numerics_draws_both_differences_on_a_log_axis_with_the_tolerance():
@@ -271,7 +274,7 @@ def test_capacity_overlays_each_policy_s_curves_against_the_rate_with_the_slo_an
     assert list(figures) == ["ttft", "goodput", "attainment", "deltas"]
     rates = result["rates_per_s"]
     ttft = figures["ttft"]
-    assert [t.name for t in ttft.data] == ["cost p99", "cost p50", "rule p99", "rule p50"]
+    assert [t.name for t in ttft.data] == [f"{p['policy']} {q}" for p in result["policies"] for q in ("p99", "p50")]
     for trace, policy in zip(ttft.data[::2], result["policies"]):
         assert list(trace.x) == rates and list(trace.y) == [pt["ttft_p99_ms"]["mean"] for pt in policy["points"]]
         assert trace.line.color == policy_colour(policy["policy"])
@@ -290,7 +293,7 @@ def test_capacity_overlays_each_policy_s_curves_against_the_rate_with_the_slo_an
     deltas = figures["deltas"]
     assert len(deltas.data) == len(rates) and list(deltas.data[0].x) == result["deltas"][0]["per_request"]["cdf_ms"]
     tables = views_for("capacity").tables(JobData(7, "capacity", "done", {}, result))
-    assert len(tables["points"]) == len(rates) * 2 and len(tables["worst"]) == sum(
+    assert len(tables["points"]) == len(rates) * len(result["policies"]) and len(tables["worst"]) == sum(
         len(d["per_request"]["worst"]) for d in result["deltas"]
     )
 

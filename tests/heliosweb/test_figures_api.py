@@ -13,6 +13,7 @@ import pytest
 
 from heliosweb.figures import registry
 from heliosweb.figures.palette import capacity_colour
+from scheduler_core.policies import selectable_policies
 
 from .conftest import ROOT
 from .runs import finished, store
@@ -82,7 +83,8 @@ def test_each_result_table_downloads_as_csv_with_a_header(client_in):
     response = client_in.get(f"/api/jobs/{job.pk}/table.csv?table=requests")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
-    assert len(rows) == 2 * finished("simulate")[0]["requests"]
+    params = finished("simulate")[0]
+    assert len(rows) == len(params["policies"]) * params["requests"]
     assert {"policy", "ttft_ms", "prompt_tokens"} <= set(rows[0])
     first = client_in.get(f"/api/jobs/{job.pk}/table.csv")
     assert next(csv.reader(io.StringIO(first.content.decode())))[0] == "policy"
@@ -133,7 +135,7 @@ def test_simulate_trace_has_a_launch_per_recorded_launch_and_flows_per_request(c
         assert event["dur"] == pytest.approx((launch["end_ms"] - launch["start_ms"]) * 1000, abs=1e-3)
     assert any(e["ph"] == "s" for e in trace["traceEvents"]), "a request with two launches has a flow"
     processes = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
-    assert processes == {"cost", "rule"}
+    assert processes == set(selectable_policies())  # the policies the run compared
 
 
 def test_a_simulate_trace_past_its_request_cap_keeps_the_first_by_arrival_and_says_so(client_in, monkeypatch):
@@ -207,9 +209,10 @@ def test_explain_draws_both_policies_plans_one_above_the_other(client_in):
     assert response.status_code == 200
     [figure] = json.loads(response.context["figures_json"])
     rows = {y for t in figure["figure"]["data"] for y in t["y"]}
-    assert rows == {"cost", "rule"}
+    assert rows == set(selectable_policies())
     plans = response.context["plans"]
-    assert [p["launch_count"] for p in plans] == [3, 1]  # the pull request's 3.5k drift arm
+    launches = {p["policy"]: p["launch_count"] for p in plans}
+    assert (launches["cost"], launches["rule"]) == (3, 1)  # the pull request's 3.5k drift arm
     graph_4096 = next(t for t in figure["figure"]["data"] if t["name"] == "graph 4096")
     assert graph_4096["marker"]["color"] == capacity_colour(4096)
 
@@ -253,10 +256,7 @@ def test_compare_overlays_jobs_of_one_kind_with_a_trace_group_per_job(client_in)
     figures = json.loads(response.context["figures_json"])
     distinct = next(f for f in figures if f["id"] == "boots-distinct")
     assert [t["name"] for t in distinct["figure"]["data"]] == [
-        f"#{a.pk} cost",
-        f"#{a.pk} rule",
-        f"#{b.pk} cost",
-        f"#{b.pk} rule",
+        f"#{job.pk} {policy}" for job in (a, b) for policy in selectable_policies()
     ]
 
 

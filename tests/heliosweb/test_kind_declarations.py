@@ -15,17 +15,19 @@ from heliosweb.jobs.models import BenchmarkJob
 from heliosweb.jobs.registry import get_kind, job_kinds
 from scheduler_core.typed_json import type_problems
 
-from .runs import SMALL, finished, store
+from .runs import ELSEWHERE, SMALL, finished, store
 
-# The engine serves live traffic to the running web service: its run is tested with the stack;
-# vllm-check runs a real vLLM: its result type is checked by the vLLM end-to-end test (-m vllm).
+# Every registered kind that declares an example run (`Analysis.example`), bar those run elsewhere
+# (vllm-check, on a real vLLM: -m vllm); a kind added to the registry is run here by declaring it.
 RUN_HERE = sorted(SMALL)
 
 
-def test_every_kind_declares_its_result_type_and_every_runnable_one_is_run_here():
+def test_every_kind_declares_its_result_type_and_an_example_unless_it_runs_until_stopped():
     kinds = job_kinds()
     assert [name for name, kind in kinds.items() if kind.analysis.result is None] == []
-    assert set(kinds) - set(RUN_HERE) == {"engine", "vllm-check"}
+    no_example = [name for name, kind in kinds.items() if kind.analysis.example is None]
+    assert no_example == [name for name, kind in kinds.items() if kind.analysis.runs_until_stopped]
+    assert set(kinds) - set(RUN_HERE) == set(no_example) | ELSEWHERE
 
 
 @pytest.mark.parametrize("name", RUN_HERE)
@@ -36,10 +38,10 @@ def test_a_real_result_has_its_kinds_declared_type(name):
 
 
 def test_kinds_declare_what_they_need_and_yield():
-    kinds = job_kinds()
-    assert {n for n, k in kinds.items() if k.analysis.needs_recipe} == {"capture", "engine"}
-    assert {n for n, k in kinds.items() if k.analysis.boots is not None} == {"capture"}
-    assert {n for n, k in kinds.items() if k.analysis.runs_until_stopped} == {"engine"}
+    capture, engine, sweep = (get_kind(name).analysis for name in ("capture", "engine", "sweep"))
+    assert capture.needs_recipe and engine.needs_recipe and not sweep.needs_recipe
+    assert capture.boots is not None and engine.boots is None and sweep.boots is None
+    assert engine.runs_until_stopped and not capture.runs_until_stopped and not sweep.runs_until_stopped
 
 
 def test_a_service_runs_for_its_own_duration_and_an_analysis_under_the_job_limit(settings):

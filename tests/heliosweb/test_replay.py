@@ -15,7 +15,7 @@ from heliosweb.decisions import services as decisions
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.jobs.services import runner
 from heliosweb.telemetry.replay import MAX_REQUESTS
-from scheduler_core.policies import PR22_POLICIES
+from scheduler_core.policies import selectable_policies
 
 from .conftest import grant
 from .telemetry_records import body, engine_served
@@ -130,7 +130,7 @@ def test_the_engine_s_requests_replayed_under_every_policy_repeat_what_it_served
 
     detail = client.get(f"/api/jobs/{job_id}/").json()
     result = detail["result"]
-    assert [row["policy"] for row in result["table"]] == list(PR22_POLICIES)
+    assert [row["policy"] for row in result["table"]] == list(selectable_policies())
     assert result["deterministic"] is True
     assert result["reproduction"] == [
         {

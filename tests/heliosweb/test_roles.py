@@ -195,7 +195,10 @@ def test_pages_show_each_role_only_what_it_may_do(recipe):
         decisions = page(role, "/decisions/")
         assert ("Propose a policy change" in decisions) == (role == "maintainers")
         dashboard = page(role, "/")
-        assert ("Start a job" in dashboard) == (role in ("maintainers", "operators"))
+        may_run = role in ("maintainers", "operators")
+        assert ("Start a job" in dashboard) == may_run
+        assert (">New job</a>" in dashboard) == may_run  # the header of every page
+        assert ('id="trace-upload"' in page(role, "/traces")) == may_run
 
 
 @pytest.mark.django_db(transaction=True)

@@ -40,8 +40,10 @@ def test_an_overloaded_simulate_says_so_on_its_page_and_in_its_export(client_in)
         assert f"{p['policy']}: OVERLOADED: offered {p['load']['offered_per_s']:g}/s, sustained" in html
     assert 'id="job-overloaded"' not in client_in.get(f"/jobs/{under.pk}").content.decode()
     rows = table(client_in, over, "policies")
-    assert [r["load_overloaded"] for r in rows] == ["True", "True"]
-    assert [r["load_overloaded"] for r in table(client_in, under, "policies")] == ["False", "False"]
+    assert [r["load_overloaded"] for r in rows] == ["True"] * len(over.result["policies"])
+    assert [r["load_overloaded"] for r in table(client_in, under, "policies")] == ["False"] * len(
+        under.result["policies"]
+    )
 
 
 def test_both_deltas_are_exported_under_their_names(client_in):
@@ -69,7 +71,7 @@ def test_explain_from_a_serving_run_adds_the_plan_its_own_launches_and_its_wait_
     plans = {p["policy"]: p["ttft_ms"] for p in response.context["plans"]}
     table_figure = {"cost": worst["cost_ttft_ms"], "rule": worst["rule_ttft_ms"]}
     alone = _alone(job.params, worst)
-    for split in in_run["splits"]:
+    for split in (s for s in in_run["splits"] if s["policy"] in table_figure):  # the row's two policies
         policy = split["policy"]
         assert split["plan_ms"] == pytest.approx(plans[policy], abs=1e-5)  # the plan the page draws
         assert split["plan_ms"] + split["own_launches_ms"] == pytest.approx(alone[policy], abs=1e-5)

@@ -12,6 +12,7 @@ from scheduler_core.analyses.params import ignore_events
 from scheduler_core.catalog import noise
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import AffineExecution, measured_catalog
+from scheduler_core.policies import selectable_policies
 
 CLEAN = measured_catalog(AffineExecution())
 BOOTS = [noise(CLEAN, seed=s, sigma=0.2).to_dicts() for s in range(6)]
@@ -84,7 +85,7 @@ def test_simulate_runs_traffic_on_a_boot_with_its_own_durations_as_true_costs():
     boot = measured_catalog(AffineExecution(), decode_rows=(1, 8, 32), mixed=((64, 8),)).to_dicts()
     result = run("simulate", {"boot_catalog": boot, "requests": 30, "max_lanes": 32})
     assert result["catalog"] == "boot" and result["execution"]["init"] == "not in the boot: counted as 0 ms"
-    assert [p["policy"] for p in result["policies"]] == ["cost", "rule"]
+    assert [p["policy"] for p in result["policies"]] == list(selectable_policies())
     assert all(p["stalled"] is None and p["finished"] == 30 for p in result["policies"])
 
 

@@ -8,24 +8,12 @@ from scheduler_core.analyses import ANALYSES
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent, conforms
 
-SMALL = {
-    "pr22": {},
-    "sweep": {"count": 8, "prompt_max": 20000},
-    "boots": {"boots": 3, "prompts": [3504, 14000]},
-    "fuzz": {"cases": 40, "seed": 3},
-    "simulate": {"requests": 12, "prompt_max": 4000, "output_max": 20, "launch_events": 5},
-    "capacity": {"requests": 12, "steps": 2, "repeats": 2, "prompt_max": 4000, "output_max": 20},
-    "replay": {
-        "trace": [{"arrival_ms": 40.0 * i, "prompt_tokens": 100 + 300 * i, "output_tokens": 5} for i in range(12)]
-    },
-}
-
 
 @pytest.mark.parametrize("name", sorted(ANALYSES))
 def test_every_emitted_event_is_a_declared_record(name):
     analysis = ANALYSES[name]
     events: list[dict] = []
-    analysis.run(analysis.validate(SMALL[name]), events.append)
+    analysis.run(analysis.validate(analysis.example), events.append)
     assert events, "an analysis reports at least its progress"
     for event in events:
         conforms(event, analysis.events)
@@ -48,9 +36,10 @@ def test_an_event_with_a_missing_or_extra_field_or_an_undeclared_type_is_named()
 def test_simulate_reports_each_policy_as_a_policy_result_with_its_itl_distribution():
     analysis = ANALYSES["simulate"]
     events: list[dict] = []
-    result = analysis.run(analysis.validate(SMALL["simulate"]), events.append)
+    params = analysis.validate(analysis.example)
+    result = analysis.run(params, events.append)
     summaries = [e for e in events if e["type"] == "policy_result"]
-    assert [e["policy"] for e in summaries] == ["cost", "rule"]
+    assert [e["policy"] for e in summaries] == params["policies"] == [p["policy"] for p in result["policies"]]
     for summary, policy in zip(summaries, result["policies"]):
         quantiles = summary["itl_quantiles_ms"]
         assert len(quantiles) == 101 and quantiles == sorted(quantiles)

@@ -9,7 +9,6 @@ from scheduler_core.health import (
     affine_fit,
     boot_health,
     boots_health,
-    recipe_health,
     repaired,
     shape_noise,
 )
@@ -190,9 +189,8 @@ def test_a_healthy_boot_repairs_to_itself():
     assert repair.catalog == CLEAN and repair.replaced == ()
 
 
-def test_recipe_health_lists_each_boot_in_order():
+def test_a_recipes_boots_are_judged_each_in_order():
     catalogs = [CLEAN, CLEAN, drift(CLEAN, 512, 1.5)]
-    summary = recipe_health(catalogs)
-    assert [b["status"] for b in summary["boots"]] == ["ok", "ok", "flagged"]
-    assert summary["flagged_boots"] == 1
-    assert summary["boots"][2]["flagged"][0]["prefill"] == 512
+    boots = [h.to_dict() for h in boots_health(catalogs)]
+    assert [b["status"] for b in boots] == ["ok", "ok", "flagged"]
+    assert boots[2]["flagged"][0]["prefill"] == 512

@@ -16,7 +16,7 @@ from scheduler_core.analyses.simulate import build_catalog
 from scheduler_core.engine import EngineLoop
 from scheduler_core.errors import InvalidInput
 from scheduler_core.execution import AffineExecution
-from scheduler_core.policies import PR22_POLICIES
+from scheduler_core.policies import PR22_POLICIES, selectable_policies
 from scheduler_core.request import Request
 from scheduler_core.scheduler import Arrival, SchedulerConfig
 from scheduler_core.traffic import TrafficShape, poisson_arrivals
@@ -52,7 +52,7 @@ def replay(requests: list[dict], **params) -> dict:
 def test_replaying_the_engine_s_records_under_its_own_policy_repeats_what_it_served(policy):
     requests = engine_requests(policy)
     result = replay(requests)
-    assert [row["policy"] for row in result["table"]] == list(PR22_POLICIES)
+    assert [row["policy"] for row in result["table"]] == list(selectable_policies())
     (reproduced,) = result["reproduction"]
     assert reproduced == {
         "policy": policy,

@@ -12,29 +12,24 @@ from scheduler_core.analyses import ANALYSES
 from scheduler_core.analyses.contract import ignore_events
 from scheduler_core.typed_json import type_problems
 
-SMALL = {
-    "pr22": {},
-    "sweep": {"count": 12},
-    "boots": {"boots": 4, "prompts": [3504, 14000]},
-    "fuzz": {"cases": 40},
-    "simulate": {"requests": 60, "span_share": 0.2, "policies": ["cost", "rule", "rule-v1"]},
-    "capacity": {"steps": 2, "requests": 40},
-    "replay": {
-        "trace": '{"arrival_ms": 0, "prompt_tokens": 900, "output_tokens": 4}\n'
-        '{"arrival_ms": 30, "prompt_tokens": 5000, "output_tokens": 3}\n'
-    },
+# Beyond each analysis's declared example (`Analysis.example`): runs whose results take shapes the
+# examples do not (a simulate in which the pre-fix rule stalls).
+MORE = {
+    "simulate with a stall": ("simulate", {"requests": 60, "span_share": 0.2, "policies": ["cost", "rule", "rule-v1"]})
 }
+RUNS = {name: (name, a.example) for name, a in ANALYSES.items()} | MORE
 
 
-def test_every_analysis_declares_its_result_type():
-    assert set(SMALL) == set(ANALYSES)
+def test_every_analysis_declares_its_result_type_and_an_example_run():
     assert [name for name, a in ANALYSES.items() if a.result is None] == []
+    assert [name for name, a in ANALYSES.items() if a.example is None] == []
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
-def test_a_real_result_has_its_declared_type(name):
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_a_real_result_has_its_declared_type(run):
+    name, raw = RUNS[run]
     analysis = ANALYSES[name]
-    params = analysis.validate(SMALL[name])
+    params = analysis.validate(raw)
     result = json.loads(json.dumps(analysis.run(params, ignore_events)))  # as stored: JSON
     assert type_problems(result, analysis.result) == []
     assert analysis.format_text is not None and analysis.format_text(result)

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from scheduler_core.analyses import get_analysis
+from scheduler_core.analyses import ANALYSES
 from scheduler_core.analyses.simulate import ANALYSIS, build_catalog, format_text, traffic
 from scheduler_core.errors import InvalidInput, Stalled
 from scheduler_core.execution import AffineExecution
@@ -16,7 +16,7 @@ def run(**overrides):
 
 
 def test_it_is_registered_as_an_analysis():
-    assert get_analysis("simulate") is ANALYSIS
+    assert ANALYSES["simulate"] is ANALYSIS
 
 
 def test_it_compares_every_chosen_policy_on_the_same_traffic():

@@ -6,6 +6,7 @@ import pytest
 
 from scheduler_core.analyses.sweep import ANALYSIS, format_text, prompt_lengths
 from scheduler_core.errors import InvalidInput
+from scheduler_core.policies import selectable_policies
 
 
 def sweep(**params):
@@ -25,7 +26,7 @@ def test_linear_spacing_is_evenly_spaced():
 
 
 def test_it_reproduces_the_pull_requests_arms_as_points_on_the_curve():
-    result, _ = sweep(prompt_min=3504, prompt_max=14000, count=2, spacing="linear")
+    result, _ = sweep(prompt_min=3504, prompt_max=14000, count=2, spacing="linear", policies=["cost", "rule"])
     assert result["prompt_tokens"] == [3504, 14000]
     clean, drift = result["series"]["clean"], result["series"]["drift"]
     assert clean["cost"]["ttft_ms"] == [62.1, 232.1] and clean["rule"]["ttft_ms"] == [66.1, 232.1]
@@ -74,7 +75,9 @@ def test_padding_is_zero_when_every_length_is_a_multiple_of_the_full_chunk():
 def test_it_reports_progress_from_zero_to_total_in_order():
     result, events = sweep(count=64)
     done = [e["done"] for e in events if e["type"] == "progress"]
-    assert done[0] == 0 and done[-1] == events[-1]["total"] == len(result["prompt_tokens"]) * 4
+    assert done[0] == 0 and done[-1] == events[-1]["total"] == len(result["prompt_tokens"]) * 2 * len(
+        selectable_policies()
+    )
     assert done == sorted(done) and len(done) < 64
 
 

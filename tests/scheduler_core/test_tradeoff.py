@@ -10,6 +10,7 @@ from scheduler_core.comparison import Pair
 from scheduler_core.errors import InvalidInput
 from scheduler_core.evidence import Subject
 from scheduler_core.execution import AffineExecution, measured_catalog
+from scheduler_core.policies import selectable_policies
 from scheduler_core.tradeoff import (
     CHECKLIST_ITEMS,
     SPREAD_BOUND,
@@ -96,7 +97,7 @@ def test_every_cited_job_of_a_kind_is_a_part_never_only_the_newest():
     rule = only(summary, "boots")["policies"]["rule"]  # counted per prompt, never added up over the 3 prompts
     assert (rule["max_distinct_sequences"], rule["prompts_with_one_sequence"], rule["prompts"]) == (1, 3, 3)
     assert only(summary, "fuzz")["policies"]["rule"] == {"stalls": 0, "violations": 0}
-    assert set(only(summary, "simulate")["policies"]) == {"cost", "rule"}
+    assert set(only(summary, "simulate")["policies"]) == set(selectable_policies())
     done = {row["item"]: row["jobs"] for row in summary["checklist"] if row["done"]}
     assert done == {"boots_compared": [4], "liveness_fuzzed": [5]}
 
@@ -337,7 +338,7 @@ def test_a_replay_without_what_the_engine_served_shows_only_the_replayed_policie
     plain = job(5, "replay", trace="\n".join(json.dumps(r) for r in rows))
     part = only(tradeoff([plain], recipe="r", to_policy="rule"), "replay")
     assert part["served"] is None and part["engines"] == []
-    assert set(part["replayed"]) == {"cost", "rule"}
+    assert set(part["replayed"]) == set(selectable_policies())
     assert all(p["reproduction"] is None for p in part["replayed"].values())
 
 

@@ -13,13 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_runner.presets import DEFAULT_DECODE_ROWS, PRESETS, default_shapes, estimate_bytes
+from gpu_runner.results import CaptureResult, boots_of
 from scheduler_core.catalog import DEFAULT_PREFILL_CAPACITIES, Catalog
 from scheduler_core.planner import plan
 from scheduler_core.policies import PR22_ARMS, PR22_POLICIES
 from scheduler_core.request import Request
-
-from .presets import DEFAULT_DECODE_ROWS, PRESETS, default_shapes, estimate_bytes
-from .results import CaptureResult, boots_of
 
 # A graph is launched at most this many times, or for this long, before it is timed: the warm-up (3)
 # and the settling bounds (capture.SETTLE_MAX_LAUNCHES, 30, and capture.SETTLE_MAX_S, 3 s).
@@ -129,8 +128,8 @@ def ttft(profile: Profile, done: Mapping[str, Any], runs: int) -> float:
     and timed alone; the runs. Late chunks' buckets cost up to `KEY_BUCKET_MARGIN` their catalog time."""
     if "capture" not in done:
         return 3 * profile.boot_prior_s
-    from .model import key_bucket  # the check has torch by now
-    from .presets import cache_tokens
+    from gpu_runner.model import key_bucket  # the check has torch by now
+    from gpu_runner.presets import cache_tokens
 
     capture = done["capture"]
     length = cache_tokens(PRESETS[profile.preset], [(c, 0) for c in profile.capacities])

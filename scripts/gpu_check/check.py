@@ -33,15 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpu_runner.analyses import ANALYSES
+from gpu_runner.presets import PRESETS
+from gpu_runner.published import span
+from gpu_runner.results import CaptureResult, boots_of
 from scheduler_core.analyses.contract import ignore_events
 from scheduler_core.policies import PR22_POLICIES
 
 from . import budget
-from .analyses import ANALYSES
 from .budget import DRY, Profile, gpu_profile
-from .presets import GPU_CHECK_DEFAULT, PRESETS
-from .published import span
-from .results import CaptureResult, boots_of
 
 # The second pass's steps start only when their estimate fits what is left of it (on an H200 the
 # whole check is estimated at 4-6 minutes); the first pass's always start.
@@ -52,7 +52,8 @@ ENV_BUDGET, ENV_DEADLINE, ENV_PRESET = "GPU_CHECK_BUDGET_S", "GPU_CHECK_DEADLINE
 CUDA_TESTS_TIMEOUT_S = 150  # BUDGET_S + this < DEADLINE_S: pytest's child always ends before the check does
 CUDA_TESTS = "tests/gpu_runner/test_cuda.py"  # every test marked `cuda` (tests/gpu_runner/test_check.py keeps it so)
 GIB = 2**30
-ROOT = Path(__file__).resolve().parent.parent
+GPU_CHECK_DEFAULT = "llama-2-7b"  # the preset whose published A100/H100 profiles the check is held against
+ROOT = Path(__file__).resolve().parents[2]
 Results = dict[str, Any]
 
 
@@ -88,7 +89,7 @@ def _capture(profile: Profile) -> dict[str, Any]:
 def _more_boots(profile: Profile, capture: CaptureResult) -> CaptureResult:
     """The second pass's boots (1, 2, ...: each its own measuring order), each in a fresh process,
     joined to the first: the capture with their boot-to-boot spread."""
-    from .analyses import fresh_boots, with_boots
+    from gpu_runner.analyses import fresh_boots, with_boots
 
     analysis = ANALYSES["capture"]
     params = analysis.validate(profile.params(preset=profile.preset, decode_rows=list(profile.decode_rows)))
@@ -716,14 +717,14 @@ def free_bytes(device_type: str) -> Callable[[], int]:
     """The memory free where the steps boot, read just before each (`device.available_bytes`)."""
     import torch
 
-    from .device import available_bytes
+    from gpu_runner.device import available_bytes
 
     return lambda: available_bytes(torch.device(device_type))
 
 
 def main(argv: list[str]) -> int:
-    """`python -m gpu_runner.check [--dry-run] [REPORT.json]`."""
-    from .versions import refusal
+    """`python -m scripts.gpu_check.check [--dry-run] [REPORT.json]`."""
+    from gpu_runner.versions import refusal
 
     dry = "--dry-run" in argv
     argv = [a for a in argv if a != "--dry-run"]
