@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
+from heliosweb.audit.models import AuditEvent
 from heliosweb.catalogs.health import recipe_boots
 from heliosweb.catalogs.models import Boot
 from heliosweb.catalogs.provenance import Provenance as BootProvenance
@@ -68,6 +69,7 @@ def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
         boots=recipe_boots(recipe_id=decision.recipe_id),
     )
     _name_stored_traces(decision, summary)
+    _name_adders(evidence_added_by(decision=decision), summary)
     for part in summary["requests"]:
         for row in part.get("worst", []):
             row["explain_url"] = explain_url(
@@ -97,6 +99,22 @@ def _name_stored_traces(decision: PolicyDecision, summary: dict[str, Any]) -> No
                 part["telemetry"] = {k: stored[k] for k in ("telemetry", "engine", "window_utc", "execution")}
             elif stored:
                 part["stored_trace"] = stored["trace"]
+
+
+def evidence_added_by(*, decision: PolicyDecision) -> dict[int, str]:
+    """Who added each job a reviewer cited after the proposal (its `evidence_added` events); the
+    proposer's own citations are not in it."""
+    events = AuditEvent.objects.filter(object_type="decision", object_id=str(decision.pk), action="evidence_added")
+    return {job: name for name, after in events.values_list("actor_name", "after") for job in after["added"]}
+
+
+def _name_adders(added_by: dict[int, str], summary: dict[str, Any]) -> None:
+    """Each part's source says who added its job, where a reviewer did (`added_by`)."""
+    for parts in summary.values():
+        for part in parts if isinstance(parts, list) else ():
+            source = part.get("source") if isinstance(part, dict) else None
+            if isinstance(source, dict) and source.get("job") in added_by:
+                source["added_by"] = added_by[source["job"]]
 
 
 def engine_part(*, recipe: Recipe, to_policy: str) -> dict[str, Any] | None:
