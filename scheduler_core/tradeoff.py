@@ -48,6 +48,7 @@ from .health import boot_health, repaired
 from .measured import LogitsComparison, MeasuredNumerics, MeasuredOn, MeasuredTtft, TtftArm
 from .planner import plan
 from .request import Request
+from .saturation import overloaded_runs
 from .stats import round6
 from .typed_json import read_as
 
@@ -247,6 +248,7 @@ def _simulate(job: Evidence, pair: Pair) -> Json:
             for p in [policies[name]]
         },
         "delta": _run_delta(result["traffic"], policies, pair),
+        "overloaded": overloaded_runs(result, (pair.before, pair.after)),
     }
 
 
@@ -285,6 +287,7 @@ def _replay(job: Evidence, pair: Pair) -> Json:
         else {row["policy"]: {k: row[k] for k in ("requests", *figures)} for row in served["policies"]},
         "engines": served["engines"] if served else [],
         "delta": _run_delta(result["traffic"], {p["policy"]: p for p in result["policies"]}, pair),
+        "overloaded": overloaded_runs(result, (pair.before, pair.after)),
     }
 
 
@@ -329,6 +332,7 @@ def _capacity(job: Evidence, pair: Pair) -> Json:
         },
         "padding_at_per_s": r["rates_per_s"][at],
         "deltas": _capacity_deltas(r, pair),
+        "overloaded": overloaded_runs(r, (pair.before, pair.after)),
     }
 
 

@@ -97,9 +97,7 @@ def evidence_audit_mismatches() -> list[str]:
     citing events took."""
     cited: list[tuple[str, int, dict[str, str]]] = []
     events = AuditEvent.objects.filter(object_type="decision", action__in=CITING_EVENTS)
-    for object_id, seq, after in events.values_list(
-        "object_id", "seq", "after"
-    ):
+    for object_id, seq, after in events.values_list("object_id", "seq", "after"):
         said = (after or {}).get("evidence_digests")
         if said:
             cited.append((object_id, seq, said))

@@ -126,12 +126,7 @@ def evidence_job_choices(*, limit: int = 100, besides: PolicyDecision | None = N
     qs = BenchmarkJob.objects.filter(status=JobStatus.DONE)
     if besides is not None:
         qs = qs.exclude(decisions=besides)
-    return (
-        qs
-        .select_related("recipe")
-        .defer("result", "params")
-        .order_by("-created_at", "-id")[:limit]
-    )
+    return qs.select_related("recipe").defer("result", "params").order_by("-created_at", "-id")[:limit]
 
 
 def audit_list(*, decision_id: int | None = None, limit: int = 200) -> list[AuditEvent]:
