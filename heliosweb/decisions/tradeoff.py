@@ -78,6 +78,7 @@ def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
                 prompt_tokens=row["prompt_tokens"],
                 request=row["id"],
                 rate_per_s=part.get("rate_per_s"),
+                pair=summary["pair"],
             )
     summary["engine"] = engine_part(recipe=decision.recipe, to_policy=decision.to_policy)
     required = list(decision.recipe.required_evidence or [])
@@ -164,10 +165,17 @@ EXPLAIN_CATALOGS = {"clean": "clean", "drift": "drift", "boot": "job"}
 
 
 def explain_url(
-    *, job: int, catalog: str, prompt_tokens: int, request: int | None = None, rate_per_s: float | None = None
+    *,
+    job: int,
+    catalog: str,
+    prompt_tokens: int,
+    request: int | None = None,
+    rate_per_s: float | None = None,
+    pair: dict[str, str] | None = None,
 ) -> str | None:
     """/explain for one request's prompt, planned on the catalog and execution model the job ran;
-    with `request` (and a capacity job's `rate_per_s`), the page also splits its TTFT in that run."""
+    with `request` (and a capacity job's `rate_per_s`), the page also splits its TTFT in that run,
+    and the delta of `pair` (the table's after - before)."""
     choice = EXPLAIN_CATALOGS.get(catalog)
     if choice is None:
         return None
@@ -176,6 +184,8 @@ def explain_url(
         query["request"] = request
     if rate_per_s is not None:
         query["rate"] = rate_per_s
+    if pair is not None:
+        query |= {"before": pair["before"], "after": pair["after"]}
     return f"{reverse('explain')}?{urlencode(query)}"
 
 

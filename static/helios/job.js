@@ -83,7 +83,7 @@
     loading = (async () => {
       do {
         again = false;
-        const response = await fetch("/api/jobs/" + jobId + "/figures/");  // the page preloads the first
+        const response = await fetch(root.dataset.figuresUrl);  // the page preloads the first
         if (!response.ok) { console.warn("figures:", response.status); return; }
         const entries = await response.json();
         const drawn = await HeliosFigures.draw($("figures"), entries, "job-" + jobId);
@@ -121,7 +121,7 @@
   // What the page says only once the job has ended (its CSV and trace downloads): read from the
   // page itself, as the server now renders it.
   async function loadDownloads() {
-    const response = await fetch(location.pathname, { credentials: "same-origin" });
+    const response = await fetch(location.pathname + location.search, { credentials: "same-origin" });
     if (!response.ok) return;
     const fresh = new DOMParser().parseFromString(await response.text(), "text/html").getElementById("downloads");
     if (fresh) $("downloads").replaceWith(document.importNode(fresh, true));
