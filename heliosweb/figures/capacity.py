@@ -5,6 +5,7 @@ the search's; a rate where the run was overloaded is drawn as an x (its TTFT is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import plotly.graph_objects as go
@@ -124,7 +125,7 @@ def _attainment(result: CapacityResult) -> go.Figure:
     return go.Figure(traces, layout)
 
 
-def pair_rows(job: JobData) -> list[tuple[float, dict[str, Any]]]:
+def pair_rows(job: JobData) -> list[tuple[float, Mapping[str, Any]]]:
     """(rate, the stored comparison of the pair compared, `JobData.compared`) per stepped rate
     that compared it (`comparison.stored_for`)."""
     found = (
@@ -134,7 +135,7 @@ def pair_rows(job: JobData) -> list[tuple[float, dict[str, Any]]]:
     return [(rate, c) for rate, c in found if c is not None]
 
 
-def _deltas(rows: list[tuple[float, dict[str, Any]]]) -> Figure | None:
+def _deltas(rows: list[tuple[float, Mapping[str, Any]]]) -> Figure | None:
     with_requests = [(rate, c) for rate, c in rows if c.get("per_request")]
     if not with_requests:
         return None
@@ -207,7 +208,7 @@ def tables(job: JobData) -> dict[str, Table]:
     return {"points": points, "deltas": delta_rows(rows), "worst": worst}
 
 
-def delta_rows(rows: list[tuple[float, dict[str, Any]]]) -> list[dict[str, Any]]:
+def delta_rows(rows: list[tuple[float, Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """The picked pair's after - before per rate, both deltas in columns named by what they are."""
     out = []
     for rate, c in rows:
