@@ -108,6 +108,9 @@ def test_a_pair_the_job_did_not_run_is_refused_naming_the_field(client_in):
         assert client_in.get(f"/api/jobs/{job.pk}/table.csv", {"table": "deltas", **query}).status_code == 400
         page = client_in.get(f"/jobs/{job.pk}", query)
         assert page.status_code == 400 and f'data-field="{field}"' in page.content.decode()
+    alone = store("simulate", raw={**SMALL["simulate"], "policies": ["cost"]})  # nothing to compare, no picker
+    page = client_in.get(f"/jobs/{alone.pk}", {"before": "rule", "after": "cost"}).content.decode()
+    assert 'id="pair-form"' not in page and 'id="error-pair" data-field="before"' in page
 
 
 def test_results_stored_as_rule_minus_cost_are_rewritten_to_any_pair_and_back(client_in):
