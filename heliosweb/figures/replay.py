@@ -70,12 +70,12 @@ def tables(job: JobData) -> dict[str, Table]:
     if not job.result:
         return {}
     result = job.result_as(ReplayResult)
-    worst = (pair_deltas(job) or {}).get("worst", [])
+    deltas = pair_deltas(job)
     return {
         "comparison": comparison_rows(result),
-        "deltas": delta_rows(job),
+        "deltas": delta_rows(deltas),
         "reproduction": result["reproduction"],
-        "worst": worst,
+        "worst": (deltas or {}).get("worst", []),
     }
 
 

@@ -355,14 +355,14 @@ def tables(job: JobData) -> dict[str, Table]:
         for p in policies
     ]
     requests = [{"policy": p["policy"], **r} for p in policies for r in p["per_request"]]
-    worst = (pair_deltas(job) or {}).get("worst", [])
-    return {"policies": summary, "deltas": delta_rows(job), "worst": worst, "requests": requests}
+    deltas = pair_deltas(job)
+    worst = (deltas or {}).get("worst", [])
+    return {"policies": summary, "deltas": delta_rows(deltas), "worst": worst, "requests": requests}
 
 
-def delta_rows(job: JobData) -> list[dict[str, Any]]:
-    """The picked pair's after - before TTFT, both deltas, a row each, named by what it is
-    (simulate's and replay's)."""
-    d = pair_deltas(job)
+def delta_rows(d: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The compared pair's after - before TTFT (`pair_deltas`), both deltas, a row each, named by
+    what it is (simulate's and replay's)."""
     if d is None:
         return []
     rows = [{"delta": column(PERCENTILE_OF_DIFFERENCES), **{q: d[q] for q in ("p50", "p90", "p99")}}]

@@ -82,8 +82,13 @@ def test_simulate_draws_lanes_the_latency_cdfs_and_launches_per_policy():
     params, result, events = finished("simulate")
     figures = built("simulate")
     assert list(figures) == [
-        "requests-cost", "requests-rule", "lanes-cost", "lanes-rule", "ttft-cdf", "itl-cdf", "launches-padding"
+        "requests-cost", "requests-rule", "lanes-cost", "lanes-rule", "ttft-cdf", "itl-cdf", "launches-padding",
+        "deltas",
     ]  # fmt: skip
+    # the first two policies run, the same request under both: what the result stored for them
+    assert (
+        list(figures["deltas"].data[0].x) == result["deltas"]["cdf_ms"] and result["deltas"]["label"] == "rule − cost"
+    )
     # Every request of a policy is a row: arrival to first token, then first to last token.
     waiting, decoding = figures["requests-rule"].data
     per_request = result["policies"][1]["per_request"]
