@@ -64,11 +64,10 @@ def picked_pair(ran: Sequence[str], before: str | None, after: str | None) -> Pa
     return Pair(str(before), str(after))
 
 
-def stored_for(comparisons: Sequence[Mapping[str, Any]] | None, pair: Pair | None) -> Mapping[str, Any] | None:
-    """The stored comparison (one per ordered pair, `ordered_pairs`) of `pair`, else None."""
-    if pair is None:
-        return None
-    return next((c for c in comparisons or () if (c.get("before"), c.get("after")) == (pair.before, pair.after)), None)
+def deltas_of(compared: Sequence[Json], pair: Pair) -> Json | None:
+    """The comparison of `pair` among those already made, one per ordered pair (`ordered_pairs`:
+    a capacity rate's `comparisons`), else None."""
+    return next((c for c in compared if (c["before"], c["after"]) == (pair.before, pair.after)), None)
 
 
 def pair_in(ran: Sequence[str], pair: Pair | None) -> Pair | None:

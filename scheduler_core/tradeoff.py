@@ -40,7 +40,7 @@ from .analyses.replay import ReplayResult
 from .analyses.simulate import SimulateResult
 from .analyses.sweep import SweepResult, summarise
 from .catalog import Catalog
-from .comparison import Pair, pair_in, paired_intervals, percentile_delta, request_deltas, stored_for
+from .comparison import Pair, deltas_of, pair_in, paired_intervals, percentile_delta, request_deltas
 from .deltas import capacity_differences
 from .errors import InvalidInput
 from .evidence import Evidence, Subject, source
@@ -348,7 +348,7 @@ def _capacity_deltas(result: CapacityResult, pair: Pair) -> list[Json]:
         points = {name: by_name[name]["points"][i] for name in (pair.before, pair.after)}
         if all("draws" in p for p in points.values()):
             found = paired_intervals({n: p["draws"] for n, p in points.items()}, pair, keys)
-        elif stored := capacity_differences(stored_for(result["deltas"][i].get("comparisons"), pair) or {}):
+        elif stored := capacity_differences(deltas_of(result["deltas"][i].get("comparisons") or (), pair) or {}):
             found = {"ttft_p50_ms": stored.get("p50"), "ttft_p99_ms": stored.get("p99")}
         else:
             return []  # an older result: no draws to pair, and no stored comparison of this pair
@@ -378,7 +378,7 @@ def _requests(job: Evidence, pair: Pair) -> Json | None:
         capacity = read_as(job.result, CapacityResult)
         at = _operating_index(capacity)
         draws, rate = capacity["repeats"], capacity["rates_per_s"][at]
-        deltas = (stored_for(capacity["deltas"][at].get("comparisons"), pair) or {}).get("per_request")
+        deltas = (deltas_of(capacity["deltas"][at].get("comparisons") or (), pair) or {}).get("per_request")
     else:
         deltas = request_deltas(read_as(job.result, SimulateResult)["policies"], pair)
     if not deltas or not deltas["requests"]:

@@ -11,7 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from scheduler_core.analyses.capacity import CapacityResult, capacity_text
-from scheduler_core.comparison import stored_for
+from scheduler_core.comparison import deltas_of
 from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, capacity_differences, column
 
 from .contract import LOG_AXIS, Figure, JobData, KindViews, Table, base_layout, empty
@@ -127,9 +127,12 @@ def _attainment(result: CapacityResult) -> go.Figure:
 
 def pair_rows(job: JobData) -> list[tuple[float, Mapping[str, Any]]]:
     """(rate, the stored comparison of the pair compared, `JobData.compared`) per stepped rate
-    that compared it (`comparison.stored_for`)."""
+    that compared it (`comparison.deltas_of`)."""
+    pair = job.compared()
+    if pair is None:
+        return []
     found = (
-        (row["rate_per_s"], stored_for(row.get("comparisons"), job.compared()))
+        (row["rate_per_s"], deltas_of(row.get("comparisons") or (), pair))
         for row in job.result_as(CapacityResult)["deltas"]
     )
     return [(rate, c) for rate, c in found if c is not None]

@@ -32,7 +32,7 @@ import math
 from typing import Any, TypedDict
 
 from .. import saturation
-from ..comparison import default_pair, ordered_pairs, request_deltas, stored_for
+from ..comparison import default_pair, deltas_of, ordered_pairs, request_deltas
 from ..deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, capacity_differences
 from ..errors import InvalidInput
 from ..events import ProgressEvent
@@ -380,7 +380,7 @@ def format_text(result: CapacityResult) -> str:
             lines.append(_point_line(p["policy"], pt, searched=pt in p.get("search", [])))
     pair = default_pair([p["policy"] for p in result["policies"]])
     for row in result["deltas"]:
-        lines += _delta_lines(row["rate_per_s"], stored_for(row.get("comparisons"), pair))
+        lines += _delta_lines(row["rate_per_s"], deltas_of(row.get("comparisons") or (), pair) if pair else None)
     for p in result["policies"]:
         lines.append(f"capacity {p['policy']}: {capacity_text(p, result.get('resolution'))}")
     if any(p.get("search") for p in result["policies"]):

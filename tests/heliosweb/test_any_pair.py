@@ -15,7 +15,7 @@ import pytest
 from django.apps import apps
 
 from heliosweb.jobs.models import BenchmarkJob
-from scheduler_core.comparison import Pair, stored_for
+from scheduler_core.comparison import Pair, deltas_of
 from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, column
 from scheduler_core.policies import POLICIES
 
@@ -131,7 +131,7 @@ def test_results_stored_as_rule_minus_cost_are_rewritten_to_any_pair_and_back(cl
     ]
     old_capacity = json.loads(json.dumps(capacity.result))
     for row in old_capacity["deltas"]:  # the rule - cost comparison alone, at the row's top
-        c = stored_for(row.pop("comparisons"), Pair("cost", "rule"))
+        c = deltas_of(row.pop("comparisons"), Pair("cost", "rule"))
         row.update({k: v for k, v in c.items() if k not in ("before", "after", "label", "per_request")})
         per = c["per_request"]
         per = {k: v for k, v in per.items() if k not in ("before", "after", "label")}
@@ -156,7 +156,7 @@ def test_results_stored_as_rule_minus_cost_are_rewritten_to_any_pair_and_back(cl
     capacity.refresh_from_db()
     assert simulated.result == new[simulated.pk]
     for row, stored in zip(capacity.result["deltas"], new[capacity.pk]["deltas"]):  # only rule - cost was stored
-        assert row["comparisons"] == [stored_for(stored["comparisons"], Pair("cost", "rule"))]
+        assert row["comparisons"] == [deltas_of(stored["comparisons"], Pair("cost", "rule"))]
     migration._rewrite(apps, None, False)
     simulated.refresh_from_db()
     capacity.refresh_from_db()

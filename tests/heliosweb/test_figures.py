@@ -8,7 +8,7 @@ from heliosweb.figures.contract import JobData
 from heliosweb.figures.palette import capacity_colour, policy_colour
 from heliosweb.figures.registry import VIEWS, views_for
 from heliosweb.jobs.registry import job_kinds
-from scheduler_core.comparison import Pair, stored_for
+from scheduler_core.comparison import Pair, deltas_of
 
 from .runs import SMALL, finished
 
@@ -294,7 +294,7 @@ def test_capacity_overlays_each_policy_s_curves_against_the_rate_with_the_slo_an
     caps = [p["capacity_per_s"] for p in result["policies"] if p["capacity_per_s"] is not None]
     assert sorted(s.x0 for s in goodput.layout.shapes) == sorted(caps)
     deltas = figures["deltas"]  # the first two policies run: cost, then rule
-    compared = [stored_for(d["comparisons"], Pair("cost", "rule")) for d in result["deltas"]]
+    compared = [deltas_of(d["comparisons"], Pair("cost", "rule")) for d in result["deltas"]]
     assert len(deltas.data) == len(rates) and list(deltas.data[0].x) == compared[0]["per_request"]["cdf_ms"]
     tables = views_for("capacity").tables(JobData(7, "capacity", "done", {}, result, pair=Pair("cost", "rule")))
     assert len(tables["points"]) == len(rates) * 2 and len(tables["worst"]) == sum(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_core.analyses import ANALYSES, capacity, pacing
-from scheduler_core.comparison import Pair, stored_for
+from scheduler_core.comparison import Pair, deltas_of
 from scheduler_core.errors import InvalidInput
 from scheduler_core.traffic import from_records, read_trace
 
@@ -174,7 +174,7 @@ def test_poisson_repeats_give_intervals_paired_by_seed():
         point = next(p for p in result["policies"] if p["policy"] == policy)["points"][1]
         assert point["ttft_p50_ms"]["mean"] == pytest.approx(sum(p50[policy]) / 3, abs=1e-5)
         assert point["ttft_p50_ms"]["low"] <= point["ttft_p50_ms"]["mean"] <= point["ttft_p50_ms"]["high"]
-    delta = stored_for(result["deltas"][1]["comparisons"], Pair("cost", "rule"))["difference_of_ttft_p50_ms"]
+    delta = deltas_of(result["deltas"][1]["comparisons"], Pair("cost", "rule"))["difference_of_ttft_p50_ms"]
     assert delta["mean"] == pytest.approx(sum(r - c for r, c in zip(p50["rule"], p50["cost"])) / 3, abs=1e-5)
     assert delta["n"] == 3
 

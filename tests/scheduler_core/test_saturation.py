@@ -5,7 +5,7 @@ import pytest
 
 from scheduler_core import saturation
 from scheduler_core.analyses import ANALYSES
-from scheduler_core.comparison import ordered_pairs, stored_for
+from scheduler_core.comparison import deltas_of, ordered_pairs
 from scheduler_core.saturation import judge, overloaded_runs
 
 SIMULATE = ANALYSES["simulate"]
@@ -68,5 +68,5 @@ def test_capacity_marks_the_rates_at_which_a_policy_was_overloaded():
         assert high["sustained_per_s"] < 0.5 * high["rate_per_s"]
         assert not high["meets_slo"], "a rate the run could not keep up with is no capacity, whatever its p99"
     for pair in ordered_pairs(["cost", "rule"]):
-        assert [stored_for(row["comparisons"], pair)["queueing"] for row in result["deltas"]] == [False, True]
+        assert [deltas_of(row["comparisons"], pair)["queueing"] for row in result["deltas"]] == [False, True]
     assert "overloaded: queueing, not the policy" in capacity.format_text(result)

@@ -6,7 +6,7 @@ import pytest
 from scheduler_core.analyses import ANALYSES
 from scheduler_core.analyses.replay import from_engine_records
 from scheduler_core.catalog import Catalog, drift
-from scheduler_core.comparison import Pair, stored_for
+from scheduler_core.comparison import Pair, deltas_of
 from scheduler_core.errors import InvalidInput
 from scheduler_core.evidence import Subject
 from scheduler_core.execution import AffineExecution, measured_catalog
@@ -202,7 +202,7 @@ def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_
     }
     assert [d["rate_per_s"] for d in cap["deltas"]] == result["rates_per_s"]
     for d, stored in zip(cap["deltas"], result["deltas"]):
-        stored = stored_for(stored["comparisons"], Pair("cost", "rule"))
+        stored = deltas_of(stored["comparisons"], Pair("cost", "rule"))
         assert d["p50"] == stored["difference_of_ttft_p50_ms"] and d["p50"]["low"] == d["p50"]["high"]  # one run
     cost, rule = (next(p for p in result["policies"] if p["policy"] == name) for name in ("cost", "rule"))
     at = result["rates_per_s"].index(cap["padding_at_per_s"])
@@ -228,7 +228,7 @@ def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_
     assert not random_cap["deterministic"] and random_cap["repeats"] == 4
     assert any(d["p50"]["low"] < d["p50"]["high"] for d in random_cap["deltas"])
     for d, stored_delta in zip(random_cap["deltas"], poisson.result["deltas"]):  # paired by seed, as capacity did
-        stored_delta = stored_for(stored_delta["comparisons"], Pair("cost", "rule"))
+        stored_delta = deltas_of(stored_delta["comparisons"], Pair("cost", "rule"))
         assert d["p50"] == pytest.approx(stored_delta["difference_of_ttft_p50_ms"])
     random_requests = only(random, "requests")
     assert random_requests["kind"] == "capacity" and random_requests["rate_per_s"] is not None
