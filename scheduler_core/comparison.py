@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import saturation
+from .deltas import PERCENTILE_OF_DIFFERENCES, difference_of_percentiles
+from .errors import InvalidInput
 from .stats import interval95, percentiles, quantiles, round6
 
 Json = dict[str, Any]
@@ -40,6 +43,33 @@ def default_pair(ran: Sequence[str]) -> Pair | None:
     return Pair(names[0], names[1]) if len(names) >= 2 else None
 
 
+def ordered_pairs(ran: Sequence[str]) -> list[Pair]:
+    """Every pair a job can be asked to compare, in run order: what a result stores per pair."""
+    names = list(dict.fromkeys(ran))
+    return [Pair(b, a) for b in names for a in names if a != b]
+
+
+def picked_pair(ran: Sequence[str], before: str | None, after: str | None) -> Pair | None:
+    """The pair a reader picks among the policies a job ran (`before`, `after`), by default its
+    first two (`default_pair`); InvalidInput naming the field for a policy it did not run, or the
+    same policy on both sides."""
+    if not before and not after:
+        return default_pair(ran)
+    names = list(dict.fromkeys(ran))
+    for field, name in (("before", before), ("after", after)):
+        if name not in names:
+            raise InvalidInput(field, f"{name or '(none)'!r} is not a policy this job ran (it ran {', '.join(names)})")
+    if before == after:
+        raise InvalidInput("after", f"compare two different policies, not {before} with itself")
+    return Pair(str(before), str(after))
+
+
+def deltas_of(compared: Sequence[Json], pair: Pair) -> Json | None:
+    """The comparison of `pair` among those already made, one per ordered pair (`ordered_pairs`:
+    a capacity rate's `comparisons`, a stored reading's `every_request_deltas`), else None."""
+    return next((c for c in compared if (c["before"], c["after"]) == (pair.before, pair.after)), None)
+
+
 def pair_in(ran: Sequence[str], pair: Pair | None) -> Pair | None:
     """`pair` when the job ran both of its policies, else None (the job cannot compare them)."""
     return pair if pair is not None and pair.before in ran and pair.after in ran else None
@@ -62,9 +92,11 @@ def paired_intervals(draws: Mapping[str, Mapping[str, Sequence[float]]], pair: P
 
 def request_deltas(policies: Sequence[Json], pair: Pair | None, worst: int = WORST) -> Json | None:
     """The same requests under both policies: `after - before` TTFT per request as a CDF (101
-    points), its percentiles (the percentile of per-request differences), the shares where `after`
-    is slower or faster, and the `worst` requests (after's largest losses) with their prompts.
-    None unless the pair ran and both policies ran to the end."""
+    points), its percentiles (`definition`: the percentile of per-request differences), the shares
+    where `after` is slower or faster, and the `worst` requests (after's largest losses) with their
+    prompts; beside them the difference of the two policies' percentiles, and `queueing` when
+    either run was overloaded (then both measure queues, not the policies). None unless the pair
+    ran and both policies ran to the end."""
     by_name = {p["policy"]: p for p in policies}
     pair = pair_in(list(by_name), pair)
     if pair is None or by_name[pair.before]["stalled"] or by_name[pair.after]["stalled"]:
@@ -77,9 +109,15 @@ def request_deltas(policies: Sequence[Json], pair: Pair | None, worst: int = WOR
     deltas = sorted(d for d, _, _ in rows)
     n = len(deltas)
     rows.sort(key=lambda row: (-row[0], row[1]["id"]))
+    loads = [saturation.Load(**p["load"]) for p in (by_name[pair.before], by_name[pair.after]) if p.get("load")]
     return {
         **pair.to_dict(),
         "of": f"{pair.label} TTFT per request (ms)",
+        "definition": PERCENTILE_OF_DIFFERENCES,
+        "difference_of_percentiles": difference_of_percentiles(
+            [r["ttft_ms"] for _, r, _ in rows], [b["ttft_ms"] for _, _, b in rows]
+        ),
+        "queueing": any(load.overloaded for load in loads),
         "requests": n,
         "mean_ms": round6(sum(deltas) / n) if n else None,
         **percentiles(deltas, ordered=True),
@@ -105,11 +143,5 @@ def request_deltas(policies: Sequence[Json], pair: Pair | None, worst: int = WOR
 def every_request_deltas(policies: Sequence[Json]) -> list[Json]:
     """`request_deltas` for every ordered pair of the policies a run holds (those it can compare):
     made once when a result is stored, so a reader need not read its per-request rows again."""
-    names = list(dict.fromkeys(p["policy"] for p in policies))
-    pairs = [Pair(before, after) for before in names for after in names if before != after]
+    pairs = ordered_pairs([p["policy"] for p in policies])
     return [deltas for pair in pairs if (deltas := request_deltas(policies, pair)) is not None]
-
-
-def deltas_of(compared: Sequence[Json], pair: Pair) -> Json | None:
-    """The comparison of `pair` among those already made (`every_request_deltas`), else None."""
-    return next((c for c in compared if (c["before"], c["after"]) == (pair.before, pair.after)), None)

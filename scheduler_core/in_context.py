@@ -96,10 +96,11 @@ def in_run(result: Mapping[str, Any], request_id: int, rate_per_s: float | None 
         ttft = {name: r["ttft_ms"] for name, r in rows.items()}
         return InRun(request_id, first["prompt_tokens"], first["output_tokens"], ttft)
     for row in result.get("deltas") or ():
-        if not isinstance(row, Mapping) or row.get("rate_per_s") != rate_per_s or not row.get("per_request"):
+        if not isinstance(row, Mapping) or row.get("rate_per_s") != rate_per_s:
             continue
-        for w in row["per_request"]["worst"]:
-            if w["id"] == request_id:
-                ttft = {k.removesuffix("_ttft_ms"): v for k, v in w.items() if k.endswith("_ttft_ms")}
-                return InRun(request_id, w["prompt_tokens"], w["output_tokens"], ttft)
+        for c in row.get("comparisons") or ():  # one per ordered pair: a request is in either order's
+            for w in (c.get("per_request") or {}).get("worst", ()):
+                if w["id"] == request_id:
+                    ttft = {c["before"]: w["before_ttft_ms"], c["after"]: w["after_ttft_ms"]}
+                    return InRun(request_id, w["prompt_tokens"], w["output_tokens"], ttft)
     return None

@@ -16,7 +16,7 @@ the verdict says so (`judged: False`, never overloaded).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -73,16 +73,16 @@ def judge(arrivals_ms: Sequence[float], first_tokens_ms: Iterable[float]) -> Loa
     return Load(True, overloaded, round6(came / seconds), round6(served / seconds), waiting(end), growth)
 
 
-def overloaded_runs(result: Mapping[str, Any]) -> list[str]:
-    """What a serving result says was overloaded, a line per policy: a simulate or replay policy's
-    run (its `load`), or the rates at which a capacity policy was (its points' `overloaded`).
-    Empty for any other result."""
+def overloaded_runs(result: Mapping[str, Any], policies: Collection[str] | None = None) -> list[str]:
+    """What a serving result says was overloaded, a line per policy (of `policies` only, when
+    given: the pair a comparison reads): a simulate or replay policy's run (its `load`), or the rates
+    at which a capacity policy was (its points' `overloaded`). Empty for any other result."""
     lines = []
     load = result.get("load")  # a simulated engine's, over its latest requests
     if isinstance(load, Mapping) and load.get("overloaded"):
         lines.append(f"the engine: {Load(**load).describe()}")
     for p in result.get("policies") or ():
-        if not isinstance(p, Mapping):
+        if not isinstance(p, Mapping) or (policies is not None and p.get("policy") not in policies):
             continue
         load = p.get("load")
         if load and load.get("overloaded"):

@@ -48,6 +48,7 @@ from .health import boot_health, repaired
 from .measured import LogitsComparison, MeasuredNumerics, MeasuredOn, MeasuredTtft, TtftArm
 from .planner import plan
 from .request import Request
+from .saturation import overloaded_runs
 from .stats import round6
 from .typed_json import read_as
 
@@ -247,6 +248,7 @@ def _simulate(job: Evidence, pair: Pair) -> Json:
             for p in [policies[name]]
         },
         "delta": _run_delta(result["traffic"], policies, pair),
+        "overloaded": overloaded_runs(result, (pair.before, pair.after)),
     }
 
 
@@ -285,6 +287,7 @@ def _replay(job: Evidence, pair: Pair) -> Json:
         else {row["policy"]: {k: row[k] for k in ("requests", *figures)} for row in served["policies"]},
         "engines": served["engines"] if served else [],
         "delta": _run_delta(result["traffic"], {p["policy"]: p for p in result["policies"]}, pair),
+        "overloaded": overloaded_runs(result, (pair.before, pair.after)),
     }
 
 
@@ -329,12 +332,13 @@ def _capacity(job: Evidence, pair: Pair) -> Json:
         },
         "padding_at_per_s": r["rates_per_s"][at],
         "deltas": _capacity_deltas(r, pair),
+        "overloaded": overloaded_runs(r, (pair.before, pair.after)),
     }
 
 
 def _capacity_deltas(result: CapacityResult, pair: Pair) -> list[Json]:
     """after - before TTFT p50 and p99 at every rate, paired by seed over the draws each point
-    keeps; a result stored before points kept their draws has only its own cost/rule deltas."""
+    keeps; a result stored before points kept their draws has only its stored comparisons."""
     by_name = {p["policy"]: p for p in result["policies"]}
     if pair_in(list(by_name), pair) is None:
         return []
@@ -344,10 +348,10 @@ def _capacity_deltas(result: CapacityResult, pair: Pair) -> list[Json]:
         points = {name: by_name[name]["points"][i] for name in (pair.before, pair.after)}
         if all("draws" in p for p in points.values()):
             found = paired_intervals({n: p["draws"] for n, p in points.items()}, pair, keys)
-        elif (pair.before, pair.after) == ("cost", "rule") and (stored := capacity_differences(result["deltas"][i])):
+        elif stored := capacity_differences(deltas_of(result["deltas"][i].get("comparisons") or (), pair) or {}):
             found = {"ttft_p50_ms": stored.get("p50"), "ttft_p99_ms": stored.get("p99")}
         else:
-            return []  # an older result: no draws to pair, and its stored deltas are another pair's
+            return []  # an older result: no draws to pair, and no stored comparison of this pair
         queueing = any(p.get("overloaded") for p in points.values())  # an overloaded run: its delta is queueing
         rows.append(
             {"rate_per_s": rate, "p50": found["ttft_p50_ms"], "p99": found["ttft_p99_ms"], "queueing": queueing}
@@ -368,14 +372,13 @@ def _requests(job: Evidence, pair: Pair) -> Json | None:
     """The same requests under both policies (`comparison.request_deltas`): the after - before TTFT
     CDF and the worst requests, from a simulate or replay job's per-request rows (a replay's have
     simulate's shape), or a capacity job's operating rate (`_operating_index`), whose first draw's
-    comparison it stored (cost/rule only)."""
+    comparison of each pair it stored."""
     draws, rate = 1, None
     if job.kind == "capacity":
         capacity = read_as(job.result, CapacityResult)
         at = _operating_index(capacity)
         draws, rate = capacity["repeats"], capacity["rates_per_s"][at]
-        deltas = capacity["deltas"][at].get("per_request") if (pair.before, pair.after) == ("cost", "rule") else None
-        deltas = _stored_as_pair(deltas) if deltas else None
+        deltas = (deltas_of(capacity["deltas"][at].get("comparisons") or (), pair) or {}).get("per_request")
     elif job.compared is not None:
         deltas = deltas_of(job.compared, pair)
     else:
@@ -392,23 +395,6 @@ def _requests(job: Evidence, pair: Pair) -> Json | None:
         "cdf_ms": deltas["cdf_ms"],
         "worst": deltas["worst"],
         "catalog": job.result["catalog"],
-    }
-
-
-def _stored_as_pair(stored: Json) -> Json:
-    """A capacity job's stored rule - cost comparison (`simulate.request_deltas`) in the generic names."""
-    return {
-        **stored,
-        "share_after_slower": stored["share_rule_slower"],
-        "share_after_faster": stored["share_rule_faster"],
-        "worst": [
-            {
-                **{k: w[k] for k in w if k not in ("cost_ttft_ms", "rule_ttft_ms")},
-                "before_ttft_ms": w["cost_ttft_ms"],
-                "after_ttft_ms": w["rule_ttft_ms"],
-            }
-            for w in stored["worst"]
-        ],
     }
 
 

@@ -1,7 +1,8 @@
 """The verdict a decision page opens with: a few lines read from the decision's own evidence.
 
 Capacity at the SLO per policy, the after - before TTFT delta at p50 and p99 with its interval,
-padding in GPU-ms, and what the evidence cannot vouch for. Only parts that are the decision's own
+padding in GPU-ms, and what the evidence cannot vouch for (an overloaded run among it: its TTFT
+delta is read as queueing, `saturation`). Only parts that are the decision's own
 (its recipe, its hardware: `evidence.source`) are read as figures; foreign parts, parts whose
 durations belong to no GPU, and kinds nobody cited are named under `cannot_vouch`, never averaged
 in nor preferred.
@@ -61,6 +62,7 @@ def _deltas(summary: Json) -> list[Json]:
                     "deterministic": p["deterministic"],
                     "interval": not p["deterministic"],
                     "randomness": p["randomness"],
+                    "queueing": bool(at.get("queueing")),  # either policy overloaded at that rate
                 }
             )
     for kind in ("simulate", "replay"):
@@ -76,6 +78,7 @@ def _deltas(summary: Json) -> list[Json]:
                         "deterministic": p["delta"]["randomness"] == DETERMINISTIC,
                         "interval": False,  # one run: no interval, its randomness says why
                         "randomness": p["delta"]["randomness"],
+                        "queueing": bool(p.get("overloaded")),  # before's or after's run overloaded
                     }
                 )
     return rows
@@ -113,6 +116,12 @@ def cannot_vouch(summary: Json) -> list[str]:
         for p in summary[kind] or []:
             for why in p["source"]["foreign"]:
                 out.append(f"{why}: its {p['source']['kind']} figures are shown below, not read as this recipe's.")
+    for kind in ("capacity", "simulate", "replay"):
+        for p in summary[kind] or []:
+            for line in p.get("overloaded") or ():  # absent from a part that could not be read
+                out.append(
+                    f"job #{p['job']} ({kind}) was overloaded, {line}: its TTFT comparison is queueing, not the policy's effect."
+                )
     for kind in ("capacity", "simulate", "replay"):
         for p in _own(summary[kind]):
             if p["source"]["hardware"] is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
@@ -20,19 +21,19 @@ from heliosweb.catalogs.selectors import (
     boots_with_health,
     recipe_list_with_latest_boot,
 )
-from heliosweb.common.errors import NotFound, Throttled
+from heliosweb.common.errors import NotFound, Throttled, http_status
 from heliosweb.common.inputs import int_or_none, parse_id
 from heliosweb.common.permissions import RUN_JOBS
 from heliosweb.decisions.selectors import decision_list, decisions_open
 from heliosweb.figures.compare import compare_payload, params_that_differ
-from heliosweb.figures.contract import embedded, embedded_payload
+from heliosweb.figures.contract import embedded, embedded_payload, policies_run
 from heliosweb.figures.explain import explain as explain_prompt
 from heliosweb.figures.explain import graphs_text, plans_figure
 from heliosweb.figures.exports import table_names
 from heliosweb.figures.in_context import request_context
 from heliosweb.figures.live import live_figures
 from heliosweb.figures.registry import views_for
-from heliosweb.figures.selectors import job_data
+from heliosweb.figures.selectors import job_data, job_pair
 from heliosweb.jobs import selectors
 from heliosweb.jobs.registry import get_kind, job_kinds
 from heliosweb.jobs.result_reading import HEAD_CHARS, json_head, readings
@@ -43,6 +44,7 @@ from heliosweb.simengine.services import ENGINE_KIND, engine_job_active, engine_
 from heliosweb.telemetry.replay import replay_offer, replay_window
 from heliosweb.telemetry.selectors import MIN_SAMPLES, version_summary
 from heliosweb.traces.selectors import trace_names
+from scheduler_core.comparison import default_pair
 from scheduler_core.errors import InvalidInput
 from scheduler_core.saturation import QUEUEING, overloaded_runs
 from scheduler_core.tradeoff import CHECKLIST
@@ -289,19 +291,33 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     except NotFound:
         raise Http404(f"no job {job_id}") from None
     views = views_for(job.kind)
+    ran, pair_error = policies_run(job.result), None
+    try:
+        pair = job_pair(job, request.GET)
+    except InvalidInput as exc:
+        pair, pair_error = default_pair(ran), exc
+    # the picked pair travels with the figures' fetch and every CSV link: all compare the same two
+    pair_query = f"before={quote(pair.before)}&after={quote(pair.after)}" if pair else ""
     return render(
         request,
         "dashboard/job_detail.html",
         {
             "job": job,
+            "ran": ran if len(ran) > 1 else [],
+            "pair": pair,
+            "pair_error": pair_error,
+            "pair_query": pair_query,
             "params_json": json.dumps(job.params, indent=2),
             "catalog_sources": selectors.catalog_sources_of(job),
             "trace_sources": job.trace_sources,
-            "tables": table_names(job_data(job, views, with_events=False), views) if job.result is not None else [],
+            "tables": table_names(job_data(job, views, with_events=False, pair=pair), views)
+            if job.result is not None
+            else [],
             "has_trace": views.spans is not None and job.result is not None,  # a trace of what ran: once done
             "overloaded": overloaded_runs(job.result) if isinstance(job.result, dict) else [],
             "queueing": QUEUEING,
         },
+        status=http_status(pair_error) if pair_error else 200,
     )
 
 

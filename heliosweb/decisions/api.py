@@ -63,6 +63,10 @@ TRADEOFF = inline_serializer(
         "missing": serializers.ListField(child=serializers.CharField()),
     },
 )
+ADD_EVIDENCE = inline_serializer(
+    "DecisionAddEvidence",
+    {"evidence": serializers.ListField(child=serializers.IntegerField(), help_text="ids of finished jobs to cite")},
+)
 STEP = inline_serializer("DecisionStep", {"reason": serializers.CharField(required=False)})
 AUDIT = selectors.AUDIT_TRAIL.schema()
 
@@ -142,6 +146,18 @@ class DecisionStepView(APIView):
         data = json_object(request, {"reason"})
         decision = selectors.decision_get(decision_id=decision_id)
         services.STEPS[self.step](actor=request.user, decision=decision, reason=data.get("reason", ""))
+        return Response(_detail(decision.pk))
+
+
+class EvidenceView(APIView):
+    """POST /api/decisions/<id>/evidence/ {evidence: [job ids]}: a reviewer cites more jobs on a
+    pending decision (`services.decision_add_evidence`); answers the decision with all its evidence."""
+
+    @extend_schema(request=ADD_EVIDENCE, responses={200: DECISION, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR})
+    def post(self, request: Request, decision_id: int) -> Response:
+        data = json_object(request, {"evidence"})
+        decision = selectors.decision_get(decision_id=decision_id)
+        services.decision_add_evidence(actor=request.user, decision=decision, evidence=data.get("evidence"))
         return Response(_detail(decision.pk))
 
 

@@ -22,7 +22,8 @@ from heliosweb.recipes.selectors import emergency_banner
 
 from .models import DecisionComment, PolicyDecision
 
-ROW_EVENTS = ("proposed", "approved", "rejected", "withdrawn", "applied")  # the events that set a decision's row
+ROW_EVENTS = ("proposed", "evidence_added", "approved", "rejected", "withdrawn", "applied")  # set a decision's row
+CITING_EVENTS = ("proposed", "evidence_added")  # the events that cite jobs, with their digests
 BANNER_AT_SLACK_S = 2.0  # a banner written before its event carried the event's time was stamped just before it
 _PROPOSED = {"policy": "from_policy", "proposed_policy": "to_policy", "base_version": "base_version"}
 
@@ -73,8 +74,8 @@ def emergency_audit_mismatches() -> list[str]:
 
 def evidence_digests(job_ids: list[int]) -> dict[str, str]:
     """Per evidence job (by id, as text): the sha256 of what a reviewer reads from it, taken when
-    a proposal cites it: its kind, params and result, and the catalog and provenance of every boot
-    its catalogs came from. Kept in the `proposed` event, so an edit to any of them afterwards,
+    a proposal (or a reviewer) cites it: its kind, params and result, and the catalog and provenance
+    of every boot its catalogs came from. Kept in the citing event (`CITING_EVENTS`), so an edit to any of them afterwards,
     around the services, is named by `audit_verify`."""
     jobs = BenchmarkJob.objects.filter(pk__in=job_ids).values_list("pk", "kind", "params", "result", "catalog_sources")
     rows = {pk: (kind, params, result, sources) for pk, kind, params, result, sources in jobs}
@@ -93,11 +94,10 @@ def evidence_digests(job_ids: list[int]) -> dict[str, str]:
 
 def evidence_audit_mismatches() -> list[str]:
     """Decisions whose evidence jobs (results, or the boots they cite) differ from the digests their
-    `proposed` event took."""
+    citing events took."""
     cited: list[tuple[str, int, dict[str, str]]] = []
-    for object_id, seq, after in AuditEvent.objects.filter(object_type="decision", action="proposed").values_list(
-        "object_id", "seq", "after"
-    ):
+    events = AuditEvent.objects.filter(object_type="decision", action__in=CITING_EVENTS)
+    for object_id, seq, after in events.values_list("object_id", "seq", "after"):
         said = (after or {}).get("evidence_digests")
         if said:
             cited.append((object_id, seq, said))
@@ -157,6 +157,8 @@ def _decisions_from_events() -> dict[str, dict[str, Any]]:
             row.update({column: after[key] for key, column in _PROPOSED.items() if key in after})
             if "evidence" in after:
                 row["evidence"] = sorted(after["evidence"])
+        elif action == "evidence_added":
+            row["evidence"] = sorted(after["evidence"])
         elif action in ("approved", "rejected"):
             row.update(status=action, reviewed_by=actor_id, review_reason=reason)
         elif action == "withdrawn":

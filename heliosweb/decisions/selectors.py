@@ -28,6 +28,7 @@ from .audit_rows import (
     evidence_audit_mismatches,
 )
 from .models import OPEN, DecisionComment, DecisionStatus, PolicyDecision
+from .tradeoff import evidence_added_by
 
 
 def decision_list(
@@ -84,12 +85,14 @@ def decision_evidence(*, decision: PolicyDecision) -> list[BenchmarkJob]:
     return list(decision.evidence.select_related("recipe").defer("result", "params").order_by("id"))
 
 
-def decision_evidence_summaries(*, decision: PolicyDecision) -> list[tuple[BenchmarkJob, str | None]]:
+def decision_evidence_summaries(*, decision: PolicyDecision) -> list[tuple[BenchmarkJob, str | None, str | None]]:
     """Each evidence job with its result as text, so a reviewer reads the numbers on the decision
-    itself: a done job's text from its stored reading (`jobs.result_reading`), never its result."""
+    itself: a done job's text from its stored reading (`jobs.result_reading`), never its result;
+    and who added it when a reviewer did (None: the proposer cited it)."""
     jobs = list(decision.evidence.select_related("recipe").defer("params", "result").order_by("id"))
     read = readings(jobs)
-    return [(job, read[job.pk].text or None if job.pk in read else None) for job in jobs]
+    added_by = evidence_added_by(decision=decision)
+    return [(job, read[job.pk].text or None if job.pk in read else None, added_by.get(job.pk)) for job in jobs]
 
 
 def decision_allowed_steps(*, decision: PolicyDecision, user: Actor) -> list[str]:
@@ -108,14 +111,23 @@ def decision_allowed_steps(*, decision: PolicyDecision, user: Actor) -> list[str
     return steps
 
 
-def evidence_job_choices(*, limit: int = 100) -> QuerySet[BenchmarkJob]:
-    """Finished (done) jobs a proposal can cite, newest first."""
+def decision_may_add_evidence(*, decision: PolicyDecision, user: Actor) -> bool:
+    """Whether to show the form to cite more jobs: a pending decision, a reviewer who may approve it
+    (not its author). `services.decision_add_evidence` checks the same rules again."""
     return (
-        BenchmarkJob.objects.filter(status=JobStatus.DONE)
-        .select_related("recipe")
-        .defer("result", "params")
-        .order_by("-created_at", "-id")[:limit]
+        user.is_authenticated
+        and decision.status == DecisionStatus.PENDING
+        and decision.created_by_id != user.pk
+        and user.has_perm("decisions.approve_decision")
     )
+
+
+def evidence_job_choices(*, limit: int = 100, besides: PolicyDecision | None = None) -> QuerySet[BenchmarkJob]:
+    """Finished (done) jobs a proposal can cite, newest first; `besides`: those it does not cite yet."""
+    qs = BenchmarkJob.objects.filter(status=JobStatus.DONE)
+    if besides is not None:
+        qs = qs.exclude(decisions=besides)
+    return qs.select_related("recipe").defer("result", "params").order_by("-created_at", "-id")[:limit]
 
 
 def audit_list(*, decision_id: int | None = None, limit: int = 200) -> list[AuditEvent]:

@@ -131,6 +131,49 @@ def decision_reject(*, actor: Actor, decision: PolicyDecision, reason: Any) -> P
     )
 
 
+def decision_add_evidence(*, actor: Actor, decision: PolicyDecision, evidence: Any) -> PolicyDecision:
+    """A reviewer cites further finished jobs on a pending decision before approving it: the
+    evidence is what the proposer cites and what an approver adds. Audited as `evidence_added`
+    with every cited job's id and the added jobs' digests taken now (as a proposal's are), so
+    `audit_verify` covers them and the page can say who added each.
+
+    Raises Forbidden (no approve permission, or the author: their evidence is the proposal's) or
+    InvalidInput naming the field (`evidence`, `evidence[i]`), Conflict unless pending; nothing
+    is stored then."""
+    user = _require(actor, APPROVE_PERM, "adding evidence to a decision")
+    if decision.created_by_id == user.pk:
+        raise Forbidden("actor", "the author cites evidence when proposing: a reviewer adds evidence")
+    job_ids = _evidence_ids(evidence)
+    if not job_ids:
+        raise InvalidInput("evidence", "required: the ids of one or more finished jobs to cite")
+    with transaction.atomic():
+        decision, setting = _lock(decision)
+        _expect(decision, DecisionStatus.PENDING, "given more evidence")
+        cited = sorted(decision.evidence.values_list("pk", flat=True))
+        for i, job_id in enumerate(job_ids):
+            if job_id in cited:
+                raise InvalidInput(f"evidence[{i}]", f"job {job_id} is already cited by this decision")
+        if len(cited) + len(job_ids) > MAX_EVIDENCE:
+            raise InvalidInput("evidence", f"at most {MAX_EVIDENCE} jobs in all ({len(cited)} cited already)")
+        jobs = _finished_jobs(job_ids)
+        decision.evidence.add(*jobs)
+        state = _state(decision, setting)
+        _audit(
+            user=user,
+            decision=decision,
+            action="evidence_added",
+            before={**state, "evidence": cited},
+            after={
+                **state,
+                "evidence": sorted([*cited, *job_ids]),
+                "added": job_ids,
+                "evidence_digests": evidence_digests(job_ids),
+            },
+            reason=f"cited job{'s' if len(job_ids) > 1 else ''} {', '.join(f'#{j}' for j in job_ids)}",
+        )
+    return decision
+
+
 def decision_withdraw(*, actor: Actor, decision: PolicyDecision, reason: Any = "") -> PolicyDecision:
     """The author takes back a proposal that is still pending."""
     if not isinstance(actor, User) or decision.created_by_id != actor.pk:

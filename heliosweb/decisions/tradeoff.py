@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
+from heliosweb.audit.models import AuditEvent
 from heliosweb.catalogs.health import recipe_boots
 from heliosweb.catalogs.models import Boot
 from heliosweb.catalogs.provenance import Provenance as BootProvenance
@@ -77,6 +78,7 @@ def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
         boots=recipe_boots(recipe_id=decision.recipe_id),
     )
     _name_stored_traces(decision, summary)
+    _name_adders(evidence_added_by(decision=decision), summary)
     for part in summary["requests"]:
         for row in part.get("worst", []):
             row["explain_url"] = explain_url(
@@ -85,6 +87,7 @@ def decision_tradeoff(*, decision: PolicyDecision) -> dict[str, Any]:
                 prompt_tokens=row["prompt_tokens"],
                 request=row["id"],
                 rate_per_s=part.get("rate_per_s"),
+                pair=summary["pair"],
             )
     summary["engine"] = engine_part(recipe=decision.recipe, to_policy=decision.to_policy)
     required = list(decision.recipe.required_evidence or [])
@@ -106,6 +109,22 @@ def _name_stored_traces(decision: PolicyDecision, summary: dict[str, Any]) -> No
                 part["telemetry"] = {k: stored[k] for k in ("telemetry", "engine", "window_utc", "execution")}
             elif stored:
                 part["stored_trace"] = stored["trace"]
+
+
+def evidence_added_by(*, decision: PolicyDecision) -> dict[int, str]:
+    """Who added each job a reviewer cited after the proposal (its `evidence_added` events); the
+    proposer's own citations are not in it."""
+    events = AuditEvent.objects.filter(object_type="decision", object_id=str(decision.pk), action="evidence_added")
+    return {job: name for name, after in events.values_list("actor_name", "after") for job in after["added"]}
+
+
+def _name_adders(added_by: dict[int, str], summary: dict[str, Any]) -> None:
+    """Each part's source says who added its job, where a reviewer did (`added_by`)."""
+    for parts in summary.values():
+        for part in parts if isinstance(parts, list) else ():
+            source = part.get("source") if isinstance(part, dict) else None
+            if isinstance(source, dict) and source.get("job") in added_by:
+                source["added_by"] = added_by[source["job"]]
 
 
 def engine_part(*, recipe: Recipe, to_policy: str) -> dict[str, Any] | None:
@@ -155,10 +174,17 @@ EXPLAIN_CATALOGS = {"clean": "clean", "drift": "drift", "boot": "job"}
 
 
 def explain_url(
-    *, job: int, catalog: str, prompt_tokens: int, request: int | None = None, rate_per_s: float | None = None
+    *,
+    job: int,
+    catalog: str,
+    prompt_tokens: int,
+    request: int | None = None,
+    rate_per_s: float | None = None,
+    pair: dict[str, str] | None = None,
 ) -> str | None:
     """/explain for one request's prompt, planned on the catalog and execution model the job ran;
-    with `request` (and a capacity job's `rate_per_s`), the page also splits its TTFT in that run."""
+    with `request` (and a capacity job's `rate_per_s`), the page also splits its TTFT in that run,
+    and the delta of `pair` (the table's after - before)."""
     choice = EXPLAIN_CATALOGS.get(catalog)
     if choice is None:
         return None
@@ -167,6 +193,8 @@ def explain_url(
         query["request"] = request
     if rate_per_s is not None:
         query["rate"] = rate_per_s
+    if pair is not None:
+        query |= {"before": pair["before"], "after": pair["after"]}
     return f"{reverse('explain')}?{urlencode(query)}"
 
 

@@ -11,6 +11,7 @@ urlpatterns = [
     path("decisions/new", views.decision_new, name="decision_new"),
     path("decisions/<int:decision_id>", views.decision_detail, name="decision_detail"),
     path("decisions/<int:decision_id>/comment", views.decision_comment, name="decision_comment"),
+    path("decisions/<int:decision_id>/evidence", views.decision_add_evidence, name="decision_add_evidence"),
     path("decisions/<int:decision_id>/<slug:step>", views.decision_step, name="decision_step"),
     path("audit/", audit_views.audit_page, name="audit"),
     path("audit/export.<export_format:fmt>", audit_views.audit_export, name="audit_export"),
@@ -18,6 +19,7 @@ urlpatterns = [
     path("api/decisions/<int:decision_id>/tradeoff/", api.TradeoffView.as_view(), name="api_decision_tradeoff"),
     path("api/decisions/<int:decision_id>/comments/", api.CommentsView.as_view(), name="api_decision_comments"),
     path("api/decisions/audit/", api.AuditView.as_view(), name="api_decisions_audit"),
+    path("api/decisions/<int:decision_id>/evidence/", api.EvidenceView.as_view(), name="api_decision_evidence"),
     path("api/decisions/<int:decision_id>/", api.DecisionDetailView.as_view(), name="api_decision"),
 ] + [
     path(

@@ -109,13 +109,17 @@ def decision_detail(
     tradeoff = decision_tradeoff_kept(decision=decision)
     for part in tradeoff["requests"]:
         part["cdf"] = delta_cdf(part["cdf_ms"]) if "cdf_ms" in part else None
+    steps = selectors.decision_allowed_steps(decision=decision, user=request.user)
+    can_add = selectors.decision_may_add_evidence(decision=decision, user=request.user)
     return render(
         request,
         "decisions/detail.html",
         {
             "decision": decision,
             "evidence": selectors.decision_evidence_summaries(decision=decision),
-            "steps": selectors.decision_allowed_steps(decision=decision, user=request.user),
+            "steps": steps,
+            "forms": [*(["evidence"] if can_add else []), *steps],  # where a refusal is shown at its form
+            "addable": selectors.evidence_job_choices(besides=decision) if can_add else None,
             "events": selectors.audit_list(decision_id=decision.pk),
             "tradeoff": tradeoff,
             "needs": selectors.decision_needs(
@@ -162,4 +166,23 @@ def decision_step(request: HttpRequest, decision_id: int, step: str) -> HttpResp
         refused = {"step": step, "field": exc.field, "message": exc.message, "reason": request.POST.get("reason", "")}
         return decision_detail(request, decision_id, refused=refused, status=http_status(exc))
     messages.success(request, f"Decision #{decision.pk}: {step} done.")
+    return redirect("decision_detail", decision_id=decision.pk)
+
+
+@require_POST
+@login_required
+def decision_add_evidence(request: HttpRequest, decision_id: int) -> HttpResponse:
+    """A reviewer cites more jobs (`services.decision_add_evidence`); a refusal is shown at the form."""
+    try:
+        decision = selectors.decision_get(decision_id=decision_id)
+    except NotFound:
+        raise Http404(f"no decision {decision_id}") from None
+    chosen = request.POST.getlist("evidence")
+    try:
+        ids = [parse_id(v, field=f"evidence[{i}]", what="job") for i, v in enumerate(chosen)]
+        services.decision_add_evidence(actor=request.user, decision=decision, evidence=ids)
+    except InvalidInput as exc:
+        refused = {"step": "evidence", "field": exc.field, "message": exc.message, "chosen": chosen}
+        return decision_detail(request, decision_id, refused=refused, status=http_status(exc))
+    messages.success(request, f"Decision #{decision.pk}: cited job{'s' if len(ids) > 1 else ''} {', '.join(chosen)}.")
     return redirect("decision_detail", decision_id=decision.pk)

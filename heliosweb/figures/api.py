@@ -20,7 +20,7 @@ from heliosweb.recipes.selectors import recipe_get
 from . import exports
 from .explain import plan_answer
 from .registry import views_for
-from .selectors import job_data, job_figures_json
+from .selectors import job_data, job_figures_json, job_pair
 from .telemetry_trace import telemetry_trace
 
 FIGURE = inline_serializer(
@@ -37,21 +37,30 @@ FIGURE = inline_serializer(
 )
 
 
+PAIR = [
+    OpenApiParameter("before", str, description="the pair's before: a policy the job ran (default: its first)"),
+    OpenApiParameter("after", str, description="the pair's after: a policy the job ran (default: its second)"),
+]
+
+
 class JobFiguresView(APIView):
-    @extend_schema(responses={200: FIGURE, 404: ERROR})
+    @extend_schema(parameters=PAIR, responses={200: FIGURE, 400: ERROR, 404: ERROR})
     def get(self, request: Request, job_id: int) -> HttpResponse:
-        return HttpResponse(job_figures_json(job_id=job_id), content_type="application/json")
+        return HttpResponse(
+            job_figures_json(job_id=job_id, query=request.query_params), content_type="application/json"
+        )
 
 
 class JobTableView(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("table", str, description="which table (default: the kind's first)")],
-        responses={(200, "text/csv"): str, 404: ERROR},
+        parameters=[OpenApiParameter("table", str, description="which table (default: the kind's first)"), *PAIR],
+        responses={(200, "text/csv"): str, 400: ERROR, 404: ERROR},
     )
     def get(self, request: Request, job_id: int) -> HttpResponse:
         job = job_selectors.job_get(job_id=job_id)
         views = views_for(job.kind)
-        name, text = exports.table_csv(job_data(job, views), views, request.query_params.get("table"))
+        data = job_data(job, views, pair=job_pair(job, request.query_params))
+        name, text = exports.table_csv(data, views, request.query_params.get("table"))
         response = HttpResponse(text, content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-{name}.csv"'
         return response

@@ -1,15 +1,17 @@
 """capacity: per policy, overlaid against the request rate: TTFT p50/p99 with the SLO's bound and
 95 % intervals, goodput against the offered rate with each policy's capacity marked, SLO attainment,
-and the rule - cost TTFT per request as a CDF at each rate. Every curve holds the stepped rates and
+and the picked pair's after - before TTFT per request as a CDF at each rate. Every curve holds the stepped rates and
 the search's; a rate where the run was overloaded is drawn as an x (its TTFT is queueing)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import plotly.graph_objects as go
 
 from scheduler_core.analyses.capacity import CapacityResult, capacity_text
+from scheduler_core.comparison import deltas_of
 from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, capacity_differences, column
 
 from .contract import LOG_AXIS, Figure, JobData, KindViews, Table, base_layout, empty
@@ -123,29 +125,43 @@ def _attainment(result: CapacityResult) -> go.Figure:
     return go.Figure(traces, layout)
 
 
-def _deltas(result: CapacityResult) -> go.Figure | None:
-    rows = [d for d in result["deltas"] if d.get("per_request")]
-    if not rows:
+def pair_rows(job: JobData) -> list[tuple[float, Mapping[str, Any]]]:
+    """(rate, the stored comparison of the pair compared, `JobData.compared`) per stepped rate
+    that compared it (`comparison.deltas_of`)."""
+    pair = job.compared()
+    if pair is None:
+        return []
+    found = (
+        (row["rate_per_s"], deltas_of(row.get("comparisons") or (), pair))
+        for row in job.result_as(CapacityResult)["deltas"]
+    )
+    return [(rate, c) for rate, c in found if c is not None]
+
+
+def _deltas(rows: list[tuple[float, Mapping[str, Any]]]) -> Figure | None:
+    with_requests = [(rate, c) for rate, c in rows if c.get("per_request")]
+    if not with_requests:
         return None
+    label = with_requests[0][1]["label"]
     traces = []
-    for i, row in enumerate(rows):
-        cdf = row["per_request"]["cdf_ms"]
-        shade = int(200 - 170 * i / max(1, len(rows) - 1))
+    for i, (rate, c) in enumerate(with_requests):
+        cdf = c["per_request"]["cdf_ms"]
+        shade = int(200 - 170 * i / max(1, len(with_requests) - 1))
         traces.append(
             go.Scatter(
                 x=cdf,
                 y=[q / (len(cdf) - 1) for q in range(len(cdf))],
-                name=f"{row['rate_per_s']:g}/s" + (" (overloaded: queueing)" if row.get("queueing") else ""),
+                name=f"{rate:g}/s" + (" (overloaded: queueing)" if c.get("queueing") else ""),
                 mode="lines",
                 line={"color": f"rgb({shade},{shade},{shade})", "shape": "hv"},
             )
         )
     layout = base_layout(
-        f"rule - cost TTFT per request ({PERCENTILE_OF_DIFFERENCES}), a CDF per rate",
-        xaxis={"title": {"text": "rule - cost TTFT (ms)"}, "zeroline": True},
+        f"{label} TTFT per request ({PERCENTILE_OF_DIFFERENCES}), a CDF per rate",
+        xaxis={"title": {"text": f"{label} TTFT (ms)"}, "zeroline": True},
         yaxis={"title": {"text": "share of requests"}, "range": [0, 1]},
     )
-    return go.Figure(traces, layout)
+    return Figure("deltas", f"{label} per request", go.Figure(traces, layout))
 
 
 def figures(job: JobData) -> list[Figure]:
@@ -157,10 +173,8 @@ def figures(job: JobData) -> list[Figure]:
         Figure("goodput", "Goodput and capacity", _goodput(result), capacity_summary(result)),
         Figure("attainment", "SLO attainment", _attainment(result)),
     ]
-    deltas = _deltas(result)
-    if deltas is not None:
-        out.append(Figure("deltas", "rule - cost per request", deltas))
-    return out
+    deltas = _deltas(pair_rows(job))
+    return out if deltas is None else [*out, deltas]
 
 
 def capacity_summary(result: CapacityResult) -> str:
@@ -192,32 +206,30 @@ def tables(job: JobData) -> dict[str, Table]:
         for p in result["policies"]
         for pt in points_of(p)
     ]
-    worst = [
-        {"rate_per_s": row["rate_per_s"], **w}
-        for row in result["deltas"]
-        if row.get("per_request")
-        for w in row["per_request"]["worst"]
-    ]
-    return {"points": points, "deltas": delta_rows(result), "worst": worst}
+    rows = pair_rows(job)
+    worst = [{"rate_per_s": rate, **w} for rate, c in rows if c.get("per_request") for w in c["per_request"]["worst"]]
+    return {"points": points, "deltas": delta_rows(rows), "worst": worst}
 
 
-def delta_rows(result: CapacityResult) -> list[dict[str, Any]]:
-    """rule - cost per rate, both deltas in columns named by what they are."""
-    rows = []
-    for row in result["deltas"]:
-        differences = capacity_differences(row)
+def delta_rows(rows: list[tuple[float, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """The picked pair's after - before per rate, both deltas in columns named by what they are."""
+    out = []
+    for rate, c in rows:
+        differences = capacity_differences(c)
         if not differences:
             continue
-        per = row.get("per_request") or {}
-        rows.append(
+        per = c.get("per_request") or {}
+        out.append(
             {
-                "rate_per_s": row["rate_per_s"],
-                "overloaded_queueing": row.get("queueing"),
+                "rate_per_s": rate,
+                "before": c["before"],
+                "after": c["after"],
+                "overloaded_queueing": c.get("queueing"),
                 **{f"{column(DIFFERENCE_OF_PERCENTILES)}_{q}_ms": differences[q]["mean"] for q in ("p50", "p99")},
                 **{f"{column(PERCENTILE_OF_DIFFERENCES)}_{q}_ms": per.get(q) for q in ("p50", "p99")},
             }
         )
-    return rows
+    return out
 
 
 VIEWS = KindViews(figures, tables=tables)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import plotly.graph_objects as go
 from plotly.utils import PlotlyJSONEncoder
 
+from scheduler_core.comparison import Pair, default_pair
 from scheduler_core.typed_json import read_as
 
 from .decimate import decimate_figure
@@ -38,6 +39,11 @@ class JobData:
     events: Sequence[Json] = ()
     seq: int = 0  # the events above were read up to this number
     recipe: str | None = None  # the job's recipe, by name
+    pair: Pair | None = None  # what every delta compares: the reader's pick, else the first two policies run
+
+    def compared(self) -> Pair | None:
+        """What every delta compares: the pair picked, else the first two policies the job ran."""
+        return self.pair or default_pair(policies_run(self.result))
 
     def events_of(self, event_type: str) -> list[Json]:
         return [e for e in self.events if e.get("type") == event_type]
@@ -48,6 +54,13 @@ class JobData:
         if self.result is None:
             raise ValueError(f"job {self.id} has no result yet")
         return read_as(self.result, declared)
+
+
+def policies_run(result: Json | None) -> list[str]:
+    """The policies a serving result compares (simulate, replay, capacity: its `policies`), in run
+    order; empty for any other result."""
+    ran = result.get("policies") if isinstance(result, dict) else None
+    return [p["policy"] for p in ran if isinstance(p, dict) and "policy" in p] if isinstance(ran, list) else []
 
 
 @dataclass(frozen=True)

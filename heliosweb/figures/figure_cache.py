@@ -32,18 +32,19 @@ def code_version() -> str:
     return digest.hexdigest()[:16]
 
 
-def _key(job: BenchmarkJob) -> str:
+def _key(job: BenchmarkJob, variant: str) -> str:
     finished = job.finished_at.isoformat() if job.finished_at else "-"
-    return f"figures:{code_version()}:{job.pk}:{job.created_at.isoformat()}:{job.status}:{job.last_seq}:{finished}"
+    made = f"{job.pk}:{job.created_at.isoformat()}:{job.status}:{job.last_seq}:{finished}"
+    return f"figures:{code_version()}:{made}:{hashlib.sha256(variant.encode()).hexdigest()[:16]}"
 
 
-def figures_json(job: BenchmarkJob, build: Callable[[], str]) -> str:
-    """The job's `/figures/` text: from the cache for a finished job (built by `build` once),
-    always built for one still queued or running."""
+def figures_json(job: BenchmarkJob, build: Callable[[], str], *, variant: str = "") -> str:
+    """The job's `/figures/` text: from the cache for a finished job (built by `build` once per
+    `variant`: the pair its deltas compare), always built for one still queued or running."""
     if not job.is_finished:
         return build()
     store = caches[ALIAS]
-    key = _key(job)
+    key = _key(job, variant)
     text = store.get(key)
     if text is None:
         text = build()

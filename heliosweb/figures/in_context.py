@@ -16,7 +16,7 @@ from scheduler_core.request import Request
 from scheduler_core.saturation import QUEUEING
 from scheduler_core.validation import int_of_text, number_of_text
 
-PAIR = ("rule", "cost")  # the table's delta, after - before, unless the link names its pair
+from .selectors import job_pair
 
 
 def request_context(query: Mapping[str, str], plans: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -46,7 +46,7 @@ def request_context(query: Mapping[str, str], plans: list[dict[str, Any]]) -> di
         if name in planned
     }
     parts = in_context.splits(found.ttft_ms, planned, alone)
-    after, before = query.get("after") or PAIR[0], query.get("before") or PAIR[1]
+    pair = job_pair(job, query)  # the link's pair (after - before), else the job's first two policies
     return {
         "job": job.pk,
         "kind": job.kind,
@@ -55,7 +55,9 @@ def request_context(query: Mapping[str, str], plans: list[dict[str, Any]]) -> di
         "prompt_tokens": found.prompt_tokens,
         "prompt_differs": False,
         "splits": [s.to_dict() for s in parts.values()],
-        "delta": in_context.delta(parts[after], parts[before]) if after in parts and before in parts else None,
+        "delta": in_context.delta(parts[pair.after], parts[pair.before])
+        if pair and pair.after in parts and pair.before in parts
+        else None,
         "overloaded": _overloaded(job.result or {}, rate),
         "queueing": QUEUEING,
     }

@@ -3,21 +3,18 @@
 The comparison draws TTFT p50 and p99 of each replayed policy and of each policy the engine served
 under (its own reports), p99 hatched; its text alternative states every figure and how faithfully the replay
 repeats the engine's launches. The TTFT CDF and the launches/padding panels are simulate's (the
-same per-policy summaries); the rule - cost CDF pairs each request with itself."""
+same per-policy summaries), and so is the after - before CDF of the pair compared (each request
+paired with itself)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import plotly.graph_objects as go
 
 from scheduler_core.analyses.replay import ReplayResult, comparison_rows
-from scheduler_core.deltas import PERCENTILE_OF_DIFFERENCES
-from scheduler_core.saturation import QUEUEING
 
 from .contract import Figure, JobData, KindViews, Table, base_layout, empty
 from .palette import policy_colour
-from .simulate import delta_rows, launches_padding, load_summary, ttft_cdf
+from .simulate import delta_rows, deltas_figures, launches_padding, load_summary, pair_deltas, ttft_cdf
 
 SERVED_COLOUR = "#6b7280"
 
@@ -58,34 +55,13 @@ def summary(result: ReplayResult) -> str:
     return f"{result['requests']} requests replayed ({result['randomness']}). " + "; ".join(parts) + "."
 
 
-def deltas_cdf(deltas: dict[str, Any]) -> go.Figure:
-    cdf = deltas["cdf_ms"]
-    trace = {
-        "type": "scatter",
-        "name": "rule - cost",
-        "x": cdf,
-        "y": [q / (len(cdf) - 1) for q in range(len(cdf))],
-        "mode": "lines",
-        "line": {"color": "#374151", "shape": "hv"},
-    }
-    layout = base_layout(
-        f"rule - cost TTFT per request ({PERCENTILE_OF_DIFFERENCES}: the same request under both)"
-        + (f"; overloaded: {QUEUEING}" if deltas.get("queueing") else ""),
-        xaxis={"title": {"text": "rule - cost TTFT (ms)"}, "zeroline": True},
-        yaxis={"title": {"text": "share of requests"}, "range": [0, 1]},
-    )
-    return go.Figure([trace], layout)
-
-
 def figures(job: JobData) -> list[Figure]:
     if not job.result:
         return [empty("comparison", "Replayed and served", "the comparison is drawn when the replay finishes")]
     result = job.result_as(ReplayResult)
     policies = result["policies"]
     out = [comparison(result), Figure("ttft-cdf", "TTFT CDF", ttft_cdf(policies), load_summary(policies))]
-    deltas = result["deltas"]
-    if deltas and deltas["requests"]:
-        out.append(Figure("deltas", "rule - cost per request", deltas_cdf(deltas)))
+    out += deltas_figures(pair_deltas(job))
     out.append(Figure("launches-padding", "Launches and padding", launches_padding(result["policies"])))
     return out
 
@@ -94,12 +70,12 @@ def tables(job: JobData) -> dict[str, Table]:
     if not job.result:
         return {}
     result = job.result_as(ReplayResult)
-    worst = (result["deltas"] or {}).get("worst", [])
+    deltas = pair_deltas(job)
     return {
         "comparison": comparison_rows(result),
-        "deltas": delta_rows(job),
+        "deltas": delta_rows(deltas),
         "reproduction": result["reproduction"],
-        "worst": worst,
+        "worst": (deltas or {}).get("worst", []),
     }
 
 

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, cast
 
 from heliosweb.jobs import selectors as job_selectors
 from heliosweb.jobs.models import BenchmarkJob, JobEvent
+from scheduler_core.comparison import Pair, default_pair, picked_pair
 
-from .contract import JobData, KindViews, to_json
+from .contract import JobData, KindViews, policies_run, to_json
 from .figure_cache import figures_json
 from .registry import views_for
 
 MAX_EVENTS = 20_000  # the figures window: a live pulse of a million events draws its last ones
 
 
-def job_data(job: BenchmarkJob, views: KindViews, *, with_events: bool = True) -> JobData:
+def job_data(job: BenchmarkJob, views: KindViews, *, with_events: bool = True, pair: Pair | None = None) -> JobData:
     """The job as figures see it, with only the event types its kind's figures read, up to the
     job's `last_seq` as read (the page grows the figures with the events numbered above it).
-    A finished result's tables need no events (`with_events=False`)."""
+    A finished result's tables need no events (`with_events=False`). `pair`: what its deltas
+    compare (`job_pair`), by default the first two policies it ran."""
     events: list[dict] = []
     if with_events and views.event_types:
         rows = JobEvent.objects.filter(job_id=job.pk, seq__lte=job.last_seq, type__in=views.event_types)
@@ -26,13 +29,21 @@ def job_data(job: BenchmarkJob, views: KindViews, *, with_events: bool = True) -
         newest = rows.order_by("-seq").values_list("seq", "type", "data")[:MAX_EVENTS]
         events = [{**data, "type": type_, "seq": seq} for seq, type_, data in reversed(newest)]
     recipe = job.recipe.name if job.recipe is not None else None
-    return JobData(job.pk, job.kind, job.status, job.params, job.result, events, job.last_seq, recipe)
+    return JobData(job.pk, job.kind, job.status, job.params, job.result, events, job.last_seq, recipe, pair)
 
 
-def job_figures_json(*, job_id: object) -> str:
-    """`GET /api/jobs/<id>/figures/`: the job's figures and their live growth, as JSON text (a
-    finished job's built once: `figure_cache`)."""
-    return _figures_text(job_selectors.job_get(job_id=job_id))
+def job_pair(job: BenchmarkJob, query: Mapping[str, str]) -> Pair | None:
+    """The pair a page or an export compares: `?before=&after=` among the policies the job ran
+    (`comparison.picked_pair`: InvalidInput naming the field), by default its first two."""
+    return picked_pair(policies_run(job.result), query.get("before") or None, query.get("after") or None)
+
+
+def job_figures_json(*, job_id: object, query: Mapping[str, str] | None = None) -> str:
+    """`GET /api/jobs/<id>/figures/[?before=&after=]`: the job's figures and their live growth, its
+    deltas comparing the pair asked for (`job_pair`), as JSON text (a finished job's built once per
+    pair: `figure_cache`)."""
+    job = job_selectors.job_get(job_id=job_id)
+    return _figures_text(job, job_pair(job, query or {}))
 
 
 def figures_payload(job: BenchmarkJob) -> list[dict[str, Any]]:
@@ -41,11 +52,12 @@ def figures_payload(job: BenchmarkJob) -> list[dict[str, Any]]:
     return cast(list[dict[str, Any]], json.loads(_figures_text(job)))
 
 
-def _figures_text(job: BenchmarkJob) -> str:
+def _figures_text(job: BenchmarkJob, pair: Pair | None = None) -> str:
     views = views_for(job.kind)
+    pair = pair or default_pair(policies_run(job.result))
 
     def build() -> str:
-        data = job_data(job, views)
+        data = job_data(job, views, pair=pair)
         return to_json(views.figures(data), views, seq=data.seq)
 
-    return figures_json(job, build)
+    return figures_json(job, build, variant=pair.label if pair else "")

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from scheduler_core import saturation
 from scheduler_core.analyses.simulate import SimulateResult
+from scheduler_core.comparison import request_deltas
 from scheduler_core.deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, column
 
 from .contract import LOG_AXIS, Figure, JobData, KindViews, Span, Table, base_layout, empty, many_points
@@ -201,7 +202,36 @@ def figures(job: JobData) -> list[Figure]:
         Figure("itl-cdf", "Inter-token latency CDF", _itl_cdf(policies)),
         Figure("launches-padding", "Launches and padding", launches_padding(policies)),
     ]
-    return out
+    return out + deltas_figures(pair_deltas(job))
+
+
+def pair_deltas(job: JobData) -> dict[str, Any] | None:
+    """The pair the reader picked (`JobData.compared`), the same request under both: simulate's and
+    replay's per-request rows compared (`comparison.request_deltas`), None when it compares nothing."""
+    deltas = request_deltas(finished_policies(job), job.compared()) if job.result else None
+    return deltas if deltas and deltas["requests"] else None
+
+
+def deltas_figures(deltas: dict[str, Any] | None) -> list[Figure]:
+    """after - before TTFT per request as a CDF (the same request under both), for the pair compared."""
+    if deltas is None:
+        return []
+    cdf, label = deltas["cdf_ms"], deltas["label"]
+    trace = {
+        "type": "scatter",
+        "name": label,
+        "x": cdf,
+        "y": [q / (len(cdf) - 1) for q in range(len(cdf))],
+        "mode": "lines",
+        "line": {"color": "#374151", "shape": "hv"},
+    }
+    layout = base_layout(
+        f"{label} TTFT per request ({PERCENTILE_OF_DIFFERENCES}: the same request under both)"
+        + (f"; overloaded: {saturation.QUEUEING}" if deltas.get("queueing") else ""),
+        xaxis={"title": {"text": f"{label} TTFT (ms)"}, "zeroline": True},
+        yaxis={"title": {"text": "share of requests"}, "range": [0, 1]},
+    )
+    return [Figure("deltas", f"{label} per request", go.Figure([trace], layout))]
 
 
 # Figures are built from trace dicts in one go.Figure call: Plotly validates each trace once,
@@ -330,19 +360,20 @@ def tables(job: JobData) -> dict[str, Table]:
         for p in policies
     ]
     requests = [{"policy": p["policy"], **r} for p in policies for r in p["per_request"]]
-    return {"policies": summary, "deltas": delta_rows(job), "requests": requests}
+    deltas = pair_deltas(job)
+    worst = (deltas or {}).get("worst", [])
+    return {"policies": summary, "deltas": delta_rows(deltas), "worst": worst, "requests": requests}
 
 
-def delta_rows(job: JobData) -> list[dict[str, Any]]:
-    """rule - cost TTFT, both deltas, a row each, named by what it is (simulate's and replay's)."""
-    d = job.result.get("deltas") if job.result else None
-    if not d or not d["requests"]:
+def delta_rows(d: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The compared pair's after - before TTFT (`pair_deltas`), both deltas, a row each, named by
+    what it is (simulate's and replay's)."""
+    if d is None:
         return []
     rows = [{"delta": column(PERCENTILE_OF_DIFFERENCES), **{q: d[q] for q in ("p50", "p90", "p99")}}]
-    other = d.get("difference_of_percentiles")  # absent from results older than it
-    if other:
-        rows.append({"delta": column(DIFFERENCE_OF_PERCENTILES), **{q: other[q] for q in ("p50", "p90", "p99")}})
-    return [{**row, "overloaded_queueing": d.get("queueing")} for row in rows]
+    other = d["difference_of_percentiles"]
+    rows.append({"delta": column(DIFFERENCE_OF_PERCENTILES), **{q: other[q] for q in ("p50", "p90", "p99")}})
+    return [{"before": d["before"], "after": d["after"], **row, "overloaded_queueing": d["queueing"]} for row in rows]
 
 
 TRACE_REQUESTS = 10_000  # request slices per policy in the Chrome trace (two events each; ~4 MB at the cap)

@@ -13,7 +13,7 @@ the half where the verdict changes, until the two are within `resolution` of eac
 result states both ends. Per request, genai-perf's and DistServe's goodput: a request attains the
 SLO when its TTFT and its mean inter-token latency are within the bounds; goodput is attaining
 requests per second of the run, attainment their share. Each run's load is judged
-(`scheduler_core.saturation`): at an overloaded rate TTFT measures the queue, and the rule - cost
+(`scheduler_core.saturation`): at an overloaded rate TTFT measures the queue, and the after - before
 deltas there say so (`queueing`).
 
 Poisson traffic runs `repeats` seeded draws per rate (seed, seed + 1, ...), and every figure that
@@ -32,6 +32,7 @@ import math
 from typing import Any, TypedDict
 
 from .. import saturation
+from ..comparison import default_pair, deltas_of, ordered_pairs, request_deltas
 from ..deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, capacity_differences
 from ..errors import InvalidInput
 from ..events import ProgressEvent
@@ -197,7 +198,8 @@ def measure(result: ScheduleResult, params: dict[str, Any], arrivals: list[Arriv
 class CapacityResult(TypedDict):
     """Per policy, a point per stepped rate against the SLO, the search's points between the last
     rate met and the first missed (`search`), the highest rate met (`capacity_per_s`) and the lowest
-    missed above it (`first_missed_per_s`); `deltas`: rule - cost per stepped rate, both kinds named."""
+    missed above it (`first_missed_per_s`); `deltas`: per stepped rate, every ordered pair of the
+    policies compared (`comparisons`), both kinds of delta named."""
 
     execution: dict[str, Any]
     catalog: str
@@ -334,18 +336,21 @@ def capacity(points: list[dict[str, Any]]) -> float | None:
 
 
 def _delta(rate: float, runs: dict[str, list[dict[str, Any]]], first: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """rule - cost at one rate, both deltas named: the difference of the TTFT percentiles p50 and
-    p99 with their 95 % intervals over the repeats (paired by seed), and the per-request comparison
-    of the first repeat (percentiles of per-request differences); `queueing` when either policy was
-    overloaded there."""
-    row: dict[str, Any] = {"rate_per_s": rate}
-    if "cost" in runs and "rule" in runs:
-        row["definition"] = DIFFERENCE_OF_PERCENTILES
+    """Every ordered pair of the policies run compared at one rate (`comparison.ordered_pairs`, so
+    a reader may pick any two), both deltas named: after - before's difference of the TTFT
+    percentiles p50 and p99 with their 95 % intervals over the repeats (paired by seed), and the
+    per-request comparison of the first repeat (percentiles of per-request differences);
+    `queueing` when either policy was overloaded there."""
+    comparisons = []
+    for pair in ordered_pairs(list(runs)):
+        before, after = runs[pair.before], runs[pair.after]
+        row: dict[str, Any] = {**pair.to_dict(), "definition": DIFFERENCE_OF_PERCENTILES}
         for key in ("ttft_p50_ms", "ttft_p99_ms"):
-            row[f"difference_of_{key}"] = interval95([r[key] - c[key] for r, c in zip(runs["rule"], runs["cost"])])
-        row["queueing"] = any(r["load"].overloaded for name in ("rule", "cost") for r in runs[name])
-        row["per_request"] = simulate.request_deltas([first["cost"], first["rule"]])
-    return row
+            row[f"difference_of_{key}"] = interval95([a[key] - b[key] for a, b in zip(after, before)])
+        row["queueing"] = any(r["load"].overloaded for r in (*before, *after))
+        row["per_request"] = request_deltas([first[pair.before], first[pair.after]], pair)
+        comparisons.append(row)
+    return {"rate_per_s": rate, "comparisons": comparisons}
 
 
 def _traffic(params: dict[str, Any]) -> dict[str, Any]:
@@ -363,8 +368,8 @@ def _traffic(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def format_text(result: CapacityResult) -> str:
-    """A line per rate and policy (the search's rates marked), rule - cost per rate with both deltas
-    named, then each policy's capacity between the last rate met and the first missed."""
+    """A line per rate and policy (the search's rates marked), its first two policies compared
+    (after - before) per rate with both deltas named, then each policy's capacity between the last rate met and the first missed."""
     slo = result["slo"]
     lines = [
         f"SLO: TTFT p99 <= {slo['ttft_p99_ms']:g} ms, ITL p99 <= {slo['itl_p99_ms']:g} ms; {result['randomness']}",
@@ -373,8 +378,9 @@ def format_text(result: CapacityResult) -> str:
     for p in result["policies"]:
         for pt in sorted([*p["points"], *p.get("search", [])], key=lambda pt: pt["rate_per_s"]):
             lines.append(_point_line(p["policy"], pt, searched=pt in p.get("search", [])))
+    pair = default_pair([p["policy"] for p in result["policies"]])
     for row in result["deltas"]:
-        lines += _delta_lines(row)
+        lines += _delta_lines(row["rate_per_s"], deltas_of(row.get("comparisons") or (), pair) if pair else None)
     for p in result["policies"]:
         lines.append(f"capacity {p['policy']}: {capacity_text(p, result.get('resolution'))}")
     if any(p.get("search") for p in result["policies"]):
@@ -394,15 +400,14 @@ def _point_line(policy: str, pt: dict[str, Any], *, searched: bool) -> str:
     )
 
 
-def _delta_lines(row: dict[str, Any]) -> list[str]:
-    differences = capacity_differences(row)
+def _delta_lines(rate: float, row: Any) -> list[str]:
+    """One rate's comparison of a pair (`_delta`'s), both deltas named; none when it compares nothing."""
+    differences = capacity_differences(row) if row else {}
     if not differences:
         return []
     p50, p99 = differences["p50"]["mean"], differences["p99"]["mean"]
     queueing = " (overloaded: queueing, not the policy)" if row.get("queueing") else ""
-    lines = [
-        f"rule - cost at {row['rate_per_s']:g}/s{queueing}, {DIFFERENCE_OF_PERCENTILES}: p50 {p50:+.2f} p99 {p99:+.2f} ms"
-    ]
+    lines = [f"{row['label']} at {rate:g}/s{queueing}, {DIFFERENCE_OF_PERCENTILES}: p50 {p50:+.2f} p99 {p99:+.2f} ms"]
     per = row.get("per_request")
     if per and per["requests"]:
         lines.append(f"    {PERCENTILE_OF_DIFFERENCES}: p50 {per['p50']:+.2f} p99 {per['p99']:+.2f} ms")

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypedDict
 
 from .. import saturation
+from ..comparison import default_pair, request_deltas
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent
 from ..limits import MAX_TOKENS
@@ -246,7 +247,7 @@ def run(params: dict[str, Any], emit: Emit) -> ReplayResult:
         "served": None if served is None else _served_summary(served, trace),
         "reproduction": reproduction,
         "policies": policies,
-        "deltas": simulate.request_deltas(policies),
+        "deltas": request_deltas(policies, default_pair(params["policies"])),
     }
 
 

@@ -16,7 +16,8 @@ from typing import Any, TypedDict
 
 from .. import saturation
 from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
-from ..deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, difference_of_percentiles
+from ..comparison import default_pair, request_deltas
+from ..deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent, StepLaunchEvent
 from ..execution import ExecutionModel, TableExecution, measured_catalog
@@ -49,7 +50,6 @@ from .params import (
 DECODE_ROWS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 MAX_LANES = DECODE_ROWS[-1]
 CATALOGS: tuple[str, ...] = CATALOG_NAMES + ("unmeasured-full",)
-WORST = 20  # requests listed where the rule costs most against cost
 TRAFFIC_FIELDS: tuple[str, ...] = tuple(TrafficShape.__dataclass_fields__)
 
 
@@ -149,8 +149,8 @@ def boot_setting(params: dict[str, Any]) -> tuple[TableExecution, Catalog, str]:
 
 
 class SimulateResult(TypedDict):
-    """Each policy's figures on the same traffic (`summarise`), and rule - cost per request
-    (`request_deltas`, None unless both ran to the end)."""
+    """Each policy's figures on the same traffic (`summarise`), and its first two policies compared
+    per request (`comparison.request_deltas`: after - before, None unless both ran to the end)."""
 
     execution: dict[str, Any]
     catalog: str
@@ -197,7 +197,7 @@ def run(params: dict[str, Any], emit: Emit) -> SimulateResult:
         "requests": n,
         "offered_ms": round(arrivals[-1].arrival_ms, 6) if arrivals else 0.0,
         "policies": policies,
-        "deltas": request_deltas(policies),
+        "deltas": request_deltas(policies, default_pair(params["policies"])),
     }
 
 
@@ -214,54 +214,6 @@ def traffic_description(params: dict[str, Any]) -> dict[str, Any]:
         "window_s": params.get("window"),
         "limit": params["limit"],
         "time_scale": params["time_scale"],
-    }
-
-
-def request_deltas(policies: Sequence[dict[str, Any]], worst: int = WORST) -> dict[str, Any] | None:
-    """The same request under both policies: rule - cost TTFT per request, as a CDF (101 points),
-    its percentiles (`definition`: the percentile of per-request differences), the shares where the
-    rule is slower or faster, and the `worst` requests (the rule's largest losses) with their
-    prompts; beside them the difference of the two policies' percentiles, and `queueing` when
-    either run was overloaded (then both measure queues, not the policies). None unless both ran
-    to the end."""
-    by_name = {p["policy"]: p for p in policies}
-    if "cost" not in by_name or "rule" not in by_name or by_name["cost"]["stalled"] or by_name["rule"]["stalled"]:
-        return None
-    cost = {r["id"]: r for r in by_name["cost"]["per_request"]}
-    rows = []
-    for r in by_name["rule"]["per_request"]:
-        c = cost[r["id"]]
-        rows.append((round6(r["ttft_ms"] - c["ttft_ms"]), r, c))
-    deltas = sorted(d for d, _, _ in rows)
-    n = len(deltas)
-    rows.sort(key=lambda row: (-row[0], row[1]["id"]))
-    loads = [saturation.Load(**p["load"]) for p in (by_name["rule"], by_name["cost"]) if p.get("load")]
-    return {
-        "of": "rule - cost TTFT per request (ms)",
-        "definition": PERCENTILE_OF_DIFFERENCES,
-        "difference_of_percentiles": difference_of_percentiles(
-            [r["ttft_ms"] for _, r, _ in rows], [c["ttft_ms"] for _, _, c in rows]
-        ),
-        "queueing": any(load.overloaded for load in loads),
-        "requests": n,
-        "mean_ms": round6(sum(deltas) / n) if n else None,
-        **percentiles(deltas, ordered=True),
-        "min": deltas[0] if n else None,
-        "share_rule_slower": round6(sum(1 for d in deltas if d > 1e-6) / n) if n else None,
-        "share_rule_faster": round6(sum(1 for d in deltas if d < -1e-6) / n) if n else None,
-        "cdf_ms": quantiles(deltas, ordered=True),
-        "worst": [
-            {
-                "id": r["id"],
-                "prompt_tokens": r["prompt_tokens"],
-                "output_tokens": r["output_tokens"],
-                "arrival_ms": r["arrival_ms"],
-                "cost_ttft_ms": c["ttft_ms"],
-                "rule_ttft_ms": r["ttft_ms"],
-                "delta_ms": d,
-            }
-            for d, r, c in rows[:worst]
-        ],
     }
 
 
@@ -327,26 +279,27 @@ def format_text(result: SimulateResult) -> str:
 
 
 def delta_lines(d: dict[str, Any] | None) -> list[str]:
-    """rule - cost as both deltas, each named, and what an overloaded run makes of them."""
+    """after - before as both deltas, each named, and what an overloaded run makes of them."""
     if not d or not d["requests"]:
         return []
+    label = d["label"]
     lines = []
     if d.get("queueing"):
-        lines.append(f"CAUTION: an overloaded run: {saturation.QUEUEING}; rule - cost below compares queues")
+        lines.append(f"CAUTION: an overloaded run: {saturation.QUEUEING}; {label} below compares queues")
     lines.append(
-        f"rule - cost, {PERCENTILE_OF_DIFFERENCES}: p50 {d['p50']:+.2f} p99 {d['p99']:+.2f} ms, "
-        f"max {d['max']:+.2f} ms; rule slower for {d['share_rule_slower']:.1%}, faster for {d['share_rule_faster']:.1%}"
+        f"{label}, {PERCENTILE_OF_DIFFERENCES}: p50 {d['p50']:+.2f} p99 {d['p99']:+.2f} ms, max {d['max']:+.2f} ms; "
+        f"{d['after']} slower for {d['share_after_slower']:.1%}, faster for {d['share_after_faster']:.1%}"
     )
     diff = d.get("difference_of_percentiles")
     if diff and diff["p50"] is not None:
-        lines.append(f"rule - cost, {DIFFERENCE_OF_PERCENTILES}: p50 {diff['p50']:+.2f} p99 {diff['p99']:+.2f} ms")
+        lines.append(f"{label}, {DIFFERENCE_OF_PERCENTILES}: p50 {diff['p50']:+.2f} p99 {diff['p99']:+.2f} ms")
     return lines
 
 
 ANALYSIS = Analysis(
     name="simulate",
     summary="Poisson or trace traffic through the multi-lane scheduler: TTFT, inter-token latency, launches and "
-    "padding per policy, and rule - cost per request.",
+    "padding per policy, and its first two policies compared per request (after - before).",
     params=(
         IntParam("requests", 200, "requests in the traffic", minimum=1, maximum=20_000),
         FloatParam("rate_per_s", 10.0, "mean arrivals per second (Poisson)", minimum=0.001, maximum=1e5),

@@ -12,7 +12,7 @@
   const renderedUnfinished = !["done", "failed", "cancelled"].includes(root.dataset.status);
   let eventCount = 0;
   const MAX_LOG = 300;
-  const figures = new HeliosFigures.Live($("figures"), "/api/jobs/" + jobId + "/figures/", "job-" + jobId);  // the page preloads its first answer
+  const figures = new HeliosFigures.Live($("figures"), root.dataset.figuresUrl, "job-" + jobId);  // the page preloads its first answer (the picked pair's)
 
   function setStatus(status) {
     const el = $("job-status");
@@ -94,7 +94,7 @@
   // What the page says only once the job has ended (its CSV and trace downloads): read from the
   // page itself, as the server now renders it.
   async function loadDownloads() {
-    const response = await fetch(location.pathname, { credentials: "same-origin" });
+    const response = await fetch(location.pathname + location.search, { credentials: "same-origin" });
     if (!response.ok) return;
     const fresh = new DOMParser().parseFromString(await response.text(), "text/html").getElementById("downloads");
     if (fresh) $("downloads").replaceWith(document.importNode(fresh, true));

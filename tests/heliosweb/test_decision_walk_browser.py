@@ -2,7 +2,9 @@
 declaring its hardware) whose proposer cites A100
 and H100 evidence: the page opens with the status, what it needs next and the reader's action,
 then the verdict read from the A100 jobs only (the H100 ones named as not the recipe's); a second
-user's refused steps put the error where the reader is, focused; approve, then apply."""
+user's refused steps put the error where the reader is, focused; the second user cites one more
+job, an overloaded A100 run, shown as added by him and named by the verdict with the rate it
+sustained, its delta read as queueing; approve, then apply."""
 
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ def _console(errors: list[str], name: str, message: Any) -> None:
     """Errors on the pages; a refused step's own answer (its 4xx page, the one that shows the error
     at its form) is the product working, not one."""
     url = message.location.get("url", "")
-    refused = "/decisions/" in url and url.rstrip("/").rsplit("/", 1)[-1] in ("approve", "reject", "apply")
+    refused = "/decisions/" in url and url.rstrip("/").rsplit("/", 1)[-1] in ("approve", "reject", "apply", "evidence")
     if message.type == "error" and not refused and not url.endswith("/favicon.ico"):
         errors.append(f"{name}: {message.text} at {url}")
 
@@ -98,6 +100,7 @@ def test_the_decision_walk_on_mixed_hardware_evidence(stack, page):
     a100_cap = _done(recipe, "capacity", execution="llama-2-7b-a100", requests=40, **RATES)
     a100_sim = _done(recipe, "simulate", execution="llama-2-7b-a100", requests=40, rate_per_s=2.0)
     h100_sim = _done(recipe, "simulate", execution="llama-2-7b-h100", requests=40, rate_per_s=2.0)
+    overloaded = _done(recipe, "simulate", execution="llama-2-7b-a100", requests=200, rate_per_s=40.0)
 
     # mia proposes rule, citing the A100 and H100 jobs, through the form
     mia.goto(f"{base}/decisions/new")
@@ -140,6 +143,33 @@ def test_the_decision_walk_on_mixed_hardware_evidence(stack, page):
     assert (focused["id"], focused["visible"]) == ("error-approve", True)
     assert "requires evidence before approval" in avi.text_content("#error-approve")
     avi.screenshot(path=str(SHOTS / "decision-walk-refused-approve-390.png"))
+    # avi cites one more job before deciding: none chosen is refused where he is, focused
+    assert avi.locator(f'#id_add_evidence option[value="{a100_cap.pk}"]').count() == 0  # already cited
+    avi.click("#add-evidence button")
+    avi.wait_for_selector("#error-evidence")
+    focused = avi.evaluate(FOCUSED_IN_VIEW)
+    assert (focused["name"], focused["step"], focused["visible"]) == ("evidence", "evidence", True)
+    assert "required" in avi.text_content("#error-evidence")
+    avi.screenshot(path=str(SHOTS / "decision-walk-refused-evidence-390.png"))
+    avi.select_option("#id_add_evidence", str(overloaded.pk))
+    avi.click("#add-evidence button")
+    avi.wait_for_selector(f'#evidence li[data-job="{overloaded.pk}"]')
+    assert "added by avi" in avi.text_content(f'#evidence li[data-job="{overloaded.pk}"]')
+    assert "cited by mia" in avi.text_content(f'#evidence li[data-job="{a100_sim.pk}"]')
+    part = avi.text_content(f'#tradeoff-simulate .part[data-job="{overloaded.pk}"]')
+    assert "added by avi" in part and "Overloaded:" in part
+    assert "Overloaded:" not in avi.text_content(f'#tradeoff-simulate .part[data-job="{a100_sim.pk}"]')
+    # the verdict names the overloaded run, the rate each policy sustained, and reads its delta as queueing
+    loads = {p["policy"]: p["load"] for p in overloaded.result["policies"]}
+    vouch = avi.locator("#cannot-vouch li", has_text=f"job #{overloaded.pk} (simulate) was overloaded")
+    assert vouch.count() == 2
+    for name, load in loads.items():
+        line = " ".join(vouch.filter(has_text=f"{name}: OVERLOADED").text_content().split())
+        assert f"sustained {load['sustained_per_s']:g}/s" in line and "queueing, not the policy's effect" in line
+    queued = avi.locator(f'#verdict .verdict-delta[data-job="{overloaded.pk}"]')
+    assert "read as queueing" in queued.text_content()
+    assert "read as queueing" not in avi.text_content(f'#verdict .verdict-delta[data-job="{a100_sim.pk}"]')
+    _shoot(avi, "evidence-added")
     recipe_update(recipe=recipe, actor=None, required_evidence=[])  # the maintainers waive it
     avi.fill('form[data-step="approve"] input[name=reason]', "A100 capacity holds; H100 noted, not read")
     avi.click('form[data-step="approve"] button')

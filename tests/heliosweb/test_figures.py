@@ -8,6 +8,7 @@ from heliosweb.figures.contract import JobData
 from heliosweb.figures.palette import capacity_colour, policy_colour
 from heliosweb.figures.registry import VIEWS, views_for
 from heliosweb.jobs.registry import job_kinds
+from scheduler_core.comparison import Pair, deltas_of
 
 from .runs import SMALL, finished
 
@@ -84,8 +85,13 @@ def test_simulate_draws_lanes_the_latency_cdfs_and_launches_per_policy():
     figures = built("simulate")
     ran = [p["policy"] for p in result["policies"]]
     assert list(figures) == [
-        *(f"requests-{p}" for p in ran), *(f"lanes-{p}" for p in ran), "ttft-cdf", "itl-cdf", "launches-padding"
+        *(f"requests-{p}" for p in ran), *(f"lanes-{p}" for p in ran), "ttft-cdf", "itl-cdf", "launches-padding",
+        "deltas",
     ]  # fmt: skip
+    # the first two policies run, the same request under both: what the result stored for them
+    assert (
+        list(figures["deltas"].data[0].x) == result["deltas"]["cdf_ms"] and result["deltas"]["label"] == "rule − cost"
+    )
     # Every request of a policy is a row: arrival to first token, then first to last token.
     waiting, decoding = figures["requests-rule"].data
     per_request = result["policies"][1]["per_request"]
@@ -290,11 +296,12 @@ def test_capacity_overlays_each_policy_s_curves_against_the_rate_with_the_slo_an
         assert trace.name.endswith("(capacity below the lowest rate)" if cap is None else f"(capacity {cap:g}/s)")
     caps = [p["capacity_per_s"] for p in result["policies"] if p["capacity_per_s"] is not None]
     assert sorted(s.x0 for s in goodput.layout.shapes) == sorted(caps)
-    deltas = figures["deltas"]
-    assert len(deltas.data) == len(rates) and list(deltas.data[0].x) == result["deltas"][0]["per_request"]["cdf_ms"]
-    tables = views_for("capacity").tables(JobData(7, "capacity", "done", {}, result))
+    deltas = figures["deltas"]  # the first two policies run: cost, then rule
+    compared = [deltas_of(d["comparisons"], Pair("cost", "rule")) for d in result["deltas"]]
+    assert len(deltas.data) == len(rates) and list(deltas.data[0].x) == compared[0]["per_request"]["cdf_ms"]
+    tables = views_for("capacity").tables(JobData(7, "capacity", "done", {}, result, pair=Pair("cost", "rule")))
     assert len(tables["points"]) == len(rates) * len(result["policies"]) and len(tables["worst"]) == sum(
-        len(d["per_request"]["worst"]) for d in result["deltas"]
+        len(c["per_request"]["worst"]) for c in compared
     )
 
 

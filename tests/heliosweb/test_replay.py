@@ -249,6 +249,7 @@ def test_a_replay_on_the_recipe_s_boot_keeps_the_boot_it_ran_on(
     top = tradeoff["requests"][0]["worst"][0]
     assert top["explain_url"] == (
         f"/explain?job={job.pk}&catalog=job&prompt_tokens={top['prompt_tokens']}&request={top['id']}"
+        "&before=cost&after=rule"  # the decision's pair: the table's delta
     )
     explained = client.get(top["explain_url"])
     assert explained.status_code == 200 and f"job #{job.pk}&#x27;s boot catalog" in explained.content.decode()

@@ -69,7 +69,7 @@ def test_explain_from_a_serving_run_adds_the_plan_its_own_launches_and_its_wait_
     assert response.status_code == 200
     in_run = response.context["in_run"]
     plans = {p["policy"]: p["ttft_ms"] for p in response.context["plans"]}
-    table_figure = {"cost": worst["cost_ttft_ms"], "rule": worst["rule_ttft_ms"]}
+    table_figure = {"cost": worst["before_ttft_ms"], "rule": worst["after_ttft_ms"]}
     alone = _alone(job.params, worst)
     for split in (s for s in in_run["splits"] if s["policy"] in table_figure):  # the row's two policies
         policy = split["policy"]
@@ -88,8 +88,8 @@ def test_explain_from_a_serving_run_adds_the_plan_its_own_launches_and_its_wait_
 
 def test_explain_from_a_capacity_rate_finds_the_request_at_that_rate_and_refuses_one_it_lacks(client_in):
     job = store("capacity")
-    row = next(r for r in job.result["deltas"] if r.get("per_request"))
-    worst = row["per_request"]["worst"][0]
+    row = next(r for r in job.result["deltas"] if r["comparisons"] and r["comparisons"][0].get("per_request"))
+    worst = row["comparisons"][0]["per_request"]["worst"][0]
     query = {"job": job.pk, "catalog": "clean", "prompt_tokens": worst["prompt_tokens"], "request": worst["id"]}
     split = client_in.get("/explain", {**query, "rate": row["rate_per_s"]}).context["in_run"]["delta"]
     assert split["in_run_ms"] == pytest.approx(worst["delta_ms"], abs=1e-5)

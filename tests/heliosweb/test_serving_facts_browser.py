@@ -1,5 +1,5 @@
 """The pages that say what a serving number is, in Debian's Chromium at 1280 and 390 px: an
-overloaded simulate's and a searched capacity's job pages, /explain in a request's run, the live
+overloaded simulate's and a searched capacity's job pages (and its pair picker, a pair picked), /explain in a request's run, the live
 page's before/after caveat. Each fits the screen, shows what it must say, and (with
 HELIOS_SCREENSHOTS=<folder>) lands as a full-page screenshot to look at."""
 
@@ -34,6 +34,7 @@ def test_serving_pages_say_what_their_numbers_are_at_a_desktop_and_a_phone_width
     pages = {
         "simulate-overloaded": (f"/jobs/{simulated.pk}", "#job-overloaded"),
         "capacity-searched": (f"/jobs/{capacity.pk}", "#job-overloaded"),
+        "capacity-pair-picked": (f"/jobs/{capacity.pk}?before=rule&after=cost", "#pair-form"),  # cost − rule
         "explain-in-run": (
             explain_url(job=simulated.pk, catalog="clean", prompt_tokens=worst["prompt_tokens"], request=worst["id"]),
             "#in-run-parts",

@@ -18,6 +18,7 @@ from heliosweb.recipes.models import PolicySetting
 from heliosweb.recipes.services import policy_rollback_emergency, recipe_update
 from scheduler_core.analyses import ANALYSES
 from scheduler_core.catalog import drift
+from scheduler_core.comparison import Pair, deltas_of
 from scheduler_core.execution import AffineExecution, measured_catalog
 
 from .telemetry_records import body, finished, launch
@@ -137,7 +138,7 @@ def test_the_decision_page_shows_capacity_the_delta_padding_ms_and_the_worst_req
     deltas = html.split('<table class="capacity-deltas"')[1].split("</table>")[0]
     rows = deltas.split("<tr data-rate=")[1:]
     assert len(rows) == 3 and all("95 %, n=3" in r for r in rows)  # Poisson: an interval over 3 seeds
-    first = capacity.result["deltas"][0]["difference_of_ttft_p50_ms"]
+    first = deltas_of(capacity.result["deltas"][0]["comparisons"], Pair("cost", "rule"))["difference_of_ttft_p50_ms"]
     assert f"[{first['low']:.2f}, {first['high']:.2f}] 95 %" in rows[0]
     sim = html.split('class="simulate-delta"')[1].split("</p>")[0]
     assert "one seeded Poisson draw (seed 0): no interval" in sim

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from scheduler_core.analyses import ANALYSES, capacity, pacing
+from scheduler_core.comparison import Pair, deltas_of
 from scheduler_core.errors import InvalidInput
 from scheduler_core.traffic import from_records, read_trace
 
@@ -127,7 +128,9 @@ def test_capacity_runs_on_a_20000_request_trace_at_its_defaults_in_both_policies
         met, missed = p["capacity_per_s"], p["first_missed_per_s"]
         assert met is not None and missed is not None and missed / met <= 1 + result["resolution"]
     assert result["rates_per_s"][2] == pytest.approx(big.rate_per_s(), rel=1e-5)  # centred on its own rate
-    assert all(row["definition"] and row["per_request"]["requests"] == 20_000 for row in result["deltas"])
+    compared = [c for row in result["deltas"] for c in row["comparisons"]]
+    assert len(compared) == 2 * len(result["rates_per_s"])  # each ordered pair of the two, at every rate
+    assert all(c["definition"] and c["per_request"]["requests"] == 20_000 for c in compared)
 
 
 def tiled(trace, n):
@@ -149,9 +152,9 @@ def test_a_trace_runs_once_and_says_it_is_deterministic(trace):
     assert first["repeats"] == 1 and first["randomness"].startswith("none")
     assert all(pt["ttft_p99_ms"]["n"] == 1 for p in first["policies"] for pt in p["points"])
     assert run(trace=trace, limit=200, steps=2, repeats=5) == first
-    for row in first["deltas"]:
-        assert row["difference_of_ttft_p50_ms"]["low"] == row["difference_of_ttft_p50_ms"]["high"]
-        assert len(row["per_request"]["worst"]) == 20
+    for c in (c for row in first["deltas"] for c in row["comparisons"]):
+        assert c["difference_of_ttft_p50_ms"]["low"] == c["difference_of_ttft_p50_ms"]["high"]
+        assert len(c["per_request"]["worst"]) == 20
 
 
 def test_poisson_repeats_give_intervals_paired_by_seed():
@@ -171,7 +174,7 @@ def test_poisson_repeats_give_intervals_paired_by_seed():
         point = next(p for p in result["policies"] if p["policy"] == policy)["points"][1]
         assert point["ttft_p50_ms"]["mean"] == pytest.approx(sum(p50[policy]) / 3, abs=1e-5)
         assert point["ttft_p50_ms"]["low"] <= point["ttft_p50_ms"]["mean"] <= point["ttft_p50_ms"]["high"]
-    delta = result["deltas"][1]["difference_of_ttft_p50_ms"]
+    delta = deltas_of(result["deltas"][1]["comparisons"], Pair("cost", "rule"))["difference_of_ttft_p50_ms"]
     assert delta["mean"] == pytest.approx(sum(r - c for r, c in zip(p50["rule"], p50["cost"])) / 3, abs=1e-5)
     assert delta["n"] == 3
 

@@ -37,8 +37,8 @@ def test_simulate_reports_both_deltas_each_under_its_name(simulated):
         assert other[f"p{q}"] == pytest.approx(of_percentiles, abs=1e-5)
     assert deltas["p99"] != pytest.approx(other["p99"], abs=0.01), "on this traffic the two differ: names matter"
     text = ANALYSES["simulate"].format_text(simulated)
-    assert f"rule - cost, {PERCENTILE_OF_DIFFERENCES}: p50 {deltas['p50']:+.2f}" in text
-    assert f"rule - cost, {DIFFERENCE_OF_PERCENTILES}: p50 {other['p50']:+.2f}" in text
+    assert f"rule − cost, {PERCENTILE_OF_DIFFERENCES}: p50 {deltas['p50']:+.2f}" in text
+    assert f"rule − cost, {DIFFERENCE_OF_PERCENTILES}: p50 {other['p50']:+.2f}" in text
 
 
 def test_capacity_names_its_difference_of_percentiles_and_still_reads_the_old_keys():
@@ -47,21 +47,27 @@ def test_capacity_names_its_difference_of_percentiles_and_still_reads_the_old_ke
     result = capacity.run(capacity.validate(params), lambda e: None)
     points = {p["policy"]: p["points"] for p in result["policies"]}
     for i, row in enumerate(result["deltas"]):
-        assert row["definition"] == DIFFERENCE_OF_PERCENTILES and "ttft_p50_ms" not in row
-        expected = points["rule"][i]["ttft_p50_ms"]["mean"] - points["cost"][i]["ttft_p50_ms"]["mean"]
-        assert row["difference_of_ttft_p50_ms"]["mean"] == pytest.approx(expected, abs=1e-5)
-        assert row["per_request"]["definition"] == PERCENTILE_OF_DIFFERENCES
+        assert [(c["before"], c["after"]) for c in row["comparisons"]] == [("cost", "rule"), ("rule", "cost")]
+        for c in row["comparisons"]:  # every ordered pair, computed here from the points it compares
+            assert c["definition"] == DIFFERENCE_OF_PERCENTILES and "ttft_p50_ms" not in c
+            after, before = points[c["after"]][i]["ttft_p50_ms"], points[c["before"]][i]["ttft_p50_ms"]
+            assert c["difference_of_ttft_p50_ms"]["mean"] == pytest.approx(after["mean"] - before["mean"], abs=1e-5)
+            assert c["per_request"]["definition"] == PERCENTILE_OF_DIFFERENCES
 
     # a result stored before: old delta keys, and points without the draws the trade-off pairs by seed
     old = {
         **result,
-        "deltas": [_as_stored_before(row) for row in result["deltas"]],
+        "deltas": [
+            {**row, "comparisons": [_as_stored_before(c) for c in row["comparisons"]]} for row in result["deltas"]
+        ],
         "policies": [
             {**p, "points": [{k: v for k, v in point.items() if k != "draws"} for point in p["points"]]}
             for p in result["policies"]
         ],
     }
-    assert [capacity_differences(r) for r in old["deltas"]] == [capacity_differences(r) for r in result["deltas"]]
+    assert [capacity_differences(c) for row in old["deltas"] for c in row["comparisons"]] == [
+        capacity_differences(c) for row in result["deltas"] for c in row["comparisons"]
+    ]
     parts = [
         tradeoff([Evidence(1, "capacity", "r", params, r)], subject=Subject("r", ""), pair=Pair("cost", "rule"))
         for r in (result, old)
@@ -71,7 +77,7 @@ def test_capacity_names_its_difference_of_percentiles_and_still_reads_the_old_ke
 
 
 def _as_stored_before(row):
-    """A delta row as results held it before the two deltas were named apart."""
+    """A comparison as results held it before the two deltas were named apart."""
     out = {k: v for k, v in row.items() if k not in ("definition", "queueing") and not k.startswith("difference_of")}
     if "difference_of_ttft_p50_ms" in row:
         out |= {"ttft_p50_ms": row["difference_of_ttft_p50_ms"], "ttft_p99_ms": row["difference_of_ttft_p99_ms"]}

@@ -78,6 +78,25 @@ def test_the_verdict_reads_the_a100_jobs_and_never_the_h100_figures(mixed_hardwa
     assert any("No capacity job of this recipe and hardware" in line for line in only_h100["cannot_vouch"])
 
 
+def test_the_verdict_names_each_overloaded_run_with_its_sustained_rate_and_reads_its_delta_as_queueing():
+    """At 40 requests/s the A100 keeps up with neither policy; at 1/s it does (issue 29, item 3)."""
+    over = job(5, "simulate", execution="llama-2-7b-a100", requests=200, rate_per_s=40.0)
+    under = job(6, "simulate", execution="llama-2-7b-a100", requests=200, rate_per_s=1.0)
+    v = summary_of([over, under])["verdict"]
+    named = [line for line in v["cannot_vouch"] if "overloaded" in line]
+    assert len(named) == 2 and all(line.startswith("job #5 (simulate) was overloaded") for line in named)
+    for p in over.result["policies"]:
+        sustained = p["load"]["sustained_per_s"]
+        assert sustained < 40.0
+        assert any(
+            line.startswith(f"job #5 (simulate) was overloaded, {p['policy']}: OVERLOADED")
+            and f"sustained {sustained:g}/s" in line
+            and "is queueing, not the policy's effect" in line
+            for line in named
+        )
+    assert {d["job"]: d["queueing"] for d in v["delta"]} == {5: True, 6: False}
+
+
 def test_another_recipe_and_an_undeclared_hardware_are_said():
     sim = job(5, "simulate", recipe="other", requests=20)
     summary = summary_of([sim], subject=Subject("llama-a100", ""))

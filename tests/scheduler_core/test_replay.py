@@ -82,7 +82,8 @@ def test_the_other_policy_runs_the_same_requests_and_the_deltas_pair_them():
     assert deltas["requests"] == len(requests)
     cost = {r["id"]: r["ttft_ms"] for r in next(p for p in result["policies"] if p["policy"] == "cost")["per_request"]}
     worst = deltas["worst"][0]
-    assert worst["delta_ms"] == pytest.approx(worst["rule_ttft_ms"] - cost[worst["id"]], abs=1e-5)
+    assert (deltas["before"], deltas["after"]) == ("cost", "rule")  # its first two policies
+    assert worst["delta_ms"] == pytest.approx(worst["after_ttft_ms"] - cost[worst["id"]], abs=1e-5)
 
 
 def test_a_replay_is_deterministic_and_says_so():

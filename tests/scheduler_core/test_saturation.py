@@ -5,6 +5,7 @@ import pytest
 
 from scheduler_core import saturation
 from scheduler_core.analyses import ANALYSES
+from scheduler_core.comparison import deltas_of, ordered_pairs
 from scheduler_core.saturation import judge, overloaded_runs
 
 SIMULATE = ANALYSES["simulate"]
@@ -66,5 +67,6 @@ def test_capacity_marks_the_rates_at_which_a_policy_was_overloaded():
         assert not low["overloaded"] and high["overloaded"]
         assert high["sustained_per_s"] < 0.5 * high["rate_per_s"]
         assert not high["meets_slo"], "a rate the run could not keep up with is no capacity, whatever its p99"
-    assert [row["queueing"] for row in result["deltas"]] == [False, True]
+    for pair in ordered_pairs(["cost", "rule"]):
+        assert [deltas_of(row["comparisons"], pair)["queueing"] for row in result["deltas"]] == [False, True]
     assert "overloaded: queueing, not the policy" in capacity.format_text(result)

@@ -6,7 +6,7 @@ import pytest
 from scheduler_core.analyses import ANALYSES
 from scheduler_core.analyses.replay import from_engine_records
 from scheduler_core.catalog import Catalog, drift
-from scheduler_core.comparison import Pair
+from scheduler_core.comparison import Pair, deltas_of
 from scheduler_core.errors import InvalidInput
 from scheduler_core.evidence import Subject
 from scheduler_core.execution import AffineExecution, measured_catalog
@@ -203,9 +203,8 @@ def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_
     }
     assert [d["rate_per_s"] for d in cap["deltas"]] == result["rates_per_s"]
     for d, stored in zip(cap["deltas"], result["deltas"]):
-        assert (
-            d["p50"] == stored["difference_of_ttft_p50_ms"] and d["p50"]["low"] == d["p50"]["high"]
-        )  # one run: no width
+        stored = deltas_of(stored["comparisons"], Pair("cost", "rule"))
+        assert d["p50"] == stored["difference_of_ttft_p50_ms"] and d["p50"]["low"] == d["p50"]["high"]  # one run
     cost, rule = (next(p for p in result["policies"] if p["policy"] == name) for name in ("cost", "rule"))
     at = result["rates_per_s"].index(cap["padding_at_per_s"])
     assert cap["policies"]["rule"]["padded_prefill_ms"] == rule["points"][at]["padded_prefill_ms"]
@@ -220,9 +219,9 @@ def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_
     from_capacity, requests = summary["requests"]
     assert from_capacity["job"] == 8 and from_capacity["rate_per_s"] == cap["padding_at_per_s"]
     assert requests["job"] == 10 and requests["kind"] == "simulate" and len(requests["cdf_ms"]) == 101
-    stored = simulated.result["deltas"]["worst"]  # simulate's own rule - cost rows, the same requests
+    stored = simulated.result["deltas"]["worst"]  # simulate's own rows for its first two, the same requests
     assert [(w["id"], w["delta_ms"]) for w in requests["worst"]] == [(w["id"], w["delta_ms"]) for w in stored]
-    assert [w["after_ttft_ms"] for w in requests["worst"]] == [w["rule_ttft_ms"] for w in stored]
+    assert [w["after_ttft_ms"] for w in requests["worst"]] == [w["after_ttft_ms"] for w in stored]
     assert len(requests["worst"]) == 20
     # Poisson repeats: a real interval around the mean, and the capacity job's own per-request rows
     random = tradeoff([poisson], recipe="r", to_policy="rule")
@@ -230,6 +229,7 @@ def test_serving_evidence_gives_capacity_the_delta_with_its_interval_padding_ms_
     assert not random_cap["deterministic"] and random_cap["repeats"] == 4
     assert any(d["p50"]["low"] < d["p50"]["high"] for d in random_cap["deltas"])
     for d, stored_delta in zip(random_cap["deltas"], poisson.result["deltas"]):  # paired by seed, as capacity did
+        stored_delta = deltas_of(stored_delta["comparisons"], Pair("cost", "rule"))
         assert d["p50"] == pytest.approx(stored_delta["difference_of_ttft_p50_ms"])
     random_requests = only(random, "requests")
     assert random_requests["kind"] == "capacity" and random_requests["rate_per_s"] is not None
