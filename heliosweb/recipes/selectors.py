@@ -13,6 +13,7 @@ from heliosweb.audit.models import AuditEvent
 from heliosweb.common.errors import NotFound
 from heliosweb.common.shapes import Key, Shape
 from scheduler_core.errors import InvalidInput
+from scheduler_core.tradeoff import CHECKLIST_ITEMS
 
 from .models import EMERGENCY, PolicySetting, Recipe
 
@@ -49,7 +50,9 @@ _ACTIVE: dict[str, Key[Recipe]] = {
 }
 RECIPE_POLICY: Shape[Recipe] = Shape("RecipePolicy", {"recipe": (_NAME, attrgetter("name")), **_ACTIVE})
 SHAPES = serializers.ListField(child=serializers.DictField(), help_text="[{prefill, decode}]")
-REQUIRED = serializers.ListField(child=serializers.CharField(), help_text="checklist items required before approval")
+REQUIRED = serializers.ListField(
+    child=serializers.ChoiceField(list(CHECKLIST_ITEMS)), help_text="checklist items required before approval"
+)
 HARDWARE = serializers.CharField(
     required=False,
     help_text='the GPU the recipe serves on ("A100"; "" = not declared): evidence from other hardware is marked',
