@@ -84,11 +84,14 @@ def text_field(*, max_length: int, required: bool = False, **kwargs: Any) -> ser
     return serializers.RegexField(regex, max_length=max_length, required=required, **kwargs)
 
 
-def json_body(name: str, fields: dict[str, serializers.Field]) -> serializers.Serializer:
-    """A JSON body's one declaration: the schema's component (`additionalProperties: false`, by
-    `common.openapi`) and the keys `json_object` accepts."""
-    closed_bodies.add(name)
-    return inline_serializer(name, fields)
+def json_body(
+    name: str, fields: dict[str, serializers.Field], *, one_of: tuple[str, ...] = (), **kwargs: Any
+) -> serializers.Serializer:
+    """A JSON object's one declaration (a body, or an object in one that the server reads closed): the
+    schema's component (`additionalProperties: false`, by
+    `common.openapi`) and the keys `json_object` accepts; `one_of`: keys of which exactly one is given."""
+    closed_bodies[name] = one_of
+    return inline_serializer(name, fields, **kwargs)
 
 
 def json_object(request: Request, body: serializers.Serializer) -> dict[str, Any]:
@@ -120,11 +123,16 @@ class QueryInt:
         return query_int(params, self.name, default=self.default, minimum=self.minimum)
 
     def parameter(self) -> OpenApiParameter:
-        minimum = 1 if self.most is not None else self.minimum
-        most = f"; at most {self.most} (a larger one reads as {self.most})" if self.most is not None else ""
+        if self.most is not None:  # any larger number reads as `most`
+            schema, most = (
+                {"type": "integer", "minimum": 1},
+                f"; at most {self.most} (a larger one reads as {self.most})",
+            )
+        else:
+            schema, most = {"type": "integer", "minimum": self.minimum, "maximum": DB_INT_MAX}, ""
         return OpenApiParameter(
             self.name,
-            {"type": "integer", "minimum": minimum, "maximum": DB_INT_MAX},
+            schema,
             description=f"{self.description or self.name}{most}; default {self.default}",
         )
 

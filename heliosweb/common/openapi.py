@@ -36,8 +36,9 @@ _WITH_BODY: dict[str, tuple[str, dict[str, Any]]] = {
 }
 _BODY_METHODS = ("post", "put", "patch")
 
-# Components of JSON bodies read by `common.api.json_object`, which refuses any other key.
-closed_bodies: set[str] = set()
+# Components of JSON bodies that refuse any other key (`common.api.json_body`), each with the keys
+# of which exactly one must be given (none: no such rule).
+closed_bodies: dict[str, tuple[str, ...]] = {}
 
 
 def add_common_refusals(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -53,8 +54,10 @@ def add_common_refusals(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
                 if headers:
                     declared.setdefault("headers", {}).update(headers)
     schemas = result.get("components", {}).get("schemas", {})
-    for name in closed_bodies:
+    for name, one_of in closed_bodies.items():
         for component in (name, f"Patched{name}"):  # drf-spectacular's name for a PATCH body
             if "properties" in schemas.get(component, {}):  # not a oneOf of closed variants (`jobs.schema`)
                 schemas[component]["additionalProperties"] = False
+                if one_of:
+                    schemas[component]["oneOf"] = [{"required": [key]} for key in one_of]
     return result

@@ -45,7 +45,9 @@ TRADEOFF = inline_serializer(
     {
         "arms": serializers.ListField(child=serializers.DictField(), allow_null=True),
         **{
-            part: serializers.DictField(allow_null=True)
+            part: serializers.JSONField(
+                allow_null=True, help_text="this part's evidence (its shape: docs/decisions.md)"
+            )
             for part in (
                 "sweep",
                 "boots",
@@ -88,7 +90,7 @@ class DecisionListView(APIView):
     )
     def get(self, request: Request) -> Response:
         decisions = selectors.decision_list(
-            status=request.query_params.get("status") or None,
+            status=request.query_params.get("status"),
             recipe=request.query_params.get("recipe") or None,
             limit=LIST_LIMIT.read(request.query_params),
         )

@@ -107,6 +107,7 @@ class PlanView(APIView):
                 "request": serializers.DictField(help_text="{prompt_tokens, prefill_limit?, atomic_spans?}"),
                 "execution": serializers.DictField(required=False, allow_null=True),
             },
+            one_of=("policy", "policies"),
         ),
         responses={
             200: OpenApiResponse(

@@ -62,7 +62,7 @@ class JobDetailView(APIView):
 class JobCancelView(APIView):
     permission_classes = [IsAuthenticated, CanRunJobs]
 
-    @extend_schema(request=None, responses={200: JOB, 400: ERROR, 404: ERROR})
+    @extend_schema(request=None, responses={200: JOB, 404: ERROR, 409: ERROR})
     def post(self, request: Request, job_id: int) -> Response:
         job = job_cancel(job=selectors.job_get(job_id=job_id), user=request.user)
         return Response(selectors.job_as_api(job))

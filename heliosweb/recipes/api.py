@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from heliosweb.common.api import ERROR, json_body, json_object, text_field
+from heliosweb.common.bounds import DB_INT_MAX
 from scheduler_core.policies import selectable_policies
 
 from . import selectors, services
@@ -42,7 +43,9 @@ ROLLBACK = json_body(
     {
         "reason": text_field(max_length=services.MAX_REASON, required=True),
         "from_version": serializers.IntegerField(
-            help_text="the policy version being rolled back (the one the operator saw): 409 when it moved since"
+            min_value=-DB_INT_MAX - 1,
+            max_value=DB_INT_MAX,
+            help_text="the policy version being rolled back (the one the operator saw): 409 when it moved since",
         ),
     },
 )

@@ -14,14 +14,18 @@ from heliosweb.common.api import ERROR, json_body, json_object
 from heliosweb.common.permissions import CanRunJobs
 from heliosweb.recipes.selectors import recipe_get
 
-from .replay import MAX_REQUESTS, executions, replay_submit
+from .replay import MAX_REQUESTS, MAX_UNIX_MS, MIN_UNIX_MS, executions, replay_submit
 
 REPLAY = json_body(
     "ReplayCreate",
     {
-        "since_ms": serializers.FloatField(help_text="window start, Unix ms"),
+        "since_ms": serializers.FloatField(
+            min_value=MIN_UNIX_MS, max_value=MAX_UNIX_MS, help_text="window start, Unix ms"
+        ),
         "until_ms": serializers.FloatField(
-            help_text="window end, Unix ms; the window spans at most HELIOS_TELEMETRY_RAW_HOURS"
+            min_value=MIN_UNIX_MS,
+            max_value=MAX_UNIX_MS,
+            help_text="window end, Unix ms; the window spans at most HELIOS_TELEMETRY_RAW_HOURS",
         ),
         "engine": serializers.CharField(required=False, allow_null=True, help_text="one engine; default all"),
         "execution": serializers.ChoiceField(
