@@ -1,6 +1,7 @@
 """What the OpenAPI schema says once for every operation, where the answer comes from outside the
 view: the refusals any /api/ request may get (authentication, the engine-token scope, the token
-throttle, an outage, the web server's own bounds) and which JSON bodies refuse unknown keys.
+throttle, an outage, the web server's own bounds), no NUL in a string query parameter, and which
+JSON bodies refuse unknown keys.
 
 A drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS), so no view repeats them; a view's
 own description of a status wins over the generic one here."""
@@ -35,6 +36,7 @@ _WITH_BODY: dict[str, tuple[str, dict[str, Any]]] = {
     "415": ("a body that is not JSON, or compressed other than gzip", {}),
 }
 _BODY_METHODS = ("post", "put", "patch")
+_NO_NUL = "^[^\\u0000]*$"
 
 # Components of JSON bodies that refuse any other key (`common.api.json_body`), each with the keys
 # of which exactly one must be given (none: no such rule).
@@ -48,6 +50,14 @@ def add_common_refusals(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
     for operations in result.get("paths", {}).values():
         for method, operation in operations.items():
             refusals = {**_ANY_REQUEST, **(_WITH_BODY if method in _BODY_METHODS else {})}
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if (
+                    parameter["in"] == "query"
+                    and schema.get("type") == "string"
+                    and not {"enum", "pattern"} & set(schema)
+                ):
+                    schema["pattern"] = _NO_NUL  # `common.query_text` refuses a NUL anywhere in a query
             responses = operation.setdefault("responses", {})
             for status, (why, headers) in refusals.items():
                 declared = responses.setdefault(status, {"description": why, "content": error})
