@@ -43,12 +43,24 @@ _NO_NUL = "^[^\\u0000]*$"
 closed_bodies: dict[str, tuple[str, ...]] = {}
 
 
+def _has_required(schema: dict[str, Any], schemas: dict[str, Any]) -> bool:
+    ref = schema.get("$ref", "")
+    target = schemas.get(ref.rsplit("/", 1)[-1], {}) if ref else schema
+    return bool(target.get("required")) or any(_has_required(v, schemas) for v in target.get("oneOf", []))
+
+
 def add_common_refusals(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Declare every refusal an operation may get from outside its view, with the error body, and
     `additionalProperties: false` on the JSON bodies whose views refuse unknown keys."""
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    schemas = result.get("components", {}).get("schemas", {})
     for operations in result.get("paths", {}).values():
         for method, operation in operations.items():
+            body = operation.get("requestBody")
+            if body is not None and any(
+                _has_required(media.get("schema", {}), schemas) for media in body["content"].values()
+            ):
+                body["required"] = True  # no body at all is refused too: the first field it lacks is named
             refusals = {**_ANY_REQUEST, **(_WITH_BODY if method in _BODY_METHODS else {})}
             for parameter in operation.get("parameters", []):
                 schema = parameter.get("schema", {})
@@ -63,7 +75,6 @@ def add_common_refusals(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
                 declared = responses.setdefault(status, {"description": why, "content": error})
                 if headers:
                     declared.setdefault("headers", {}).update(headers)
-    schemas = result.get("components", {}).get("schemas", {})
     for name, one_of in closed_bodies.items():
         for component in (name, f"Patched{name}"):  # drf-spectacular's name for a PATCH body
             if "properties" in schemas.get(component, {}):  # not a oneOf of closed variants (`jobs.schema`)
