@@ -437,6 +437,8 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "heliosweb.recipes.policy_poll.add_to_openapi",
         "heliosweb.jobs.schema.add_job_kinds_to_openapi",
+        "heliosweb.telemetry.api.add_batch_to_openapi",
+        "heliosweb.common.openapi.add_common_refusals",  # last: it covers the operations the hooks above add
     ],
     # Behind login like every other /api/ path (a token or the browser session).
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],

@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.common.api import ERROR, json_object
+from heliosweb.common.api import ERROR, json_body, json_object
 from heliosweb.common.auth import BearerTokenAuthentication, EngineAuthentication
 from heliosweb.common.permissions import CanRunJobs
 from heliosweb.recipes.selectors import recipe_get
@@ -32,7 +32,7 @@ HEALTH = inline_serializer(
     },
 )
 BOOT = selectors.BOOT.schema()
-BOOT_UPLOAD = inline_serializer(
+BOOT_UPLOAD = json_body(
     "BootUpload",
     {
         "catalog": selectors.GRAPHS,
@@ -75,7 +75,7 @@ class RecipeBootsView(APIView):
     @extend_schema(request=BOOT_UPLOAD, responses={201: BOOT, 400: ERROR, 403: ERROR, 404: ERROR, 413: ERROR})
     def post(self, request: Request, name: str) -> Response:
         recipe = recipe_get(name=name)
-        body = json_object(request, {"catalog", "provenance"})
+        body = json_object(request, BOOT_UPLOAD)
         engine = _engine(request)
         boot = services.boot_create(
             recipe=recipe,

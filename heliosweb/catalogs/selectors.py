@@ -7,9 +7,9 @@ from operator import attrgetter
 from typing import Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
-from drf_spectacular.utils import inline_serializer
 from rest_framework import serializers
 
+from heliosweb.common.api import json_body
 from heliosweb.common.bounds import DB_INT_MAX
 from heliosweb.common.shapes import Shape, when
 from heliosweb.recipes.models import Recipe
@@ -96,12 +96,14 @@ def boot_catalogs(*, ids: list[Any], field: str) -> list[list[dict[str, Any]]]:
     return [found[i] for i in ids]
 
 
-GRAPHS = inline_serializer(
+GRAPHS = json_body(  # closed: `Catalog.from_dicts` refuses any other key
     "Graph",
     {
         "prefill": serializers.IntegerField(min_value=0, max_value=MAX_CAPACITY),
         "decode": serializers.IntegerField(min_value=0, max_value=MAX_CAPACITY),
-        "ms": serializers.FloatField(allow_null=True, min_value=0, max_value=MAX_MS, help_text="0 or null: unmeasured"),
+        "ms": serializers.FloatField(
+            required=False, allow_null=True, min_value=0, max_value=MAX_MS, help_text="0 or null: unmeasured"
+        ),
     },
     many=True,
     max_length=MAX_GRAPHS,

@@ -4,6 +4,8 @@ exception handler that produces it, and reading a JSON object body with known fi
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -14,7 +16,7 @@ from drf_spectacular.renderers import (
     OpenApiYamlRenderer,
     OpenApiYamlRenderer2,
 )
-from drf_spectacular.utils import inline_serializer
+from drf_spectacular.utils import OpenApiParameter, inline_serializer
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import exceptions, serializers
 from rest_framework.request import Request
@@ -24,9 +26,12 @@ from rest_framework.views import set_rollback
 
 from scheduler_core.errors import InvalidInput
 
+from .bounds import DB_INT_MAX
 from .db_connection import connection_lost
 from .errors import Throttled, TooLarge, http_status, internal_error
 from .http_errors import JSON_ONLY
+from .inputs import query_int, query_limit
+from .openapi import closed_bodies
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +77,26 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return response
 
 
-def json_object(request: Request, allowed: set[str]) -> dict[str, Any]:
-    """The request body as a JSON object whose keys are all in `allowed` (an unknown key is named)."""
+def text_field(*, max_length: int, required: bool = False, **kwargs: Any) -> serializers.Field:
+    """A free-text body field as `scheduler_core.validation.require_text` reads it: at most
+    `max_length` characters, no NUL; `required`: not blank."""
+    regex = r"^[^\u0000]*\S[^\u0000]*$" if required else r"^[^\u0000]*$"
+    return serializers.RegexField(regex, max_length=max_length, required=required, **kwargs)
+
+
+def json_body(
+    name: str, fields: dict[str, serializers.Field], *, one_of: tuple[str, ...] = (), **kwargs: Any
+) -> serializers.Serializer:
+    """A JSON object's one declaration (a body, or an object in one that the server reads closed): the
+    schema's component (`additionalProperties: false`, by
+    `common.openapi`) and the keys `json_object` accepts; `one_of`: keys of which exactly one is given."""
+    closed_bodies[name] = one_of
+    return inline_serializer(name, fields, **kwargs)
+
+
+def json_object(request: Request, body: serializers.Serializer) -> dict[str, Any]:
+    """The request body as a JSON object whose keys are all fields of `body` (an unknown key is named)."""
+    allowed = set(body.fields)
     data = request.data
     if not isinstance(data, dict):
         raise InvalidInput("body", f"must be a JSON object with {', '.join(sorted(allowed))}")
@@ -81,6 +104,37 @@ def json_object(request: Request, allowed: set[str]) -> dict[str, Any]:
     if unknown:
         raise InvalidInput(unknown[0], f"unknown field (expected {', '.join(sorted(allowed))})")
     return data
+
+
+@dataclass(frozen=True)
+class QueryInt:
+    """A query-string integer declared once: what the view reads (`read`) and what the schema says
+    (`parameter`). With `most` it is a `?limit=`: at least 1, a larger one read as `most`."""
+
+    name: str
+    default: int
+    minimum: int = 0
+    most: int | None = None
+    description: str = ""
+
+    def read(self, params: Mapping[str, str]) -> int:
+        if self.most is not None:
+            return query_limit(params, default=self.default, most=self.most)
+        return query_int(params, self.name, default=self.default, minimum=self.minimum)
+
+    def parameter(self) -> OpenApiParameter:
+        if self.most is not None:  # any larger number reads as `most`
+            schema, most = (
+                {"type": "integer", "minimum": 1},
+                f"; at most {self.most} (a larger one reads as {self.most})",
+            )
+        else:
+            schema, most = {"type": "integer", "minimum": self.minimum, "maximum": DB_INT_MAX}, ""
+        return OpenApiParameter(
+            self.name,
+            schema,
+            description=f"{self.description or self.name}{most}; default {self.default}",
+        )
 
 
 class SchemaView(SpectacularAPIView):

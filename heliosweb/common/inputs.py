@@ -55,15 +55,15 @@ def int_or_none(value: object, *, minimum: int = DB_INT_MIN, maximum: int = DB_I
 def query_int(
     params: Mapping[str, str], name: str, *, default: int, minimum: int = DB_INT_MIN, maximum: int = DB_INT_MAX
 ) -> int:
-    """A query-string integer: `default` when absent or empty, else `parse_int` naming `name`."""
+    """A query-string integer: `default` when absent, else `parse_int` naming `name` (`?after=` is refused)."""
     raw = params.get(name)
-    return default if raw in (None, "") else parse_int(raw, field=name, minimum=minimum, maximum=maximum)
+    return default if raw is None else parse_int(raw, field=name, minimum=minimum, maximum=maximum)
 
 
 def query_limit(params: Mapping[str, str], *, default: int, most: int) -> int:
     """`?limit=`: a positive integer (or InvalidInput), at most `most` (larger ones read as `most`)."""
     raw = params.get("limit")
-    if raw in (None, ""):
+    if raw is None:
         return default
     number = as_int(raw)
     if number is None:

@@ -15,21 +15,22 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.common.api import ERROR, json_object
-from heliosweb.common.inputs import query_int, query_limit
+from heliosweb.common.api import ERROR, QueryInt, json_body, json_object, text_field
+from scheduler_core.policies import selectable_policies
 
 from . import selectors, services
+from .models import DecisionStatus
 from .tradeoff_cache import decision_tradeoff_kept
 
 EVIDENCE = {"evidence": serializers.ListField(child=serializers.IntegerField())}
 DECISION = selectors.DECISION.schema(extra=EVIDENCE)
 DECISION_LIST = selectors.DECISION.schema("DecisionSummary", many=True)
-PROPOSE = inline_serializer(
+PROPOSE = json_body(
     "DecisionPropose",
     {
         "recipe": serializers.CharField(),
-        "policy": serializers.CharField(help_text="cost or rule; never rule-v1"),
-        "rationale": serializers.CharField(),
+        "policy": serializers.ChoiceField(selectable_policies(), help_text="a policy a recipe may run"),
+        "rationale": text_field(max_length=services.MAX_RATIONALE, required=True),
         "evidence": serializers.ListField(
             child=serializers.IntegerField(), required=False, help_text="ids of finished (done) benchmark jobs"
         ),
@@ -37,13 +38,16 @@ PROPOSE = inline_serializer(
     },
 )
 COMMENT = selectors.COMMENT.schema()
+COMMENT_BODY = json_body("CommentBody", {"body": text_field(max_length=services.MAX_COMMENT, required=True)})
 COMMENT_LIST = selectors.COMMENT.schema(many=True)
 TRADEOFF = inline_serializer(
     "Tradeoff",
     {
         "arms": serializers.ListField(child=serializers.DictField(), allow_null=True),
         **{
-            part: serializers.DictField(allow_null=True)
+            part: serializers.JSONField(
+                allow_null=True, help_text="this part's evidence (its shape: docs/decisions.md)"
+            )
             for part in (
                 "sweep",
                 "boots",
@@ -63,12 +67,22 @@ TRADEOFF = inline_serializer(
         "missing": serializers.ListField(child=serializers.CharField()),
     },
 )
-ADD_EVIDENCE = inline_serializer(
+ADD_EVIDENCE = json_body(
     "DecisionAddEvidence",
-    {"evidence": serializers.ListField(child=serializers.IntegerField(), help_text="ids of finished jobs to cite")},
+    {
+        "evidence": serializers.ListField(
+            child=serializers.IntegerField(),
+            min_length=1,
+            max_length=services.MAX_EVIDENCE,
+            help_text="ids of finished (done) jobs to cite, not already cited",
+        )
+    },
 )
-STEP = inline_serializer("DecisionStep", {"reason": serializers.CharField(required=False)})
+STEP = json_body("DecisionStep", {"reason": text_field(max_length=services.MAX_REASON, help_text="required to reject")})
 AUDIT = selectors.AUDIT_TRAIL.schema()
+LIST_LIMIT = QueryInt("limit", default=100, most=500)
+AUDIT_LIMIT = QueryInt("limit", default=200, most=1000, description="latest events")
+AUDIT_DECISION = QueryInt("decision", default=0, description="one decision's events (0: all)")
 
 
 def _detail(decision_id: Any) -> dict[str, Any]:
@@ -79,23 +93,23 @@ def _detail(decision_id: Any) -> dict[str, Any]:
 class DecisionListView(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("status", str),
+            OpenApiParameter("status", str, enum=DecisionStatus.values),
             OpenApiParameter("recipe", str),
-            OpenApiParameter("limit", int, description="at most 500"),
+            LIST_LIMIT.parameter(),
         ],
         responses={200: DECISION_LIST, 400: ERROR},
     )
     def get(self, request: Request) -> Response:
         decisions = selectors.decision_list(
-            status=request.query_params.get("status") or None,
+            status=request.query_params.get("status"),
             recipe=request.query_params.get("recipe") or None,
-            limit=query_limit(request.query_params, default=100, most=500),
+            limit=LIST_LIMIT.read(request.query_params),
         )
         return Response([selectors.decision_as_api(d) for d in decisions])
 
     @extend_schema(request=PROPOSE, responses={201: DECISION, 400: ERROR, 403: ERROR})
     def post(self, request: Request) -> Response:
-        data = json_object(request, {"recipe", "policy", "rationale", "evidence", "rollback_of"})
+        data = json_object(request, PROPOSE)
         decision = services.decision_propose(
             actor=request.user,
             recipe=data.get("recipe"),
@@ -126,11 +140,11 @@ class CommentsView(APIView):
         return Response([selectors.comment_as_api(c) for c in selectors.decision_comments(decision=decision)])
 
     @extend_schema(
-        request=inline_serializer("CommentBody", {"body": serializers.CharField()}),
+        request=COMMENT_BODY,
         responses={201: COMMENT, 400: ERROR, 403: ERROR, 404: ERROR},
     )
     def post(self, request: Request, decision_id: int) -> Response:
-        data = json_object(request, {"body"})
+        data = json_object(request, COMMENT_BODY)
         decision = selectors.decision_get(decision_id=decision_id)
         comment = services.decision_comment(actor=request.user, decision=decision, body=data.get("body"))
         return Response(selectors.comment_as_api(comment), status=status.HTTP_201_CREATED)
@@ -143,7 +157,7 @@ class DecisionStepView(APIView):
 
     @extend_schema(request=STEP, responses={200: DECISION, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR})
     def post(self, request: Request, decision_id: int) -> Response:
-        data = json_object(request, {"reason"})
+        data = json_object(request, STEP)
         decision = selectors.decision_get(decision_id=decision_id)
         services.STEPS[self.step](actor=request.user, decision=decision, reason=data.get("reason", ""))
         return Response(_detail(decision.pk))
@@ -155,7 +169,7 @@ class EvidenceView(APIView):
 
     @extend_schema(request=ADD_EVIDENCE, responses={200: DECISION, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR})
     def post(self, request: Request, decision_id: int) -> Response:
-        data = json_object(request, {"evidence"})
+        data = json_object(request, ADD_EVIDENCE)
         decision = selectors.decision_get(decision_id=decision_id)
         services.decision_add_evidence(actor=request.user, decision=decision, evidence=data.get("evidence"))
         return Response(_detail(decision.pk))
@@ -164,12 +178,12 @@ class EvidenceView(APIView):
 class AuditView(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("limit", int, description="latest events, at most 1000"),
-            OpenApiParameter("decision", int),
+            AUDIT_LIMIT.parameter(),
+            AUDIT_DECISION.parameter(),
         ],
         responses={200: AUDIT, 400: ERROR},
     )
     def get(self, request: Request) -> Response:
-        decision_id = query_int(request.query_params, "decision", default=0, minimum=0) or None
-        limit = query_limit(request.query_params, default=200, most=1000)
+        decision_id = AUDIT_DECISION.read(request.query_params) or None
+        limit = AUDIT_LIMIT.read(request.query_params)
         return Response(selectors.AUDIT_TRAIL.of(selectors.audit_trail(decision_id=decision_id, limit=limit)))

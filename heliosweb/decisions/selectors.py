@@ -35,7 +35,7 @@ def decision_list(
     *, status: str | None = None, recipe: str | None = None, limit: int = 100
 ) -> QuerySet[PolicyDecision]:
     """Newest first; one query (recipe and people joined)."""
-    if status and status not in DecisionStatus.values:
+    if status is not None and status not in DecisionStatus.values:
         raise InvalidInput("status", f"unknown status {status!r} (expected one of {DecisionStatus.values})")
     qs = PolicyDecision.objects.select_related("recipe", "created_by", "reviewed_by", "applied_by")
     if status:

@@ -13,9 +13,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.common.api import ERROR
+from heliosweb.catalogs.selectors import GRAPHS
+from heliosweb.common.api import ERROR, json_body
 from heliosweb.jobs import selectors as job_selectors
 from heliosweb.recipes.selectors import recipe_get
+from scheduler_core.policies import POLICIES
 
 from . import exports
 from .explain import plan_answer
@@ -103,15 +105,18 @@ class TelemetryTraceView(APIView):
 
 class PlanView(APIView):
     @extend_schema(
-        request=inline_serializer(
+        request=json_body(  # closed: `plan_io.answer` refuses an unknown key
             "PlanInput",
             {
-                "policy": serializers.CharField(required=False),
-                "policies": serializers.ListField(child=serializers.CharField(), required=False),
-                "catalog": serializers.ListField(child=serializers.DictField()),
-                "request": serializers.DictField(),
-                "execution": serializers.DictField(required=False),
+                "policy": serializers.ChoiceField(list(POLICIES), required=False, help_text="this, or policies"),
+                "policies": serializers.ListField(
+                    child=serializers.ChoiceField(list(POLICIES)), required=False, min_length=1, help_text="or policy"
+                ),
+                "catalog": GRAPHS,
+                "request": serializers.DictField(help_text="{prompt_tokens, prefill_limit?, atomic_spans?}"),
+                "execution": serializers.DictField(required=False, allow_null=True),
             },
+            one_of=("policy", "policies"),
         ),
         responses={
             200: OpenApiResponse(

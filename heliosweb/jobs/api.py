@@ -9,8 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.common.api import ERROR, json_object
-from heliosweb.common.inputs import query_int, query_limit
+from heliosweb.common.api import ERROR, QueryInt, json_body, json_object
 from heliosweb.common.permissions import CanRunJobs
 
 from . import selectors
@@ -18,7 +17,7 @@ from .registry import job_kinds
 from .services.submission import NO_PARAMS, job_cancel, job_create
 
 JOB = selectors.JOB.schema()
-JOB_CREATE = inline_serializer(
+JOB_CREATE = json_body(
     "JobCreate",
     {
         "kind": serializers.CharField(help_text="see GET /api/kinds/"),
@@ -28,6 +27,8 @@ JOB_CREATE = inline_serializer(
         ),
     },
 )
+LIMIT = QueryInt("limit", default=50, most=200)
+AFTER = QueryInt("after", default=0, description="only events numbered above this")
 CREATED = inline_serializer("JobCreated", {"id": serializers.IntegerField(), "status": serializers.CharField()})
 
 
@@ -36,16 +37,16 @@ class JobListView(APIView):
 
     @extend_schema(
         responses={200: type(JOB)(many=True)},  # JOB's own class: a second "Job" would clash and vanish
-        parameters=[OpenApiParameter("limit", int, description="at most 200"), OpenApiParameter("kind", str)],
+        parameters=[LIMIT.parameter(), OpenApiParameter("kind", str)],
     )
     def get(self, request: Request) -> Response:
-        limit = query_limit(request.query_params, default=50, most=200)
+        limit = LIMIT.read(request.query_params)
         jobs = selectors.job_list(limit=limit, kind=request.query_params.get("kind"))
         return Response([selectors.job_as_api(j, full=False) for j in jobs])
 
     @extend_schema(request=JOB_CREATE, responses={201: CREATED, 400: ERROR, 403: ERROR})
     def post(self, request: Request) -> Response:
-        data = json_object(request, {"kind", "recipe", "params"})
+        data = json_object(request, JOB_CREATE)
         job = job_create(
             kind=data.get("kind"), recipe=data.get("recipe"), params=data.get("params", NO_PARAMS), user=request.user
         )
@@ -61,7 +62,7 @@ class JobDetailView(APIView):
 class JobCancelView(APIView):
     permission_classes = [IsAuthenticated, CanRunJobs]
 
-    @extend_schema(request=None, responses={200: JOB, 400: ERROR, 404: ERROR})
+    @extend_schema(request=None, responses={200: JOB, 404: ERROR, 409: ERROR})
     def post(self, request: Request, job_id: int) -> Response:
         job = job_cancel(job=selectors.job_get(job_id=job_id), user=request.user)
         return Response(selectors.job_as_api(job))
@@ -69,7 +70,7 @@ class JobCancelView(APIView):
 
 class JobEventsView(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("after", int, description="only events numbered above this")],
+        parameters=[AFTER.parameter()],
         responses={
             200: inline_serializer(
                 "Event",
@@ -81,7 +82,7 @@ class JobEventsView(APIView):
     )
     def get(self, request: Request, job_id: int) -> Response:
         job = selectors.job_get(job_id=job_id)
-        after = query_int(request.query_params, "after", default=0, minimum=0)
+        after = AFTER.read(request.query_params)
         return Response(selectors.job_events(job_id=job.pk, after=after))
 
 

@@ -24,16 +24,19 @@ def add_job_kinds_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str,
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     variants, mapping = [], {}
     for kind in sorted(job_kinds().values(), key=lambda k: k.name):
+        needs_recipe = bool(kind.analysis.needs_recipe)
         schemas[f"JobParams.{kind.name}"] = openapi_30(kind_params_schema(kind))
+        params_required = bool(schemas[f"JobParams.{kind.name}"].get("required"))
         schemas[f"JobCreate.{kind.name}"] = {
             "type": "object",
             "description": kind.summary,
             "properties": {
                 "kind": {"type": "string", "enum": [kind.name]},
-                "recipe": {"type": "string", "nullable": True, "description": "a recipe's name"},
+                "recipe": {"type": "string", "nullable": not needs_recipe, "description": "a recipe's name"},
                 "params": {"$ref": f"#/components/schemas/JobParams.{kind.name}"},
             },
-            "required": ["kind"],
+            # `params` may be left out only when the kind's defaults fill every one of them
+            "required": ["kind", *(["recipe"] if needs_recipe else []), *(["params"] if params_required else [])],
             "additionalProperties": False,
         }
         ref = f"#/components/schemas/JobCreate.{kind.name}"

@@ -3,44 +3,49 @@ emergency rollback (one recipe's policy, for engines, is `policy_poll`)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.common.api import ERROR, json_object
+from heliosweb.common.api import ERROR, json_body, json_object, text_field
+from heliosweb.common.bounds import DB_INT_MAX
+from scheduler_core.policies import selectable_policies
 
 from . import selectors, services
 
 RECIPE = selectors.RECIPE.schema()
 SHAPES, REQUIRED, HARDWARE = selectors.SHAPES, selectors.REQUIRED, selectors.HARDWARE
-RECIPE_CREATE = inline_serializer(
+DESCRIPTION = text_field(max_length=services.MAX_DESCRIPTION)
+RECIPE_CREATE = json_body(
     "RecipeCreate",
     {
-        "name": serializers.CharField(),
-        "description": serializers.CharField(required=False),
-        "policy": serializers.CharField(help_text="the initial policy (version 1)"),
+        "name": serializers.RegexField(services.NAME.pattern, help_text="letters, digits, '-' or '_'; not 'new'"),
+        "description": DESCRIPTION,
+        "policy": serializers.ChoiceField(selectable_policies(), help_text="the initial policy (version 1)"),
         "shapes": SHAPES,
         "required_evidence": REQUIRED,
         "hardware": HARDWARE,
     },
 )
-RECIPE_EDIT = inline_serializer(
+RECIPE_EDIT = json_body(
     "RecipeEdit",
     {
-        "description": serializers.CharField(required=False),
+        "description": DESCRIPTION,
         "shapes": SHAPES,
         "required_evidence": REQUIRED,
         "hardware": HARDWARE,
     },
 )
-ROLLBACK = inline_serializer(
+ROLLBACK = json_body(
     "EmergencyRollback",
     {
-        "reason": serializers.CharField(),
+        "reason": text_field(max_length=services.MAX_REASON, required=True),
         "from_version": serializers.IntegerField(
-            help_text="the policy version being rolled back (the one the operator saw): 409 when it moved since"
+            min_value=-DB_INT_MAX - 1,
+            max_value=DB_INT_MAX,
+            help_text="the policy version being rolled back (the one the operator saw): 409 when it moved since",
         ),
     },
 )
@@ -53,7 +58,7 @@ class RecipeListView(APIView):
 
     @extend_schema(request=RECIPE_CREATE, responses={201: RECIPE, 400: ERROR, 403: ERROR})
     def post(self, request: Request) -> Response:
-        data = json_object(request, {"name", "description", "policy", "shapes", "required_evidence", "hardware"})
+        data = json_object(request, RECIPE_CREATE)
         recipe = services.recipe_create(actor=request.user, **data)
         return Response(selectors.recipe_as_api(recipe), status=status.HTTP_201_CREATED)
 
@@ -65,7 +70,7 @@ class RecipeDetailView(APIView):
 
     @extend_schema(request=RECIPE_EDIT, responses={200: RECIPE, 400: ERROR, 403: ERROR, 404: ERROR})
     def patch(self, request: Request, name: str) -> Response:
-        data = json_object(request, {"description", "shapes", "required_evidence", "hardware"})
+        data = json_object(request, RECIPE_EDIT)
         recipe = services.recipe_update(recipe=selectors.recipe_get(name=name), actor=request.user, **data)
         return Response(selectors.recipe_as_api(recipe))
 
@@ -75,7 +80,7 @@ class RecipeRollbackView(APIView):
 
     @extend_schema(request=ROLLBACK, responses={200: RECIPE, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR})
     def post(self, request: Request, name: str) -> Response:
-        data = json_object(request, {"reason", "from_version"})
+        data = json_object(request, ROLLBACK)
         recipe = selectors.recipe_get(name=name)
         services.policy_rollback_emergency(
             recipe=recipe, actor=request.user, reason=data.get("reason"), from_version=data.get("from_version")

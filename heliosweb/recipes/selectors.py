@@ -10,9 +10,13 @@ from django.db.models import QuerySet
 from rest_framework import serializers
 
 from heliosweb.audit.models import AuditEvent
+from heliosweb.common.api import json_body
+from heliosweb.common.bounds import DB_INT_MAX
 from heliosweb.common.errors import NotFound
 from heliosweb.common.shapes import Key, Shape
+from scheduler_core.catalog import MAX_CAPACITY, MAX_GRAPHS
 from scheduler_core.errors import InvalidInput
+from scheduler_core.tradeoff import CHECKLIST_ITEMS
 
 from .models import EMERGENCY, PolicySetting, Recipe
 
@@ -48,8 +52,23 @@ _ACTIVE: dict[str, Key[Recipe]] = {
     ),
 }
 RECIPE_POLICY: Shape[Recipe] = Shape("RecipePolicy", {"recipe": (_NAME, attrgetter("name")), **_ACTIVE})
-SHAPES = serializers.ListField(child=serializers.DictField(), help_text="[{prefill, decode}]")
-REQUIRED = serializers.ListField(child=serializers.CharField(), help_text="checklist items required before approval")
+# A catalog's graphs without timings, as `services.parse_shapes` reads them (`Catalog.from_dicts`:
+# its bounds, no other key; `ms`, if sent, is dropped).
+SHAPES = json_body(
+    "Shape",
+    {
+        "prefill": serializers.IntegerField(min_value=0, max_value=MAX_CAPACITY),
+        "decode": serializers.IntegerField(min_value=0, max_value=MAX_CAPACITY),
+        "ms": serializers.FloatField(
+            required=False, allow_null=True, min_value=-DB_INT_MAX, max_value=DB_INT_MAX, help_text="ignored"
+        ),
+    },
+    many=True,
+    max_length=MAX_GRAPHS,
+)
+REQUIRED = serializers.ListField(
+    child=serializers.ChoiceField(list(CHECKLIST_ITEMS)), help_text="checklist items required before approval"
+)
 HARDWARE = serializers.CharField(
     required=False,
     help_text='the GPU the recipe serves on ("A100"; "" = not declared): evidence from other hardware is marked',

@@ -6,6 +6,7 @@ the API, the admin and the demo data all call it), so no recipe is ever without 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -34,6 +35,7 @@ ROLLBACK_PERM = "recipes.rollback_policy"
 MAX_DESCRIPTION = 2_000
 MAX_REASON = 2_000
 MAX_HARDWARE = 64
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # a recipe's name (the API schema says the same)
 SYSTEM = "system"  # the actor name of changes made without a user (demo data, migrations)
 
 
@@ -277,7 +279,7 @@ def _name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("name", "required: a short name of letters, digits, '-' or '_'")
     name = name.strip()
-    if len(name) > 64 or not all(c.isascii() and (c.isalnum() or c in "-_") for c in name):
+    if not NAME.fullmatch(name):
         raise InvalidInput("name", f"{name[:80]!r}: at most 64 letters, digits, '-' or '_'")
     if name == "new":
         raise InvalidInput("name", "'new' is the page that creates recipes: choose another name")

@@ -6,7 +6,10 @@ a batch reuses that thread's database connection; batches are one at a time anyw
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema, inline_serializer
+from helios_client.records import batch_json_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import BasePermission
@@ -23,7 +26,7 @@ from scheduler_core.errors import InvalidInput
 
 from . import ingest
 from .middleware import Engine
-from .validation import MAX_BYTES, MAX_RECORDS, SCHEMA
+from .validation import MAX_BYTES
 
 
 class MayPostTelemetry(BasePermission):
@@ -52,28 +55,23 @@ STORED = inline_serializer(
 )
 
 
+# The body's component: its properties are `helios_client.records`' declarations (`add_batch_to_openapi`).
+BATCH = inline_serializer("TelemetryBatch", {"records": serializers.ListField()})
+
+
+def add_batch_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: `TelemetryBatch` as the records module declares it, the
+    declarations the server validates a batch with (`validation`)."""
+    result["components"]["schemas"]["TelemetryBatch"] = batch_json_schema()
+    return result
+
+
 class RecipeTelemetryView(APIView):
     authentication_classes = [EngineAuthentication, BearerTokenAuthentication, SessionAuthentication]
     permission_classes = [MayPostTelemetry]
 
     @extend_schema(
-        request=inline_serializer(
-            "TelemetryBatch",
-            {
-                "schema": serializers.IntegerField(
-                    help_text=f"the record schema: {SCHEMA} (the previous one is read for a stated window)"
-                ),
-                "engine": serializers.CharField(),
-                "session": serializers.UUIDField(help_text="picked by the engine at each start (lower-case)"),
-                "batch": serializers.IntegerField(
-                    help_text="the engine's number for this batch in this session; a retry repeats it"
-                ),
-                "boot": serializers.IntegerField(required=False),
-                "records": serializers.ListField(
-                    child=serializers.DictField(), help_text=f"at most {MAX_RECORDS}; see docs/telemetry.md"
-                ),
-            },
-        ),
+        request=BATCH,
         responses={201: STORED, 200: STORED, 400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 409: ERROR, 413: ERROR},
     )
     def post(self, request: Request, name: str) -> Response:

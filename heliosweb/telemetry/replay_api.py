@@ -10,32 +10,36 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.common.api import ERROR, json_object
+from heliosweb.common.api import ERROR, json_body, json_object
 from heliosweb.common.permissions import CanRunJobs
 from heliosweb.recipes.selectors import recipe_get
 
-from .replay import MAX_REQUESTS, executions, replay_submit
+from .replay import MAX_REQUESTS, MAX_UNIX_MS, MIN_UNIX_MS, executions, replay_submit
 
-FIELDS = {"since_ms", "until_ms", "engine", "execution"}
+REPLAY = json_body(
+    "ReplayCreate",
+    {
+        "since_ms": serializers.FloatField(
+            min_value=MIN_UNIX_MS, max_value=MAX_UNIX_MS, help_text="window start, Unix ms"
+        ),
+        "until_ms": serializers.FloatField(
+            min_value=MIN_UNIX_MS,
+            max_value=MAX_UNIX_MS,
+            help_text="window end, Unix ms; the window spans at most HELIOS_TELEMETRY_RAW_HOURS",
+        ),
+        "engine": serializers.CharField(required=False, allow_null=True, help_text="one engine; default all"),
+        "execution": serializers.ChoiceField(
+            list(executions()), required=False, help_text="the recipe's latest boot (default) or a model"
+        ),
+    },
+)
 
 
 class RecipeReplayView(APIView):
     permission_classes = [IsAuthenticated, CanRunJobs]
 
     @extend_schema(
-        request=inline_serializer(
-            "ReplayCreate",
-            {
-                "since_ms": serializers.FloatField(help_text="window start, Unix ms"),
-                "until_ms": serializers.FloatField(
-                    help_text="window end, Unix ms; the window spans at most HELIOS_TELEMETRY_RAW_HOURS"
-                ),
-                "engine": serializers.CharField(required=False, allow_null=True, help_text="one engine; default all"),
-                "execution": serializers.ChoiceField(
-                    list(executions()), required=False, help_text="the recipe's latest boot (default) or a model"
-                ),
-            },
-        ),
+        request=REPLAY,
         responses={
             201: inline_serializer(
                 "ReplayCreated",
@@ -53,7 +57,7 @@ class RecipeReplayView(APIView):
         "each policy as a `replay` job.",
     )
     def post(self, request: Request, name: str) -> Response:
-        data = json_object(request, FIELDS)
+        data = json_object(request, REPLAY)
         recipe = recipe_get(name=name)
         job = replay_submit(
             recipe=recipe,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.files.uploadedfile import SimpleUploadedFile
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import BaseParser, MultiPartParser
@@ -19,7 +20,7 @@ from scheduler_core.errors import InvalidInput
 from scheduler_core.traffic import TraceError
 
 from . import selectors, services
-from .services import MAX_TRACE_BYTES
+from .services import MAX_TRACE_BYTES, NAME
 
 TRACE = selectors.TRACE.schema()
 
@@ -33,6 +34,10 @@ class RawTraceParser(BaseParser):
         return {}
 
 
+def _text_part(value: Any) -> SimpleUploadedFile | None:
+    return SimpleUploadedFile("file", value.encode()) if isinstance(value, str) and value else None
+
+
 class TraceListView(APIView):
     permission_classes = [IsAuthenticated, CanRunJobs]
     parser_classes = [MultiPartParser, RawTraceParser]
@@ -42,10 +47,12 @@ class TraceListView(APIView):
         return Response([selectors.trace_as_api(t) for t in selectors.trace_list()])
 
     @extend_schema(
-        parameters=[OpenApiParameter("name", str, description="the trace's name, with a raw body")],
+        parameters=[
+            OpenApiParameter("name", str, pattern=f"^{NAME.pattern}$", description="the trace's name, with a raw body")
+        ],
         request={
             "multipart/form-data": inline_serializer(
-                "TraceUpload", {"file": serializers.FileField(), "name": serializers.CharField()}
+                "TraceUpload", {"file": serializers.FileField(), "name": serializers.RegexField(f"^{NAME.pattern}$")}
             ),
             # The raw file, whatever its type says (text/csv, application/x-ndjson, ...): declared as
             # bytes, the one raw type generated clients (openapi-python-client) know.
@@ -61,7 +68,8 @@ class TraceListView(APIView):
         services.check_size(int(declared) if declared and declared.isdigit() else None)
         multipart = (request.content_type or "").startswith("multipart/")
         if multipart:
-            upload = request.FILES.get("file")
+            # a `file` part without a filename is a form field: its text is the trace
+            upload = request.FILES.get("file") or _text_part(request.data.get("file"))
             if upload is None:
                 raise InvalidInput("file", "is required: the trace file (Azure CSV or JSON Lines)")
             services.check_size(upload.size)

@@ -91,7 +91,7 @@ def test_it_cancels_a_queued_job(api, maintainer, db):
     response = api.post(f"/api/jobs/{job.pk}/cancel/")
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
     again = api.post(f"/api/jobs/{job.pk}/cancel/")
-    assert again.status_code == 400 and again.json()["field"] == "status"
+    assert again.status_code == 409 and again.json()["field"] == "status"
 
 
 def test_it_serves_a_recipes_active_policy_and_version(api, maintainer, recipe):

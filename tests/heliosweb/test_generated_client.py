@@ -25,7 +25,7 @@ from heliosweb.jobs.registry import job_kinds
 from heliosweb.telemetry.tokens import engine_token_create, user_token_issue
 from scheduler_core.analyses.params import Param
 from tests.heliosweb.runs import REQUIRED
-from tests.heliosweb.telemetry_records import body
+from tests.heliosweb.telemetry_records import body, launch
 
 pytestmark = [pytest.mark.e2e]  # runs a code generator (about 10 s)
 PACKAGE = "helios_scheduler_observatory_api_client"
@@ -136,7 +136,11 @@ def test_a_generated_client_submits_every_kind_with_a_non_default_parameter_and_
 def test_a_generated_client_reads_a_refused_telemetry_batch_as_the_declared_error(generated, api_client, recipe):
     client = api_client(engine_token_create(engine="generated", recipes=[recipe]))
     telemetry = importlib.import_module(f"{PACKAGE}.api.recipes.recipes_telemetry_create")
-    batch = generated.models.TelemetryBatch.from_dict(body([{"type": "x"}], engine="generated"))
+    # within every field's declared bounds (the model holds it), refused by a rule across fields
+    record = launch(0)
+    batch = generated.models.TelemetryBatch.from_dict(
+        body([{**record, "padded": record["padded"] + 1}], engine="generated")
+    )
     answer = telemetry.sync_detailed(name=recipe.name, client=client, body=batch)
     assert answer.status_code == 400
-    assert isinstance(answer.parsed, generated.models.Error) and answer.parsed.field == "records[0].type"
+    assert isinstance(answer.parsed, generated.models.Error) and answer.parsed.field == "records[0].padded"

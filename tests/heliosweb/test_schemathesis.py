@@ -1,28 +1,46 @@
 """Schemathesis against the API's own OpenAPI schema (`/api/schema/`, fetched with a token like
-any client): for every operation it generates valid requests and invalid ones (wrong types, out
-of the declared bounds, missing fields) and checks that no answer is a server error and every
-answer matches what the schema says for its status. A small example budget keeps it to about a
-minute on two cores; `HELIOS_SCHEMATHESIS_EXAMPLES` raises it."""
+any client), with its default checks: for every operation it generates valid requests and invalid
+ones (wrong types, out of the declared bounds, missing fields, unknown keys) and checks that no
+answer is a server error, every status and body is the one the schema declares, a request the
+schema allows is not refused as bad input, one it forbids is refused, and credentials are checked.
+A small example budget keeps it to a few minutes on two cores; `HELIOS_SCHEMATHESIS_EXAMPLES`
+raises it. Every failure is collected and listed at once (operation, mode, check, one request)."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 import schemathesis
 from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
-from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import not_a_server_error
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from schemathesis.core.failures import FailureGroup
 from schemathesis.generation import GenerationMode
-from schemathesis.specs.openapi.checks import response_schema_conformance
 
+from heliosweb.recipes.models import PolicySetting
 from heliosweb.telemetry.tokens import user_token_issue
+from scheduler_core.policies import selectable_policies
 
 EXAMPLES = int(os.environ.get("HELIOS_SCHEMATHESIS_EXAMPLES", "8"))
 # The engine policy long-poll waits for a change by design (up to its `wait`): not a fuzzing target.
 SKIP = {("GET", "/api/recipes/{name}/policy")}
+TRACE = b'{"arrival_ms": 0, "prompt_tokens": 100, "output_tokens": 4}\n{"arrival_ms": 250, "prompt_tokens": 137, "output_tokens": 2}\n'
+# Where the schema still allows what the server refuses (issue 30, open): a valid request of these
+# is refused with 400 naming the field. Anything else failing fails the test.
+OPEN = {
+    # rules across a kind's parameters (its check(): `replay` needs a `trace` declared optional,
+    # `engine` an `output_min` at most `output_max`)
+    ("POST /api/jobs/", "positive", "Schema-valid request rejected"),
+    # `execution` is an open object in the schema: an affine model, a table or a profile, each closed
+    ("POST /api/plan/", "positive", "Schema-valid request rejected"),
+    # a multipart upload's `file` is bytes to the schema, a trace's rows to the server
+    ("POST /api/traces/", "positive", "Schema-valid request rejected"),
+}
+Failures = dict[tuple[str, str, str], list[Any]]  # (operation, mode, check) -> [requests, the first one]
 
 
 @pytest.fixture
@@ -38,32 +56,86 @@ def wsgi_app():
         request_finished.connect(close_old_connections)
 
 
+def valid_beyond_the_schema(body: Any, stored: dict[str, Any]) -> Any:
+    """What JSON Schema cannot say, made true of a valid request: the recipe, job and policy it names
+    exist (and the policy is not already the recipe's: proposing that is refused), a catalog has
+    no duplicate shape and a solo prefill graph, a plan's request fits its catalog, a raw trace
+    upload is a trace. The server refuses each otherwise, as bad input naming the field (400)."""
+    if isinstance(body, bytes):  # a raw trace upload
+        return TRACE
+    if not isinstance(body, dict):
+        return body
+    body.pop("rollback_of", None)  # the applied decision a rollback reverts: none is stored here
+    known = {
+        "recipe": stored["recipe"],
+        "evidence": [stored["job"]],
+        "policy": stored["policy"],
+        "shapes": [{"prefill": 2048, "decode": 0}],
+        "catalog": [{"prefill": 2048, "decode": 0, "ms": 10.0}],
+        "request": {"prompt_tokens": 3000},
+    }
+    body.update({key: value for key, value in known.items() if key in body})
+    if "policies" in body:
+        body["policies"] = sorted(set(body["policies"]))  # each once
+    return body
+
+
+def fuzz(
+    operation: Any, mode: GenerationMode, auth: dict[str, str], stored: dict[str, Any], failures: Failures
+) -> None:
+    """`EXAMPLES` requests of one operation in one mode, each answer run through the default checks;
+    every failure counted under (operation, mode, check) with the first request that showed it."""
+    name = f"{operation.method.upper()} {operation.path}"
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @hypothesis_settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    def call(case: Any) -> None:
+        if mode is GenerationMode.POSITIVE:
+            case.body = valid_beyond_the_schema(case.body, stored)
+        response = case.call(headers=auth)
+        try:
+            case.validate_response(response, headers=auth)  # checks=None: the default checks
+        except FailureGroup as group:
+            for failure in group.exceptions:
+                key = (name, mode.value, failure.title)
+                shown = f"{case.as_curl_command()[:300]} -> {response.status_code} {response.text[:200]}"
+                failures.setdefault(key, [0, shown])[0] += 1
+
+    call()
+
+
 @pytest.mark.django_db
-def test_no_generated_request_gets_a_server_error_or_an_answer_off_its_schema(
-    maintainer, recipe, done_job, queued, wsgi_app
+def test_no_generated_request_gets_an_answer_the_schema_does_not_declare(
+    maintainer, recipe, done_job, queued, wsgi_app, settings: Any
 ):
+    # The ignored-auth check sends wrong tokens: at the default 10 a minute the address would be
+    # throttled (429, declared) for the rest of the run, and nothing else would be tested.
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token_failure": "100000/min"}}
     # identity: the in-process WSGI client does not undo the gzip an HTTP client would (test_headers checks it)
     auth = {"Authorization": f"Bearer {user_token_issue(user=maintainer)}", "Accept-Encoding": "identity"}
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app, headers=auth)
+    failures: Failures = {}
+    active = PolicySetting.objects.get(recipe=recipe).policy
+    stored = {
+        "recipe": recipe.name,
+        "job": done_job.pk,
+        "policy": next(p for p in selectable_policies() if p != active),
+    }
     checked = []
     for result in schema.get_all_operations():
         operation = result.ok()
         if (operation.method.upper(), operation.path) in SKIP:
             continue
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-
-            @given(case=operation.as_strategy(generation_mode=mode))
-            @settings(
-                max_examples=EXAMPLES,
-                deadline=None,
-                database=None,
-                derandomize=True,
-                suppress_health_check=list(HealthCheck),
-            )
-            def call(case):
-                response = case.call(headers=auth)
-                case.validate_response(response, checks=[not_a_server_error, response_schema_conformance])
-
-            call()
+            fuzz(operation, mode, auth, stored, failures)
         checked.append(f"{operation.method.upper()} {operation.path}")
     assert {"POST /api/jobs/", "POST /api/recipes/{name}/boots/", "GET /api/jobs/{job_id}/"} <= set(checked)
+    found = [f"{n} x {op} ({mode}): {title}\n    {shown}" for (op, mode, title), (n, shown) in failures.items()]
+    print(f"schemathesis: {sum(n for n, _ in failures.values())} failing requests", *found, sep="\n")
+    assert set(failures) <= OPEN, "\n".join(f for f, key in zip(found, failures) if key not in OPEN)

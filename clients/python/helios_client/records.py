@@ -98,6 +98,28 @@ class Spec:
             return None
         raise ValueError(f"no such kind of field: {kind!r}")
 
+    def json_schema(self) -> dict[str, Any]:
+        """The field as JSON Schema (the server's OpenAPI schema reads it): the same bounds;
+        "printable" is stated as no control character, the rest of `str.isprintable` in `doc`."""
+        kind = self.kind
+        if kind in ("int", "number"):
+            return {"type": "integer" if kind == "int" else "number", "minimum": self.minimum, "maximum": self.maximum}
+        if kind.endswith("_list"):
+            item = Spec(kind.removesuffix("_list"), "", self.minimum, self.maximum).json_schema()
+            return {"type": "array", "items": item, "minItems": self.min_items, "maxItems": self.max_items}
+        if kind == "id":
+            return {"oneOf": [{"type": "integer", "minimum": 0, "maximum": MAX_INT}, _printable(MAX_ID_CHARS)]}
+        if kind == "name":
+            return _printable(MAX_NAME)
+        if kind == "slug":
+            return {"type": "string", "pattern": f"^[-_0-9a-zA-Z]{{1,{MAX_ENGINE}}}$"}
+        if kind == "uuid":
+            return {"type": "string", "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}
+        if kind == "records":
+            kinds = [_closed(cls, {"type": {"type": "string", "enum": [name]}}) for name, cls in RECORDS.items()]
+            return {"type": "array", "items": {"oneOf": kinds}, "minItems": 1, "maxItems": MAX_RECORDS}
+        raise ValueError(f"no JSON Schema for a field of kind {kind!r}")
+
     def column_ok(self, column: Sequence[Any]) -> bool:
         """Whether every value of a non-empty column fits, by C loops (`map`, `set`, `min`) rather
         than a Python call per value; False may also mean "check them one by one" (a mixed id column)."""
@@ -227,6 +249,10 @@ def _text_problem(value: Any, longest: int, what: str) -> str | None:
 def _texts_ok(column: Sequence[str], longest: int) -> bool:
     lengths = set(map(len, column))
     return min(lengths) > 0 and max(lengths) <= longest and all(map(str.isprintable, column))
+
+
+def _printable(longest: int) -> dict[str, Any]:
+    return {"type": "string", "minLength": 1, "maxLength": longest, "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"}
 
 
 def _uuid_problem(value: Any) -> str | None:
@@ -377,6 +403,25 @@ def record_problem(record: Any) -> tuple[str, str] | None:
         if where is not None:
             return name + where[0], where[1]
     return None
+
+
+def batch_json_schema() -> dict[str, Any]:
+    """A batch as JSON Schema: each record kind a closed object told apart by `type`. Rules across
+    fields and records (`end - start <= graph`, one version a batch, the window) are the server's."""
+    return _closed(Batch, {})
+
+
+def _closed(cls: type, extra: dict[str, Any]) -> dict[str, Any]:
+    declared = {name: {**rule.json_schema(), "description": rule.doc} for name, rule in specs(cls).items()}
+    for f in fields(cls):
+        if f.default is None:  # `boot`: null reads as absent
+            declared[f.name]["nullable"] = True
+    return {
+        "type": "object",
+        "properties": {**extra, **declared},
+        "required": sorted({*extra, *required(cls)}),
+        "additionalProperties": False,
+    }
 
 
 def field_table(classes: Iterable[type] = (Batch, LaunchRecord, RequestRecord)) -> str:

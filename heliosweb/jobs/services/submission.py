@@ -19,7 +19,7 @@ from heliosweb.audit.services import audit_append
 from heliosweb.catalogs.health import boot_repaired
 from heliosweb.catalogs.selectors import boot_catalogs
 from heliosweb.celery import app as celery_app
-from heliosweb.common.errors import NotFound, Throttled
+from heliosweb.common.errors import Conflict, NotFound, Throttled
 from heliosweb.common.permissions import Actor
 from heliosweb.common.redis_errors import redis_refusal
 from heliosweb.recipes.models import Recipe
@@ -221,13 +221,13 @@ def job_enqueue(job: BenchmarkJob) -> None:
 def job_cancel(*, job: BenchmarkJob, user: Actor | None = None, audit_action: str = "job_cancelled") -> BenchmarkJob:
     """Queued: cancelled at once. Running: the worker stops at the analysis's next event. Audited.
     Checked under the job's row lock: a second cancel (a double click, a retry) of a job already
-    finished or already stopping is refused naming `status` and writes nothing."""
+    finished or already stopping is refused (Conflict, 409) naming `status` and writes nothing."""
     with transaction.atomic():
         locked = BenchmarkJob.objects.select_for_update().only("status", "cancel_requested").get(pk=job.pk)
         job.status, job.cancel_requested = locked.status, locked.cancel_requested
         before = str(job.status)
         if job.status == JobStatus.RUNNING and job.cancel_requested:
-            raise InvalidInput("status", f"job {job.pk} is stopping already (a cancel was requested)")
+            raise Conflict("status", f"job {job.pk} is stopping already (a cancel was requested)")
         if job.status == JobStatus.QUEUED:
             reason = "cancelled before it started"
             event = {"type": "cancelled", "reason": reason}
@@ -237,7 +237,7 @@ def job_cancel(*, job: BenchmarkJob, user: Actor | None = None, audit_action: st
         elif job.status == JobStatus.RUNNING:
             BenchmarkJob.objects.filter(pk=job.pk).update(cancel_requested=True)
         else:
-            raise InvalidInput("status", f"job {job.pk} is already {job.status}")
+            raise Conflict("status", f"job {job.pk} is already {job.status}")
         job.refresh_from_db()
         audit_append(
             action=audit_action,
