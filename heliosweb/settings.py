@@ -19,6 +19,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from heliosweb.common.processes import DEFAULT_DRAIN_SECONDS
+from scheduler_core.policies import POLICIES, selectable_policies
 from scheduler_core.validation import int_of_text, number_of_text
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -431,8 +432,14 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Start benchmark jobs, read their results, read each recipe's active policy.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    # One name per enum, whichever components share it (a decision's status: the detail and the list).
-    "ENUM_NAME_OVERRIDES": {"DecisionStatusEnum": ["pending", "approved", "rejected", "withdrawn", "applied"]},
+    # One name per enum, whichever components share it (a decision's status: the detail and the list;
+    # the policies every analysis and record names, and those a recipe may run), so generated clients
+    # keep their names as components are added.
+    "ENUM_NAME_OVERRIDES": {
+        "DecisionStatusEnum": ["pending", "approved", "rejected", "withdrawn", "applied"],
+        "PolicyEnum": list(POLICIES),
+        "SelectablePolicyEnum": list(selectable_policies()),
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "heliosweb.recipes.policy_poll.add_to_openapi",

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from heliosweb.jobs import selectors as job_selectors
 from heliosweb.jobs.models import BenchmarkJob, JobEvent
+from heliosweb.jobs.result_reading import readings
 from scheduler_core.comparison import Pair, default_pair, picked_pair
 
 from .contract import JobData, KindViews, policies_run, to_json
@@ -35,7 +36,14 @@ def job_data(job: BenchmarkJob, views: KindViews, *, with_events: bool = True, p
 def job_pair(job: BenchmarkJob, query: Mapping[str, str]) -> Pair | None:
     """The pair a page or an export compares: `?before=&after=` among the policies the job ran
     (`comparison.picked_pair`: InvalidInput naming the field), by default its first two."""
-    return picked_pair(policies_run(job.result), query.get("before") or None, query.get("after") or None)
+    return picked_pair(_ran(job), query.get("before") or None, query.get("after") or None)
+
+
+def _ran(job: BenchmarkJob) -> list[str]:
+    """The policies `job` ran, from its reading where it is done (the result without its
+    per-request rows: a 19k-request job's result is megabytes), else from its result."""
+    reading = readings([job]).get(job.pk)
+    return policies_run(reading.lean if reading is not None else job.result)
 
 
 def job_figures_json(*, job_id: object, query: Mapping[str, str] | None = None) -> str:
@@ -54,7 +62,7 @@ def figures_payload(job: BenchmarkJob) -> list[dict[str, Any]]:
 
 def _figures_text(job: BenchmarkJob, pair: Pair | None = None) -> str:
     views = views_for(job.kind)
-    pair = pair or default_pair(policies_run(job.result))
+    pair = pair or default_pair(_ran(job))
 
     def build() -> str:
         data = job_data(job, views, pair=pair)

@@ -550,9 +550,14 @@ def fill(path: str, world: dict[str, int]) -> str:
     return path
 
 
+# A done job's reading (`jobs.result_reading`) is made from its stored result on first read,
+# whatever the request: a cache of what is stored, not something an input stores.
+DERIVED = {"jobs.ResultReading"}
+
+
 def _rows() -> dict[str, int]:
     """The row count of every model (audit events included: a refused input records nothing)."""
-    return {model._meta.label: model.objects.count() for model in apps.get_models()}
+    return {model._meta.label: model.objects.count() for model in apps.get_models() if model._meta.label not in DERIVED}
 
 
 @pytest.fixture
