@@ -22,17 +22,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
+from helios_vllm import models as model
+
 from scheduler_core.analyses.contract import Analysis, Emit, progress
 from scheduler_core.analyses.params import FloatParam, IntParam, TraceParam, WindowParam
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent
 from scheduler_core.traffic import TraceTraffic
 
-from . import calibrate, compare, driver, model, probe, venv
+from . import calibrate, compare, driver, probe, venv
 from .server import ServeConfig, ServerError, VllmServer, port_free
 
 BUDGET = 2048  # vLLM's max_num_batched_tokens here
-SHAPE = "tiny"  # the model (vllm_loop.model): a CPU's
+SHAPE = "tiny"  # the model (helios_vllm.models): a CPU's
 SIM_POLICY = "rule"  # what stands for vLLM's own solo chunking (module docstring)
 MAX_REQUESTS = 2_000
 
