@@ -54,6 +54,7 @@ class ServeConfig:
     device: str = "cpu"
     scheduler_cls: str | None = SCHEDULER_CLS
     env: Mapping[str, str] = field(default_factory=dict)
+    prefix_caching: bool = True  # off: the same prompt served twice (once per policy) is computed twice
     host: str = "127.0.0.1"
 
     def command(self, python: Path) -> list[str]:
@@ -69,6 +70,8 @@ class ServeConfig:
         ]
         if self.device == "cpu":
             cmd += ["--gpu-memory-utilization", str(CPU_ENGINE_ARGS["gpu_memory_utilization"])]
+        if not self.prefix_caching:
+            cmd.append("--no-enable-prefix-caching")
         if self.scheduler_cls:
             cmd += ["--scheduler-cls", self.scheduler_cls]
         return cmd
