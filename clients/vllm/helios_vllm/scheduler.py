@@ -134,6 +134,7 @@ class _Helios:
         self.planner = SoloPlanner()
         self.calibration: Calibration | None = None  # made by the first request (`hold`)
         self.calibrated = False
+        self.capacities_source = ""  # whose capacities the calibration measures (its provenance says)
         self.calibrating: Request | None = None
         self.held: list[Request] = []
         self.link = Link(settings, self.planner)
@@ -169,11 +170,12 @@ class _Helios:
         if self.calibration is None:
             known = self.link.capacities
             self.calibration = Calibration(capacities_for(self.s.max_num_scheduled_tokens, known, self.capture_sizes))
-            log.info(
-                "helios: measuring capacities %s (%s)",
-                list(self.calibration.capacities),
-                "the recipe's" if known else "the product named none (yet): the engine's capture sizes or the defaults",
+            self.capacities_source = (
+                "the recipe's (the product's policy answer)"
+                if known and set(self.calibration.capacities) <= set(known)
+                else "the engine's: its CUDA graph capture sizes, else the defaults (the product named none that fit)"
             )
+            log.info("helios: measuring capacities %s, %s", list(self.calibration.capacities), self.capacities_source)
             self._calibrate_next(request)
         return True
 
@@ -303,6 +305,7 @@ class _Helios:
                 if not self.capture_sizes
                 else str(config.device_config.device),
                 "mode": "helios-vllm calibration: one-token requests of each capacity, alone in their steps",
+                "capacities_from": self.capacities_source,
                 "engine": "vllm",
                 "vllm_version": vllm.__version__,
                 "model": {
