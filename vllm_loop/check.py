@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import statistics
 import subprocess
 import tempfile
 import time
@@ -49,6 +50,7 @@ BUDGET = 2048  # vLLM's max_num_batched_tokens here
 SHAPE = "tiny"  # the model (helios_vllm.models): a CPU's
 MAX_REQUESTS = 2_000
 CONTEXT_PROMPT = 6_144  # the lone prompt whose chunks time attention's growth (3 full budgets under rule)
+OVERHEAD_PROMPT, OVERHEAD_IDS = 64, (3, 4, 5)  # lone prompts timing a request's cost outside the steps
 RECORDS_WAIT_S = 60.0  # for the plugin's last records after the window (it posts every 0.5 s)
 TAG = re.compile(r"hc(\w+?)x(\d+)")  # the driver's request ids, `hc<pass>x<id>`, inside vLLM's
 
@@ -115,6 +117,7 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
 
             boot = _boot(server.url, standin, say)
             attention = _attention(server.url, standin, boot, say)
+            request_ms = _request_ms(server.url, standin, say)
             measured = probe.measure(server.url, vocab=model.vocab(SHAPE), on_progress=say)
             for i, policy in enumerate(policies):
                 progress(emit, 3 + i, total, f"serving {len(selected)} requests under {policy}")
@@ -133,7 +136,7 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
         finally:
             server.stop()
             standin.close()
-    result = evaluate(params, selected, conditions, boot, attention, measured, served, standin.records)
+    result = evaluate(params, selected, conditions, boot, attention, request_ms, measured, served, standin.records)
     progress(emit, total, total, "done")
     return result
 
@@ -151,13 +154,36 @@ def conditions_of(env: venv.Env) -> dict[str, Any]:
     }
 
 
-def _lone(url: str, request_id: int, prompt: int) -> None:
+def _lone(url: str, request_id: int, prompt: int) -> float:
+    """A lone request of `prompt` tokens (tagged `hcbootx<id>`), its TTFT as the client saw it."""
     arrival = Arrival(request_id, 0.0, Request(prompt), 1)
     (one,) = driver.replay(
         url, [arrival], vocab=model.vocab(SHAPE), max_context=model.max_context(SHAPE), tag="hcbootx"
     )
     if one.ttft_ms is None:
         raise ServerError(f"vLLM did not serve a lone request: {one.error}")
+    return one.ttft_ms
+
+
+def _launched(standin: Standin, request_id: int, tokens: int) -> list[dict[str, Any]]:
+    """The launch records of lone request `request_id` once they cover its `tokens` (or a minute)."""
+    deadline = time.monotonic() + RECORDS_WAIT_S
+    while True:
+        chunks = [r for r in standin.records if r["type"] == "launch" and _tagged(r["request"]) == ("boot", request_id)]
+        if sum(r["end"] - r["start"] for r in chunks) >= tokens or time.monotonic() > deadline:
+            return chunks
+        time.sleep(0.2)
+
+
+def _request_ms(url: str, standin: Standin, say: Callable[[str], None]) -> float:
+    """What a request's TTFT holds outside the engine's steps (HTTP, the API server, the hand-over):
+    lone short prompts' client TTFT less the step times the plugin recorded for them, the median."""
+    say(f"the request's cost outside the steps ({len(OVERHEAD_IDS)} lone {OVERHEAD_PROMPT}-token prompts)")
+    outside = []
+    for request_id in OVERHEAD_IDS:
+        ttft = _lone(url, request_id, OVERHEAD_PROMPT)
+        outside.append(ttft - sum(r["ms"] for r in _launched(standin, request_id, OVERHEAD_PROMPT)))
+    return max(0.0, statistics.median(outside))
 
 
 def _boot(url: str, standin: Standin, say: Callable[[str], None]) -> dict[str, Any]:
@@ -179,12 +205,7 @@ def _attention(url: str, standin: Standin, boot: dict[str, Any], say: Callable[[
     say(f"chunks of a lone {CONTEXT_PROMPT}-token prompt at growing positions")
     _lone(url, 2, CONTEXT_PROMPT)
     ms_of = {int(g["prefill"]): float(g["ms"]) for g in boot["catalog"] if g["decode"] == 0 and g.get("ms")}
-    deadline = time.monotonic() + RECORDS_WAIT_S
-    while True:
-        chunks = [r for r in standin.records if r["type"] == "launch" and _tagged(r["request"]) == ("boot", 2)]
-        if sum(r["end"] - r["start"] for r in chunks) >= CONTEXT_PROMPT or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    chunks = _launched(standin, 2, CONTEXT_PROMPT)
     pairs = [
         ((r["end"] - r["start"]) * r["start"], r["ms"] - ms_of[r["end"] - r["start"]])
         for r in chunks
@@ -233,6 +254,7 @@ def evaluate(
     conditions: dict[str, Any],
     boot: dict[str, Any],
     attention: AttentionTerm,
+    request_ms: float,
     measured: dict[str, list[list[float]]],
     served: dict[str, list[driver.Served]],
     records: list[dict[str, Any]],
@@ -250,7 +272,7 @@ def evaluate(
     table = solo + [r for r in calibrate.table(costs, BUDGET, granularity) if r["decode"] > 0]
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):
-        simulated = compare.simulate(runs, table, policy, costs.request_ms, attention)
+        simulated = compare.simulate(runs, table, policy, request_ms, attention)
         ran: dict[int, list[tuple[int, int]]] = {}
         padded = 0
         for r in sorted(records, key=lambda r: (r["request"], r.get("start", 0))):
@@ -279,6 +301,7 @@ def evaluate(
             "boot": boot["catalog"],
             "boot_provenance": boot.get("provenance", {}),
             "attention": attention.to_dict(),
+            "request_ms": round(request_ms, 3),
             "measured": measured,
             "costs": costs.to_dict(),
             "granularity": granularity,

@@ -24,7 +24,7 @@ class Standin:
         self.boots: list[dict[str, Any]] = []
         self.records: list[dict[str, Any]] = []
         self._changed = threading.Condition()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server = _Server(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True, name="vllm-check-standin").start()
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
@@ -52,6 +52,11 @@ class Standin:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A long-poll the plugin abandons as vLLM stops is no error worth a traceback."""
 
 
 def _handler(standin: Standin) -> type[BaseHTTPRequestHandler]:
