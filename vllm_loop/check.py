@@ -116,7 +116,7 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
                 progress(emit, 2, total, m)
 
             boot = _boot(server.url, standin, say)
-            attention = _attention(server.url, standin, boot, say)
+            attention = _attention(server.url, standin, say)
             request_ms = _request_ms(server.url, standin, say)
             measured = probe.measure(server.url, vocab=model.vocab(SHAPE), on_progress=say)
             for i, policy in enumerate(policies):
@@ -198,19 +198,23 @@ def _boot(url: str, standin: Standin, say: Callable[[str], None]) -> dict[str, A
     return standin.boots[0]
 
 
-def _attention(url: str, standin: Standin, boot: dict[str, Any], say: Callable[[str], None]) -> AttentionTerm:
-    """Attention's growth with context, from a lone long prompt's chunks: each chunk's step time
-    beyond the boot's time for its size, per (chunk token x token before it), least squares
-    through the origin (0 when the engine shows none)."""
+def _attention(url: str, standin: Standin, say: Callable[[str], None]) -> AttentionTerm:
+    """Attention's growth with context, from a lone long prompt's chunks (as `AttentionTerm` asks:
+    chunks of one size at several positions): each later chunk's step time beyond the first
+    chunk's of its size, per (chunk token x token before it), least squares through the origin
+    (0 when the engine shows none). Not against the boot: one noisy boot entry would be the
+    baseline of every chunk of its size."""
     say(f"chunks of a lone {CONTEXT_PROMPT}-token prompt at growing positions")
     _lone(url, 2, CONTEXT_PROMPT)
-    ms_of = {int(g["prefill"]): float(g["ms"]) for g in boot["catalog"] if g["decode"] == 0 and g.get("ms")}
-    chunks = _launched(standin, 2, CONTEXT_PROMPT)
-    pairs = [
-        ((r["end"] - r["start"]) * r["start"], r["ms"] - ms_of[r["end"] - r["start"]])
-        for r in chunks
-        if r["start"] > 0 and (r["end"] - r["start"]) in ms_of
-    ]
+    chunks = sorted(_launched(standin, 2, CONTEXT_PROMPT), key=lambda r: r["start"])
+    first: dict[int, float] = {}
+    pairs = []
+    for r in chunks:
+        size = r["end"] - r["start"]
+        if size not in first:
+            first[size] = r["ms"]
+        elif r["start"] > 0:
+            pairs.append((size * r["start"], r["ms"] - first[size]))
     keys = sum(x * x for x, _ in pairs)
     slope = sum(x * y for x, y in pairs) / keys if keys else 0.0
     return AttentionTerm(prefill_key_ms=max(0.0, slope))
