@@ -5,8 +5,9 @@ helios-vllm plugin, following a stand-in of the product's engine routes (`standi
 this run sets, the boot and records the plugin posts). Its first request starts the plugin's
 calibration: the boot (each capacity's step time, measured inside the engine). A lone long prompt
 then times chunks at growing positions (attention's growth with context: `scheduler_core`'s
-`AttentionTerm`), and `probe` measures from outside what a boot does not hold (a request's
-overhead outside the steps, decode and mixed steps). Then, for each policy, the stand-in switches
+`AttentionTerm`), three lone short prompts time a request's cost outside the steps (their client
+TTFT less the step times the plugin recorded), and `probe` measures from outside what a boot does
+not hold (decode and mixed steps, fitted by `calibrate`). Then, for each policy, the stand-in switches
 to it, the plugin reads it, and the same window of a trace is served (`driver`, on its clock;
 prefix caching off, so the second policy computes the same prompts again).
 
