@@ -36,8 +36,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "clients" / "vllm" / "examples"))
-from tiny_llama import ENGINE_ARGS, write_model
+from helios_vllm.models import CPU_ENGINE_ARGS, write
 
 TRACE = Path("/work/shared/data/traces/azure-llm-2023-code.csv")
 TARGET_PCT = 2.0
@@ -105,8 +104,8 @@ def main() -> int:
         )
     from vllm import LLM
 
-    model = str(write_model(Path(tempfile.mkdtemp(prefix="helios-tiny-llama-"))))
-    common = dict(ENGINE_ARGS, disable_log_stats=False, gpu_memory_utilization=0.1)
+    model = str(write(Path(tempfile.mkdtemp(prefix="helios-tiny-llama-")), "tiny"))
+    common = dict(CPU_ENGINE_ARGS, disable_log_stats=False, gpu_memory_utilization=0.1)
     arms = {} if args.helios_only else {"vllm": LLM(model=model, **common)}
     # (the plugin's engine last: its metrics are the registry's)
     arms["helios"] = LLM(model=model, scheduler_cls="helios_vllm.scheduler.HeliosScheduler", **common)

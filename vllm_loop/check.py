@@ -1,45 +1,66 @@
-"""`vllm-check`: the simulator measured against a real vLLM.
+"""`vllm-check`: the simulator measured against a real vLLM, per policy.
 
-One run: vLLM starts in its own virtualenv (a subprocess; nothing here imports vLLM), is measured
-from outside (`probe`: lone prompts' TTFT, decode gaps), serves a window of a trace replayed on its
-clock (`driver`), and stops. `calibrate` turns the measurements into the table the simulator runs
-on; `compare` simulates the very requests vLLM was sent and sets both side by side: TTFT error at
-p50, p90 and p99, padding, with the conditions of the run (load average before and after, device,
-vLLM version, the chunk budget).
+One run: vLLM starts in its own virtualenv (a subprocess; nothing here imports vLLM) with the
+helios-vllm plugin, following a stand-in of the product's engine routes (`standin`: the policy
+this run sets, the boot and records the plugin posts). Its first request starts the plugin's
+calibration: the boot (each capacity's step time, measured inside the engine). A lone long prompt
+then times chunks at growing positions (attention's growth with context: `scheduler_core`'s
+`AttentionTerm`), three lone short prompts time a request's cost outside the steps (their client
+TTFT less the step times the plugin recorded), and `probe` measures from outside what a boot does
+not hold (decode and mixed steps, fitted by `calibrate`). Then, for each policy, the stand-in switches
+to it, the plugin reads it, and the same window of a trace is served (`driver`, on its clock;
+prefix caching off, so the second policy computes the same prompts again).
 
-The engine runs vLLM's own scheduler (`engine: vllm`): with a lone request it takes
-`min(remaining, budget)` tokens a step and pads nothing on a CPU, which `scheduler_core`'s `rule`
-on the calibrated table reproduces up to the table's granularity.
+The simulator runs each policy on the same requests, on the boot's solo prefill graphs (what the
+plugin planned with) and the fitted decode and mixed steps, with the attention term; `compare`
+sets both side by side: TTFT error at p50, p90 and p99, the prefill launches that differ from the
+plugin's launch records, padding, with the run's conditions (load average before and after,
+device, vLLM version, the chunk budget). Where several requests are in flight vLLM chunks as it
+always does (the plugin plans solo prefills only), and so does the simulator's loop.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import re
+import statistics
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
+from helios_vllm import models as model
+
 from scheduler_core.analyses.contract import Analysis, Emit, progress
-from scheduler_core.analyses.params import EXAMPLE_TRACE, FloatParam, IntParam, TraceParam, WindowParam
+from scheduler_core.analyses.params import EXAMPLE_TRACE, FloatParam, IntParam, PolicyListParam, TraceParam, WindowParam
 from scheduler_core.errors import InvalidInput
 from scheduler_core.events import ProgressEvent
+from scheduler_core.execution import AttentionTerm
+from scheduler_core.request import Request
+from scheduler_core.scheduler import Arrival
 from scheduler_core.traffic import TraceTraffic
 
-from . import calibrate, compare, driver, model, probe, venv
+from . import calibrate, compare, driver, probe, venv
 from .server import ServeConfig, ServerError, VllmServer, port_free
+from .standin import RECIPE, Standin
 
 BUDGET = 2048  # vLLM's max_num_batched_tokens here
-SHAPE = "tiny"  # the model (vllm_loop.model): a CPU's
-SIM_POLICY = "rule"  # what stands for vLLM's own solo chunking (module docstring)
+SHAPE = "tiny"  # the model (helios_vllm.models): a CPU's
 MAX_REQUESTS = 2_000
+CONTEXT_PROMPT = 6_144  # the lone prompt whose chunks time attention's growth (3 full budgets under rule)
+OVERHEAD_PROMPT, OVERHEAD_IDS = 64, (3, 4, 5)  # lone prompts timing a request's cost outside the steps
+RECORDS_WAIT_S = 60.0  # for the plugin's last records after the window (it posts every 0.5 s)
+TAG = re.compile(r"hc(\w+?)x(\d+)")  # the driver's request ids, `hc<pass>x<id>`, inside vLLM's
 
 
 class CheckResult(TypedDict):
-    """What vLLM served and what the simulator predicted for the same requests (`comparison`), the
-    measurements and the fit the simulator ran on (`calibration`), and the run's `conditions`."""
+    """Per policy (`policies`, in the order served), what vLLM served and what the simulator
+    predicted for the same requests (`comparison`, `launches`); `comparison` and `sim_policy`
+    repeat the first policy's, which pages read first. The boot, measurements and fit the
+    simulator ran on (`calibration`), and the run's `conditions`."""
 
     engine: str
     sim_policy: str
@@ -47,6 +68,7 @@ class CheckResult(TypedDict):
     conditions: dict[str, Any]
     calibration: dict[str, Any]
     comparison: dict[str, Any]
+    policies: dict[str, dict[str, Any]]
 
 
 def check(params: dict[str, Any]) -> None:
@@ -76,23 +98,46 @@ def vllm_version(env: venv.Env) -> str:
 
 
 def run(params: dict[str, Any], emit: Emit) -> CheckResult:
-    """Start vLLM (vLLM's own scheduler), measure it, serve the window, stop it, compare."""
+    """Start vLLM with the plugin, take its boot and the costs it lacks, serve the window under
+    each policy, stop it, compare each with the simulator."""
     selected = _selected(params)
-    total = 4
+    policies: list[str] = params["policies"]
+    total = 3 + len(policies)
     progress(emit, 0, total, "vLLM's virtualenv")
     env = venv.ensure(say=lambda m: progress(emit, 0, total, m[:120]))
     conditions = conditions_of(env)
+    standin = Standin(policies[0])
+    served: dict[str, list[driver.Served]] = {}
     with tempfile.TemporaryDirectory(prefix="vllm-check-") as work:
-        server = VllmServer(env, _config(Path(work), params["port"]))
+        server = VllmServer(env, _config(Path(work), params["port"], standin.url))
         try:
             server.start(lambda m: progress(emit, 1, total, m[:120]))
-            measured, served = measure_and_serve(server.url, selected, lambda m: progress(emit, 2, total, m))
+
+            def say(m: str) -> None:
+                progress(emit, 2, total, m)
+
+            boot = _boot(server.url, standin, say)
+            attention = _attention(server.url, standin, say)
+            request_ms = _request_ms(server.url, standin, say)
+            measured = probe.measure(server.url, vocab=model.vocab(SHAPE), on_progress=say)
+            for i, policy in enumerate(policies):
+                progress(emit, 3 + i, total, f"serving {len(selected)} requests under {policy}")
+                _follow(standin, policy)
+                served[policy] = driver.replay(
+                    server.url,
+                    list(selected.arrivals()),
+                    vocab=model.vocab(SHAPE),
+                    max_context=model.max_context(SHAPE),
+                    tag=f"hc{i}x",
+                )
+            _wait_records(standin, served)
             server.check_alive()
         except ServerError as exc:
             raise InvalidInput("vllm", str(exc)) from None
         finally:
             server.stop()
-    result = evaluate(params, selected, conditions, measured, served, engine="vllm (its own scheduler)")
+            standin.close()
+    result = evaluate(params, selected, conditions, boot, attention, request_ms, measured, served, standin.records)
     progress(emit, total, total, "done")
     return result
 
@@ -110,37 +155,145 @@ def conditions_of(env: venv.Env) -> dict[str, Any]:
     }
 
 
-def measure_and_serve(
-    url: str, selected: TraceTraffic, say: Callable[[str], None]
-) -> tuple[dict[str, list[list[float]]], list[driver.Served]]:
-    """On a running vLLM (any scheduler): the calibration's measurements, then the window served."""
-    measured = probe.measure(url, vocab=model.vocab(SHAPE), on_progress=say)
-    say(f"serving {len(selected)} requests")
-    served = driver.replay(
-        url, list(selected.arrivals()), vocab=model.vocab(SHAPE), max_context=model.max_context(SHAPE)
+def _lone(url: str, request_id: int, prompt: int) -> float:
+    """A lone request of `prompt` tokens (tagged `hcbootx<id>`), its TTFT as the client saw it."""
+    arrival = Arrival(request_id, 0.0, Request(prompt), 1)
+    (one,) = driver.replay(
+        url, [arrival], vocab=model.vocab(SHAPE), max_context=model.max_context(SHAPE), tag="hcbootx"
     )
-    return measured, served
+    if one.ttft_ms is None:
+        raise ServerError(f"vLLM did not serve a lone request: {one.error}")
+    return one.ttft_ms
+
+
+def _launched(standin: Standin, request_id: int, tokens: int) -> list[dict[str, Any]]:
+    """The launch records of lone request `request_id` once they cover its `tokens` (or a minute)."""
+    deadline = time.monotonic() + RECORDS_WAIT_S
+    while True:
+        chunks = [r for r in standin.records if r["type"] == "launch" and _tagged(r["request"]) == ("boot", request_id)]
+        if sum(r["end"] - r["start"] for r in chunks) >= tokens or time.monotonic() > deadline:
+            return chunks
+        time.sleep(0.2)
+
+
+def _request_ms(url: str, standin: Standin, say: Callable[[str], None]) -> float:
+    """What a request's TTFT holds outside the engine's steps (HTTP, the API server, the hand-over):
+    lone short prompts' client TTFT less the step times the plugin recorded for them, the median."""
+    say(f"the request's cost outside the steps ({len(OVERHEAD_IDS)} lone {OVERHEAD_PROMPT}-token prompts)")
+    outside = []
+    for request_id in OVERHEAD_IDS:
+        ttft = _lone(url, request_id, OVERHEAD_PROMPT)
+        outside.append(ttft - sum(r["ms"] for r in _launched(standin, request_id, OVERHEAD_PROMPT)))
+    return max(0.0, statistics.median(outside))
+
+
+def _boot(url: str, standin: Standin, say: Callable[[str], None]) -> dict[str, Any]:
+    """The plugin's boot: its first request starts the calibration, whose catalog it posts."""
+    say("the plugin's calibration (its first request)")
+    _lone(url, 1, 16)
+    deadline = time.monotonic() + RECORDS_WAIT_S
+    while not standin.boots:
+        if time.monotonic() > deadline:
+            raise ServerError("the plugin posted no boot within a minute of its first request")
+        time.sleep(0.2)
+    return standin.boots[0]
+
+
+def _attention(url: str, standin: Standin, say: Callable[[str], None]) -> AttentionTerm:
+    """Attention's growth with context, from a lone long prompt's chunks (as `AttentionTerm` asks:
+    chunks of one size at several positions): each later chunk's step time beyond the first
+    chunk's of its size, per (chunk token x token before it), least squares through the origin
+    (0 when the engine shows none). Not against the boot: one noisy boot entry would be the
+    baseline of every chunk of its size."""
+    say(f"chunks of a lone {CONTEXT_PROMPT}-token prompt at growing positions")
+    _lone(url, 2, CONTEXT_PROMPT)
+    chunks = sorted(_launched(standin, 2, CONTEXT_PROMPT), key=lambda r: r["start"])
+    first: dict[int, float] = {}
+    pairs = []
+    for r in chunks:
+        size = r["end"] - r["start"]
+        if size not in first:
+            first[size] = r["ms"]
+        elif r["start"] > 0:
+            pairs.append((size * r["start"], r["ms"] - first[size]))
+    keys = sum(x * x for x, _ in pairs)
+    slope = sum(x * y for x, y in pairs) / keys if keys else 0.0
+    return AttentionTerm(prefill_key_ms=max(0.0, slope))
+
+
+def _tagged(request: str) -> tuple[str, int] | None:
+    """(pass, id) of a request the driver sent (`hc<pass>x<id>`; pass `boot` for the lone ones)."""
+    if (m := TAG.search(request)) is None:
+        return None
+    return m.group(1), int(m.group(2))
+
+
+def _follow(standin: Standin, policy: str) -> None:
+    """Switch the stand-in to `policy` and wait until the plugin has read it (a long-poll answer)."""
+    if standin.policy == policy and standin.read_version == standin.version:
+        return
+    standin.set_policy(policy)
+    deadline = time.monotonic() + RECORDS_WAIT_S
+    while standin.read_version != standin.version:
+        if time.monotonic() > deadline:
+            raise ServerError(f"the plugin did not read policy {policy} within a minute")
+        time.sleep(0.05)
+
+
+def _wait_records(standin: Standin, served: dict[str, list[driver.Served]]) -> None:
+    """Until the plugin has posted a request record for each request served (or a minute)."""
+    want = sum(1 for runs in served.values() for s in runs if s.ttft_ms is not None)
+    deadline = time.monotonic() + RECORDS_WAIT_S
+    while time.monotonic() < deadline:
+        got = sum(
+            1 for r in standin.records if r["type"] == "request" and (_tagged(r["request"]) or ("boot",))[0] != "boot"
+        )
+        if got >= want:
+            return
+        time.sleep(0.2)
 
 
 def evaluate(
     params: dict[str, Any],
     selected: TraceTraffic,
     conditions: dict[str, Any],
+    boot: dict[str, Any],
+    attention: AttentionTerm,
+    request_ms: float,
     measured: dict[str, list[list[float]]],
-    served: list[driver.Served],
-    *,
-    engine: str,
+    served: dict[str, list[driver.Served]],
+    records: list[dict[str, Any]],
 ) -> CheckResult:
-    """The fit, the table and the simulation of what was served, beside it."""
+    """The fit, the table (the boot's solo prefill graphs, the fitted decode and mixed steps) and
+    each policy's simulation of what was served, beside it."""
     conditions = {**conditions, "load_average_after": [round(x, 2) for x in os.getloadavg()]}
     costs = calibrate.fit(
         [(int(n), ms) for n, ms in measured["ttft"]], [(int(k), ms) for k, ms in measured["itl"]], BUDGET
     )
     granularity = calibrate.finest_granularity(BUDGET)
-    table = calibrate.table(costs, BUDGET, granularity)
+    solo = [
+        {"prefill": int(g["prefill"]), "decode": 0, "ms": float(g["ms"])} for g in boot["catalog"] if g["decode"] == 0
+    ]
+    table = solo + [r for r in calibrate.table(costs, BUDGET, granularity) if r["decode"] > 0]
+    by_policy: dict[str, dict[str, Any]] = {}
+    for i, (policy, runs) in enumerate(served.items()):
+        simulated = compare.simulate(runs, table, policy, request_ms, attention)
+        ran: dict[int, list[tuple[int, int]]] = {}
+        padded = 0
+        for r in sorted(records, key=lambda r: (r["request"], r.get("start", 0))):
+            tag = _tagged(r["request"])
+            if r["type"] == "launch" and tag is not None and tag[0] == str(i):
+                ran.setdefault(tag[1], []).append((r["start"], r["end"]))
+                padded += r["padded"]
+        comparison = compare.compare(runs, simulated)
+        by_policy[policy] = {
+            "comparison": comparison,
+            "launches": {**compare.launches(ran, simulated), "real_padded_tokens": padded},
+        }
+    first = next(iter(by_policy))
     return {
-        "engine": engine,
-        "sim_policy": SIM_POLICY,
+        "engine": "vllm with the helios-vllm plugin",
+        "sim_policy": first,
         "traffic": {
             "name": selected.name,
             "requests": len(selected),
@@ -149,12 +302,21 @@ def evaluate(
             "rate_per_s": selected.rate_per_s(),
         },
         "conditions": conditions,
-        "calibration": {"measured": measured, "costs": costs.to_dict(), "granularity": granularity},
-        "comparison": compare.compare(served, compare.simulate(served, table, SIM_POLICY, costs.request_ms)),
+        "calibration": {
+            "boot": boot["catalog"],
+            "boot_provenance": boot.get("provenance", {}),
+            "attention": attention.to_dict(),
+            "request_ms": round(request_ms, 3),
+            "measured": measured,
+            "costs": costs.to_dict(),
+            "granularity": granularity,
+        },
+        "comparison": by_policy[first]["comparison"],
+        "policies": by_policy,
     }
 
 
-def _config(work: Path, port: int) -> ServeConfig:
+def _config(work: Path, port: int, url: str) -> ServeConfig:
     if not port_free(port):
         raise InvalidInput("port", f"port {port} is in use: choose another")
     return ServeConfig(
@@ -163,7 +325,8 @@ def _config(work: Path, port: int) -> ServeConfig:
         log=work / "vllm.log",
         max_num_batched_tokens=BUDGET,
         max_model_len=model.max_context(SHAPE),
-        scheduler_cls=None,
+        prefix_caching=False,
+        env={"HELIOS_URL": url, "HELIOS_RECIPE": RECIPE, "HELIOS_TOKEN": "vllm-check", "HELIOS_ENGINE": "vllm-check"},
     )
 
 
@@ -176,34 +339,42 @@ def verdict(result: CheckResult) -> str:
         return f"on this engine ({cond['vllm']}) no request was served to compare"
     return (
         f"on this engine ({cond['vllm']}, {cond['device']}) the simulator's TTFT is within {abs(err['p50']):.1f} % "
-        f"at p50 and {abs(err['p99']):.1f} % at p99 ({c['requests']} requests, load average "
+        f"at p50 and {abs(err['p99']):.1f} % at p99 under {result['sim_policy']} ({c['requests']} requests, load average "
         f"{cond['load_average_before'][0]} -> {cond['load_average_after'][0]})"
     )
 
 
 def format_text(result: CheckResult) -> str:
-    c = result["comparison"]
-    lines = [verdict(result), f"{'':<10}{'real ms':>10}{'sim ms':>10}{'error':>9}"]
-    for q in compare.QUANTILES:
-        err = c["percentile_error_pct"][q]
+    lines = [verdict(result)]
+    for policy, run in result["policies"].items():
+        c, n = run["comparison"], run["launches"]
+        lines += [f"under {policy}:", f"{'':<10}{'real ms':>10}{'sim ms':>10}{'error':>9}"]
+        for q in compare.QUANTILES:
+            err = c["percentile_error_pct"][q]
+            lines.append(
+                f"TTFT {q:<5}{c['real_ttft_ms'][q] or 0:>10.1f}{c['sim_ttft_ms'][q] or 0:>10.1f}"
+                f"{'' if err is None else f'{err:+.1f} %':>9}"
+            )
+        r = c["request_error_pct"]
         lines.append(
-            f"TTFT {q:<5}{c['real_ttft_ms'][q] or 0:>10.1f}{c['sim_ttft_ms'][q] or 0:>10.1f}"
-            f"{'' if err is None else f'{err:+.1f} %':>9}"
+            f"per-request |error|: p50 {r['p50'] or 0:.1f} %, p90 {r['p90'] or 0:.1f} %, p99 {r['p99'] or 0:.1f} %"
         )
-    r = c["request_error_pct"]
-    lines.append(
-        f"per-request |error|: p50 {r['p50'] or 0:.1f} %, p90 {r['p90'] or 0:.1f} %, p99 {r['p99'] or 0:.1f} %"
-    )
-    lines.append(f"simulated padding: {c['sim_padded_tokens']} tokens (vLLM on a CPU pads none)")
+        lines.append(
+            f"prefill launches: {n['real']} run, {n['sim']} simulated, {n['differ']} differ "
+            f"(in {n['requests_differ']} requests); padding: {n['real_padded_tokens']} tokens run, "
+            f"{c['sim_padded_tokens']} simulated"
+        )
     return "\n".join(lines)
 
 
 ANALYSIS = Analysis(
     name="vllm-check",
     summary="The simulator measured against a real vLLM: a trace window served on vLLM (CPU, its own virtualenv) "
-    "and simulated on the costs measured from it, TTFT side by side per request.",
+    "with the helios-vllm plugin under each policy, and simulated on the boot the plugin measured, TTFT and "
+    "launches side by side per request.",
     params=(
         TraceParam("trace", None, "the traffic to serve and simulate", max_inline=MAX_REQUESTS),
+        PolicyListParam("policies", help="policies the plugin runs the window under, one after the other"),
         WindowParam("window", None, "only the trace's requests arriving in [START, END) seconds of its clock"),
         IntParam("limit", 40, "at most this many of the trace's requests", minimum=1, maximum=MAX_REQUESTS),
         FloatParam("time_scale", 1.0, "the trace's gaps times this (2: half its rate)", minimum=0.01, maximum=1000.0),
@@ -211,7 +382,7 @@ ANALYSIS = Analysis(
     ),
     run=run,
     check=check,
-    work=lambda p: p["limit"],
+    work=lambda p: p["limit"] * len(p["policies"] or [1]),
     max_work=MAX_REQUESTS,
     format_text=format_text,
     events=(ProgressEvent,),

@@ -10,11 +10,13 @@ for what the engine ran. TTFT error is given two ways, named apart: the error of
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler_core.analyses.simulate import boot_setting
 from scheduler_core.catalog import Catalog
+from scheduler_core.execution import NO_ATTENTION_TERM, AttentionTerm
 from scheduler_core.request import Request
 from scheduler_core.scheduler import Arrival, SchedulerConfig, schedule
 from scheduler_core.stats import percentiles
@@ -26,11 +28,18 @@ QUANTILES = ("p50", "p90", "p99")
 
 
 def simulate(
-    served: Sequence[Served], catalog_rows: list[dict[str, Any]], policy: str, request_ms: float = 0.0
+    served: Sequence[Served],
+    catalog_rows: list[dict[str, Any]],
+    policy: str,
+    request_ms: float = 0.0,
+    attention: AttentionTerm = NO_ATTENTION_TERM,
 ) -> dict[int, dict[str, Any]]:
     """Each served request's simulated TTFT and prefill chunks, by request id; `request_ms` (what
-    a request's TTFT holds outside the engine's steps, `calibrate.Costs`) added to each TTFT."""
+    a request's TTFT holds outside the engine's steps, `calibrate.Costs`) added to each TTFT;
+    `attention`: a chunk's cost growing with the tokens before it (scheduler_core's
+    context-aware execution model), none by default."""
     execution, catalog, _ = boot_setting({"boot_catalog": Catalog.from_dicts(catalog_rows), "first_token_ms": 0.0})
+    execution = dataclasses.replace(execution, attention=attention)
     arrivals = sorted(
         (Arrival(s.id, s.sent_ms, Request(s.prompt_tokens), s.output_tokens) for s in served if s.ttft_ms is not None),
         key=lambda a: (a.arrival_ms, a.id),
@@ -44,6 +53,7 @@ def simulate(
         lane.id: {
             "ttft_ms": lane.ttft_ms + request_ms,
             "chunks": [c.end - c.start for c in lane.chunks],
+            "spans": [(c.start, c.end) for c in lane.chunks],
             "graphs": [c.graph for c in lane.chunks],
             "padded": sum(c.padding for c in lane.chunks),
         }
@@ -93,3 +103,22 @@ def compare(served: Sequence[Served], simulated: Mapping[int, Mapping[str, Any]]
         "sim_prefill_launches": sum(len(r["sim_chunks"]) for r in rows),
         "per_request": rows,
     }
+
+
+def launches(
+    real: Mapping[int, Sequence[tuple[int, int]]], simulated: Mapping[int, Mapping[str, Any]]
+) -> dict[str, int]:
+    """The prefill launches vLLM ran (`real`: each request's chunk spans, from the plugin's launch
+    records) beside the simulator's, for the requests both hold: how many each made, how many of
+    either have no identical span in the other (`differ`), and in how many requests they differ."""
+    counts = {"real": 0, "sim": 0, "differ": 0, "requests_differ": 0}
+    for request, spans in real.items():
+        sim = simulated.get(request)
+        if sim is None:
+            continue
+        ran, planned = set(spans), set(sim["spans"])
+        counts["real"] += len(spans)
+        counts["sim"] += len(planned)
+        counts["differ"] += len(ran ^ planned)
+        counts["requests_differ"] += ran != planned
+    return counts

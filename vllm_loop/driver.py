@@ -60,9 +60,12 @@ def clip(arrival: Arrival, max_context: int) -> tuple[int, int]:
     return min(arrival.request.prompt_tokens, max_context - output), output
 
 
-def complete(url: str, ids: Sequence[int], max_tokens: int, *, model: str = "helios") -> tuple[float, list[float]]:
+def complete(
+    url: str, ids: Sequence[int], max_tokens: int, *, model: str = "helios", request_id: str | None = None
+) -> tuple[float, list[float]]:
     """One streamed completion: (seconds to its first token, the times of each token after it),
-    times from `time.perf_counter()`. Raises on an error answer."""
+    times from `time.perf_counter()`. Raises on an error answer. `request_id` is sent as
+    `X-Request-Id`, which vLLM puts in its own request id (the plugin's records name it)."""
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=REQUEST_TIMEOUT_S)
     body = {
@@ -75,7 +78,10 @@ def complete(url: str, ids: Sequence[int], max_tokens: int, *, model: str = "hel
         "stream": True,
     }
     try:
-        conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        if request_id is not None:
+            headers["X-Request-Id"] = request_id
+        conn.request("POST", "/v1/completions", json.dumps(body), headers)
         response = conn.getresponse()
         if response.status != 200:
             raise RuntimeError(f"HTTP {response.status}: {response.read(500).decode(errors='replace')}")
@@ -118,9 +124,11 @@ def replay(
     max_in_flight: int = 64,
     on_done: Callable[[Served], None] | None = None,
     stop: threading.Event | None = None,
+    tag: str | None = None,
 ) -> list[Served]:
     """Send every arrival when it comes due (an endless one until `stop`), then wait for every
-    answer; the answers in the order they were sent."""
+    answer; the answers in the order they were sent. With `tag`, each is sent as request
+    `<tag><id>` (`complete`'s `request_id`)."""
     slots = threading.BoundedSemaphore(max_in_flight)
     results: dict[int, Served] = {}
     threads: list[threading.Thread] = []
@@ -136,7 +144,7 @@ def replay(
 
         def one(i: int = i, a: Arrival = a) -> None:
             try:
-                served = results[i] = _serve(url, a, start, vocab=vocab, max_context=max_context)
+                served = results[i] = _serve(url, a, start, vocab=vocab, max_context=max_context, tag=tag)
                 if on_done is not None:
                     on_done(served)
             finally:
@@ -150,12 +158,12 @@ def replay(
     return [results[i] for i in sorted(results)]
 
 
-def _serve(url: str, a: Arrival, start: float, *, vocab: int, max_context: int) -> Served:
+def _serve(url: str, a: Arrival, start: float, *, vocab: int, max_context: int, tag: str | None) -> Served:
     prompt, output = clip(a, max_context)
     ids = prompt_ids(a.id, prompt, vocab)
     sent = time.perf_counter()
     try:
-        first, rest = complete(url, ids, output)
+        first, rest = complete(url, ids, output, request_id=None if tag is None else f"{tag}{a.id}")
     except (OSError, RuntimeError, ValueError) as exc:
         return Served(a.id, a.arrival_ms, (sent - start) * 1000, prompt, output, None, (), None, str(exc)[:300])
     times = [first, *rest]

@@ -22,9 +22,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helios_vllm.models import CPU_ENGINE_ARGS
+
 from .venv import Env
 
 SCHEDULER_CLS = "helios_vllm.scheduler.HeliosScheduler"
+# vLLM's `--shutdown-timeout`: the seconds its engine core gets to stop (drain, then tear down, the
+# scheduler's `shutdown` last, where the plugin posts or spools what it holds). vLLM's default, 0,
+# kills the engine core the moment the server stops: its unsealed records were lost (issue 28).
+SHUTDOWN_TIMEOUT_S = 10
 START_TIMEOUT_S = 600.0
 PROGRESS_S = 10.0
 LOG_TAIL = 15
@@ -43,11 +49,12 @@ class ServeConfig:
     model: Path
     port: int
     log: Path
-    max_num_batched_tokens: int = 2048
-    max_model_len: int = 8192
+    max_num_batched_tokens: int = CPU_ENGINE_ARGS["max_num_batched_tokens"]
+    max_model_len: int = CPU_ENGINE_ARGS["max_model_len"]
     device: str = "cpu"
     scheduler_cls: str | None = SCHEDULER_CLS
     env: Mapping[str, str] = field(default_factory=dict)
+    prefix_caching: bool = True  # off: the same prompt served twice (once per policy) is computed twice
     host: str = "127.0.0.1"
 
     def command(self, python: Path) -> list[str]:
@@ -59,9 +66,12 @@ class ServeConfig:
             *("--load-format", "dummy", "--skip-tokenizer-init", "--served-model-name", "helios"),
             *("--max-num-batched-tokens", str(self.max_num_batched_tokens), "--enable-chunked-prefill"),
             *("--max-model-len", str(self.max_model_len)),
+            *("--shutdown-timeout", str(SHUTDOWN_TIMEOUT_S)),
         ]
         if self.device == "cpu":
-            cmd += ["--gpu-memory-utilization", "0.2"]
+            cmd += ["--gpu-memory-utilization", str(CPU_ENGINE_ARGS["gpu_memory_utilization"])]
+        if not self.prefix_caching:
+            cmd.append("--no-enable-prefix-caching")
         if self.scheduler_cls:
             cmd += ["--scheduler-cls", self.scheduler_cls]
         return cmd

@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
+from helios_vllm import models as model
+
 from scheduler_core.errors import InvalidInput
 from scheduler_core.stats import percentiles
 from scheduler_core.traffic import TraceTraffic, looped, read_trace
 
-from . import driver, model, venv
+from . import driver, venv
 from .server import ServeConfig, ServerError, VllmServer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -177,6 +177,12 @@ def add_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
                         "version": {"type": "integer"},
                         "decided_at": {"type": "string", "format": "date-time"},
                         "decision": {"type": "integer", "nullable": True},
+                        "capacities": {
+                            "type": "array",
+                            "items": {"type": "integer"},
+                            "description": "solo prefill capacities to measure and plan with (the "
+                            "recipe's shapes, else its newest boot's; empty: the engine's own)",
+                        },
                     },
                 }
             }

@@ -111,10 +111,11 @@ def recipe_named(value: Any, *, field: str = "recipe") -> Recipe:
 
 
 def recipe_policy_get(*, name: str) -> dict[str, Any]:
-    """What an engine reads: the active policy, its version, when it took effect and the decision
-    that applied it (None for a recipe's first version, or a change made outside the workflow).
-    The decision is found through the reverse relation the decisions app declares, so this layer
-    imports nothing above it."""
+    """What an engine reads: the active policy, its version, when it took effect, the decision
+    that applied it (None for a recipe's first version, or a change made outside the workflow) and
+    the solo prefill capacities to measure and plan with (`recipe_capacities`). The decision and
+    the boot are found through the reverse relations their apps declare, so this layer imports
+    nothing above it."""
     recipe = recipe_get(name=name)
     setting = setting_of(recipe)
     if setting is None:
@@ -126,7 +127,17 @@ def recipe_policy_get(*, name: str) -> dict[str, Any]:
         "version": setting.version,
         "decided_at": setting.updated_at.isoformat(),
         "decision": decision,
+        "capacities": recipe_capacities(recipe),
     }
+
+
+def recipe_capacities(recipe: Recipe) -> list[int]:
+    """The recipe's solo prefill capacities (its graphs with decode 0), ascending: its declared
+    shapes, else those of its newest boot, else none (an engine then measures its own defaults)."""
+    graphs: Any = recipe.shapes
+    if not graphs:
+        graphs = recipe.boots.order_by("-created_at").values_list("catalog", flat=True).first() or []
+    return sorted({int(g["prefill"]) for g in graphs if g.get("decode") == 0 and int(g.get("prefill") or 0) > 0})
 
 
 def recipe_policy_changes(*, name: str, limit: int = 50) -> list[dict[str, Any]]:

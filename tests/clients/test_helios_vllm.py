@@ -102,9 +102,13 @@ def test_a_step_runs_padded_to_a_capture_size_or_unpadded_where_nothing_pads():
     assert padded_graph(300, ()) == 300  # the CPU
 
 
-def test_the_capacities_are_the_capture_sizes_or_the_defaults_that_fit_a_step():
+def test_the_capacities_are_the_recipes_or_the_capture_sizes_or_the_defaults_that_fit_a_step():
     assert capacities_for(2048) == tuple(c for c in DEFAULT_PREFILL_CAPACITIES if c <= 2048)
     assert capacities_for(8192, [512, 1, 8, 8, 16384]) == (1, 8, 512)
+    # the recipe's first (as its policy answer names them), then the capture sizes, then the defaults
+    assert capacities_for(2048, (96, 384, 1536, 4096), (1, 8, 512)) == (96, 384, 1536)
+    assert capacities_for(2048, (), (1, 8, 512)) == (1, 8, 512)
+    assert capacities_for(2048, (4096,), ()) == tuple(c for c in DEFAULT_PREFILL_CAPACITIES if c <= 2048)
     with pytest.raises(ValueError, match="no capacity fits"):
         capacities_for(32)
 
@@ -162,3 +166,50 @@ def test_the_ledger_makes_no_record_without_a_policy_and_counts_it():
     ledger.finished("r", 1.2)
     ledger.finished("never-arrived", 1.3)
     assert records == [] and ledger.unattributed == 2
+
+
+def test_the_link_reads_the_policy_and_the_recipes_capacities_before_the_engine_serves(tmp_path):
+    """`Link.start` returns once the policy is read (the engine's first requests are then planned
+    and recorded); a product that does not answer costs the start `wait_s`, then vLLM chooses."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from helios_client import Backoff
+    from helios_vllm.link import Link
+
+    class Policy(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.headers.get("If-None-Match"):  # the long-poll after the first read: unchanged
+                threading.Event().wait(0.2)
+                self.send_response(304)
+                self.end_headers()
+                return
+            body = {"recipe": "r", "policy": "rule", "version": 3, "decided_at": None, "decision": None,
+                    "capacities": [96, 1536]}  # fmt: skip
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Policy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    planner = SoloPlanner()
+    link = Link(Settings(url, "r", "t", "e", tmp_path / "spool"), planner)
+    try:
+        assert link.start(wait_s=10.0)
+        assert planner.active == ("rule", 3) and link.capacities == (96, 1536)
+    finally:
+        link.stop()
+        server.shutdown()
+        server.server_close()
+    away = Link(Settings(url, "r", "t", "e", None), SoloPlanner(), backoff=Backoff(first_s=0.05, maximum_s=0.1))
+    try:
+        assert not away.start(wait_s=0.5) and away.capacities == ()
+    finally:
+        away.stop()

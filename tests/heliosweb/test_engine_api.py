@@ -38,6 +38,7 @@ def test_the_policy_carries_an_etag_and_answers_304_to_the_current_one(recipe, m
         "version": 1,
         "decided_at": first.json()["decided_at"],
         "decision": None,
+        "capacities": [],
     }
     same = client.get("/api/recipes/tiny-cpu/policy", HTTP_IF_NONE_MATCH='"v1"')
     assert same.status_code == 304 and same.content == b"" and same["ETag"] == '"v1"'
@@ -181,3 +182,21 @@ async def test_the_engines_one_change_wakes_share_one_read_of_the_policy(monkeyp
     assert len(reads) == 1 and all(policy == woken[0] for policy in woken)
     await asyncio.gather(*(policy_poll._read_after("tiny-cpu", None) for _ in range(3)))  # resyncs read alone
     assert len(reads) == 4
+
+
+def test_the_policy_names_the_recipes_capacities_its_shapes_else_its_newest_boots(recipe, maintainer):
+    from heliosweb.catalogs.services import boot_create
+    from heliosweb.recipes.services import recipe_update
+
+    client = Client()
+    client.force_login(maintainer)
+
+    def read() -> list[int]:
+        return client.get("/api/recipes/tiny-cpu/policy").json()["capacities"]
+
+    assert read() == []  # neither: an engine measures its own
+    boot_create(recipe=recipe, catalog=[{"prefill": 256, "decode": 0, "ms": 2.0}, {"prefill": 64, "decode": 0, "ms": 1.0},
+                                        {"prefill": 64, "decode": 8, "ms": 1.5}], provenance={"device": "cpu"})  # fmt: skip
+    assert read() == [64, 256]  # the boot's solo prefill graphs (decode 0)
+    recipe_update(actor=None, recipe=recipe, shapes=[{"prefill": 1536, "decode": 0}, {"prefill": 96, "decode": 0}])
+    assert read() == [96, 1536]  # the declared shapes win

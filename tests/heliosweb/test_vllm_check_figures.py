@@ -1,6 +1,7 @@
 """vllm-check's job page: the result `evaluate` builds (the analysis' own code, on measurements of
-a made-up engine) has its declared type, draws its two figures with the conditions in their text,
-and exports each request as CSV."""
+a made-up engine and the records its plugin would post) has its declared type, compares the
+launches per policy, draws its two figures with the conditions in their text, and exports each
+request as CSV."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import json
 import pytest
 
 from heliosweb.jobs.models import BenchmarkJob
+from scheduler_core.catalog import Catalog
+from scheduler_core.execution import AttentionTerm
+from scheduler_core.planner import plan
+from scheduler_core.request import Request
 from scheduler_core.traffic import from_records
 from scheduler_core.typed_json import type_problems
 from vllm_loop import check
@@ -47,15 +52,29 @@ def result() -> check.CheckResult:
         "load_average_before": [1.0, 1.0, 1.0],
     }
     params = {"time_scale": 1.0, "window": None}
-    return check.evaluate(params, trace, conditions, measured, served, engine="vllm (its own scheduler)")
+    # the plugin's boot (a step's time at each capacity) and its launch records: each request alone,
+    # chunked as the policy plans it on that boot (as the plugin does), under `hc<pass>x<id>`
+    boot = {"catalog": [{"prefill": c, "decode": 0, "ms": 4.0 + 0.01 * c} for c in (64, 256, 1024, 2048)]}
+    records = [
+        {"type": "launch", "request": f"cmpl-hc{i}x{s.id}-0", "start": l.start, "end": l.end, "padded": 0}
+        for i, policy in enumerate(("rule", "cost"))
+        for s in served
+        for l in plan(policy, Catalog.from_dicts(boot["catalog"]), Request(s.prompt_tokens)).launches
+    ]
+    runs = {"rule": served, "cost": served}
+    return check.evaluate(params, trace, conditions, boot, AttentionTerm(), 9.0, measured, runs, records)
 
 
 def test_the_result_has_its_declared_type_and_the_simulator_misses_by_what_the_engine_added() -> None:
     r = json.loads(json.dumps(result()))
     assert type_problems(r, check.CheckResult) == []
-    assert r["comparison"]["requests"] == 6
+    assert r["comparison"]["requests"] == 6 and r["sim_policy"] == "rule"
     # The real engine took 2 % longer than its own fit: the simulator is about 2 % short at p50.
-    assert r["comparison"]["percentile_error_pct"]["p50"] == pytest.approx(-2.0, abs=1.0)
+    assert r["comparison"]["percentile_error_pct"]["p50"] == pytest.approx(-2.0, abs=1.5)
+    # alone, each request's launches are the policy's plan on the boot: none differs, under either
+    for policy in ("rule", "cost"):
+        launches = r["policies"][policy]["launches"]
+        assert launches["differ"] == 0 and launches["real"] == launches["sim"] > 6, (policy, launches)
 
 
 def test_the_job_page_draws_both_figures_and_exports_every_request(client, viewer) -> None:

@@ -29,13 +29,15 @@ POLICY_BACKOFF = Backoff(first_s=0.25, maximum_s=1.5)
 
 @dataclass(frozen=True)
 class Policy:
-    """What the server answered: the policy to run from the next prefill decision, and its version."""
+    """What the server answered: the policy to run from the next prefill decision, and its version;
+    `capacities`, the recipe's solo prefill capacities (empty from a server that names none)."""
 
     recipe: str
     policy: str
     version: int
     decided_at: str | None
     decision: int | None
+    capacities: tuple[int, ...] = ()
 
     @property
     def etag(self) -> str:
@@ -43,7 +45,15 @@ class Policy:
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> Policy:
-        return cls(body["recipe"], body["policy"], int(body["version"]), body.get("decided_at"), body.get("decision"))
+        capacities = tuple(int(c) for c in body.get("capacities") or ())
+        return cls(
+            body["recipe"],
+            body["policy"],
+            int(body["version"]),
+            body.get("decided_at"),
+            body.get("decision"),
+            capacities,
+        )
 
 
 Callback = Callable[[Policy], None]

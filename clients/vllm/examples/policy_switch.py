@@ -21,7 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tiny_llama import ENGINE_ARGS, write_model
+from helios_vllm.models import CPU_ENGINE_ARGS, write
 
 
 def product_policy() -> tuple[str, int]:
@@ -40,8 +40,8 @@ def main() -> int:
     args = parser.parse_args()
     from vllm import LLM, SamplingParams
 
-    model = write_model(Path(tempfile.mkdtemp(prefix="helios-tiny-llama-")))
-    llm = LLM(model=str(model), scheduler_cls="helios_vllm.scheduler.HeliosScheduler", **ENGINE_ARGS)
+    model = write(Path(tempfile.mkdtemp(prefix="helios-tiny-llama-")), "tiny")
+    llm = LLM(model=str(model), scheduler_cls="helios_vllm.scheduler.HeliosScheduler", **CPU_ENGINE_ARGS)
     params = SamplingParams(max_tokens=8, ignore_eos=True, detokenize=False)
     rng = random.Random(7)
 

@@ -19,14 +19,15 @@ WARMUP = 2
 REPEATS = 5
 
 
-def capacities_for(max_step_tokens: int, capture_sizes: Iterable[int] = ()) -> tuple[int, ...]:
-    """The capacities to measure: the engine's CUDA graph capture sizes where it captures graphs,
-    else the product's default capacities (a recipe's), each no larger than a step may carry."""
-    sizes = sorted(set(capture_sizes)) or list(DEFAULT_PREFILL_CAPACITIES)
-    fitting = tuple(c for c in sizes if 0 < c <= max_step_tokens)
-    if not fitting:
-        raise ValueError(f"no capacity fits a step of {max_step_tokens} tokens (sizes {sizes})")
-    return fitting
+def capacities_for(max_step_tokens: int, *preferred: Iterable[int]) -> tuple[int, ...]:
+    """The capacities to measure, each no larger than a step may carry: those of the first of
+    `preferred` (the recipe's, as the product names them; the engine's CUDA graph capture sizes)
+    that has any, else the product's default capacities."""
+    for sizes in (*preferred, DEFAULT_PREFILL_CAPACITIES):
+        fitting = tuple(sorted({c for c in sizes if 0 < c <= max_step_tokens}))
+        if fitting:
+            return fitting
+    raise ValueError(f"no capacity fits a step of {max_step_tokens} tokens (sizes {list(DEFAULT_PREFILL_CAPACITIES)})")
 
 
 class Calibration:

@@ -1,8 +1,10 @@
 """The plugin's side of the product, off the step path: the policy watcher (long-poll), the
 telemetry reporter (spooled), and the boot upload, each on its own background thread.
 
-`Link.start` returns at once; until the product answers, the planner knows no policy and vLLM
-chooses every chunk (and no record is made: a record must name the version that planned it).
+`Link.start` waits up to `FIRST_READ_S` for the recipe's policy (the engine is still starting: its
+first requests are then planned by the recipe, and recorded); a product that has not answered by
+then is read in the background, and until it answers the planner knows no policy and vLLM chooses
+every chunk (and no record is made: a record must name the version that planned it).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from .settings import Settings
 
 log = logging.getLogger("vllm.helios")  # under vLLM's logger: its handlers and level
 
+FIRST_READ_S = 15.0
+
 
 class Link:
     def __init__(self, settings: Settings, planner: SoloPlanner, *, backoff: Backoff | None = None) -> None:
@@ -32,14 +36,20 @@ class Link:
         self.watcher = PolicyWatcher(settings.url, settings.recipe, settings.token)
         self.watcher.on_change(self._policy_changed)
         self.boot: dict[str, Any] | None = None
+        self.capacities: tuple[int, ...] = ()  # the recipe's, as its policy answer names them
         self._stopping = threading.Event()
+        self._known = threading.Event()  # a policy was read
 
-    def start(self) -> None:
+    def start(self, wait_s: float = FIRST_READ_S) -> bool:
+        """Follow the recipe's policy; whether it was read within `wait_s` (else it is read later)."""
         threading.Thread(target=self._follow, daemon=True, name="helios-connect").start()
+        return self._known.wait(wait_s)
 
     def stop(self) -> None:
-        """At the engine's shutdown: post what is queued for up to 2 s (vLLM kills an engine core
-        that takes over 5 s to stop), then leave the rest in the spool for the next start."""
+        """At the engine's shutdown: post what is queued for up to 2 s, then leave the rest in the
+        spool for the next start. vLLM runs this only when it gives its engine core time to stop
+        (`--shutdown-timeout` N > 0; with its default 0 the core is killed at once, and the
+        records of the last half second, not yet sealed into a batch, are lost)."""
         self._stopping.set()
         self.watcher.stop()
         self.reporter.close(timeout_s=2.0)
@@ -70,7 +80,9 @@ class Link:
             return
 
     def _policy_changed(self, policy: Policy) -> None:
+        self.capacities = policy.capacities
         self.planner.set_policy(policy.policy, policy.version)
+        self._known.set()
         log.info(
             "helios: recipe %r policy %s (version %d) plans the next solo prefills",
             policy.recipe,

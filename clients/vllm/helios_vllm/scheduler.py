@@ -10,7 +10,10 @@ asynchronously). It overrides these methods (and `shutdown`) and reads public st
   narrowed: vLLM schedules exactly as without the plugin.
 - `add_request`: the first request starts the calibration (a few one-token requests of each
   capacity, alone in their steps, their outputs never leave the engine core); requests arriving
-  meanwhile wait for it (a few seconds, once per start).
+  meanwhile wait for it (a few seconds, once per start). The capacities are the recipe's where the
+  product named them by then (its policy answer: the recipe's shapes, else its newest boot's),
+  else the engine's CUDA graph capture sizes, else `scheduler_core`'s defaults; each no larger
+  than the step's token budget.
 - `update_from_output`: times the step (from the later of its scheduling and the previous step's
   end, to its output) and hands records to the reporter's queue; `finish_requests` (an abort)
   closes a request's records.
@@ -129,9 +132,9 @@ class _Helios:
         pads = bool(compilation.cudagraph_capture_sizes) and str(compilation.cudagraph_mode) != "CUDAGraphMode.NONE"
         self.capture_sizes: tuple[int, ...] = tuple(sorted(compilation.cudagraph_capture_sizes or ())) if pads else ()
         self.planner = SoloPlanner()
-        self.calibration: Calibration | None = Calibration(
-            capacities_for(scheduler.max_num_scheduled_tokens, self.capture_sizes)
-        )
+        self.calibration: Calibration | None = None  # made by the first request (`hold`)
+        self.calibrated = False
+        self.capacities_source = ""  # whose capacities the calibration measures (its provenance says)
         self.calibrating: Request | None = None
         self.held: list[Request] = []
         self.link = Link(settings, self.planner)
@@ -141,13 +144,13 @@ class _Helios:
         self.pending: dict[int, tuple[float, float, list[_Chunk]]] = {}
         self.last_end = 0.0
         self.spent_s, self.steps = 0.0, 0  # the plugin's own time on the step path (logged at shutdown)
-        self.link.start()
+        known = self.link.start()
         log.info(
-            "helios: following recipe %r at %s as engine %r (capacities %s)",
+            "helios: following recipe %r at %s as engine %r%s",
             settings.recipe,
             settings.url,
             settings.engine,
-            list(self.calibration.capacities),
+            "" if known else " (its policy not read yet: vLLM chooses chunks, and nothing is recorded, until it is)",
         )
 
     def report_time(self) -> None:
@@ -161,10 +164,18 @@ class _Helios:
 
     def hold(self, request: Request) -> bool:
         """Whether `request` waits for the calibration (which the first request starts)."""
-        if self.calibration is None:
+        if self.calibrated:
             return False
         self.held.append(request)
-        if self.calibrating is None:
+        if self.calibration is None:
+            known = self.link.capacities
+            self.calibration = Calibration(capacities_for(self.s.max_num_scheduled_tokens, known, self.capture_sizes))
+            self.capacities_source = (
+                "the recipe's (the product's policy answer)"
+                if known and set(self.calibration.capacities) <= set(known)
+                else "the engine's: its CUDA graph capture sizes, else the defaults (the product named none that fit)"
+            )
+            log.info("helios: measuring capacities %s, %s", list(self.calibration.capacities), self.capacities_source)
             self._calibrate_next(request)
         return True
 
@@ -278,7 +289,7 @@ class _Helios:
 
     def _calibration_done(self) -> None:
         assert self.calibration is not None
-        calibration, self.calibration = self.calibration, None
+        calibration, self.calibration, self.calibrated = self.calibration, None, True
         catalog = calibration.catalog()
         self.planner.catalog = catalog
         config = self.s.vllm_config
@@ -294,6 +305,7 @@ class _Helios:
                 if not self.capture_sizes
                 else str(config.device_config.device),
                 "mode": "helios-vllm calibration: one-token requests of each capacity, alone in their steps",
+                "capacities_from": self.capacities_source,
                 "engine": "vllm",
                 "vllm_version": vllm.__version__,
                 "model": {

@@ -1,9 +1,11 @@
-"""The model vLLM serves: a directory holding only a Llama `config.json`, weights drawn at load
-(`--load-format dummy`), no tokenizer (prompts travel as token ids). No weights are downloaded:
-the step times depend on the shapes, not on the values.
+"""The models vLLM serves here: a directory holding only a Llama `config.json`, weights drawn at
+load (`--load-format dummy`), no tokenizer (prompts travel as token ids). No weights are
+downloaded: the step times depend on the shapes, not on the values.
 
 `tiny` is small enough for a CPU; `llama-2-7b` and `llama-3-8b` are the real models' shapes, for
-a GPU host (bfloat16, 16 and 17 GB of weights drawn in place).
+a GPU host (bfloat16, 16 and 17 GB of weights drawn in place). One module for both sides: the
+examples and the overhead bench import it inside vLLM's virtualenv, `vllm_loop` in the product's
+(standard library only: it never imports vLLM).
 """
 
 from __future__ import annotations
@@ -58,6 +60,18 @@ SHAPES: dict[str, dict[str, Any]] = {
         "bos_token_id": 128000,
         "eos_token_id": 128001,
     },
+}
+
+
+# What `LLM(...)` needs besides the model on a small shared CPU host (vllm_loop.server passes the
+# same to `vllm serve`): vLLM's CPU backend reserves `gpu_memory_utilization` of the host's RAM.
+CPU_ENGINE_ARGS: dict[str, Any] = {
+    "load_format": "dummy",
+    "skip_tokenizer_init": True,
+    "max_num_batched_tokens": 2048,
+    "enable_chunked_prefill": True,
+    "gpu_memory_utilization": 0.2,
+    "max_model_len": 8192,
 }
 
 
