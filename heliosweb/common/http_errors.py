@@ -7,16 +7,20 @@ body too large for Django's form parser, a crash in a plain view), in production
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.views import csrf, defaults
 from django.views.decorators.csrf import csrf_exempt
 
-from .errors import internal_error
+from .errors import NotFound, internal_error
 from .gate import gate
 
+T = TypeVar("T")
 JSON_ONLY = "the API reads JSON bodies only (Content-Type: application/json)"
 
 
@@ -76,3 +80,11 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if not _api(request):
         return defaults.server_error(request)
     return JsonResponse(internal_error(), status=500)
+
+
+def found_or_404(get: Callable[..., T], **key: object) -> T:
+    """`get(**key)` for a page: its NotFound as the 404 page, naming what was not found."""
+    try:
+        return get(**key)
+    except NotFound as exc:
+        raise Http404(exc.message) from None

@@ -22,6 +22,7 @@ from heliosweb.catalogs.selectors import (
     recipe_list_with_latest_boot,
 )
 from heliosweb.common.errors import NotFound, Throttled, http_status
+from heliosweb.common.http_errors import found_or_404
 from heliosweb.common.inputs import int_or_none, parse_id
 from heliosweb.common.permissions import RUN_JOBS
 from heliosweb.decisions.selectors import decision_list, decisions_open
@@ -70,10 +71,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @require_POST
 def recipe_engine(request: HttpRequest, name: str) -> HttpResponse:
     """Start (with the form's catalog and rate) or stop the recipe's simulated engine."""
-    try:
-        recipe = recipe_get(name=name)
-    except NotFound:
-        raise Http404(f"no recipe {name!r}") from None
+    recipe = found_or_404(recipe_get, name=name)
     try:
         action = request.POST.get("action")
         if action == "stop":
@@ -108,10 +106,7 @@ def recipe_live(request: HttpRequest, name: str) -> HttpResponse:
     """The engines of one recipe, live: chunks, TTFT, ITL, launches/s and padding over a rolling
     window, a marker at each policy change, the latest decision's before/after panel, and a
     counterfactual replay of what the engines served."""
-    try:
-        recipe = recipe_get(name=name)
-    except NotFound:
-        raise Http404(f"no recipe {name!r}") from None
+    recipe = found_or_404(recipe_get, name=name)
     return _live_page(request, recipe)
 
 
@@ -120,10 +115,7 @@ def recipe_live(request: HttpRequest, name: str) -> HttpResponse:
 @require_POST
 def recipe_replay(request: HttpRequest, name: str) -> HttpResponse:
     """Replay what the recipe's engines served in the chosen window under every policy: the job's page."""
-    try:
-        recipe = recipe_get(name=name)
-    except NotFound:
-        raise Http404(f"no recipe {name!r}") from None
+    recipe = found_or_404(recipe_get, name=name)
     options = {k: request.POST.get(k, "") for k in ("engine", "execution")}
     try:
         job = replay_window(recipe=recipe, minutes=request.POST.get("window_min"), user=request.user, **options)
@@ -160,10 +152,7 @@ def _live_figures(name: str) -> list[dict[str, Any]]:
 @login_required
 def recipe_live_figures(request: HttpRequest, name: str) -> HttpResponse:
     """The live page's figures as declared now (the page asks again after a policy change)."""
-    try:
-        recipe = recipe_get(name=name)
-    except NotFound:
-        raise Http404(f"no recipe {name!r}") from None
+    recipe = found_or_404(recipe_get, name=name)
     return HttpResponse(embedded_payload(_live_figures(recipe.name))[0], content_type="application/json")
 
 
@@ -172,10 +161,7 @@ def recipe_live_panel(request: HttpRequest, name: str) -> JsonResponse:
     """The before/after panel of the recipe's latest policy change (a decision applied, an
     emergency rollback: whatever called the setter), from its telemetry, and the simulated engine
     that runs now (the page's header, kept true on a page left open)."""
-    try:
-        recipe = recipe_get(name=name)
-    except NotFound:
-        raise Http404(f"no recipe {name!r}") from None
+    recipe = found_or_404(recipe_get, name=name)
     job = engine_job_active(recipe=recipe)
     engine = None if job is None else {"job": job.pk, "url": reverse("job_detail", args=[job.pk])}
     changes = recipe_policy_changes(name=name)
@@ -200,10 +186,7 @@ def recipe_live_panel(request: HttpRequest, name: str) -> JsonResponse:
 def recipe_detail(request: HttpRequest, name: str) -> HttpResponse:
     """One recipe: its active policy, its stored boots (each a catalog to run analyses on), its
     decisions and its jobs."""
-    try:
-        recipe = recipe_get(name=name)
-    except NotFound:
-        raise Http404(f"no recipe {name!r}") from None
+    recipe = found_or_404(recipe_get, name=name)
     return _recipe_page(request, recipe)
 
 
@@ -286,10 +269,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
-    try:
-        job = selectors.job_get(job_id=job_id)
-    except NotFound:
-        raise Http404(f"no job {job_id}") from None
+    job = found_or_404(selectors.job_get, job_id=job_id)
     views = views_for(job.kind)
     ran, pair_error = policies_run(job.result), None
     try:

@@ -10,7 +10,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from heliosweb.common.errors import NotFound, http_status
+from heliosweb.common.errors import http_status
+from heliosweb.common.http_errors import found_or_404
 from heliosweb.common.inputs import parse_id
 from heliosweb.recipes.selectors import recipe_list
 from scheduler_core.errors import InvalidInput
@@ -102,10 +103,7 @@ def decision_detail(
     request: HttpRequest, decision_id: int, *, refused: dict[str, Any] | None = None, status: int = 200
 ) -> HttpResponse:
     """The decision; `refused`: a step it just refused ({step, field, message}), shown at that step's form."""
-    try:
-        decision = selectors.with_rollbacks([selectors.decision_get(decision_id=decision_id)])[0]
-    except NotFound:
-        raise Http404(f"no decision {decision_id}") from None
+    decision = selectors.with_rollbacks([found_or_404(selectors.decision_get, decision_id=decision_id)])[0]
     tradeoff = decision_tradeoff_kept(decision=decision)
     for part in tradeoff["requests"]:
         part["cdf"] = delta_cdf(part["cdf_ms"]) if "cdf_ms" in part else None
@@ -137,10 +135,7 @@ def decision_detail(
 @require_POST
 @login_required
 def decision_comment(request: HttpRequest, decision_id: int) -> HttpResponse:
-    try:
-        decision = selectors.decision_get(decision_id=decision_id)
-    except NotFound:
-        raise Http404(f"no decision {decision_id}") from None
+    decision = found_or_404(selectors.decision_get, decision_id=decision_id)
     try:
         services.decision_comment(actor=request.user, decision=decision, body=request.POST.get("body", ""))
     except InvalidInput as exc:
@@ -156,10 +151,7 @@ def decision_comment(request: HttpRequest, decision_id: int) -> HttpResponse:
 def decision_step(request: HttpRequest, decision_id: int, step: str) -> HttpResponse:
     if step not in services.STEPS:
         raise Http404(f"no step {step!r}")
-    try:
-        decision = selectors.decision_get(decision_id=decision_id)
-    except NotFound:
-        raise Http404(f"no decision {decision_id}") from None
+    decision = found_or_404(selectors.decision_get, decision_id=decision_id)
     try:
         services.STEPS[step](actor=request.user, decision=decision, reason=request.POST.get("reason", ""))
     except InvalidInput as exc:
@@ -173,10 +165,7 @@ def decision_step(request: HttpRequest, decision_id: int, step: str) -> HttpResp
 @login_required
 def decision_add_evidence(request: HttpRequest, decision_id: int) -> HttpResponse:
     """A reviewer cites more jobs (`services.decision_add_evidence`); a refusal is shown at the form."""
-    try:
-        decision = selectors.decision_get(decision_id=decision_id)
-    except NotFound:
-        raise Http404(f"no decision {decision_id}") from None
+    decision = found_or_404(selectors.decision_get, decision_id=decision_id)
     chosen = request.POST.getlist("evidence")
     try:
         ids = [parse_id(v, field=f"evidence[{i}]", what="job") for i, v in enumerate(chosen)]
