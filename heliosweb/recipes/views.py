@@ -57,56 +57,48 @@ def _shapes_text(shapes: Any) -> str:
     return "[\n" + ",\n".join(f"  {json.dumps(s)}" for s in ordered) + "\n]"
 
 
-@login_required
-@permission_required(services.MANAGE_PERM, raise_exception=True)
-def recipe_new(request: HttpRequest) -> HttpResponse:
-    values: dict[str, Any] = {
-        "name": "",
-        "description": "",
-        "hardware": "",
-        "policy": "",
-        "shapes": [],
-        "required_evidence": [],
-    }
+def _form_page(request: HttpRequest, recipe: Any, values: dict[str, Any], save: Any) -> HttpResponse:
+    """The create and edit form: on a valid POST `save(values)` stores it and answers the success
+    message; a refusal is shown at its field, the form keeping what was typed."""
     errors: dict[str, str] = {}
     if request.method == "POST":
         values, errors = _form_values(request.POST)
-        values.update(name=request.POST.get("name", ""), policy=request.POST.get("policy", ""))
+        if recipe is None:
+            values.update(name=request.POST.get("name", ""), policy=request.POST.get("policy", ""))
         if not errors:
             try:
-                recipe = services.recipe_create(actor=request.user, **values)
+                saved, message = save(values)
             except InvalidInput as exc:
                 errors[exc.field.split("[", 1)[0]] = exc.message
             else:
-                messages.success(request, f"Recipe {recipe.name} created with policy {values['policy']} v1.")
-                return redirect("recipe_detail", name=recipe.name)
+                messages.success(request, message)
+                return redirect("recipe_detail", name=saved.name)
         values["shapes_text"] = request.POST.get("shapes", "")
-    return _render(request, None, values, errors)
+    return _render(request, recipe, values, errors)
+
+
+@login_required
+@permission_required(services.MANAGE_PERM, raise_exception=True)
+def recipe_new(request: HttpRequest) -> HttpResponse:
+    def save(values: dict[str, Any]) -> tuple[Any, str]:
+        recipe = services.recipe_create(actor=request.user, **values)
+        return recipe, f"Recipe {recipe.name} created with policy {values['policy']} v1."
+
+    values = {"name": "", "description": "", "hardware": "", "policy": "", "shapes": [], "required_evidence": []}
+    return _form_page(request, None, values, save)
 
 
 @login_required
 @permission_required(services.MANAGE_PERM, raise_exception=True)
 def recipe_edit(request: HttpRequest, name: str) -> HttpResponse:
     recipe = recipe_get(name=name)
-    values: dict[str, Any] = {
-        "description": recipe.description,
-        "hardware": recipe.hardware,
-        "shapes": recipe.shapes,
-        "required_evidence": recipe.required_evidence,
-    }
-    errors: dict[str, str] = {}
-    if request.method == "POST":
-        values, errors = _form_values(request.POST)
-        if not errors:
-            try:
-                services.recipe_update(recipe=recipe, actor=request.user, **values)
-            except InvalidInput as exc:
-                errors[exc.field.split("[", 1)[0]] = exc.message
-            else:
-                messages.success(request, f"Recipe {recipe.name} saved.")
-                return redirect("recipe_detail", name=recipe.name)
-        values["shapes_text"] = request.POST.get("shapes", "")
-    return _render(request, recipe, values, errors)
+
+    def save(values: dict[str, Any]) -> tuple[Any, str]:
+        services.recipe_update(recipe=recipe, actor=request.user, **values)
+        return recipe, f"Recipe {recipe.name} saved."
+
+    fields = ("description", "hardware", "shapes", "required_evidence")
+    return _form_page(request, recipe, {f: getattr(recipe, f) for f in fields}, save)
 
 
 @require_POST
