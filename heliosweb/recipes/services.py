@@ -73,7 +73,7 @@ def recipe_create(
             object_type="recipe",
             object_id=recipe.name,
             recipe=recipe.name,
-            after={**_fields(recipe), "policy": policy, "version": 1},
+            after={**recipe_fields(recipe), "policy": policy, "version": 1},
         )
     return recipe
 
@@ -108,11 +108,11 @@ def recipe_update(
         changes["hardware"] = _hardware(hardware)
     with transaction.atomic():
         locked = Recipe.objects.select_for_update().get(pk=recipe.pk)
-        before = _fields(locked)
+        before = recipe_fields(locked)
         for field, value in changes.items():
             setattr(locked, field, value)
         locked.save(update_fields=list(changes) or None)
-        if _fields(locked) != before:
+        if recipe_fields(locked) != before:
             audit_append(
                 action="recipe_edited",
                 actor=actor,
@@ -121,7 +121,7 @@ def recipe_update(
                 object_id=locked.name,
                 recipe=locked.name,
                 before=before,
-                after=_fields(locked),
+                after=recipe_fields(locked),
             )
     return locked
 
@@ -244,13 +244,11 @@ def parse_shapes(shapes: Any) -> list[dict[str, int]]:
     return [{"prefill": g.prefill, "decode": g.decode} for g in catalog.graphs]
 
 
-def _fields(recipe: Recipe) -> dict[str, Any]:
-    return {
-        "description": recipe.description,
-        "shapes": recipe.shapes,
-        "required_evidence": recipe.required_evidence,
-        "hardware": recipe.hardware,
-    }
+EDITABLE = ("description", "shapes", "required_evidence", "hardware")  # what the edit form and the audit show
+
+
+def recipe_fields(recipe: Recipe) -> dict[str, Any]:
+    return {f: getattr(recipe, f) for f in EDITABLE}
 
 
 def _hardware(value: Any) -> str:

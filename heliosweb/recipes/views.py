@@ -97,8 +97,7 @@ def recipe_edit(request: HttpRequest, name: str) -> HttpResponse:
         services.recipe_update(recipe=recipe, actor=request.user, **values)
         return recipe, f"Recipe {recipe.name} saved."
 
-    fields = ("description", "hardware", "shapes", "required_evidence")
-    return _form_page(request, recipe, {f: getattr(recipe, f) for f in fields}, save)
+    return _form_page(request, recipe, services.recipe_fields(recipe), save)
 
 
 @require_POST

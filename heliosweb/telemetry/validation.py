@@ -28,9 +28,7 @@ SECONDS_NOT_MS = 1e11  # t_ms below this is before 1973: Unix seconds sent as mi
 _BATCH = schema.specs(schema.Batch)
 _BATCH_REQUIRED = schema.required(schema.Batch)
 _LAUNCH = schema.specs(schema.LaunchRecord)
-_REQUEST = schema.specs(schema.RequestRecord)
 LAUNCH_FIELDS = frozenset({"type", *_LAUNCH})
-REQUEST_FIELDS = frozenset({"type", *_REQUEST})
 _LAUNCH_COLUMNS = itemgetter(*_LAUNCH)  # every declared launch field, a column each
 _KEPT = tuple(list(_LAUNCH).index(name) for name in ("t_ms", "version", "graph", "padded"))
 
