@@ -113,13 +113,8 @@ def decision_allowed_steps(*, decision: PolicyDecision, user: Actor) -> list[str
 
 def decision_may_add_evidence(*, decision: PolicyDecision, user: Actor) -> bool:
     """Whether to show the form to cite more jobs: a pending decision, a reviewer who may approve it
-    (not its author). `services.decision_add_evidence` checks the same rules again."""
-    return (
-        user.is_authenticated
-        and decision.status == DecisionStatus.PENDING
-        and decision.created_by_id != user.pk
-        and user.has_perm("decisions.approve_decision")
-    )
+    (not its author): whoever is shown approve. `services.decision_add_evidence` checks the same rules again."""
+    return "approve" in decision_allowed_steps(decision=decision, user=user)
 
 
 def evidence_job_choices(*, limit: int = 100, besides: PolicyDecision | None = None) -> QuerySet[BenchmarkJob]:
