@@ -56,7 +56,8 @@ def _declared(changes: list[dict[str, Any]], capacities: list[int]) -> tuple[lis
     ]
     for name, r in reported().items():
         summary = f"{r.title} ({r.unit}): the mean of each reported batch over the last five minutes."
-        charts.append((f"fig-{name}", r.title, r.unit, [_trace("lines", r.unit)], NO_REQUESTS, summary))
+        empty = f"no {name} reported yet"  # an optional field: an engine may leave it out
+        charts.append((f"fig-{name}", r.title, r.unit, [_trace("lines", r.unit)], empty, summary))
         growth.append(_grow(f"fig-{name}", x="t1", y=name, max_points=800))
     return [_chart(*chart, changes) for chart in charts], growth
 
