@@ -36,7 +36,14 @@ from scheduler_core.analyses.catalogs import (
     execution_of,
 )
 from scheduler_core.analyses.params import Analysis, ChoiceParam, Emit, FloatParam, IntParam, progress
-from scheduler_core.analyses.simulate import TRACE_PARAMS, boot_setting, build_catalog, poisson_params, selected_trace
+from scheduler_core.analyses.simulate import (
+    TRACE_ONLY,
+    TRACE_PARAMS,
+    boot_setting,
+    build_catalog,
+    poisson_params,
+    selected_trace,
+)
 from scheduler_core.analyses.simulate import check as simulate_check
 from scheduler_core.catalog import Catalog
 from scheduler_core.engine import EngineLoop
@@ -259,6 +266,7 @@ ANALYSIS = Analysis(
         *EXECUTION_PARAMS,
     ),
     run=run,
+    only_with=TRACE_ONLY,
     check=check,
     work=work,
     max_work=7 * 86_400,

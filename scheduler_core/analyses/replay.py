@@ -171,10 +171,8 @@ def from_engine_records(
 
 
 def check(params: dict[str, Any]) -> None:
-    """A trace to replay; the setting's rules (simulate's); `served` row for row with the trace."""
-    trace: TraceTraffic | None = params["trace"]
-    if trace is None:
-        raise InvalidInput("trace", "is required: the traffic to replay (request records, or a trace)")
+    """The setting's rules (simulate's); `served` row for row with the trace (`required`)."""
+    trace: TraceTraffic = params["trace"]
     simulate.check({**_simulate_defaults(), **params})
     served = params["served"]
     if served is not None and len(served) != len(trace):
@@ -356,6 +354,7 @@ ANALYSIS = Analysis(
         *(simulate.SHARED[name] for name in (*simulate.SETTING, "boot_catalog")),
     ),
     run=run,
+    required=("trace",),
     check=check,
     work=work,
     max_work=simulate.ANALYSIS.max_work,

@@ -195,7 +195,7 @@ ANALYSIS = Analysis(
     summary="TTFT, launches and padding against prompt length for cost and rule, clean and drift catalogs.",
     params=(
         IntParam("prompt_min", 1, "shortest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
-        IntParam("prompt_max", 131072, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
+        IntParam("prompt_max", 131072, "longest prompt (tokens; at least prompt_min)", minimum=1, maximum=MAX_TOKENS),
         IntParam(
             "count",
             256,
