@@ -104,6 +104,8 @@ class Analysis(Generic[R]):
     # Parameter -> the one it applies with: left at its default unless that one is given (names
     # this analysis does not declare are ignored, so kinds share one mapping).
     only_with: Mapping[str, str] = field(default_factory=dict)
+    # Rules of `check` that JSON Schema can state, each as a schema the parameters must meet (API docs).
+    schema_rules: tuple[dict[str, Any], ...] = ()
     # Rules across parameters (raising InvalidInput), run by validate so a job breaking them is
     # refused before it is stored or queued, not when a worker picks it up.
     check: Callable[[dict[str, Any]], None] = field(default=lambda params: None)
@@ -148,6 +150,7 @@ class Analysis(Generic[R]):
         rules += [
             {"not": {"required": [old, now]}, "description": f"give only {now}"} for old, now in self.aliases.items()
         ]
+        rules += self.schema_rules
         if rules:
             schema["allOf"] = rules
         return schema
