@@ -184,9 +184,12 @@ class Analysis(Generic[R]):
         if unknown:
             raise InvalidInput(unknown[0], f"unknown parameter for {self.name} (expected one of {sorted(known)})")
         params = {p.name: self._parse(p, data) for p in self.params}
+        specs = {p.name: p for p in self.params}
+        for name in self.required:
+            if params[name] is None:
+                raise InvalidInput(name, f"is required: {specs[name].help}", param=name)
         for needed, names in self._only_with().items():
             if params[needed] is None:
-                specs = {p.name: p for p in self.params}
                 for name in names:
                     if params[name] != specs[name].default_value():
                         raise InvalidInput(name, f"applies only with {needed}: give {needed} too", param=name)
@@ -226,9 +229,8 @@ class Analysis(Generic[R]):
                 data[now] = data.pop(old)
         return data
 
-    def _parse(self, p: Param, data: Mapping[str, Any]) -> Any:
-        if data.get(p.name) is None and p.name in self.required:
-            raise InvalidInput(p.name, f"is required: {p.help}", param=p.name)
+    @staticmethod
+    def _parse(p: Param, data: Mapping[str, Any]) -> Any:
         if p.name not in data:
             return p.default_value()
         try:
