@@ -42,9 +42,6 @@ BOOT = [
     {"prefill": 0, "decode": MAX_LANES, "ms": 4.0},
 ]
 TRACE_RECORDS = [json.loads(line) for line in TRACE.splitlines()]
-# Where the schema still allows what the server refuses (issue 30, open): a valid request of these
-# is refused with 400 naming the field. Anything else failing fails the test.
-OPEN: set[tuple[str, str, str]] = set()
 Failures = dict[tuple[str, str, str], list[Any]]  # (operation, mode, check) -> [requests, the first one]
 
 
@@ -176,4 +173,4 @@ def test_no_generated_request_gets_an_answer_the_schema_does_not_declare(
     assert {"POST /api/jobs/", "POST /api/recipes/{name}/boots/", "GET /api/jobs/{job_id}/"} <= set(checked)
     found = [f"{n} x {op} ({mode}): {title}\n    {shown}" for (op, mode, title), (n, shown) in failures.items()]
     print(f"schemathesis: {sum(n for n, _ in failures.values())} failing requests", *found, sep="\n")
-    assert set(failures) <= OPEN, "\n".join(f for f, key in zip(found, failures) if key not in OPEN)
+    assert not failures, "\n".join(found)
