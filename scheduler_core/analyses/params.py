@@ -150,7 +150,7 @@ class _ListParam(Param):
     max_items: int | None = None
 
     def parse(self, value: Any) -> Any:
-        if value is None and self.default is None:
+        if value is None and self.default_value() is None:  # not a list whose default is filled in (policies)
             return None
         items = require_list(value, self.name)
         if not items:
