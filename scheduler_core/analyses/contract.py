@@ -184,15 +184,7 @@ class Analysis(Generic[R]):
         if unknown:
             raise InvalidInput(unknown[0], f"unknown parameter for {self.name} (expected one of {sorted(known)})")
         params = {p.name: self._parse(p, data) for p in self.params}
-        specs = {p.name: p for p in self.params}
-        for name in self.required:
-            if params[name] is None:
-                raise InvalidInput(name, f"is required: {specs[name].help}", param=name)
-        for needed, names in self._only_with().items():
-            if params[needed] is None:
-                for name in names:
-                    if params[name] != specs[name].default_value():
-                        raise InvalidInput(name, f"applies only with {needed}: give {needed} too", param=name)
+        self._check_declared(params)
         try:
             self.check(params)
         except InvalidInput as exc:  # a rule across parameters names one of them
@@ -218,6 +210,18 @@ class Analysis(Generic[R]):
         """Stored params (validated before they were stored) typed again, as `validate` returned them."""
         specs = {p.name: p for p in self.params}
         return {k: specs[k].from_json(v) if k in specs else v for k, v in stored.items()}
+
+    def _check_declared(self, params: dict[str, Any]) -> None:
+        """The declared rules across parameters (`required`, `only_with`), after each value is parsed."""
+        specs = {p.name: p for p in self.params}
+        for name in self.required:
+            if params[name] is None:
+                raise InvalidInput(name, f"is required: {specs[name].help}", param=name)
+        for needed, names in self._only_with().items():
+            if params[needed] is None:
+                for name in names:
+                    if params[name] != specs[name].default_value():
+                        raise InvalidInput(name, f"applies only with {needed}: give {needed} too", param=name)
 
     def with_current_names(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
         """`data` with every old parameter name (`aliases`) replaced by its name now."""
