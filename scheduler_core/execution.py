@@ -95,6 +95,8 @@ class AffineExecution:
     attention: AttentionTerm = NO_ATTENTION_TERM
     max_context: int | None = None
 
+    KEYS = ("fixed_ms", "ms_per_token", "first_token_ms")  # each required by `parse`
+
     @property
     def follows_context(self) -> bool:
         return self.attention.active
@@ -116,9 +118,9 @@ class AffineExecution:
     @classmethod
     def parse(cls, data: Any, field_name: str = "execution") -> AffineExecution:
         data = require_mapping(data, field_name)
-        reject_unknown_keys(data, {"fixed_ms", "ms_per_token", "first_token_ms", *AttentionTerm.KEYS}, field_name)
+        reject_unknown_keys(data, {*cls.KEYS, *AttentionTerm.KEYS}, field_name)
         values = {}
-        for key in ("fixed_ms", "ms_per_token", "first_token_ms"):
+        for key in cls.KEYS:
             if key not in data:
                 raise InvalidInput(f"{field_name}.{key}", "is required")
             values[key] = require_number(data[key], f"{field_name}.{key}", minimum=0.0, maximum=MAX_DURATION_MS)
@@ -135,6 +137,8 @@ class TableExecution:
     first_token_ms: float = 0.0
     attention: AttentionTerm = NO_ATTENTION_TERM
     max_context: int | None = None
+
+    KEYS = ("table", "first_token_ms")  # `table` required
 
     @property
     def follows_context(self) -> bool:
@@ -161,7 +165,7 @@ class TableExecution:
     @classmethod
     def parse(cls, data: Any, field_name: str = "execution") -> TableExecution:
         data = require_mapping(data, field_name)
-        reject_unknown_keys(data, {"table", "first_token_ms", *AttentionTerm.KEYS}, field_name)
+        reject_unknown_keys(data, {*cls.KEYS, *AttentionTerm.KEYS}, field_name)
         table: dict[tuple[int, int], float] = {}
         rows = require_list(data.get("table"), f"{field_name}.table")
         if len(rows) > MAX_GRAPHS:
@@ -186,12 +190,38 @@ def parse_execution(data: Any, field_name: str = "execution") -> ExecutionModel:
     profile by name ({profile: "llama-2-7b-a100"})."""
     if isinstance(data, dict) and "profile" in data:
         reject_unknown_keys(data, {"profile"}, field_name)
-        if data["profile"] not in PROFILES:
+        if not isinstance(data["profile"], str) or data["profile"] not in PROFILES:
             raise InvalidInput(f"{field_name}.profile", f"must be one of {list(PROFILES)}, got {data['profile']!r}")
         return load_profile(data["profile"])
     if isinstance(data, dict) and "table" in data:
         return TableExecution.parse(data, field_name)
     return AffineExecution.parse(data, field_name)
+
+
+def execution_schema() -> dict[str, Any]:
+    """The JSON schema of what `parse_execution` accepts, from the keys and bounds its parsers read:
+    exactly one of the three shapes, each closed (API docs)."""
+    ms = {"type": "number", "minimum": 0.0, "maximum": MAX_DURATION_MS}
+    attention = dict.fromkeys(AttentionTerm.KEYS, ms)
+    tokens = {"type": "integer", "minimum": 0, "maximum": MAX_TOKENS}
+    row = {
+        "type": "object",
+        "properties": {"prefill": tokens, "decode": tokens, "ms": ms},
+        "required": ["prefill", "decode", "ms"],
+    }
+    table = {"type": "array", "maxItems": MAX_GRAPHS, "items": row, "description": "true durations per shape"}
+    shapes = (
+        ({**dict.fromkeys(AffineExecution.KEYS, ms), **attention}, list(AffineExecution.KEYS)),
+        ({"table": table, "first_token_ms": ms, **attention}, ["table"]),
+        ({"profile": {"type": "string", "enum": list(PROFILES), "description": "a shipped GPU profile"}}, ["profile"]),
+    )
+    return {
+        "oneOf": [
+            {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+            for properties, required in shapes
+        ],
+        "description": "the true costs: an affine model, a table of durations per shape, or a GPU profile by name",
+    }
 
 
 def measured_catalog(

@@ -72,9 +72,6 @@ class CheckResult(TypedDict):
 
 
 def check(params: dict[str, Any]) -> None:
-    trace: TraceTraffic | None = params["trace"]
-    if trace is None:
-        raise InvalidInput("trace", "is required: the traffic to serve on vLLM and to simulate")
     if not len(_selected(params)):
         raise InvalidInput("window", "holds no request of the trace")
 
@@ -381,6 +378,7 @@ ANALYSIS = Analysis(
         IntParam("port", 8210, "the port vLLM serves on during the run", minimum=1024, maximum=65535),
     ),
     run=run,
+    required=("trace",),
     check=check,
     work=lambda p: p["limit"] * len(p["policies"] or [1]),
     max_work=MAX_REQUESTS,

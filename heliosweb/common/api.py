@@ -16,7 +16,7 @@ from drf_spectacular.renderers import (
     OpenApiYamlRenderer,
     OpenApiYamlRenderer2,
 )
-from drf_spectacular.utils import OpenApiParameter, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema_field, inline_serializer
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import exceptions, serializers
 from rest_framework.request import Request
@@ -82,6 +82,15 @@ def text_field(*, max_length: int, required: bool = False, **kwargs: Any) -> ser
     `max_length` characters, no NUL; `required`: not blank."""
     regex = r"^[^\u0000]*\S[^\u0000]*$" if required else r"^[^\u0000]*$"
     return serializers.RegexField(regex, max_length=max_length, required=required, **kwargs)
+
+
+def schema_field(schema: dict[str, Any], **kwargs: Any) -> serializers.Field:
+    """A body field declared by the JSON schema given: a value the server parses itself, by that
+    parser's own schema (a `scheduler_core` one), or a multipart file's bytes."""
+    declared = extend_schema_field(schema)(
+        type("SchemaField", (serializers.JSONField,), {})
+    )  # a class: fields are copied
+    return declared(**kwargs)
 
 
 def json_body(

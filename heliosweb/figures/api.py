@@ -14,9 +14,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from heliosweb.catalogs.selectors import GRAPHS
-from heliosweb.common.api import ERROR, json_body
+from heliosweb.common.api import ERROR, json_body, schema_field
 from heliosweb.jobs import selectors as job_selectors
 from heliosweb.recipes.selectors import recipe_get
+from scheduler_core.execution import execution_schema
 from scheduler_core.policies import POLICIES
 
 from . import exports
@@ -114,7 +115,7 @@ class PlanView(APIView):
                 ),
                 "catalog": GRAPHS,
                 "request": serializers.DictField(help_text="{prompt_tokens, prefill_limit?, atomic_spans?}"),
-                "execution": serializers.DictField(required=False, allow_null=True),
+                "execution": schema_field(execution_schema(), required=False, allow_null=True),
             },
             one_of=("policy", "policies"),
         ),

@@ -32,11 +32,19 @@ from scheduler_core.analyses.catalogs import (
     DRIFT_PARAM,
     EXECUTION_PARAMS,
     EXECUTION_PROFILE,
+    boot_or_profile_schema,
     check_boot_or_profile,
     execution_of,
 )
 from scheduler_core.analyses.params import Analysis, ChoiceParam, Emit, FloatParam, IntParam, progress
-from scheduler_core.analyses.simulate import TRACE_PARAMS, boot_setting, build_catalog, poisson_params, selected_trace
+from scheduler_core.analyses.simulate import (
+    TRACE_ONLY,
+    TRACE_PARAMS,
+    boot_setting,
+    build_catalog,
+    poisson_params,
+    selected_trace,
+)
 from scheduler_core.analyses.simulate import check as simulate_check
 from scheduler_core.catalog import Catalog
 from scheduler_core.engine import EngineLoop
@@ -56,6 +64,9 @@ POLL_WAIT_S = 25
 MAX_BATCH = 10_000  # records per batch (the server's bound)
 
 
+BOOT_CATALOGS = ("boot", "boot-repaired")  # the `catalog` choices that run on the recipe's latest boot
+
+
 def engine_name(job_id: int) -> str:
     return f"sim-job-{job_id}"
 
@@ -64,7 +75,7 @@ def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Cat
     """The catalog and true costs: the recipe's latest boot (as stored, or repaired: its flagged
     shapes replaced, `catalogs.health`), or the PR's clean or drift catalog; and, for a boot, where
     the catalog came from (as a job's `catalog_sources` entry)."""
-    if params["catalog"] in ("boot", "boot-repaired"):
+    if params["catalog"] in BOOT_CATALOGS:
         boot = Boot.objects.filter(recipe=recipe).order_by("-created_at", "-id").first()
         if boot is None:
             raise InvalidInput("catalog", f"recipe {recipe.name!r} has no stored boot; choose clean or drift")
@@ -87,7 +98,7 @@ def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Cat
 def check_submission(params: dict[str, Any], recipe: Recipe | None) -> None:
     """Refused at submission, not found out by the worker: an engine serves a recipe, and a boot
     catalog must be there and carry traffic (decode graphs, rows for `max_lanes`)."""
-    if recipe is None or params["catalog"] not in ("boot", "boot-repaired"):  # no recipe: refused before (needs_recipe)
+    if recipe is None or params["catalog"] not in BOOT_CATALOGS:  # no recipe: refused before (needs_recipe)
         return
     try:
         setting(params, recipe)
@@ -231,7 +242,7 @@ def work(params: dict[str, Any]) -> int:
 def check(params: dict[str, Any]) -> None:
     """The traffic's ranges (simulate's rules); a recipe's boot is its own truth, so no profile beside it."""
     simulate_check({**params, "boot_catalog": None})
-    check_boot_or_profile({"boot": params["catalog"] in ("boot", "boot-repaired"), **params}, "boot")
+    check_boot_or_profile({"boot": params["catalog"] in BOOT_CATALOGS, **params}, "boot")
 
 
 ANALYSIS = Analysis(
@@ -259,6 +270,8 @@ ANALYSIS = Analysis(
         *EXECUTION_PARAMS,
     ),
     run=run,
+    only_with=TRACE_ONLY,
+    schema_rules=(boot_or_profile_schema("catalog", BOOT_CATALOGS),),
     check=check,
     work=work,
     max_work=7 * 86_400,

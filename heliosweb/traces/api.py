@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from heliosweb.common.api import ERROR
+from heliosweb.common.api import ERROR, schema_field
 from heliosweb.common.permissions import CanRunJobs
 from scheduler_core.errors import InvalidInput
 from scheduler_core.traffic import TraceError
@@ -52,7 +52,11 @@ class TraceListView(APIView):
         ],
         request={
             "multipart/form-data": inline_serializer(
-                "TraceUpload", {"file": serializers.FileField(), "name": serializers.RegexField(f"^{NAME.pattern}$")}
+                "TraceUpload",
+                {
+                    "file": schema_field({"type": "string", "format": "binary"}, help_text="the trace file"),
+                    "name": serializers.RegexField(f"^{NAME.pattern}$"),
+                },
             ),
             # The raw file, whatever its type says (text/csv, application/x-ndjson, ...): declared as
             # bytes, the one raw type generated clients (openapi-python-client) know.

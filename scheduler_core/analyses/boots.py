@@ -16,7 +16,14 @@ from ..limits import MAX_TOKENS
 from ..planner import plan
 from ..policies import PR22_ARMS, make_policy
 from ..request import Request
-from .catalogs import EXECUTION_PARAMS, EXECUTION_PROFILE, check_boot_or_profile, execution_dict, execution_of
+from .catalogs import (
+    EXECUTION_PARAMS,
+    EXECUTION_PROFILE,
+    boot_or_profile_schema,
+    check_boot_or_profile,
+    execution_dict,
+    execution_of,
+)
 from .contract import Analysis, Emit
 from .pacing import Ticker
 from .params import CatalogListParam, FloatParam, IntListParam, IntParam, PolicyListParam
@@ -170,6 +177,7 @@ ANALYSIS = Analysis(
         *EXECUTION_PARAMS,
     ),
     run=run,
+    schema_rules=(boot_or_profile_schema("boot_catalogs"),),
     check=lambda params: check_boot_or_profile(params, "boot_catalogs"),
     work=work,
     max_work=50_000_000,

@@ -447,7 +447,7 @@ ANALYSIS = Analysis(
         OptionalFloatParam(
             "rate_max_per_s",
             None,
-            "highest request rate stepped (left out: a trace's own rate x 4; Poisson 8)",
+            "highest request rate stepped, at least rate_min_per_s (left out: a trace's own rate x 4; Poisson 8)",
             minimum=0.001,
             maximum=1e5,
         ),
@@ -471,6 +471,7 @@ ANALYSIS = Analysis(
         *(simulate.SHARED[name] for name in simulate.SETTING),
     ),
     run=run,
+    only_with=simulate.TRACE_ONLY,
     check=check,
     work=work,
     max_work=MAX_WORK,  # enforced by check, which names what to lower

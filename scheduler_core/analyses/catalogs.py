@@ -35,6 +35,16 @@ def execution_of(params: Mapping[str, Any]) -> ExecutionModel:
     return AffineExecution(params["fixed_ms"], params["ms_per_token"], params["first_token_ms"])
 
 
+def boot_or_profile_schema(boot_param: str, boot_choices: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`check_boot_or_profile` as JSON Schema (`Analysis.schema_rules`): no boot, or execution at
+    affine; `boot_choices`: the values of `boot_param` that name a boot (else any but null does)."""
+    no_boot = {"not": {"enum": list(boot_choices)}} if boot_choices else {"enum": [None]}
+    return {
+        "description": f"a boot given as {boot_param} is both the catalog and the true costs: execution stays {AFFINE}",
+        "anyOf": [{"properties": {boot_param: no_boot}}, {"properties": {"execution": {"enum": [AFFINE]}}}],
+    }
+
+
 def check_boot_or_profile(params: Mapping[str, Any], boot_param: str) -> None:
     """A boot is its own truth: a profile beside it would be silently ignored, so it is refused."""
     if params.get(boot_param) and params.get("execution", AFFINE) != AFFINE:

@@ -99,6 +99,13 @@ class Analysis(Generic[R]):
     work: Callable[[dict[str, Any]], int] = field(default=lambda params: 1)
     max_work: int = 10**9
     format_text: Callable[[R], str] | None = None  # the CLI's human-readable output
+    # Parameters without a default that fits (declared with None): a job must give them, not null.
+    required: tuple[str, ...] = ()
+    # Parameter -> the one it applies with: left at its default unless that one is given (names
+    # this analysis does not declare are ignored, so kinds share one mapping).
+    only_with: Mapping[str, str] = field(default_factory=dict)
+    # Rules of `check` that JSON Schema can state, each as a schema the parameters must meet (API docs).
+    schema_rules: tuple[dict[str, Any], ...] = ()
     # Rules across parameters (raising InvalidInput), run by validate so a job breaking them is
     # refused before it is stored or queued, not when a worker picks it up.
     check: Callable[[dict[str, Any]], None] = field(default=lambda params: None)
@@ -129,13 +136,44 @@ class Analysis(Generic[R]):
 
     def params_schema(self) -> dict[str, Any]:
         """The JSON schema of this analysis's parameters, from the declarations `validate` enforces:
-        each one's type, bounds and choices; every one optional (defaults fill the rest); no other."""
-        properties = {p.name: _described(p) for p in self.params}
+        each one's type, bounds and choices; the `required` ones required, defaults fill the rest; no
+        other; the rules across them JSON Schema can say (`only_with`, an old name or its new one)."""
+        properties = {p.name: _described(p, p.name in self.required) for p in self.params}
         for old, now in self.aliases.items():
             # No default: a generated client would send it beside the new name, and both are refused.
             like_now = {k: v for k, v in properties[now].items() if k != "default"}
             properties[old] = {**like_now, "deprecated": True, "description": f"the old name of {now}"}
-        return {"type": "object", "properties": properties, "additionalProperties": False}
+        schema = {"type": "object", "properties": properties, "additionalProperties": False}
+        if self.required:
+            schema["required"] = list(self.required)
+        rules = [self._only_with_schema(needed, names) for needed, names in self._only_with().items()]
+        rules += [
+            {"not": {"required": [old, now]}, "description": f"give only {now}"} for old, now in self.aliases.items()
+        ]
+        rules += self.schema_rules
+        if rules:
+            schema["allOf"] = rules
+        return schema
+
+    def _only_with(self) -> dict[str, list[str]]:
+        """`only_with` among this analysis's own parameters: the one needed -> those needing it."""
+        declared = {p.name for p in self.params}
+        groups: dict[str, list[str]] = {}
+        for name, needed in self.only_with.items():
+            if name in declared and needed in declared:
+                groups.setdefault(needed, []).append(name)
+        return groups
+
+    def _only_with_schema(self, needed: str, names: list[str]) -> dict[str, Any]:
+        """`needed` given (not null), or each of `names` left at its default."""
+        specs = {p.name: p for p in self.params}
+        return {
+            "description": f"{', '.join(names)} apply only with {needed}",
+            "anyOf": [
+                {"required": [needed], "properties": {needed: specs[needed].json_schema()}},
+                {"properties": {name: {"enum": [specs[name].default_value()]} for name in names}},
+            ],
+        }
 
     def validate(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
         """Fill defaults, parse every value, reject unknown names, broken cross-parameter rules and
@@ -146,6 +184,7 @@ class Analysis(Generic[R]):
         if unknown:
             raise InvalidInput(unknown[0], f"unknown parameter for {self.name} (expected one of {sorted(known)})")
         params = {p.name: self._parse(p, data) for p in self.params}
+        self._check_declared(params)
         try:
             self.check(params)
         except InvalidInput as exc:  # a rule across parameters names one of them
@@ -172,6 +211,18 @@ class Analysis(Generic[R]):
         specs = {p.name: p for p in self.params}
         return {k: specs[k].from_json(v) if k in specs else v for k, v in stored.items()}
 
+    def _check_declared(self, params: dict[str, Any]) -> None:
+        """The declared rules across parameters (`required`, `only_with`), after each value is parsed."""
+        specs = {p.name: p for p in self.params}
+        for name in self.required:
+            if params[name] is None:
+                raise InvalidInput(name, f"is required: {specs[name].help}", param=name)
+        for needed, names in self._only_with().items():
+            if params[needed] is None:
+                for name in names:
+                    if params[name] != specs[name].default_value():
+                        raise InvalidInput(name, f"applies only with {needed}: give {needed} too", param=name)
+
     def with_current_names(self, data: Mapping[str, Any] | None) -> dict[str, Any]:
         """`data` with every old parameter name (`aliases`) replaced by its name now."""
         data = dict(data or {})
@@ -193,10 +244,11 @@ class Analysis(Generic[R]):
             raise
 
 
-def _described(p: Param) -> dict[str, Any]:
+def _described(p: Param, required: bool) -> dict[str, Any]:
     """A parameter's schema with its help line; `null` allowed where it means "not given"."""
     schema = {**p.json_schema(), "description": p.help}
-    return {"anyOf": [schema, {"type": "null"}], "description": p.help} if p.default_value() is None else schema
+    optional = p.default_value() is None and not required
+    return {"anyOf": [schema, {"type": "null"}], "description": p.help} if optional else schema
 
 
 def _size_param(specs: tuple[Param, ...]) -> str:

@@ -150,7 +150,7 @@ class _ListParam(Param):
     max_items: int | None = None
 
     def parse(self, value: Any) -> Any:
-        if value is None and self.default is None:
+        if value is None and self.default_value() is None:  # not a list whose default is filled in (policies)
             return None
         items = require_list(value, self.name)
         if not items:
@@ -201,7 +201,7 @@ class IntListParam(_ListParam):
         return [_int_text(item, self.name) for item in text.replace(";", ",").split(",") if item.strip()]
 
     def json_schema(self) -> dict[str, Any]:
-        return self._list_schema(_bounds({"type": "integer"}, self.minimum, self.maximum))
+        return {**self._list_schema(_bounds({"type": "integer"}, self.minimum, self.maximum)), "uniqueItems": True}
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "minimum": self.minimum, "maximum": self.maximum}
@@ -236,7 +236,7 @@ class ChoiceListParam(_ListParam):
         )
 
     def json_schema(self) -> dict[str, Any]:
-        return self._list_schema({"type": "string", "enum": list(self.options())})
+        return {**self._list_schema({"type": "string", "enum": list(self.options())}), "uniqueItems": True}
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "choices": list(self.options())}
@@ -367,19 +367,24 @@ class TraceParam(Param):
         return {
             "oneOf": [
                 {"type": "string", "description": "the trace file's text (Azure CSV or JSON Lines)"},
-                {"type": "array", "maxItems": self.max_inline, "items": TRACE_RECORD_SCHEMA},
+                {"type": "array", "minItems": 1, "maxItems": self.max_inline, "items": TRACE_RECORD_SCHEMA},
             ]
         }
 
 
+_TOKEN_POSITION = {"type": "integer", "minimum": 0, "maximum": MAX_CAPACITY}
 TRACE_RECORD_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "arrival_ms": {"type": "number", "minimum": 0},
         "prompt_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_CAPACITY},
         "output_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_CAPACITY},
-        "atomic_spans": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
-        "message_boundaries": {"type": "array", "items": {"type": "integer"}},
+        # sorted, disjoint and inside the prompt (a span [start, end), a boundary outside every span)
+        "atomic_spans": {
+            "type": "array",
+            "items": {"type": "array", "items": _TOKEN_POSITION, "minItems": 2, "maxItems": 2},
+        },
+        "message_boundaries": {"type": "array", "items": {**_TOKEN_POSITION, "minimum": 1}},
     },
     "required": ["arrival_ms", "prompt_tokens", "output_tokens"],
     "additionalProperties": False,

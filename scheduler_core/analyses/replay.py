@@ -36,12 +36,14 @@ from ..stats import percentiles
 from ..traffic import TraceTraffic, from_engine_requests
 from ..validation import require_int, require_list, require_mapping, require_number
 from . import simulate
+from .catalogs import boot_or_profile_schema
 from .contract import Analysis, Emit, Param
 from .pacing import Ticker
 from .params import EXAMPLE_TRACE, PolicyListParam, TraceParam
 
 MAX_REQUESTS = 20_000  # requests replayed in one run (simulate's bound on a run's requests)
 MAX_NAME = 64
+NO_NUL = "^[^\\u0000]*$"  # text a database stores (`validation.text_problem`)
 MAX_RECORD_CHARS = 1 << 20  # one JSON Lines row of a replay's records (its launches: a few KB)
 DETERMINISTIC = "none: a trace on a fixed setting is deterministic, so each policy runs once and a rerun gives the same"
 
@@ -109,10 +111,10 @@ class ServedParam(Param):
             "items": {
                 "type": "object",
                 "properties": {
-                    "policy": {"type": "string", "maxLength": MAX_NAME},
+                    "policy": {"type": "string", "maxLength": MAX_NAME, "pattern": NO_NUL},
                     "ttft_ms": {"type": "number", "minimum": 0},
                     "launches": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": MAX_TOKENS}},
-                    "engine": {"type": "string", "maxLength": MAX_NAME},
+                    "engine": {"type": "string", "maxLength": MAX_NAME, "pattern": NO_NUL},
                 },
                 "required": ["policy", "ttft_ms", "launches"],
                 "additionalProperties": False,
@@ -171,10 +173,8 @@ def from_engine_records(
 
 
 def check(params: dict[str, Any]) -> None:
-    """A trace to replay; the setting's rules (simulate's); `served` row for row with the trace."""
-    trace: TraceTraffic | None = params["trace"]
-    if trace is None:
-        raise InvalidInput("trace", "is required: the traffic to replay (request records, or a trace)")
+    """The setting's rules (simulate's); `served` row for row with the trace (`required`)."""
+    trace: TraceTraffic = params["trace"]
     simulate.check({**_simulate_defaults(), **params})
     served = params["served"]
     if served is not None and len(served) != len(trace):
@@ -356,6 +356,8 @@ ANALYSIS = Analysis(
         *(simulate.SHARED[name] for name in (*simulate.SETTING, "boot_catalog")),
     ),
     run=run,
+    required=("trace",),
+    schema_rules=(boot_or_profile_schema("boot_catalog"),),
     check=check,
     work=work,
     max_work=simulate.ANALYSIS.max_work,

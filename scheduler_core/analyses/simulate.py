@@ -30,6 +30,7 @@ from .catalogs import (
     DRIFT_PARAM,
     EXECUTION_PARAMS,
     EXECUTION_PROFILE,
+    boot_or_profile_schema,
     check_boot_or_profile,
     execution_dict,
     execution_of,
@@ -61,14 +62,20 @@ TRACE_PARAMS = (
 )
 
 
+# A trace's own parameters apply only with a trace (`Analysis.only_with`, for every kind declaring them).
+TRACE_ONLY = {p.name: "trace" for p in TRACE_PARAMS[1:]}
+
+
 def poisson_params(*, prompt_max: int, output_min: int, output_max: int) -> tuple[Param, ...]:
     """Poisson traffic's lengths, atomic spans and seed, declared once: simulate's and the simulated
     engine's (which keeps its prompts and outputs shorter by default)."""
     return (
         IntParam("prompt_min", 32, "shortest prompt (tokens; lengths are log-uniform)", minimum=1, maximum=MAX_TOKENS),
-        IntParam("prompt_max", prompt_max, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
+        IntParam(
+            "prompt_max", prompt_max, "longest prompt (tokens; at least prompt_min)", minimum=1, maximum=MAX_TOKENS
+        ),
         IntParam("output_min", output_min, "fewest output tokens (lengths are uniform)", minimum=1, maximum=100_000),
-        IntParam("output_max", output_max, "most output tokens", minimum=1, maximum=100_000),
+        IntParam("output_max", output_max, "most output tokens (at least output_min)", minimum=1, maximum=100_000),
         FloatParam("span_share", 0.0, "share of requests holding one atomic span", minimum=0.0, maximum=1.0),
         IntParam("seed", 0, "traffic seed", minimum=0, maximum=2**31 - 1),
     )
@@ -81,11 +88,7 @@ def check(params: dict[str, Any]) -> None:
         if params[low] > params[high]:
             raise InvalidInput(low, f"must be <= {high} ({params[low]} > {params[high]})")
     check_boot_or_profile(params, "boot_catalog")
-    if params.get("trace") is None:
-        for name in ("window", "limit", "time_scale"):
-            if params.get(name) not in (None, 0, 1.0):
-                raise InvalidInput(name, "applies to a trace: give trace too")
-    elif not len(selected_trace(params)):
+    if params.get("trace") is not None and not len(selected_trace(params)):
         raise InvalidInput("window", "holds no request of the trace")
     boot: Catalog | None = params["boot_catalog"]
     if boot is None:
@@ -346,6 +349,8 @@ ANALYSIS = Analysis(
         ),
     ),
     run=run,
+    only_with=TRACE_ONLY,
+    schema_rules=(boot_or_profile_schema("boot_catalog"),),
     check=check,
     work=work,
     max_work=10_000_000,

@@ -19,6 +19,7 @@ from .catalogs import (
     DRIFT_PARAM,
     EXECUTION_PARAMS,
     EXECUTION_PROFILE,
+    boot_or_profile_schema,
     boot_setting,
     check_boot_or_profile,
     execution_dict,
@@ -195,7 +196,7 @@ ANALYSIS = Analysis(
     summary="TTFT, launches and padding against prompt length for cost and rule, clean and drift catalogs.",
     params=(
         IntParam("prompt_min", 1, "shortest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
-        IntParam("prompt_max", 131072, "longest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
+        IntParam("prompt_max", 131072, "longest prompt (tokens; at least prompt_min)", minimum=1, maximum=MAX_TOKENS),
         IntParam(
             "count",
             256,
@@ -217,6 +218,7 @@ ANALYSIS = Analysis(
         ),
     ),
     run=run,
+    schema_rules=(boot_or_profile_schema("boot_catalog"),),
     check=check,
     work=work,
     max_work=20_000_000,
