@@ -15,6 +15,7 @@ from typing import IO, Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from heliosweb.audit.services import audit_append
 from heliosweb.common.bounds import parse_json
@@ -53,13 +54,12 @@ def trace_upload(*, user: Actor | None, name: str, content: bytes | IO[bytes]) -
     InvalidInput (the name, an empty trace) or Conflict (the name taken by other bytes); nothing is stored then. Audited: `trace_uploaded`."""
     stream = io.BytesIO(content) if isinstance(content, bytes) else content
     digest, size = _hash(stream)
-    existing = Trace.objects.filter(sha256=digest).first()
-    if existing is not None:
-        return existing, False
     if not isinstance(name, str) or not NAME.fullmatch(name):
+        if (existing := Trace.objects.filter(sha256=digest).first()) is not None:
+            return existing, False  # the bytes are what count: stored already, whatever the name
         raise InvalidInput("name", "must be 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit")
-    if Trace.objects.filter(name__iexact=name).exists():
-        raise Conflict("name", f"a different trace is already stored as {name!r}")
+    if (existing := _stored_as(digest, name)) is not None:
+        return existing, False
     stream.seek(0)
     if not _PARSING.acquire(timeout=PARSE_WAIT_S):
         raise Throttled("file", "another trace is being read; try again in a minute", retry_after=60)
@@ -72,11 +72,22 @@ def trace_upload(*, user: Actor | None, name: str, content: bytes | IO[bytes]) -
     try:
         stored = _store(user, name, digest, size, trace.format, len(trace), packed, shapes, summary)
     except IntegrityError:  # another upload of the same bytes or name committed between the checks and now
-        existing = Trace.objects.filter(sha256=digest).first()
-        if existing is not None:
+        if (existing := _stored_as(digest, name)) is not None:
             return existing, False
-        raise Conflict("name", f"a different trace is already stored as {name!r}") from None
+        raise Conflict("file", "another upload was being stored at the same moment: try again") from None
     return stored, True
+
+
+def _stored_as(digest: str, name: str) -> Trace | None:
+    """The trace stored with these bytes (under any name), else None; Conflict when `name` is taken
+    by other bytes. One read of both, so an upload of the same bytes committing between two reads
+    cannot turn a 200 into a 409."""
+    rows = list(Trace.objects.filter(Q(sha256=digest) | Q(name__iexact=name)))
+    if same := [t for t in rows if t.sha256 == digest]:
+        return same[0]
+    if rows:
+        raise Conflict("name", f"a different trace is already stored as {name!r}")
+    return None
 
 
 def _store(
