@@ -205,6 +205,14 @@ def report(args, samples, db, elapsed, sent, failed, records, rollups) -> None:
     print(
         f"{'database':<18}{db[0][1]:>9.1f}{db[-1][1]:>9.1f}{max(v for _, v in db):>9.1f}{slope_per_hour(later):>8.1f}{len(later):>9}"
     )
+    # The file's level: once the retention prune binds, the last half's slope is what it settles at
+    # (SQLite reuses pruned pages and never returns them, so the file is its peak), and the size at
+    # each quarter shows when it stopped growing.
+    half = [p for p in db if p[0] >= db[-1][0] / 2]
+    quarters = [min(db, key=lambda p, q=q: abs(p[0] - q * db[-1][0] / 4))[1] for q in (1, 2, 3, 4)]
+    print(
+        f"database over the last half: {slope_per_hour(half):+.1f} MB/h; MB at each quarter: {', '.join(f'{v:.1f}' for v in quarters)}"
+    )
     if records:
         per_record = (db[-1][1] - db[0][1]) * 2**20 / records
         print(f"telemetry: {records:,} raw records and {rollups:,} minute rollups stored; the database grew")
