@@ -9,7 +9,7 @@ from typing import Any, cast
 from heliosweb.jobs import selectors as job_selectors
 from heliosweb.jobs.models import BenchmarkJob, JobEvent
 from heliosweb.jobs.result_reading import readings
-from scheduler_core.comparison import Pair, default_pair, picked_pair
+from scheduler_core.comparison import Pair, picked_pair
 
 from .contract import JobData, KindViews, policies_run, to_json
 from .figure_cache import figures_json
@@ -57,12 +57,12 @@ def job_figures_json(*, job_id: object, query: Mapping[str, str] | None = None) 
 def figures_payload(job: BenchmarkJob) -> list[dict[str, Any]]:
     """The job's `/figures/` answer as data (decimated; a finished job's kept once built): what
     compare overlays."""
-    return cast(list[dict[str, Any]], json.loads(_figures_text(job)))
+    return cast(list[dict[str, Any]], json.loads(_figures_text(job, job_pair(job, {}))))
 
 
-def _figures_text(job: BenchmarkJob, pair: Pair | None = None) -> str:
+def _figures_text(job: BenchmarkJob, pair: Pair | None) -> str:
+    """`pair`: what `job_pair` picked (None: the job compares no two policies)."""
     views = views_for(job.kind)
-    pair = pair or default_pair(_ran(job))
 
     def build() -> str:
         data = job_data(job, views, pair=pair)
