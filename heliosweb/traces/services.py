@@ -82,7 +82,7 @@ def _stored_as(digest: str, name: str) -> Trace | None:
     """The trace stored with these bytes (under any name), else None; Conflict when `name` is taken
     by other bytes. One read of both, so an upload of the same bytes committing between two reads
     cannot turn a 200 into a 409."""
-    rows = list(Trace.objects.filter(Q(sha256=digest) | Q(name__iexact=name)))
+    rows = list(Trace.objects.filter(Q(sha256=digest) | Q(name__iexact=name)).defer("packed"))  # not the bytes
     if same := [t for t in rows if t.sha256 == digest]:
         return same[0]
     if rows:
