@@ -124,7 +124,7 @@ def main() -> int:
     print(
         f"{'level':>5} {'arm':>7} {'steps':>6} {'wall s':>8} {'mean step ms':>13} {'A/B':>9} {'own us/step':>12} {'own share':>10}"
     )
-    worst_ab = worst_own = 0.0
+    worst_ab, worst_own = -float("inf"), 0.0
     for level in (int(x) for x in args.levels.split(",")):
         taken: dict[str, list[tuple[float, int, float]]] = {name: [] for name in arms}
         for r in range(args.rounds):
