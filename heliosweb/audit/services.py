@@ -14,8 +14,6 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
 
-from heliosweb.common.clients import client_ip
-
 from .hashing import GENESIS, event_hash, event_payload
 from .models import AuditChainLock, AuditEvent, ChainCheck
 from .selectors import ChainReport, chain_verify
@@ -70,8 +68,3 @@ def chain_check_store() -> ChainReport:
     fields = ("ok", "count", "head_seq", "head_hash", "broken_at", "reason")
     ChainCheck.objects.update_or_create(pk=1, defaults={**{f: getattr(report, f) for f in fields}, "checked_at": now})
     return replace(report, full_check_at=now)
-
-
-def client_address(request: Any) -> str:
-    """The address the request came from (`X-Forwarded-For` only behind `HELIOS_TRUSTED_PROXIES`)."""
-    return client_ip(request)

@@ -27,7 +27,7 @@ from rest_framework.views import set_rollback
 from scheduler_core.errors import InvalidInput
 
 from .bounds import DB_INT_MAX
-from .db_connection import connection_lost
+from .db_connection import LOST
 from .errors import Throttled, TooLarge, http_status, internal_error
 from .http_errors import JSON_ONLY
 from .inputs import query_int, query_limit
@@ -60,7 +60,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, InvalidInput):
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Throttled) else None
         return Response(exc.as_dict(), status=http_status(exc), headers=headers)
-    if connection_lost(exc):
+    if isinstance(exc, LOST):
         return None  # DRF raises it on: `db_connection` retries the view or answers 503
     response = drf_exception_handler(exc, context)
     if response is None:

@@ -37,10 +37,6 @@ LOST = (OperationalError, InterfaceError, RedisConnectionError, RedisTimeoutErro
 _WHAT = {"database": "the database is unavailable (its connection was lost)", "redis": "Redis is unavailable"}
 
 
-def connection_lost(exc: BaseException) -> bool:
-    return isinstance(exc, LOST)
-
-
 def lost_backend(exc: BaseException) -> str:
     """Which backend a `LOST` error is about: "database" or "redis" (the answer's `field`)."""
     return "redis" if isinstance(exc, (RedisConnectionError, RedisTimeoutError)) else "database"

@@ -1,26 +1,21 @@
 """One Redis pub/sub subscription per web process, fanned out in-process to whoever waits here.
 
-Why not a channel-layer group per stream: with the stock layers every consumer's channel wakes
-for every event (0.2-0.3 ms of server CPU per delivered message), the Redis layer drops whole
-events past its `capacity`, and redis-py's async pool stops at 100 connections. Measured on two
-cores, 200 followers of one stream saw p95 7.7 s; one reader per process writing to local
-queues held 30 ms at 200 and 77 ms at 500 (docs/architecture.md). So: `publish(topic, message)`
-sends one Redis message; each process's single reader decodes it once and hands it to every local
-`subscribe(topic)` queue as a `Message`: the parsed data, and the JSON text as published, so that a
-subscriber forwarding it to a socket does not encode it again (at 500 viewers of a stream, once
-per process instead of once per socket). Long-polling engines
-(`GET /api/recipes/<name>/policy?wait=`) and live pages wait here without holding a thread or a
-database connection.
+Why not a channel-layer group per stream: with the stock layers every consumer wakes for every
+event (0.2-0.3 ms of CPU per delivered message), the Redis layer drops events past its `capacity`,
+and redis-py's async pool stops at 100 connections. On two cores, 200 followers of one stream saw
+p95 7.7 s; one reader per process writing to local queues held 30 ms at 200 and 77 ms at 500
+(docs/architecture.md). `publish(topic, message)` sends one Redis message; each process's reader
+decodes it once and hands every local `subscribe(topic)` queue a `Message` carrying the JSON text
+too, so forwarding it to a socket does not encode it again. Long-polling engines and live pages
+wait here without holding a thread or a database connection.
 
-A subscriber may also pass `take`, an async callable the reader offers each message to first: a
-live page's socket writes the next frame in sequence there and then, as a bare fan-out loop would,
-instead of waking a task per socket for every message (at 500 viewers those wake-ups put the reader
-itself behind the 50 ms between frames). What `take` declines (returns False) goes to the queue.
+`take`, an async callable the reader offers each message to first, lets a live page's socket write
+the frame there and then instead of waking a task per socket (at 500 viewers those wake-ups put the
+reader behind the 50 ms between frames). What it declines (False) goes to the queue.
 
-Best effort, like every realtime send: the database is the source of truth. A subscriber whose
-queue overflows, or any subscriber after the reader lost Redis, gets `{"type": "resync"}` and
-re-reads what it shows from the database. Without `REDIS_URL` (tests, a single process) messages
-are delivered in-process only.
+Best effort: the database is the source of truth. A subscriber whose queue overflows, or every one
+after the reader lost Redis, gets `{"type": "resync"}` and re-reads the database. Without
+`REDIS_URL` messages are delivered in-process only.
 """
 
 from __future__ import annotations

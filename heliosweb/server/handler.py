@@ -3,13 +3,12 @@
 
 - A body sent without Content-Length (chunked, already decoded by the server) is given its real
   length: Django and DRF read a request with no length as empty.
-- A sync view marked `kept_thread(view, name)` (the telemetry post) runs, the same middleware list
-  in sync mode, URL resolver, view, exception handling and request signals, in one hop to one
-  long-lived thread that keeps its database connection; Django would hop between a new thread and
-  the loop twice per middleware and open and close a connection per request.
+- A sync view marked `kept_thread(view, name)` (the telemetry post) runs with its whole sync cycle
+  in one hop to one long-lived thread that keeps its database connection (Django hops twice per
+  middleware and opens a connection per request).
 - An async view marked `kept_thread` (the policy long-poll) runs on the loop with its middleware
-  (the library ones as `loop_middleware`'s subclasses), its sync calls in its kept thread: no thread
-  per request, which at 1,000 engines answered at once was 1,000 threads woken and 1,000 more started.
+  (`loop_middleware`), its sync calls in its kept thread: no thread per request (at 1,000 engines
+  answered at once, 1,000 threads woken and 1,000 more started).
 - Every other view is served as Django serves a sync view under ASGI, in one hop.
 """
 
@@ -38,9 +37,8 @@ _LANE = "kept_thread"  # the attribute a marked view carries: its executor
 
 
 def kept_thread(view: View, name: str) -> View:
-    """Mark `view` to be served with one thread named `name`: a sync view in it, an async one on the
-    loop with its sync calls in it (see the module's docstring). The view itself is unchanged: a
-    sync handler (tests' Client, WSGI) calls it as usual."""
+    """Mark `view` to be served with one thread named `name` (the module's docstring); the view is
+    unchanged, so a sync handler (tests' Client, WSGI) calls it as usual."""
     setattr(view, _LANE, ThreadPoolExecutor(max_workers=1, thread_name_prefix=name))
     return view
 
@@ -73,10 +71,9 @@ class HeliosASGIHandler(ASGIHandler):
         if executor is None:
             await super().__call__(scope, receive, send)  # a thread of its own per request, as Django does
             return
-        # The view's kept thread for every sync call of the request, the request signals' receivers
-        # included: in a context of its own, each request started a thread for them and another
-        # to shut it down: a 1,000-record batch cost 20.4 ms of web CPU (median), 16.7 ms without
-        # (docs/bench/2026-12-02-one-thread.md).
+        # The kept thread for every sync call, the request signals' too: a context of its own started
+        # a thread per request and another to shut it down (20.4 ms of web CPU per 1,000-record batch,
+        # 16.7 ms without: docs/bench/2026-12-02-one-thread.md).
         async with ThreadSensitiveContext(executor=executor):
             await self.handle(scope, receive, send)
 
@@ -128,18 +125,16 @@ def _size(body_file: IO[bytes]) -> int:
 
 
 def _keep_open() -> None:
-    """Mark this thread's open connections as kept: `request_finished`'s `close_old_connections`,
-    which runs in this thread too, then closes one only when it failed (`CONN_MAX_AGE` 0 would
-    close it at each request's end, which is what the kept thread is for avoiding)."""
+    """Mark this thread's open connections as kept: `request_finished`'s `close_old_connections`
+    then closes one only when it failed, not at each request's end (`CONN_MAX_AGE` 0)."""
     for connection in connections.all(initialized_only=True):
         if connection.connection is not None:
             connection.close_at = None
 
 
 def _close_unusable() -> None:
-    """Close this thread's connections that the database dropped while they idled (a restart): the
-    next query opens a new one. Django's `close_old_connections` would close them all at each
-    request's end (`CONN_MAX_AGE` 0), which is what the kept thread is for avoiding."""
+    """Close this thread's connections the database dropped while they idled (a restart): the next
+    query opens a new one (the kept connections are never closed by `close_old_connections`)."""
     for connection in connections.all(initialized_only=True):
         if connection.connection is not None and not connection.is_usable():
             connection.close()
