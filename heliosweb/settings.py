@@ -26,9 +26,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("HELIOS_VAR_DIR", BASE_DIR / "var"))
 
 
-# Each helper refuses text it does not understand (ImproperlyConfigured, naming the variable): a
-# typo such as HELIOS_DEBUG=ture or HELIOS_DRAIN_SECONDS=3O must stop the process, not turn into
-# the default or False.
+# Each helper refuses text it does not understand, naming the variable: a typo such as
+# HELIOS_DEBUG=ture must stop the process, not turn into the default or False.
 N = TypeVar("N", int, float)
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -186,11 +185,9 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # Web, workers and tests share one file: wait for the lock instead of failing at once. In WAL
-    # mode readers never wait for the writer and a commit appends to the log rather than writing a
-    # rollback journal and the pages; synchronous=NORMAL syncs the log at checkpoints, not at each
-    # commit (a power cut may lose the last commits, never corrupt the file; a process crash loses
-    # nothing). Telemetry ingestion commits once per batch: the sync was ~10 ms of it.
+    # Web, workers and tests share one file: wait for the lock instead of failing at once. WAL: readers
+    # never wait for the writer; synchronous=NORMAL syncs the log at checkpoints, not each commit (a
+    # power cut may lose the last commits, never corrupt the file): ~10 ms of each telemetry batch.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "timeout": 20,
@@ -233,10 +230,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("HELIOS_STATIC_ROOT", BASE_DIR / "staticfiles"))
-# WhiteNoise serves static files from inside the app (through SecurityMiddleware, so with nosniff).
-# Production and `./dev up` (which runs collectstatic and sets HELIOS_COLLECTED_STATIC) serve what
-# `collectstatic` wrote: content-hashed names cached for good, gzip variants, read once at start.
-# Tests and a bare `manage.py runserver` serve straight from the source folders, uncached.
+# WhiteNoise serves static files (after SecurityMiddleware: with nosniff). Production and `./dev up`
+# serve what `collectstatic` wrote (hashed names cached for good, gzip variants); tests and a bare
+# `runserver` serve the source folders, uncached.
 COLLECTED_STATIC = PRODUCTION or env_bool("HELIOS_COLLECTED_STATIC", False)
 WHITENOISE_USE_FINDERS = not COLLECTED_STATIC
 WHITENOISE_AUTOREFRESH = DEBUG and not COLLECTED_STATIC
@@ -262,14 +258,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Redis answers an error instead of dropping the connection when it refuses writes (`MISCONF`:
-# its snapshot failed, a disk full; `OOM`: maxmemory). Celery counts such replies as channel
-# errors, and without this a worker's failed ack or pop was "Unrecoverable": the worker exited.
-# With it the worker reconnects (a retry a second) until Redis writes again.
+# Redis refusing writes (`MISCONF`: a disk full; `OOM`) answers an error Celery counts as a channel
+# error: without this the worker exited "Unrecoverable"; with it, it retries until Redis writes again.
 CELERY_BROKER_CHANNEL_ERROR_RETRY = True
-# kombu's Redis transport, except that a connection Celery already closed after an outage reports a
-# connection error instead of an AttributeError: Celery 5.7's reconnect otherwise exits the worker
-# ("Unrecoverable error") on any Redis restart with a job running (heliosweb/server/broker_transport.py).
+# kombu's Redis transport, reporting a connection Celery closed after an outage as a connection error:
+# Celery 5.7 otherwise exits the worker on a Redis restart with a job running (server/broker_transport.py).
 CELERY_BROKER_TRANSPORT = "heliosweb.server.broker_transport:Transport" if REDIS_URL else None
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     # A task whose whole worker vanished comes back after this; the job is then marked failed
@@ -313,10 +306,8 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # One beat per deployment (a lease in Redis; a second beat, on any host, waits as a standby).
 CELERY_BEAT_SCHEDULER = "heliosweb.common.beat_lock:OneBeatScheduler"
 
-# channels_redis waits for a consumer's next message in a blocking pop of up to 5 s
-# (`RedisChannelLayer.brpop_timeout`); redis-py 8's default socket timeout is also 5 s, so an idle
-# websocket's read timed out first and the server closed it with 1011. The socket timeout must stay
-# well above the blocking pop.
+# Well above channels_redis's 5 s blocking pop (`brpop_timeout`): at redis-py's default, also 5 s, an
+# idle websocket's read timed out first and the server closed it with 1011.
 CHANNEL_LAYER_SOCKET_TIMEOUT = 15.0
 
 
@@ -342,8 +333,8 @@ HELIOS_EVENT_FLUSH_SECONDS = env_float("HELIOS_EVENT_FLUSH_SECONDS", 0.05)
 HELIOS_HEARTBEAT_SECONDS = env_float("HELIOS_HEARTBEAT_SECONDS", 5)
 # A running job whose heartbeat is older than this is failed by the reaper (other hosts' workers).
 HELIOS_JOB_STALE_SECONDS = env_float("HELIOS_JOB_STALE_SECONDS", 120)
-# Each worker's main process says it is alive this often; one silent for the second figure is
-# frozen: its queue's waiting jobs say so, and go to a live worker of the queue (jobs.services.workers).
+# Each worker says it is alive this often; one silent for the second figure is frozen, and its
+# queue's waiting jobs go to a live worker (jobs.services.workers).
 HELIOS_WORKER_BEAT_SECONDS = env_float("HELIOS_WORKER_BEAT_SECONDS", 2)
 HELIOS_WORKER_SILENT_SECONDS = env_float("HELIOS_WORKER_SILENT_SECONDS", 10)
 # Every job's hard limit: past it the job fails "time limit exceeded" (Celery's soft limit in a
@@ -351,8 +342,8 @@ HELIOS_WORKER_SILENT_SECONDS = env_float("HELIOS_WORKER_SILENT_SECONDS", 10)
 HELIOS_JOB_TIME_LIMIT_SECONDS = env_float("HELIOS_JOB_TIME_LIMIT_SECONDS", 3600)
 # A database write of a running job (events, result) is retried this long before the job fails.
 HELIOS_STORE_RETRY_SECONDS = env_float("HELIOS_STORE_RETRY_SECONDS", 10)
-# A job's start and end are retried longer (the worker's slot waits): a database away for
-# minutes still leaves the job failed with the real cause, not "no heartbeat" from the reaper.
+# A job's start and end are retried longer: a database away for minutes still fails the job with
+# the real cause, not "no heartbeat" from the reaper.
 HELIOS_END_RETRY_SECONDS = env_float("HELIOS_END_RETRY_SECONDS", 300)
 # How long a worker's stop lets running jobs finish; what is left then fails naming the stop's cause.
 HELIOS_DRAIN_SECONDS = env_float("HELIOS_DRAIN_SECONDS", DEFAULT_DRAIN_SECONDS)
@@ -368,10 +359,8 @@ HELIOS_ENGINE_API_URL = os.environ.get("HELIOS_ENGINE_API_URL", "http://127.0.0.
 # /metrics: a bearer token when set, else only these client addresses (docs/telemetry.md).
 HELIOS_METRICS_TOKEN = os.environ.get("HELIOS_METRICS_TOKEN", "")
 HELIOS_METRICS_ALLOW = env_list("HELIOS_METRICS_ALLOW", ["127.0.0.1", "::1"])
-# /metrics exports the (engine, version) series engines posted under within this window, at most
-# this many of them, the latest first; the histograms are per recipe, version and policy (engines
-# summed) for the versions seen in the window, the latest few of each recipe. docs/telemetry.md,
-# "Cardinality".
+# /metrics exports what engines posted within the window: at most this many (engine, version) series,
+# and the latest few versions' histograms of each recipe (docs/telemetry.md, "Cardinality").
 HELIOS_METRICS_WINDOW_SECONDS = env_int("HELIOS_METRICS_WINDOW_SECONDS", 3600, minimum=1)
 HELIOS_METRICS_MAX_ENGINE_SERIES = env_int("HELIOS_METRICS_MAX_ENGINE_SERIES", 200, minimum=1)
 HELIOS_METRICS_MAX_VERSIONS = env_int("HELIOS_METRICS_MAX_VERSIONS", 3, minimum=1)
@@ -394,15 +383,14 @@ CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    # A finished job's built `/figures/` answer (heliosweb.figures.figure_cache): in this process's
-    # memory, at most this many jobs (a 1,000-request simulate's answer is ~0.13 MB, the bound 2 MB).
+    # Finished jobs' built `/figures/` answers (figures.figure_cache), in this process's memory (a
+    # 1,000-request simulate's answer is ~0.13 MB, the bound 2 MB).
     "figures": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "helios-figures",
         "OPTIONS": {"MAX_ENTRIES": env_int("HELIOS_FIGURE_CACHE_JOBS", 200, minimum=1)},
     },
-    # A decision's computed trade-off (heliosweb.decisions.tradeoff_cache),
-    # keyed by what it is computed from: in this process's memory, at most this many entries.
+    # Decisions' computed trade-offs (decisions.tradeoff_cache), keyed by what they are computed from.
     "evidence": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "helios-evidence",
@@ -432,9 +420,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Start benchmark jobs, read their results, read each recipe's active policy.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    # One name per enum, whichever components share it (a decision's status: the detail and the list;
-    # the policies every analysis and record names, and those a recipe may run), so generated clients
-    # keep their names as components are added.
+    # One name per enum, whichever components share it, so generated clients keep their names as
+    # components are added.
     "ENUM_NAME_OVERRIDES": {
         "DecisionStatusEnum": ["pending", "approved", "rejected", "withdrawn", "applied"],
         "PolicyEnum": list(POLICIES),
@@ -468,8 +455,7 @@ CONTENT_SECURITY_POLICY = {
         "default-src": ["'self'"],
         "script-src": ["'self'"],
         "style-src": ["'self'", "'unsafe-inline'"],
-        # blob: for Plotly's PNG export (the modebar camera): it draws the figure's SVG from a blob
-        # URL onto a canvas; without it the browser refuses the image and no PNG is saved.
+        # blob: for Plotly's PNG export, which draws the figure's SVG from a blob URL onto a canvas.
         "img-src": ["'self'", "data:", "blob:"],
         "connect-src": ["'self'"],
         "object-src": ["'none'"],

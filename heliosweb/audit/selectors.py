@@ -37,17 +37,8 @@ def audit_events(
     object_id: str = "",
 ) -> QuerySet[AuditEvent]:
     """Events matching every filter given, oldest first. `since`/`until` are dates (UTC), inclusive."""
-    qs = AuditEvent.objects.all()
-    if recipe:
-        qs = qs.filter(recipe_name=recipe)
-    if actor:
-        qs = qs.filter(actor_name=actor)
-    if action:
-        qs = qs.filter(action=action)
-    if object_type:
-        qs = qs.filter(object_type=object_type)
-    if object_id:
-        qs = qs.filter(object_id=object_id)
+    exact = dict(recipe_name=recipe, actor_name=actor, action=action, object_type=object_type, object_id=object_id)
+    qs = AuditEvent.objects.filter(**{column: value for column, value in exact.items() if value})
     start = _date(since, "since") if since else None
     end = _date(until, "until") if until else None
     if start and end and end < start:

@@ -1,12 +1,9 @@
-"""A boot's provenance as the web stores it: gpu_runner's `Provenance` (the type a capture
-writes and pages read, `gpu_runner.provenance`) with the bounds of storage added.
+"""A boot's provenance as the web stores it: gpu_runner's `Provenance` with the bounds of storage.
 
-Provenance is the JSON a capture writes about itself or an upload brings. `Provenance.parse`
-holds an upload and a capture's result to the read keys' types and to what a database stores (a
-`{"drift": "x"}` answered 201 and then broke every page that lists boots, for good, since boots
-are append-only); `Provenance.read` (gpu_runner's) is how every page reads a stored boot: a key
-of the wrong type, stored before this check, reads as absent instead of raising. Other keys are
-kept as given.
+`Provenance.parse` holds an upload or a capture's result to the read keys' types and to what a
+database stores (a `{"drift": "x"}` once answered 201, then broke every page listing boots, for
+good: boots are append-only); `Provenance.read` reads a key of the wrong type, stored before this
+check, as absent. Other keys are kept as given.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """JSON read with bounds, for every body and websocket message the project takes.
 
-Python's `json` module recurses once per nesting level (100,000 `[` raise RecursionError), turns
-`1e400` into `inf`, and reads a 401-digit integer that no float or database column holds. Each of
-those became an HTTP 500 or a websocket closed with 1011. `parse_json` refuses them as input
-errors that name where they are: nesting deeper than `MAX_JSON_DEPTH`, non-finite numbers
-(`1e400`, `NaN`, `Infinity`), integers outside the database's 64-bit range, and text no database
-stores as it is (a NUL, which PostgreSQL refuses, or a lone surrogate, which no UTF-8 holds), in
-a key or a value.
+Python's `json` recurses per nesting level (100,000 `[` raise RecursionError), turns `1e400` into
+`inf`, and reads integers no database column holds: each was a 500 or a websocket closed 1011.
+`parse_json` refuses, naming where they are, nesting past `MAX_JSON_DEPTH`, non-finite numbers,
+integers outside 64 bits, and text no database stores (a NUL, a lone surrogate).
 """
 
 from __future__ import annotations

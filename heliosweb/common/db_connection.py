@@ -1,14 +1,11 @@
-"""A request whose database connection was lost (the server restarted, `pg_terminate_backend`, a
-proxy or firewall cutting it, the database refusing connections), or that found Redis away (the
-token throttle's counters and the cache live there when REDIS_URL is set), never answers 500.
+"""A request whose database connection was lost (a restart, `pg_terminate_backend`, a cut proxy),
+or that found Redis away (the throttle's counters, the cache), never answers 500.
 
-A view that raised a connection error is run once more on a fresh connection when its method
-writes nothing (GET, HEAD, OPTIONS); a write, or a second failure, answers 503 with `Retry-After`
-(`{error, field: "database"}` or `field: "redis"` under /api/): the cut transaction was rolled
-back, so the client may send it again. DRF views hand such errors on
-(`common.api.exception_handler`) so they land here; what runs outside this middleware's view call
-(the engine-token check before it, the async policy read) uses `read_retried` and
-`unavailable_answer` itself.
+A view that raised a connection error is run once more on a fresh connection when its method writes
+nothing (GET, HEAD, OPTIONS); a write, or a second failure, answers 503 with `Retry-After` (the cut
+transaction was rolled back, so the client may resend). DRF views hand such errors on
+(`common.api.exception_handler`); code outside this middleware's view call (the engine-token check,
+the async policy read) uses `read_retried` and `unavailable_answer` itself.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Model recipes and the policy each one runs.
-
-`PolicySetting` is the one place an engine reads its active policy from. Changing it is meant to
-become a decision (propose -> approve -> apply, each step an append-only, hash-chained audit
-event); `services.policy_set` is the single write path that workflow will call.
-"""
+"""Model recipes and the policy each one runs. `PolicySetting` is the one place an engine reads its
+active policy from; `services.policy_set` is its single write path."""
 
 from __future__ import annotations
 

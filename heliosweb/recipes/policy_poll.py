@@ -1,11 +1,9 @@
 """`GET /api/recipes/<name>/policy`: what engines read before their prefill decisions, cheaply.
 
-Every answer carries `ETag: "v<version>"` and `Cache-Control: no-cache`; `If-None-Match` with the
-current tag answers 304 with no body. `?wait=N` (N <= 30 s) long-polls: the view subscribes to the
-recipe's policy topic (`heliosweb.realtime.broadcast`, published by `services.policy_set` after commit),
-reads the version, and if it still matches sleeps on the subscription, not on a thread or a
-database connection, until a change arrives or the deadline answers 304. It is an async Django
-view, not a DRF one (DRF has no async views); its errors keep the API's `{"error", "field"}` shape.
+Every answer carries `ETag: "v<version>"`; `If-None-Match` with it answers 304. `?wait=N` (N <= 30 s)
+long-polls: subscribed to the recipe's policy topic (`heliosweb.realtime.broadcast`) before reading
+the version, the view sleeps on the subscription, not on a thread or a connection, until a change
+or the deadline (304). An async Django view (DRF has none), in the API's `{"error", "field"}` shape.
 """
 
 from __future__ import annotations

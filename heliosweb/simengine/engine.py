@@ -1,14 +1,11 @@
 """The simulated engine: job kind `engine` (queue `engine`), so the loop runs on the embedded default.
 
-It runs `scheduler_core.engine.EngineLoop` on endless Poisson traffic (or a stored trace replayed in
-a loop, time-scaled) in real time (times `pace`), on the recipe's latest boot (as stored or
-repaired) or the pull request's clean or drift catalog, and is a real client of the engine API
-over HTTP with its own engine token, through the client package engines use (`clients/python`,
-`helios_client`): its `PolicyWatcher` long-polls the policy with `If-None-Match` and the loop takes
-a change for every request whose prefill begins after it (one already prefilling keeps, and is
-tagged with, the version that planned its first chunk); its `TelemetryReporter` posts the records in numbered
-batches of one session, retrying a failed POST with the same number (the server stores a batch
-once). It runs until stopped (cancel) or for `duration_s`.
+It runs `scheduler_core.engine.EngineLoop` in real time (times `pace`) on endless Poisson traffic
+or a stored trace replayed in a loop, on the recipe's latest boot (as stored or repaired) or the
+PR's clean or drift catalog. It is a real engine-API client with its own token, through
+`helios_client`: `PolicyWatcher` long-polls the policy (a change applies to requests whose prefill
+begins after it), `TelemetryReporter` posts numbered batches, retrying with the same number. It runs
+until cancelled or for `duration_s`.
 """
 
 from __future__ import annotations

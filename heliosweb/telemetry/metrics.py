@@ -1,26 +1,21 @@
-"""`/metrics` in the Prometheus text format, computed from the database on each scrape, so every
-web process answers the same (no per-process counters to merge, no multiprocess directory).
+"""`/metrics` in the Prometheus text format, computed from the database, so every web process
+answers the same (no per-process counters to merge).
 
-From `Totals` (never pruned, so counters never go down): the `helios_ttft_seconds` and
-`helios_itl_seconds` histograms per recipe, policy version and policy (every engine's counts
-summed: what the Grafana board's quantiles read), and the `helios_prefill_launches_total` /
-`helios_padded_tokens_total` / `helios_launched_tokens_total` counters per recipe, engine, version
-and policy (padding share = padded / launched); a `helios_reported_<field>` summary (sum and count)
-per reported field (`helios_client.records.reported`) with the same labels; `helios_policy_version` per recipe; jobs by state;
+From `Totals` (never pruned, so counters never go down): `helios_ttft_seconds` and
+`helios_itl_seconds` histograms per recipe, version and policy (engines summed: what the Grafana
+board reads), the launch and token counters per recipe, engine, version and policy, a
+`helios_reported_<field>` summary per reported field, `helios_policy_version`, jobs by state and
 Celery queue depth (with Redis).
 
 Bounded (docs/telemetry.md, "Cardinality"): only what engines posted within
-`HELIOS_METRICS_WINDOW_SECONDS` (1 h) is exported: the (engine, version) counter series seen then,
-at most `HELIOS_METRICS_MAX_ENGINE_SERIES` (200), the latest first, and the histograms of the
-versions seen then, the latest `HELIOS_METRICS_MAX_VERSIONS` (3) of each recipe. The rest is dropped, never summed into another series (a series leaving a sum
-would make its counter go down); Prometheus keeps what it scraped before, and a series seen again
-comes back with its whole count. `helios_metrics_series_left_out{kind}` says how many series the
-bounds left out. Per engine histograms (175 buckets each, two per engine and version)
-were 357 series apiece, none dropped: a 30-minute run reached 934 KB and 2.76 s scrapes.
+`HELIOS_METRICS_WINDOW_SECONDS`, at most `HELIOS_METRICS_MAX_ENGINE_SERIES` (engine, version)
+series and the latest `HELIOS_METRICS_MAX_VERSIONS` versions' histograms of each recipe. The rest
+is dropped, never summed into another series (its counter would go down), and counted in
+`helios_metrics_series_left_out{kind}`. Per-engine histograms made a 30-minute run's scrape 934 KB
+and 2.76 s.
 
-Access: a bearer token (`HELIOS_METRICS_TOKEN`) or, without one, only clients from
-`HELIOS_METRICS_ALLOW` (loopback by default), by `common.clients.client_ip`: behind a local proxy,
-set `HELIOS_TRUSTED_PROXIES` or every client looks like loopback.
+Access: a bearer token (`HELIOS_METRICS_TOKEN`) or, without one, clients in `HELIOS_METRICS_ALLOW`
+by `common.clients.client_ip` (behind a local proxy, set `HELIOS_TRUSTED_PROXIES`).
 """
 
 from __future__ import annotations

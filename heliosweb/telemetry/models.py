@@ -1,10 +1,9 @@
 """What engines report, kept bounded.
 
-`TelemetryBatch` is one POST as received (its validated records, for the raw window and the live
-page's refill); `Rollup` sums a recipe's telemetry per minute, engine and policy version; `Totals`
-sums it per engine and version since the first batch (what `/metrics` exports as counters, so they
-never go down when old minutes are pruned). `EngineToken` lets one engine read the policies and
-post the telemetry of the recipes it names, and nothing else. Sizes are in `docs/telemetry.md`.
+`TelemetryBatch` is one POST as received (for the raw window and the live page's refill); `Rollup`
+sums per minute, engine and version; `Totals` per engine and version since the first batch (never
+pruned: `/metrics`' counters). `EngineToken` lets one engine read the policies and post the
+telemetry of the recipes it names, nothing else. Sizes: `docs/telemetry.md`.
 """
 
 from __future__ import annotations

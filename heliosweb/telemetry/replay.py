@@ -1,13 +1,11 @@
 """Counterfactual replay of what a recipe's engines served: "what the other policy would have done".
 
-`replay_submit` reads the request records one engine (or every engine) posted for the recipe over a
-window, rebuilds that traffic (`scheduler_core.analyses.replay.from_engine_records`) and submits a
-`replay` job on the recipe's latest boot (as stored or repaired) or a named execution model. The
-job keeps the rebuilt requests and what the engine reported of each in its params, and where they
-came from in its `trace_sources`, so it stays evidence a decision can cite after the raw batches
-are pruned (`HELIOS_TELEMETRY_RAW_HOURS`). Bounded: a window no longer than the raw window,
-holding at most `MAX_REQUESTS` finished requests; a longer one, or one holding none, is refused
-and nothing is stored or queued.
+`replay_submit` rebuilds the traffic one engine (or every engine) posted over a window
+(`scheduler_core.analyses.replay.from_engine_records`) and submits a `replay` job on the recipe's
+latest boot (as stored or repaired) or a named execution model. The job keeps the rebuilt requests
+in its params and their origin in its `trace_sources`, so it stays evidence after the raw batches
+are pruned. A window longer than the raw one, or holding none or over `MAX_REQUESTS` finished
+requests, is refused and nothing is stored or queued.
 """
 
 from __future__ import annotations
