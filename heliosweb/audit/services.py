@@ -1,8 +1,6 @@
-"""The one write path of the audit trail: `audit_append` (and the stored full check, `chain_check_store`).
-
-Every app calls it inside the transaction of the action it records (so the action and its event
-land together or not at all). It sits low in the layers (only `common` below it), so recipes,
-catalogs, jobs, tokens and engines can record their actions without importing decisions.
+"""The one write path of the audit trail: `audit_append` (and the stored full check,
+`chain_check_store`), called inside the transaction of the action it records, so both land or
+neither. Only `common` lies below it, so every app can record its actions.
 """
 
 from __future__ import annotations

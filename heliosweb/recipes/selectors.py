@@ -111,11 +111,9 @@ def recipe_named(value: Any, *, field: str = "recipe") -> Recipe:
 
 
 def recipe_policy_get(*, name: str) -> dict[str, Any]:
-    """What an engine reads: the active policy, its version, when it took effect, the decision
-    that applied it (None for a recipe's first version, or a change made outside the workflow) and
-    the solo prefill capacities to measure and plan with (`recipe_capacities`). The decision and
-    the boot are found through the reverse relations their apps declare, so this layer imports
-    nothing above it."""
+    """What an engine reads: the active policy, its version, when it took effect, the decision that
+    applied it (None outside the workflow) and the capacities to plan with (`recipe_capacities`).
+    Decisions and boots are reached through their apps' reverse relations: no import upward."""
     recipe = recipe_get(name=name)
     setting = setting_of(recipe)
     if setting is None:
@@ -141,10 +139,9 @@ def recipe_capacities(recipe: Recipe) -> list[int]:
 
 
 def recipe_policy_changes(*, name: str, limit: int = 50) -> list[dict[str, Any]]:
-    """Every change of the recipe's active policy, oldest first, read from the audit chain (the one
-    setter records each): `{version, policy, from_policy, decided_at (ms), decision (the applied
-    decision's id, else None), emergency, by, reason}`, what the live page marks. A decision is
-    found through the reverse relation the decisions app declares (as `recipe_policy_get` does)."""
+    """Every change of the recipe's active policy, oldest first, from the audit chain (the one
+    setter records each), as the live page marks them: `{version, policy, from_policy, decided_at
+    (ms), decision (id or None), emergency, by, reason}`."""
     recipe = recipe_get(name=name)
     rows = (
         AuditEvent.objects.filter(recipe_name=name, action="policy_changed", created_at__gte=recipe.created_at)

@@ -129,9 +129,8 @@ def recipe_update(
 @transaction.atomic
 def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason: str = "") -> PolicySetting:
     """Change the active policy (a no-op when it is already active): version + 1, the previous
-    policy kept for an emergency rollback, one `policy_changed` event, and the announcements: to
-    engines (the policy topic) and to every open page (`/ws/recipes/`: dashboard, recipe, decision
-    and live pages), whatever made the change (a decision applied, an emergency rollback)."""
+    policy kept for an emergency rollback, one `policy_changed` event, and, after commit, the news
+    to engines (the policy topic) and to every open page (`/ws/recipes/`), whatever made the change."""
     recipe_policy_named(policy)
     setting = PolicySetting.objects.select_for_update().get(recipe=recipe)
     if setting.policy != policy:
@@ -168,13 +167,10 @@ def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason:
 
 
 def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any, from_version: Any) -> PolicySetting:
-    """An operator reverts the recipe to its previous policy at once, without approval (an
-    incident), with a reason. It is a policy change like any other (version + 1, engines see it)
-    plus its own audit event, and it stays flagged until a follow-up decision reviews it.
-
-    `from_version` is the version the operator saw (the page sends it): if the policy has moved
-    since (a retry, a double click, a second operator, a decision applied meanwhile), the rollback
-    is refused with Conflict and changes nothing, so a rollback never undoes another one by accident."""
+    """An operator reverts the recipe to its previous policy at once, without approval (an incident),
+    with a reason: a policy change like any other plus its own audit event, flagged until a
+    follow-up decision reviews it. `from_version` is the version the operator saw: if the policy has
+    moved since (a double click, a second operator), Conflict, so a rollback never undoes another."""
     if not isinstance(actor, User) or not actor.is_authenticated or not actor.has_perm(ROLLBACK_PERM):
         raise Forbidden("actor", f"an emergency rollback needs the {ROLLBACK_PERM} permission")
     clean_reason = require_text(reason, "reason", max_length=MAX_REASON)

@@ -66,11 +66,10 @@ def telemetry_turn() -> threading.Lock:
 
 
 def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) -> tuple[TelemetryBatch, Batch, bool]:
-    """Store one batch: (stored row, parsed batch, False) when the same batch, with the same
-    records, is already stored under this recipe, engine, session and number (a retry); the same
-    number with other records is a Conflict naming it. `engine`, for an engine token, is the only
-    engine name the batch may carry. Raises InvalidInput naming the first bad field; then nothing
-    is stored."""
+    """Store one batch: (row, parsed batch, created). A retry (same recipe, engine, session, number
+    and records) answers the stored row, created False; other records under that number are a
+    Conflict. `engine`, for an engine token, is the only engine the batch may name. InvalidInput
+    names the first bad field; nothing is stored then."""
     batch = _parsed(recipe, data, engine)
     try:
         with transaction.atomic():
@@ -211,13 +210,10 @@ def _fold(recipe: Recipe, batch: Batch) -> _Partial:
 def _add_to_row(
     model: type[Rollup] | type[Totals], key: dict[str, Any], part: _Partial, stamp: dict[str, Any] | None = None
 ) -> None:
-    """Add `part` to `model`'s row at `key`, created at zero if missing. Launch records change three
-    counters only, added by one UPDATE (the fold of a launch-only batch was 4 ORM round trips, ~4 ms
-    of a 20 ms budget); request records also change JSON buckets (and a rollup's sequences), which
-    are read, added to and written back. No other writer races either: the recipe's `_next_seq` row
-    lock is held until commit. No counter passes MAX_COUNTER: the UPDATE applies only below it, and
-    the read path (`_add`) refuses the batch, naming the counter. `stamp`: fields set as they are
-    (a `Totals` row's `seen_at`)."""
+    """Add `part` to `model`'s row at `key`, created at zero if missing, with `stamp`'s fields set.
+    A launch-only part is one UPDATE of three counters (4 ORM round trips were ~4 ms of a 20 ms
+    budget), applied only below MAX_COUNTER; otherwise the row is read, added to (`_add` refuses a
+    counter past it) and written back. No writer races: `_next_seq`'s row lock is held to commit."""
     stamp = stamp or {}
     room = {f"{name}__lte": MAX_COUNTER - getattr(part, name) for name in _LAUNCH_COUNTERS}
     if not part.requests and model.objects.filter(**key, **room).update(
@@ -241,10 +237,9 @@ _COUNTERS = ("requests", "request_launches", *_LAUNCH_COUNTERS)
 
 
 def _fold_launches(parts: dict[tuple[int, int], _Partial], launches: Launches, policy: str) -> None:
-    """Count and sum the launch records per (version, minute): the records' places grouped by key
-    in one pass, then each key's sums by C loops over its places. Linear however many minutes a
-    batch spans (selecting each key's records from the whole batch was quadratic in them: 2 s for
-    a batch over 5,000 minutes)."""
+    """Count and sum the launch records per (version, minute): places grouped by key in one pass,
+    then summed by C loops. Linear in the minutes a batch spans (selecting each key's records from
+    the whole batch was quadratic: 2 s for a batch over 5,000 minutes)."""
     places: dict[tuple[int, int], list[int]] = {}
     for i, key in enumerate(zip(launches.version, map(int, map(floordiv, launches.t_ms, repeat(60_000))))):
         places.setdefault(key, []).append(i)
