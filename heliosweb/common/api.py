@@ -87,18 +87,16 @@ def text_field(*, max_length: int, required: bool = False, **kwargs: Any) -> ser
 def schema_field(schema: dict[str, Any], **kwargs: Any) -> serializers.Field:
     """A body field declared by the JSON schema given: a value the server parses itself, by that
     parser's own schema (a `scheduler_core` one), or a multipart file's bytes."""
-    declared = extend_schema_field(schema)(
-        type("SchemaField", (serializers.JSONField,), {})
-    )  # a class: fields are copied
-    return declared(**kwargs)
+    field_class = type("SchemaField", (serializers.JSONField,), {})  # a class of its own: fields are copied
+    return extend_schema_field(schema)(field_class)(**kwargs)
 
 
 def json_body(
     name: str, fields: dict[str, serializers.Field], *, one_of: tuple[str, ...] = (), **kwargs: Any
 ) -> serializers.Serializer:
-    """A JSON object's one declaration (a body, or an object in one that the server reads closed): the
-    schema's component (`additionalProperties: false`, by
-    `common.openapi`) and the keys `json_object` accepts; `one_of`: keys of which exactly one is given."""
+    """A JSON object's one declaration (a body, or an object in one, read closed): the schema's
+    component (`additionalProperties: false`, by `common.openapi`) and the keys `json_object`
+    accepts; `one_of`: keys of which exactly one is given."""
     closed_bodies[name] = one_of
     return inline_serializer(name, fields, **kwargs)
 
@@ -133,17 +131,12 @@ class QueryInt:
 
     def parameter(self) -> OpenApiParameter:
         if self.most is not None:  # any larger number reads as `most`
-            schema, most = (
-                {"type": "integer", "minimum": 1},
-                f"; at most {self.most} (a larger one reads as {self.most})",
-            )
+            schema = {"type": "integer", "minimum": 1}
+            most = f"; at most {self.most} (a larger one reads as {self.most})"
         else:
             schema, most = {"type": "integer", "minimum": self.minimum, "maximum": DB_INT_MAX}, ""
-        return OpenApiParameter(
-            self.name,
-            schema,
-            description=f"{self.description or self.name}{most}; default {self.default}",
-        )
+        description = f"{self.description or self.name}{most}; default {self.default}"
+        return OpenApiParameter(self.name, schema, description=description)
 
 
 class SchemaView(SpectacularAPIView):
