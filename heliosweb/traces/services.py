@@ -10,7 +10,8 @@ import io
 import re
 import threading
 from collections.abc import Iterator
-from typing import IO, Any
+from functools import partial
+from typing import IO
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -48,10 +49,10 @@ def check_size(size: int | None) -> None:
 
 
 def trace_upload(*, user: Actor | None, name: str, content: bytes | IO[bytes]) -> tuple[Trace, bool]:
-    """The stored trace of `content` (bytes, or a binary file such as an upload) and whether it was
-    created now: the same bytes uploaded again answer the trace already stored, under its first
-    name. Raises TooLarge (over MAX_TRACE_BYTES), TraceError (a bad row: line and column) or
-    InvalidInput (the name, an empty trace) or Conflict (the name taken by other bytes); nothing is stored then. Audited: `trace_uploaded`."""
+    """The stored trace of `content` (bytes or a binary file) and whether it was created now: the same
+    bytes again answer the trace stored under its first name. TooLarge, TraceError (a bad row: line
+    and column), InvalidInput (the name, an empty trace) or Conflict (the name taken by other bytes)
+    store nothing. Audited: `trace_uploaded`."""
     stream = io.BytesIO(content) if isinstance(content, bytes) else content
     digest, size = _hash(stream)
     if not isinstance(name, str) or not NAME.fullmatch(name):
@@ -64,13 +65,34 @@ def trace_upload(*, user: Actor | None, name: str, content: bytes | IO[bytes]) -
     if not _PARSING.acquire(timeout=PARSE_WAIT_S):
         raise Throttled("file", "another trace is being read; try again in a minute", retry_after=60)
     try:
-        trace = parse_trace(_lines(stream), name=name, field="file", loads=_row_json)
+        rows = partial(parse_json, root="row")  # a JSON Lines row bounded as a request body is
+        trace = parse_trace(_lines(stream), name=name, field="file", loads=rows)
         summary = summarise_trace(trace)
         packed, shapes = codec.pack(trace)
     finally:
         _PARSING.release()
+    fmt, requests = trace.format, len(trace)
     try:
-        stored = _store(user, name, digest, size, trace.format, len(trace), packed, shapes, summary)
+        with transaction.atomic():
+            stored = Trace.objects.create(
+                name=name,
+                sha256=digest,
+                format=fmt,
+                size_bytes=size,
+                requests=requests,
+                packed=packed,
+                shapes=shapes,
+                summary=summary,
+                created_by=user if isinstance(user, User) else None,
+            )
+            audit_append(
+                action="trace_uploaded",
+                actor=user,
+                actor_name="system",
+                object_type="trace",
+                object_id=stored.pk,
+                after={"name": name, "sha256": digest, "requests": requests, "bytes": size, "format": fmt},
+            )
     except IntegrityError:  # another upload of the same bytes or name committed between the checks and now
         if (existing := _stored_as(digest, name)) is not None:
             return existing, False
@@ -88,45 +110,6 @@ def _stored_as(digest: str, name: str) -> Trace | None:
     if rows:
         raise Conflict("name", f"a different trace is already stored as {name!r}")
     return None
-
-
-def _store(
-    user: Actor | None,
-    name: str,
-    digest: str,
-    size: int,
-    fmt: str,
-    requests: int,
-    packed: bytes,
-    shapes: dict[str, Any],
-    summary: dict[str, Any],
-) -> Trace:
-    with transaction.atomic():
-        stored = Trace.objects.create(
-            name=name,
-            sha256=digest,
-            format=fmt,
-            size_bytes=size,
-            requests=requests,
-            packed=packed,
-            shapes=shapes,
-            summary=summary,
-            created_by=user if isinstance(user, User) else None,
-        )
-        audit_append(
-            action="trace_uploaded",
-            actor=user,
-            actor_name="system",
-            object_type="trace",
-            object_id=stored.pk,
-            after={"name": name, "sha256": digest, "requests": requests, "bytes": size, "format": fmt},
-        )
-    return stored
-
-
-def _row_json(text: str) -> Any:
-    """One JSON Lines row, read as a request body is (depth, numbers, text bounded)."""
-    return parse_json(text, root="row")
 
 
 def _hash(stream: IO[bytes]) -> tuple[str, int]:
