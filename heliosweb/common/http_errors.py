@@ -1,8 +1,7 @@
-"""Django's own error answers (`handler400`, `handler404`, `handler500`, the CSRF failure view and
-unknown /api/ paths):
+"""Django's own error answers (`handler400/404/500`, the CSRF failure view, unknown /api/ paths):
 `{error, field}` JSON under /api/, the usual pages elsewhere. DRF views answer through
-`common.api.exception_handler`; these cover what happens outside them (an unknown /api/ path, a
-body too large for Django's form parser, a crash in a plain view), in production too.
+`common.api.exception_handler`; these cover the rest (an unknown /api/ path, a body too large for
+Django's form parser, a crash in a plain view), in production too.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Integers and ids from outside (query strings, URL parts, JSON bodies, form fields): one parser.
-
-Bounded to what the database stores, so `?decision=99999999999999999999` or `{"boot": 10**30}` is
-refused naming its field (or is simply not found) instead of overflowing the database driver (500).
+"""Integers and ids from outside (query strings, URL parts, JSON bodies, form fields): one parser,
+bounded to what the database stores, so `?decision=99999999999999999999` is refused naming its
+field (or not found) instead of overflowing the database driver (500).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Writes for recipes. `policy_set` is the single write path for a recipe's active policy: the
-decision workflow and the emergency rollback call it; it bumps the version, appends the
-`policy_changed` audit event and announces the new version (after commit) to engines long-polling
-the policy and to live pages. `recipe_create` is the one way a recipe comes to exist (the page,
-the API, the admin and the demo data all call it), so no recipe is ever without its setting."""
+"""Writes for recipes. `policy_set` is the single write path for a recipe's active policy (decisions
+and the emergency rollback call it). `recipe_create` is the one way a recipe comes to exist (page,
+API, admin, demo data), so no recipe is ever without its setting."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""`POST /api/recipes/<name>/telemetry/`: one batch from one engine (thin: the service validates and stores).
-
-Served in one kept thread per web process (`server.handler.kept_thread`), middleware and all, so
-a batch reuses that thread's database connection; batches are one at a time anyway
-(`ingest.telemetry_turn`)."""
+"""`POST /api/recipes/<name>/telemetry/`: one batch from one engine (thin: the service validates and
+stores), served in one kept thread per web process (`server.handler.kept_thread`) that reuses its
+database connection; batches are one at a time anyway (`ingest.telemetry_turn`)."""
 
 from __future__ import annotations
 
