@@ -274,9 +274,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "global_keyprefix": os.environ.get("HELIOS_BROKER_KEY_PREFIX", ""),
 }
 CELERY_TASK_DEFAULT_QUEUE = "sim"
-# Maintenance has its own queue and worker (`maint`; beat is a program of its own): never behind a job.
-# /metrics is served from a snapshot beat makes this often, kept three periods (0: computed on
-# every scrape). docs/telemetry.md, "Prometheus".
+# Maintenance has its own queue and worker (`maint`): never behind a job. /metrics is served from a
+# snapshot beat makes this often (0: computed on every scrape). docs/telemetry.md, "Prometheus".
 HELIOS_METRICS_SNAPSHOT_SECONDS = env_int("HELIOS_METRICS_SNAPSHOT_SECONDS", 10, minimum=0)
 CELERY_BEAT_SCHEDULE = {
     "reap-vanished-jobs": {

@@ -22,16 +22,13 @@ from scheduler_core.validation import text_problem
 
 DB_INT_MAX = 2**63 - 1  # the largest id or count a database integer column holds
 
-# Outside strings, the only text that can make a number no float or 64-bit integer holds: 19 or more
-# digits in a row, a three-digit exponent, or the non-JSON constants Python would accept (NaN,
-# Infinity: JSON has no other N or I outside strings). Looked for as substrings of the text with
-# every digit made 0, E made e and - made + (C searches: ~10x faster than one regex of alternatives,
-# which tries each of them at every digit).
+# Outside strings, only 19+ digits in a row, a three-digit exponent, or NaN/Infinity (JSON has no other
+# N or I there) make a number no float or 64-bit integer holds. Looked for as substrings with every
+# digit made 0, E made e and - made + (C searches: ~10x faster than one regex of alternatives).
 _SHAPE = bytes.maketrans(b"123456789E-", b"000000000e+")
 _SUSPECTS = (b"0" * 19, b"e000", b"e+000", b"N", b"I")
-# Where a NUL or a lone surrogate can come from: an escape (`\u0000`, `\udfff`; raw, a NUL is not
-# JSON and a surrogate not UTF-8), or raw surrogates in text handed over as a str. A pair escaped
-# (an emoji) or an escaped backslash before `u0000` matches too: the walk over the strings decides.
+# A NUL or lone surrogate comes from an escape (`\u0000`, `\udfff`) or raw surrogates in a str; an
+# escaped pair (an emoji) or backslash matches too: the walk over the strings decides.
 _TEXT_SUSPECT = re.compile(rb"\\u(?:0000|[dD][89abcdefABCDEF])|\xed[\xa0-\xbf]")
 
 

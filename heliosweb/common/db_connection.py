@@ -103,15 +103,8 @@ class DatabaseConnectionLostMiddleware:
                 return view(request, *args, **kwargs)
             except LOST as exc:
                 backend = lost_backend(exc)
-                log.warning(
-                    "%s %s: %s connection lost (attempt %d of %d): %s",
-                    request.method,
-                    request.path,
-                    backend,
-                    attempt,
-                    attempts,
-                    exc,
-                )
+                what = f"{request.method} {request.path}: {backend} connection lost (attempt {attempt} of {attempts})"
+                log.warning("%s: %s", what, exc)
                 if backend == "database":
                     if connection.in_atomic_block:
                         raise  # a test's transaction, or a view inside one: not ours to reconnect

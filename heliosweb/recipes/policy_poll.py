@@ -99,9 +99,8 @@ async def _read(name: str) -> dict[str, Any]:
     return await sync_to_async(read_retried)(lambda: recipe_policy_get(name=name))
 
 
-# (event loop, recipe, announced version) -> the read in flight for it. Every engine one change
-# wakes shares one query: each waiter reading for itself queued N reads on Django's one sync
-# thread (1,000 waiters: the last answered seconds after the change).
+# (event loop, recipe, announced version) -> the read in flight: every engine one change wakes shares
+# one query (reading for itself, the last of 1,000 waiters answered seconds after the change).
 _reads_after: dict[tuple[int, str, int], asyncio.Future[dict[str, Any]]] = {}
 
 

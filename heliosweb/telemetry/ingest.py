@@ -54,9 +54,8 @@ class _Partial:
     reported: dict[str, list[float]] = field(default_factory=dict)  # field -> [sum, count] (records.reported)
 
 
-# Daphne runs each request in a thread of its own, but a batch is CPU work under the GIL and SQLite
-# lets one writer in at a time (and puts the others to sleep 1, 2, 5, 10 ... ms before they try again):
-# four batches at once took ~35 % more CPU each, in thread switches and those sleeps, than one at a time.
+# A batch is CPU work under the GIL, and SQLite lets one writer in at a time (the others sleep 1, 2, 5 ...
+# ms): four batches at once took ~35 % more CPU each, in thread switches and sleeps, than one at a time.
 _ONE_BATCH_AT_A_TIME = threading.Lock()
 
 

@@ -126,9 +126,8 @@ def parse_batch(data: Any, *, current_version: int, policy_of: PolicyOf, window:
     versions = _Versions(current_version, policy_of)
     columns = _launch_columns(launch_records)
     if not (columns is not None and _launches_ok(columns, window, versions) and _all_ok(others, window, versions)):
-        # Launch records are checked a column at a time above; the first bad field in batch order
-        # is found by reading the records one by one (this raises, unless only the columns' exact
-        # types were too strict for a caller's int or float subclass).
+        # The columns failed: the first bad field in batch order is found record by record (which raises,
+        # unless the columns' exact types were only too strict for an int or float subclass).
         versions = _Versions(current_version, policy_of)
         for i, record in enumerate(records):
             _check_record(record, f"records[{i}]", window, versions)

@@ -28,16 +28,13 @@ from scheduler_core.traffic import TraceError, parse_trace, summarise_trace
 from . import codec
 from .models import Trace
 
-# 1,000,000 rows of the Azure CSV are 35.3 MB (measured: the shared trace cycled, 7 fractional digits);
-# 64 MiB holds ~1.9 million such rows, and JSON Lines rows of ~60 bytes a million. The parser's own
-# row bound (scheduler_core.traffic.MAX_TRACE_ROWS, 2,000,000) stays the tighter one for short rows.
+# 64 MiB: ~1.9 million Azure CSV rows (1,000,000 measured at 35.3 MB), a million ~60-byte JSON Lines
+# rows; the parser's row bound (scheduler_core.traffic.MAX_TRACE_ROWS) stays tighter for short rows.
 MAX_TRACE_BYTES = settings.TRACE_UPLOAD_MAX_BYTES
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _CHUNK = 1 << 20
-# A parse holds the trace's arrays and, while sorting, a second copy: +152 MB of peak memory for a
-# 50 MiB Azure CSV (1.53 million requests, ~104 bytes a request; bench/trace_upload_bench.py), so
-# ~200 MB at the 64 MiB bound. One at a time keeps the web process, which also serves engines, at
-# one such peak however many uploads arrive together; the others wait up to PARSE_WAIT_S, then 429.
+# A parse peaks at +152 MB for a 50 MiB Azure CSV (bench/trace_upload_bench.py), ~200 MB at the bound:
+# one at a time keeps the web process (which serves engines too) at one such peak; others wait, then 429.
 _PARSING = threading.Lock()
 PARSE_WAIT_S = 120
 
