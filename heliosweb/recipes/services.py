@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Value
 from django.db.models.functions import Lower, Replace
 
+from heliosweb.audit.models import AuditEvent
 from heliosweb.audit.services import audit_append
 from heliosweb.common.errors import Conflict, Forbidden, NotFound
 from heliosweb.common.inputs import parse_int
@@ -64,15 +65,7 @@ def recipe_create(
         PolicySetting.objects.create(
             recipe=recipe, policy=policy, updated_by=actor if isinstance(actor, User) else None
         )
-        audit_append(
-            action="recipe_created",
-            actor=actor,
-            actor_name=SYSTEM,
-            object_type="recipe",
-            object_id=recipe.name,
-            recipe=recipe.name,
-            after={**recipe_fields(recipe), "policy": policy, "version": 1},
-        )
+        _audit("recipe_created", recipe, actor, after={**recipe_fields(recipe), "policy": policy, "version": 1})
     return recipe
 
 
@@ -111,16 +104,7 @@ def recipe_update(
             setattr(locked, field, value)
         locked.save(update_fields=list(changes) or None)
         if recipe_fields(locked) != before:
-            audit_append(
-                action="recipe_edited",
-                actor=actor,
-                actor_name=SYSTEM,
-                object_type="recipe",
-                object_id=locked.name,
-                recipe=locked.name,
-                before=before,
-                after=recipe_fields(locked),
-            )
+            _audit("recipe_edited", locked, actor, before=before, after=recipe_fields(locked))
     return locked
 
 
@@ -138,17 +122,8 @@ def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason:
         setting.version += 1
         setting.updated_by = user
         setting.save()
-        audit_append(
-            action="policy_changed",
-            actor=user,
-            actor_name=SYSTEM,
-            object_type="recipe",
-            object_id=recipe.name,
-            recipe=recipe.name,
-            before=before,
-            after={"policy": policy, "version": setting.version},
-            reason=reason,
-        )
+        after = {"policy": policy, "version": setting.version}
+        _audit("policy_changed", recipe, user, before=before, after=after, reason=reason)
         message = {"type": "policy", "recipe": recipe.name, "policy": policy, "version": setting.version}
         transaction.on_commit(lambda: publish(policy_topic(recipe.name), message))
         page = {
@@ -191,16 +166,8 @@ def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any, from
         setting = policy_set(
             recipe=recipe, policy=setting.previous_policy, user=actor, reason=f"{EMERGENCY}{clean_reason}"
         )
-        event = audit_append(
-            action="emergency_rollback",
-            actor=actor,
-            object_type="recipe",
-            object_id=recipe.name,
-            recipe=recipe.name,
-            before=before,
-            after={"policy": setting.policy, "version": setting.version},
-            reason=clean_reason,
-        )
+        after = {"policy": setting.policy, "version": setting.version}
+        event = _audit("emergency_rollback", recipe, actor, before=before, after=after, reason=clean_reason)
         setting.emergency = emergency_banner(event)
         setting.save(update_fields=["emergency"])
     return setting
@@ -216,6 +183,19 @@ def _since_text(setting: PolicySetting) -> str:
 def emergency_reviewed(*, recipe_id: int) -> None:
     """A follow-up decision was reviewed: the emergency banner goes (the caller audits the review)."""
     PolicySetting.objects.filter(recipe_id=recipe_id, emergency__isnull=False).update(emergency=None)
+
+
+def _audit(action: str, recipe: Recipe, actor: Actor | None, **details: Any) -> AuditEvent:
+    """An event about `recipe` by `actor` (None: the system)."""
+    return audit_append(
+        action=action,
+        actor=actor,
+        actor_name=SYSTEM,
+        object_type="recipe",
+        object_id=recipe.name,
+        recipe=recipe.name,
+        **details,
+    )
 
 
 def _require_manager(actor: Actor | None) -> None:
