@@ -8,12 +8,9 @@ checked where they are read.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
-from django.utils.decorators import sync_and_async_middleware
 
+from heliosweb.common.gate import gate
 from scheduler_core.validation import text_problem
 
 
@@ -30,16 +27,4 @@ def query_refusal(request: HttpRequest) -> HttpResponse | None:
     return None
 
 
-@sync_and_async_middleware
-def refuse_unstorable_query(get_response: Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]):
-    if iscoroutinefunction(get_response):
-
-        async def async_middleware(request: HttpRequest) -> HttpResponse:
-            return query_refusal(request) or await get_response(request)
-
-        return async_middleware
-
-    def middleware(request: HttpRequest) -> HttpResponse:
-        return query_refusal(request) or get_response(request)  # type: ignore[return-value]
-
-    return middleware
+refuse_unstorable_query = gate(query_refusal)  # in MIDDLEWARE before any view
