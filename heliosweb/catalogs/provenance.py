@@ -39,9 +39,8 @@ class Provenance(BootProvenance):
 
     @classmethod
     def parse(cls, value: Any, field: str = "provenance") -> dict[str, Any]:
-        """`value` (None: `{}`) as it may be stored: an object of at most MAX_PROVENANCE_BYTES as
-        JSON, text every database stores, and the keys pages read of their declared types; or
-        InvalidInput naming the key (`provenance.drift`)."""
+        """`value` (None: `{}`) as it may be stored (bounded, storable text, the read keys of their
+        types), or InvalidInput naming the key (`provenance.drift`)."""
         data = require_mapping({} if value is None else value, field)
         size = len(json.dumps(data).encode())
         if size > MAX_PROVENANCE_BYTES:
@@ -52,9 +51,8 @@ class Provenance(BootProvenance):
 
     @classmethod
     def repair(cls, stored: Any) -> dict[str, Any] | None:
-        """A provenance stored before `parse` checked it, made to pass it: a read key of the wrong
-        type moves under `unvalidated`, text no database stores gets U+FFFD for its bad characters.
-        None when it passes already (the data migration changes only rows that need it)."""
+        """A provenance stored before `parse` checked it, made to pass (a mistyped read key moves
+        under `unvalidated`, bad characters become U+FFFD); None when it passes already."""
         try:
             cls.parse(stored)
             return None

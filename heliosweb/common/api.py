@@ -52,9 +52,8 @@ _DRF_FIELDS: tuple[tuple[type[Exception], str], ...] = (
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """`REST_FRAMEWORK["EXCEPTION_HANDLER"]`: bad input answers `{error, field}` with the status its
-    flavour says; DRF's own errors (authentication, permission, parse) take the same shape, and so
-    do a body over Django's size limit (413) and an unexpected error (500, logged)."""
+    """`REST_FRAMEWORK["EXCEPTION_HANDLER"]`: `{error, field}` with the status of its flavour for bad
+    input, DRF's own errors, a body over Django's limit (413) and an unexpected error (500, logged)."""
     if isinstance(exc, RequestDataTooBig):
         exc = TooLarge("body", f"is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes")
     if isinstance(exc, InvalidInput):

@@ -65,9 +65,8 @@ class BeatLease:
         log.info("beat: holding the deployment's beat lease (%s, %s s)", self.key, LEASE_S)
 
     def renew(self) -> bool:
-        """False when the lease went to another beat (this one stalled past `LEASE_S`); a lease
-        Redis lost (restarted without its data) is taken again; Redis away counts as held (no beat
-        can send anything then)."""
+        """False when the lease went to another beat (this one stalled); a lease Redis lost is taken
+        again; Redis away counts as held (no beat can send anything then)."""
         try:
             return bool(self.client.eval(_RENEW, 1, self.key, self.mine, LEASE_S)) or self.try_take() is None
         except UNREACHABLE as exc:

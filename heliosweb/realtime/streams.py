@@ -59,9 +59,8 @@ class Stream(AsyncWebsocketConsumer):
         """Send what a new client needs first."""
 
     async def join(self) -> bool:
-        """Join `group` for live messages. Redis refusing writes (its disk full: MISCONF) refuses the
-        join too; the socket is still served, from the database (`on_tick`, every
-        `REJOIN_SECONDS` until a join succeeds), where it was closed 1011 before."""
+        """Join `group` for live messages. If Redis refuses (MISCONF) the socket is still served, from
+        the database (`on_tick`, a join tried every `REJOIN_SECONDS`), instead of closed 1011."""
         assert self.group is not None
         try:
             await self.channel_layer.group_add(self.group, self.channel_name)
@@ -148,9 +147,8 @@ class Stream(AsyncWebsocketConsumer):
 
 
 class SnapshotStream(Stream):
-    """Read-only live streams: a snapshot from the database on every connect (the database is the
-    source of truth, so a reconnect after a Redis restart catches up), then each message of
-    `group` as it arrives."""
+    """Read-only live streams: a snapshot from the database (the source of truth) on every connect,
+    so a reconnect after a Redis restart catches up, then each message of `group`."""
 
     def snapshot(self) -> dict[str, Any]:
         """The current state as the first message (runs in a database thread)."""

@@ -218,9 +218,8 @@ def _state(state: dict[str, Any] | None) -> str:
 
 
 def policy_of_version(*, recipe: Recipe, version: int) -> str | None:
-    """The policy `version` of the recipe ran (None: it has had no such version). The current one
-    is the setting's; an older one is read from the audit chain, where every version change is
-    recorded with `{policy, version}` after it (and before it)."""
+    """The policy `version` of the recipe ran (None: no such version): the setting's, or from the
+    audit chain, which records every version change with `{policy, version}` before and after."""
     setting = setting_of(recipe)
     if setting is not None and version == setting.version:
         return setting.policy

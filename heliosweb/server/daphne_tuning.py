@@ -60,9 +60,8 @@ def _body_in_memory(self: WebRequest, length: int | None) -> None:
 
 
 class BoundedHTTPChannel(HTTPChannel):
-    """Twisted's HTTP/1.1 channel with read deadlines and a body size bound (the module's docstring).
-    It replaces daphne's `_GenericHTTPChannelProtocol` wrapper, which only matters for HTTP/2
-    negotiated over TLS, and daphne here serves plain TCP behind the proxy that terminates TLS."""
+    """Twisted's HTTP/1.1 channel with read deadlines and a body bound, in place of daphne's wrapper
+    that matters only for HTTP/2 over TLS (daphne serves plain TCP behind the TLS proxy here)."""
 
     _clock: Any = None  # the pending timer while a request is being read
     _deadline = 0.0
