@@ -47,9 +47,8 @@ def sim_concurrency() -> int:
 
 
 def celery_worker_cmd(queues: str, *, concurrency: int = 1, name: str | None = None) -> list[str]:
-    """A gpu worker runs solo (CUDA cannot start in a forked child), one per device: started under
-    CUDA_VISIBLE_DEVICES, it is named after its devices so workers on one host stay apart. Never
-    with beat inside (`-B`): beat is a program of its own (`celery_beat_cmd`)."""
+    """A gpu worker runs solo (CUDA cannot start in a forked child), one per device, named after its
+    CUDA_VISIBLE_DEVICES. Never with beat inside (`-B`): beat is a program of its own."""
     gpu = "gpu" in queues.split(",")
     solo = gpu or queues == "maint"  # maintenance is light: no pool process to fork
     pool = ["--pool=solo"] if solo else ["--pool=prefork", f"--concurrency={concurrency}"]
@@ -84,9 +83,8 @@ WS_CONNECT_TIMEOUT_S = 30  # daphne's default 5 s dropped handshakes queued behi
 
 
 def web_cmd(host: str, port: int, application: str = "heliosweb.asgi:application") -> list[str]:
-    """daphne on `host:port`, sized for a burst of pages (re)connecting at once: 500 viewers opening
-    together overflowed the default listen backlog (50) and outlived the default handshake timeout
-    (5 s) while their logins queued on the database thread, and were reset."""
+    """daphne on `host:port`, sized for a burst of pages (re)connecting at once (500 viewers overflowed
+    the default backlog and handshake timeout while their logins queued on the database thread)."""
     interface = host.replace(":", r"\:")  # an IPv6 address, escaped as Twisted endpoint strings want
     endpoint = f"tcp:port={port}:interface={interface}:backlog={LISTEN_BACKLOG}"
     return [PY, "-m", "daphne", "-e", endpoint, "--websocket_connect_timeout", str(WS_CONNECT_TIMEOUT_S), application]
@@ -263,9 +261,8 @@ def leftovers(var: Path) -> dict[str, list[int]]:
 
 
 def stop_leftovers(var: Path, say: Callable[[str], None]) -> None:
-    """Stop what a crashed supervisord left, in the order a clean stop uses: the web server, then the
-    workers (a warm shutdown: their running jobs finish, as long as a drain allows), Redis last,
-    which the workers need until their jobs are done."""
+    """Stop what a crashed supervisord left, in a clean stop's order: web, the workers (a warm
+    shutdown within the drain), Redis last (the workers need it until their jobs are done)."""
     found = leftovers(var)
     for kind, wait_s in (("web", 10.0), ("worker", drain_seconds() + 30), ("redis", 20.0)):
         _stop(found[kind], kind, wait_s, say)

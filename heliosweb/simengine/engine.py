@@ -69,9 +69,8 @@ def engine_name(job_id: int) -> str:
 
 
 def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Catalog, str, dict[str, Any] | None]:
-    """The catalog and true costs: the recipe's latest boot (as stored, or repaired: its flagged
-    shapes replaced, `catalogs.health`), or the PR's clean or drift catalog; and, for a boot, where
-    the catalog came from (as a job's `catalog_sources` entry)."""
+    """The true costs, the catalog and its name: the recipe's latest boot (as stored or repaired) or
+    the PR's clean or drift catalog; and, for a boot, its `catalog_sources` entry."""
     if params["catalog"] in BOOT_CATALOGS:
         boot = Boot.objects.filter(recipe=recipe).order_by("-created_at", "-id").first()
         if boot is None:

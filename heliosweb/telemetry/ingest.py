@@ -65,10 +65,9 @@ def telemetry_turn() -> threading.Lock:
 
 
 def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) -> tuple[TelemetryBatch, Batch, bool]:
-    """Store one batch: (row, parsed batch, created). A retry (same recipe, engine, session, number
-    and records) answers the stored row, created False; other records under that number are a
-    Conflict. `engine`, for an engine token, is the only engine the batch may name. InvalidInput
-    names the first bad field; nothing is stored then."""
+    """Store one batch: (row, parsed batch, created); a retry answers the stored row, created False,
+    other records under its number are a Conflict. `engine` (an engine token's) is the only engine
+    the batch may name. InvalidInput names the first bad field; nothing is stored then."""
     batch = _parsed(recipe, data, engine)
     try:
         with transaction.atomic():

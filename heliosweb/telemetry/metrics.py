@@ -109,9 +109,8 @@ def _engine_counters(left_out: GaugeMetricFamily) -> Iterator[Metric]:
 
 
 def _histograms(left_out: GaugeMetricFamily) -> Iterator[Metric]:
-    """TTFT and ITL per recipe, version and policy, every engine's counts summed, for the versions
-    seen in the window, the latest `HELIOS_METRICS_MAX_VERSIONS` of each recipe (all of a version's
-    rows: the sum never loses a member, so never goes down)."""
+    """TTFT and ITL per recipe, version and policy, engines summed (all of a version's rows, so the
+    sum never goes down), for the latest versions of each recipe seen in the window."""
     ttft = HistogramMetricFamily(
         "helios_ttft_seconds", "Time to first token reported by engines", labels=HISTOGRAM_LABELS
     )

@@ -46,8 +46,7 @@ class Engine:
 
 
 def engine_token_in(authorization: str) -> str | None:
-    """The engine token an `Authorization` header carries (`Bearer heng_...`, the scheme in any
-    case), or None."""
+    """The engine token an `Authorization` header carries (`Bearer heng_...`), or None."""
     token = bearer_token(authorization)
     return token if token and token.startswith(TOKEN_PREFIX) else None
 
