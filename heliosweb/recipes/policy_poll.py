@@ -21,6 +21,7 @@ from rest_framework.authtoken.models import Token
 from heliosweb.common.auth import bearer_token
 from heliosweb.common.db_connection import LOST, lost_backend, read_retried, unavailable_answer
 from heliosweb.common.errors import NotFound
+from heliosweb.common.http_errors import json_error
 from heliosweb.common.tokens import user_token_key
 from heliosweb.realtime.broadcast import Message, subscribe
 from heliosweb.server.handler import kept_thread
@@ -47,11 +48,11 @@ async def _recipe_policy(request: HttpRequest, name: str) -> HttpResponse:
 
 async def _answer(request: HttpRequest, name: str) -> HttpResponse:
     if not await _authenticated(request):
-        return _error(401, "authorization", "log in, or send Authorization: Bearer <token>")
+        return json_error(401, "authorization", "log in, or send Authorization: Bearer <token>")
     try:
         wait = _wait_seconds(request.GET.get("wait"))
     except ValueError as exc:
-        return _error(400, "wait", str(exc))
+        return json_error(400, "wait", str(exc))
     known = _versions(request.headers.get("If-None-Match", ""))
     try:
         if wait and known:
@@ -153,10 +154,6 @@ async def _authenticated(request: HttpRequest) -> bool:
     if not key:
         return False
     return await Token.objects.filter(key=user_token_key(key), user__is_active=True).aexists()
-
-
-def _error(status: int, field: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": message, "field": field}, status=status)
 
 
 def add_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

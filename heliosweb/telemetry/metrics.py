@@ -29,7 +29,7 @@ from typing import Any
 import redis
 from django.conf import settings
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 from helios_client.records import reported
@@ -47,6 +47,7 @@ from prometheus_client.registry import Collector
 from heliosweb.celery import QUEUES
 from heliosweb.common.auth import bearer_token
 from heliosweb.common.clients import client_ip
+from heliosweb.common.http_errors import json_error
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.models import PolicySetting
 
@@ -196,13 +197,8 @@ def exposition() -> bytes:
 @require_GET
 def metrics_view(request: HttpRequest) -> HttpResponse:
     if not _allowed(request):
-        return JsonResponse(
-            {
-                "error": "metrics need HELIOS_METRICS_TOKEN as a bearer token, or a client address in HELIOS_METRICS_ALLOW",
-                "field": "authorization",
-            },
-            status=403,
-        )
+        why = "metrics need HELIOS_METRICS_TOKEN as a bearer token, or a client address in HELIOS_METRICS_ALLOW"
+        return json_error(403, "authorization", why)
     return HttpResponse(served_exposition(exposition), content_type=CONTENT_TYPE_LATEST)
 
 
