@@ -26,8 +26,7 @@ app.autodiscover_tasks()
 
 @worker_init.connect
 def refuse_a_gpu_worker_seeing_several_devices(sender: Any, **_: Any) -> None:
-    """A worker consuming `gpu` that sees more than one CUDA device exits before taking a job,
-    saying how to start one worker per device (gpu_runner.workers has the rule)."""
+    """A `gpu` worker seeing several CUDA devices exits before taking a job, saying how (gpu_runner.workers)."""
     queues = sender.app.amqp.queues
     if "gpu" not in set(queues.consume_from or queues):
         return

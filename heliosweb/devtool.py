@@ -54,8 +54,7 @@ def bundled_redis_port(run_dir: Path) -> int:
 
 
 def write_broker_env(run_dir: Path, redis_url: str, prefix: str) -> Path:
-    """The stack's broker as shell assignments: `set -a; . var/run/broker.env; set +a` points
-    Flower and `celery inspect` at it (docs/operations.md)."""
+    """The stack's broker as shell assignments, for Flower and `celery inspect` (docs/operations.md)."""
     path = run_dir / BROKER_ENV
     path.write_text(
         '# written by ./dev up: this stack\'s Celery broker (docs/operations.md, "Flower and celery inspect")\n'
@@ -313,8 +312,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_beat(args: argparse.Namespace) -> int:
-    """Beat for a deployment without `./dev up` (never inside a worker): one runs per deployment,
-    any other waits as a standby (`common.beat_lock`)."""
+    """Beat for a deployment without `./dev up`: one runs, any other waits as a standby (`common.beat_lock`)."""
     if not _other_host("beat"):
         return 2
     (VAR / "run").mkdir(parents=True, exist_ok=True)

@@ -91,8 +91,7 @@ def web_cmd(host: str, port: int, application: str = "heliosweb.asgi:application
 
 
 def programs(*, var: Path, host: str, port: int, redis_cmd: list[str] | None) -> list[Program]:
-    """The stack: Redis (unless REDIS_URL names another), beat, a maintenance worker (the reaper
-    never waits behind a job), the job workers, the web server."""
+    """The stack: Redis (unless REDIS_URL names one), beat, the maintenance and job workers, web."""
     drain = drain_seconds()
     job_stop_wait = drain + 30  # time to notice the stop at the job's next event, then exit
     found = [
@@ -246,8 +245,7 @@ def _cwd(pid: int) -> str:
 
 
 def leftovers(var: Path) -> dict[str, list[int]]:
-    """The stack's top processes still running without their supervisord, by kind (a worker's pool
-    processes are left out: they go with their worker)."""
+    """The stack's top processes left without their supervisord, by kind (pool processes go with their worker)."""
     ours = set(stack_processes(var))
     found: dict[str, list[int]] = {"web": [], "worker": [], "redis": []}
     for pid in sorted(ours):

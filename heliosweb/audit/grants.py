@@ -125,8 +125,7 @@ def record_all() -> None:
 
 
 def privilege_mismatches() -> list[str]:
-    """Users and groups whose stored privileges differ from their last `privileges_changed` event
-    (or hold any without one)."""
+    """Users and groups whose privileges differ from their last `privileges_changed` event (or any without one)."""
     last: dict[tuple[str, str], dict[str, Any]] = {}
     for object_type, object_id, after in (
         AuditEvent.objects.filter(action=ACTION).order_by("seq").values_list("object_type", "object_id", "after")

@@ -61,8 +61,7 @@ class AuditEvent(models.Model):
 
 
 class AuditChainLock(models.Model):
-    """One row, locked (SELECT … FOR UPDATE) while an event is appended, so two concurrent
-    actions cannot both extend the chain from the same head."""
+    """One row, locked while an event is appended, so two actions cannot extend the chain from one head."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
 

@@ -59,8 +59,7 @@ def audit_append(
 
 
 def chain_check_store() -> ChainReport:
-    """Walk the whole chain and store what it found (`ChainCheck`): the point pages verify from.
-    Run by a periodic task (`tasks.check_audit_chain`) and by `manage.py audit_verify`."""
+    """Walk the whole chain and store what it found (`ChainCheck`), where pages verify from (beat, `audit_verify`)."""
     report = chain_verify()
     now = timezone.now()
     fields = ("ok", "count", "head_seq", "head_hash", "broken_at", "reason")

@@ -139,7 +139,6 @@ class QueryInt:
 
 
 class SchemaView(SpectacularAPIView):
-    """The OpenAPI schema, behind login (SERVE_PERMISSIONS); JSON unless `?format=yaml`, so its
-    refusals are JSON like every other /api/ answer."""
+    """The OpenAPI schema, behind login; JSON unless `?format=yaml`, so its refusals are JSON like all /api/."""
 
     renderer_classes = [OpenApiJsonRenderer, OpenApiJsonRenderer2, OpenApiYamlRenderer, OpenApiYamlRenderer2]

@@ -84,8 +84,7 @@ class BearerTokenAuthentication(TokenAuthentication):
 
 
 class EngineAuthentication(BaseAuthentication):
-    """The engine that the engine-token scope middleware (`telemetry.middleware`) admitted for this
-    route and recipe (`request.engine`), if any."""
+    """The engine `telemetry.middleware` admitted for this route and recipe (`request.engine`), if any."""
 
     def authenticate(self, request: Request) -> tuple[Any, None] | None:
         engine = getattr(request._request, "engine", None)

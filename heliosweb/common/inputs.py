@@ -88,8 +88,7 @@ def parse_id(value: object, *, field: str, what: str) -> int:
 
 
 def get_by_id(queryset: QuerySet[M], value: object, *, what: str, field: str = "id") -> M:
-    """One row by an id from outside: not an integer is bad input (400); an id no row has, including
-    one no key can hold, is NotFound (404)."""
+    """One row by an id from outside: not an integer is bad input (400), an id no row has NotFound (404)."""
     number = as_int(value)
     if number is None:
         raise InvalidInput(field, f"not a {what} id: {value!r:.60}")

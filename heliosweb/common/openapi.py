@@ -47,8 +47,7 @@ def _has_required(schema: dict[str, Any], schemas: dict[str, Any]) -> bool:
 
 
 def add_common_refusals(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """Declare every refusal an operation may get from outside its view, with the error body, and
-    `additionalProperties: false` on the JSON bodies whose views refuse unknown keys."""
+    """Declare the refusals from outside each view, and `additionalProperties: false` on closed bodies."""
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     schemas = result.get("components", {}).get("schemas", {})
     for operations in result.get("paths", {}).values():

@@ -44,8 +44,7 @@ class Shape(Generic[T]):
         extra: Mapping[str, serializers.Field] | None = None,
         without: Collection[str] = (),
     ) -> Any:
-        """The serializer drf-spectacular documents; a list (`many`) and an item of one name share
-        one component."""
+        """The serializer drf-spectacular documents; a list (`many`) and an item share one component."""
         name = name or self.name
         if name not in self._serializers:
             declared = inline_serializer(name, {**self.fields(without=without), **(extra or {})})

@@ -87,8 +87,7 @@ Take = Callable[[Message], Awaitable[bool]]
 
 @contextlib.asynccontextmanager
 async def subscribe(*topics: str, take: Take | None = None) -> AsyncIterator[asyncio.Queue[Message]]:
-    """One queue of the messages published to any of `topics` from now on, while the block runs;
-    with `take`, only those `take` declines."""
+    """A queue of what is published to `topics` while the block runs (with `take`, what it declines)."""
     queue: asyncio.Queue[Message] = asyncio.Queue(QUEUE_LIMIT)
     for topic in topics:
         await _hub.add(topic, queue, take)

@@ -57,8 +57,7 @@ class RecipeForm(forms.ModelForm):
 
 @admin.register(Recipe)
 class RecipeAdmin(admin.ModelAdmin):
-    """Saves through the recipe services, like the page and the API: a recipe created here gets
-    its policy setting in the same transaction, and every change is audited."""
+    """Saves through the recipe services, like the page and the API: setting created, changes audited."""
 
     form = RecipeForm
     list_display = ("name", "created_at")

@@ -183,8 +183,7 @@ POLICY_EVENTS = ("recipe_created", "policy_changed")  # the events that set a re
 
 
 def policy_audit_mismatches() -> list[str]:
-    """Recipes whose current policy and version differ from what their last policy event says:
-    a policy changed around `policy_set` (raw SQL) shows here."""
+    """Recipes whose policy differs from their last policy event's (changed around `policy_set`)."""
     last: dict[str, tuple[dict[str, Any], dict[str, Any], int | None, int]] = {}
     events = AuditEvent.objects.filter(action__in=POLICY_EVENTS).order_by("seq")
     for name, action, before, after, actor_id, seq in events.values_list(

@@ -85,8 +85,7 @@ def recipe_update(
     required_evidence: Any = None,
     hardware: Any = None,
 ) -> Recipe:
-    """Edit what a recipe says about itself (never its policy: that is a decision). Audited with
-    before and after."""
+    """Edit what a recipe says about itself (never its policy: a decision). Audited, before and after."""
     _require_manager(actor)
     changes: dict[str, Any] = {}
     if description is not None:

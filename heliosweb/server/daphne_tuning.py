@@ -1,28 +1,23 @@
 """What daphne's libraries (Twisted for HTTP, autobahn for websockets) are told when the ASGI
-application loads (`heliosweb.asgi`). Each change uses a hook the library does not promise to keep:
-`requirements.txt` pins both, `tests/heliosweb/test_server_internals.py` fails when an upgrade
-changes the code a change leans on, and `test_server_tuning.py` and `test_http_server.py` check
-each behaviour.
+application loads (`heliosweb.asgi`), through hooks they do not promise to keep: `requirements.txt`
+pins both, `tests/heliosweb/test_server_internals.py` fails when an upgrade moves what a change
+leans on, and `test_server_tuning.py` and `test_http_server.py` check each behaviour.
 
-- Slow clients time out. Twisted's only clock is a 60 s idle timeout every byte resets (one byte a
-  second held a request for ever). Here the line and headers must arrive within
-  `HELIOS_HTTP_HEADER_TIMEOUT` s of the first byte, the body within `HELIOS_HTTP_BODY_TIMEOUT` plus
-  1 s per `HELIOS_HTTP_BODY_MIN_RATE` bytes; past either, 408 and close. The clocks stop once the
-  request is read (a long-poll, a websocket).
-- An oversized request line or header is answered (Twisted dropped the connection silently or wrote
-  a bare `400` past 16,384 bytes): a request line 414, a header line or all headers 431, in the
-  API's error shape, then closed.
-- Bodies are bounded before they are read: a `Content-Length` over `DATA_UPLOAD_MAX_MEMORY_SIZE`
-  is 413 at once, a chunked body is cut off with 413 as it passes it (Twisted spooled any size to
-  a temporary file first).
-- Bodies stay in memory: Twisted's temporary file for bodies of 100,000 bytes or more took ~5 ms
-  of a 1,000-record telemetry batch (~180 KB).
-- Form bodies are parsed by Django only: Twisted parsed them for nothing and answered a multipart
-  body without a boundary with a bare `400` before Django could answer as the API documents.
-- autobahn colours its debug lines with click on every frame sent, before the logger drops them:
-  ~18 µs of a ~75 µs send. Without click's colours (its own fallback) they read as plain text.
-- Twisted writes no access line: its factory formatted one per request for a log daphne sends
-  nowhere by default, ~5 % of the process's time answering 1,000 long-polling engines.
+- Slow clients time out (Twisted's only clock, a 60 s idle timeout every byte resets, let one byte a
+  second hold a request for ever): the line and headers within `HELIOS_HTTP_HEADER_TIMEOUT` s of
+  the first byte, the body within `HELIOS_HTTP_BODY_TIMEOUT` plus 1 s per
+  `HELIOS_HTTP_BODY_MIN_RATE` bytes, else 408 and close; the clocks stop once the request is read.
+- An oversized request line is answered 414, a header line or all headers 431, in the API's error
+  shape (Twisted dropped the connection, or wrote a bare `400`, past 16,384 bytes).
+- A body over `DATA_UPLOAD_MAX_MEMORY_SIZE` is 413 before it is read (declared) or as it passes the
+  bound (chunked), and bodies stay in memory: Twisted spooled any size to a temporary file, ~5 ms of
+  a 1,000-record telemetry batch.
+- Form bodies are parsed by Django only (Twisted answered a multipart body without a boundary with a
+  bare `400` before Django could answer as the API documents).
+- autobahn's debug lines go without click's colours (its own fallback): styling them cost ~18 µs of
+  a ~75 µs frame send, before the logger dropped them.
+- No access line: Twisted formatted one per request for a log daphne sends nowhere by default, ~5 %
+  of the process's time answering 1,000 long-polling engines.
 """
 
 from __future__ import annotations

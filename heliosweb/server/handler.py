@@ -56,8 +56,7 @@ class HeliosASGIHandler(ASGIHandler):
         self._in_thread.load_middleware(is_async=False)  # the same list, for sync views, in one hop
 
     def load_middleware(self, is_async: bool = False) -> None:
-        """Django's, from `settings.MIDDLEWARE` with the library classes that `loop_middleware.ON_LOOP`
-        names replaced by their subclasses that run on the loop (Django reads the list from settings)."""
+        """Django's, the async chain with `loop_middleware.ON_LOOP`'s subclasses for the library classes."""
         listed = settings.MIDDLEWARE
         settings.MIDDLEWARE = [ON_LOOP.get(path, path) for path in listed] if is_async else listed
         try:

@@ -36,8 +36,7 @@ async def _call(on_loop: bool, method: Callable[..., Any], *args: Any) -> Any:
 
 
 class OnLoop(MiddlewareMixin):
-    """`MiddlewareMixin`'s async mode without the thread hops, for middleware whose methods do no I/O
-    unless a hook says so."""
+    """`MiddlewareMixin`'s async mode without thread hops, for hooks that do no I/O unless they say so."""
 
     def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
         super().__init__(get_response)

@@ -58,8 +58,7 @@ BATCH = inline_serializer("TelemetryBatch", {"records": serializers.ListField()}
 
 
 def add_batch_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """drf-spectacular postprocessing hook: `TelemetryBatch` as the records module declares it, the
-    declarations the server validates a batch with (`validation`)."""
+    """drf-spectacular hook: `TelemetryBatch` as `helios_client.records` declares it (what `validation` checks)."""
     result["components"]["schemas"]["TelemetryBatch"] = batch_json_schema()
     return result
 

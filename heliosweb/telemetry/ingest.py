@@ -81,8 +81,7 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
 
 
 def _parsed(recipe: Recipe, data: Any, engine: str | None) -> Batch:
-    """The batch, valid, posted by whom may post it: without a token (a maintainer) not as an
-    engine that has tokens."""
+    """The batch, valid, from whom may post it (without a token, not as an engine that has tokens)."""
     setting = setting_of(recipe)
     if setting is None:
         raise InvalidInput("recipe", f"recipe {recipe.name!r} has no policy setting")
@@ -296,8 +295,7 @@ def _add(into: Rollup | Totals | _Partial, part: _Partial) -> None:
 
 
 def telemetry_prune(*, now: datetime | None = None) -> dict[str, int]:
-    """Drop raw batches older than the window or beyond each recipe's record cap, and minute
-    rollups older than their own (longer) window; per-version totals stay."""
+    """Drop raw batches past the window or a recipe's cap, and rollups past theirs; totals stay."""
     now = now or timezone.now()
     cutoff = now - timedelta(hours=settings.HELIOS_TELEMETRY_RAW_HOURS)
     dropped = TelemetryBatch.objects.filter(received_at__lt=cutoff).delete()[0]
