@@ -114,8 +114,7 @@ WINDOWS_MIN = (5, 15, 60)  # the live page's windows: the last this many minutes
 
 
 def replay_offer(*, recipe: Recipe) -> dict[str, Any]:
-    """What the live page offers: its windows, the engines that reported, the executions (the
-    recipe's boot first when it has one), and the recipe's latest replay job with its result."""
+    """What the live page offers: windows, engines, executions, and the latest replay with its result."""
     has_boot = Boot.objects.filter(recipe=recipe).exists()
     engines = sorted(set(Totals.objects.filter(recipe=recipe).values_list("engine", flat=True)))
     latest = BenchmarkJob.objects.filter(kind=KIND, recipe=recipe).order_by("-id").first()

@@ -37,8 +37,7 @@ _clock = time.monotonic  # the tests move it
 
 def engine_grant_get(*, token: str) -> EngineGrant | None:
     """What `token` allows, or None for an unknown or revoked one. A live token is trusted for
-    HELIOS_ENGINE_TOKEN_CACHE_SECONDS after this process last read it (its 2 queries were a sixth of
-    a small batch's cost): a revoked token, or one whose recipes changed, is seen within that bound."""
+    HELIOS_ENGINE_TOKEN_CACHE_SECONDS after it was read (its 2 queries were a sixth of a small batch)."""
     key = token_digest(token)
     now, bound = _clock(), settings.HELIOS_ENGINE_TOKEN_CACHE_SECONDS
     hit = _checked.get(key)
@@ -63,10 +62,8 @@ def frames_after(*, recipe: Recipe, after: int, limit: int = MAX_REFILL_FRAMES) 
 
 
 def version_summary(*, recipe: Recipe, version: int, policy: str | None) -> dict[str, Any]:
-    """One policy version's telemetry, every engine merged: TTFT p50/p99 (from the fixed buckets),
-    launches per request, padding share, distinct prefill sequences per prompt length, and the
-    sample counts each figure rests on. `policy` is the policy the version had (the audit chain's),
-    so the panel names it before any engine has reported under it."""
+    """One policy version's telemetry, engines merged, with the sample counts each figure rests on.
+    `policy` is the version's (the audit chain's), so the panel names it before any engine reports."""
     rows = list(Rollup.objects.filter(recipe=recipe, version=version))
     ttft = buckets.empty()
     sequences: dict[str, set[str]] = {}

@@ -48,10 +48,9 @@ def engine_tokens_revoke(*, engine: str) -> int:
 
 
 def user_token_issue(*, user: User, rotate: bool = False, actor: Actor | None = None) -> str:
-    """A new API token for `user`, returned once: only `user_token_key` of it is stored (as engine
-    tokens are hashed). A user has one token; `rotate` replaces it, else a user who has one is
-    refused (it was shown when it was made, and cannot be shown again). `actor` is who issued it
-    (an admin user), None for the command line. Audited."""
+    """A new API token for `user`, returned once (only `user_token_key` of it is stored). A user has
+    one: `rotate` replaces it, else Conflict (it cannot be shown again). `actor`: the admin user who
+    issued it, None for the command line. Audited."""
     token = secrets.token_hex(20)
     with transaction.atomic():
         had = Token.objects.select_for_update().filter(user=user).exists()

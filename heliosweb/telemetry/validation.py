@@ -152,9 +152,8 @@ def parse_batch(data: Any, *, current_version: int, policy_of: PolicyOf, window:
 
 
 def _check_finished_after_launches(records: list[dict[str, Any]]) -> None:
-    """A request record's `t_ms` is when the request finished, a launch record's when the launch
-    started: a request record before one of its own launches in the batch was sent with another
-    time (its arrival, say), which would shift every latency read from it."""
+    """A request record's `t_ms` is when it finished, a launch's when it started: a request before
+    one of its own launches was sent with another time (its arrival, say), shifting every latency."""
     started: dict[Any, tuple[float, int]] = {}
     for i, record in enumerate(records):
         if record["type"] == "launch":
@@ -227,8 +226,7 @@ def _all_ok(records: list[Any], window: Window, versions: _Versions) -> bool:
 
 
 def _launch_columns(records: list[dict[str, Any]]) -> list[tuple[Any, ...]] | None:
-    """The launch records' fields, a tuple per declared field; None unless every record has
-    exactly LAUNCH_FIELDS."""
+    """The launch records' fields, a tuple each; None unless every record has exactly LAUNCH_FIELDS."""
     if not records:
         return [()] * len(_LAUNCH)
     if set(map(len, records)) != {len(LAUNCH_FIELDS)}:
@@ -240,8 +238,7 @@ def _launch_columns(records: list[dict[str, Any]]) -> list[tuple[Any, ...]] | No
 
 
 def _launches_ok(columns: list[tuple[Any, ...]], window: Window, versions: _Versions) -> bool:
-    """Whether every launch record is valid, the same conditions as `_check_record`, read a column
-    at a time by C loops instead of a Python call per record."""
+    """Whether every launch record passes `_check_record`'s conditions, read a column at a time in C."""
     if not columns[0]:
         return True
     named = dict(zip(_LAUNCH, columns))

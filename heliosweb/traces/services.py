@@ -98,9 +98,8 @@ def trace_upload(*, user: Actor | None, name: str, content: bytes | IO[bytes]) -
 
 
 def _stored_as(digest: str, name: str) -> Trace | None:
-    """The trace stored with these bytes (under any name), else None; Conflict when `name` is taken
-    by other bytes. One read of both, so an upload of the same bytes committing between two reads
-    cannot turn a 200 into a 409."""
+    """The trace stored with these bytes (any name), else None; Conflict when other bytes hold `name`.
+    One read of both, so the same bytes committing between two reads cannot turn a 200 into a 409."""
     rows = list(Trace.objects.filter(Q(sha256=digest) | Q(name__iexact=name)).defer("packed"))  # not the bytes
     if same := [t for t in rows if t.sha256 == digest]:
         return same[0]
@@ -120,8 +119,7 @@ def _hash(stream: IO[bytes]) -> tuple[str, int]:
 
 
 def _lines(stream: IO[bytes]) -> Iterator[str]:
-    """The stream's lines as text, one at a time (a 1,000,000-row upload is never held as one str):
-    UTF-8, a byte-order mark allowed; an undecodable line is refused by its number."""
+    """The stream's UTF-8 lines (a BOM allowed), one at a time; an undecodable one refused by number."""
     for number, raw in enumerate(stream, start=1):
         try:
             yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
