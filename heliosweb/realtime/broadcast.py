@@ -1,21 +1,16 @@
 """One Redis pub/sub subscription per web process, fanned out in-process to whoever waits here.
 
-Why not a channel-layer group per stream: with the stock layers every consumer wakes for every
-event (0.2-0.3 ms of CPU per delivered message), the Redis layer drops events past its `capacity`,
-and redis-py's async pool stops at 100 connections. On two cores, 200 followers of one stream saw
-p95 7.7 s; one reader per process writing to local queues held 30 ms at 200 and 77 ms at 500
-(docs/architecture.md). `publish(topic, message)` sends one Redis message; each process's reader
-decodes it once and hands every local `subscribe(topic)` queue a `Message` carrying the JSON text
-too, so forwarding it to a socket does not encode it again. Long-polling engines and live pages
-wait here without holding a thread or a database connection.
+Not a channel-layer group per stream: with the stock layers every consumer wakes for every event,
+the Redis layer drops events past its `capacity`, and redis-py's async pool stops at 100
+connections; 200 followers of one stream saw p95 7.7 s, one reader per process held 30 ms at 200
+and 77 ms at 500 (docs/architecture.md). Each process's reader decodes a message once and hands
+every local `subscribe(topic)` queue a `Message` with its JSON text, never encoded again per socket.
+Long-polling engines and live pages wait here without a thread or a database connection. `take`,
+offered each message first, lets a live socket write it at once instead of waking a task per socket
+(at 500 viewers those wake-ups put the reader behind the frames); what it declines is queued.
 
-`take`, an async callable the reader offers each message to first, lets a live page's socket write
-the frame there and then instead of waking a task per socket (at 500 viewers those wake-ups put the
-reader behind the 50 ms between frames). What it declines (False) goes to the queue.
-
-Best effort: the database is the source of truth. A subscriber whose queue overflows, or every one
-after the reader lost Redis, gets `{"type": "resync"}` and re-reads the database. Without
-`REDIS_URL` messages are delivered in-process only.
+Best effort (the database is the source of truth): an overflowing queue, or every one after the
+reader lost Redis, gets `{"type": "resync"}`. Without `REDIS_URL`, delivery is in-process only.
 """
 
 from __future__ import annotations

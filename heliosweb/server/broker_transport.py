@@ -1,16 +1,13 @@
 """kombu's Redis transport, with a closed connection reported as a connection error (Celery's
 `broker_transport`, set in settings when REDIS_URL is).
 
-Why: on a Redis outage Celery 5.7.0's consumer first `collect()`s the broken connection (the
-transport's `client` becomes None), then `close()`s it (new in 5.7). Requeueing the running job's
-unacked message in that close builds a pool from `_connparams`, which reads
-`self.connection.client.hostname`: an `AttributeError`, not a connection error to Celery, so the
-worker exited "Unrecoverable error" (the thread-pool engine worker hung half shut down). No kombu
-or Celery release (5.7.0 is the newest) fixes it, and no setting skips that close.
-
-Raising redis' `ConnectionError` instead makes Celery ignore it, reconnect, and take jobs again
-about a second after Redis answers; the running job's message comes back after the visibility
-timeout and is skipped (`jobs.services.runner.job_run`). Drill: `tests/heliosweb/test_redis_restart.py`.
+Why: on a Redis outage Celery 5.7.0's consumer `collect()`s the broken connection (its `client`
+becomes None) and then `close()`s it; requeueing the running job's message there reads
+`self.connection.client.hostname`: an AttributeError, not a connection error to Celery, so the
+worker exited "Unrecoverable error". No release (kombu and celery 5.7.0) fixes it, no setting skips
+it. A redis `ConnectionError` instead is ignored, Celery reconnects about a second after Redis
+answers, and the job's message, back after the visibility timeout, is skipped
+(`jobs.services.runner.job_run`). Drill: `tests/heliosweb/test_redis_restart.py`.
 """
 
 from __future__ import annotations

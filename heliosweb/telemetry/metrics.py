@@ -1,21 +1,14 @@
-"""`/metrics` in the Prometheus text format, computed from the database, so every web process
-answers the same (no per-process counters to merge).
+"""`/metrics` in the Prometheus text format, from the database, so every web process answers the same.
 
-From `Totals` (never pruned, so counters never go down): `helios_ttft_seconds` and
-`helios_itl_seconds` histograms per recipe, version and policy (engines summed: what the Grafana
-board reads), the launch and token counters per recipe, engine, version and policy, a
-`helios_reported_<field>` summary per reported field, `helios_policy_version`, jobs by state and
-Celery queue depth (with Redis).
-
-Bounded (docs/telemetry.md, "Cardinality"): only what engines posted within
-`HELIOS_METRICS_WINDOW_SECONDS`, at most `HELIOS_METRICS_MAX_ENGINE_SERIES` (engine, version)
-series and the latest `HELIOS_METRICS_MAX_VERSIONS` versions' histograms of each recipe. The rest
-is dropped, never summed into another series (its counter would go down), and counted in
-`helios_metrics_series_left_out{kind}`. Per-engine histograms made a 30-minute run's scrape 934 KB
-and 2.76 s.
-
-Access: a bearer token (`HELIOS_METRICS_TOKEN`) or, without one, clients in `HELIOS_METRICS_ALLOW`
-by `common.clients.client_ip` (behind a local proxy, set `HELIOS_TRUSTED_PROXIES`).
+From `Totals` (never pruned: counters never go down): TTFT and ITL histograms per recipe, version
+and policy (engines summed: what the Grafana board reads), launch and token counters and a summary
+per reported field per engine too, the active policy versions, jobs by state, Celery queue depth.
+Bounded (docs/telemetry.md, "Cardinality"): only series engines posted within
+`HELIOS_METRICS_WINDOW_SECONDS`, at most `HELIOS_METRICS_MAX_ENGINE_SERIES` (engine, version) series
+and the latest `HELIOS_METRICS_MAX_VERSIONS` versions' histograms per recipe (per-engine histograms
+made a scrape 934 KB and 2.76 s); the rest is dropped, never summed elsewhere (its counter would go
+down), and counted in `helios_metrics_series_left_out`. Access: `HELIOS_METRICS_TOKEN` as a bearer
+token, or else clients in `HELIOS_METRICS_ALLOW` (behind a local proxy, set `HELIOS_TRUSTED_PROXIES`).
 """
 
 from __future__ import annotations
