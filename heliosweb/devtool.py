@@ -1,10 +1,9 @@
 """What `./dev` runs once the virtualenv is ready.
 
-`up`: migrate, demo data, collect the static files, then the stack under supervisord
-(heliosweb/stack.py). Ctrl-C (or SIGTERM) stops web first, lets running jobs drain, Redis last. A
-killed front leaves the stack running, and the next `./dev up` attaches to it; a supervisord that
-dies while the front runs is started again once var/ has room (`stack.heal_leftovers`); if both
-died, the next start stops what they left, in the clean order, before starting anew.
+`up`: migrate, demo data, static files, then the stack under supervisord (heliosweb/stack.py);
+Ctrl-C stops web, drains jobs, Redis last. The next `./dev up` attaches to a stack a killed front
+left; a supervisord that dies is started again once var/ has room (`stack.heal_leftovers`); if both
+died, the next start stops what they left, in the clean order, first.
 """
 
 from __future__ import annotations

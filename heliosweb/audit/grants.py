@@ -1,12 +1,10 @@
-"""Privileges, audited however they are granted (the admin, a shell, a command, a fixture): a
-user's superuser flag, groups and own permissions, and each group's permissions. Every change Django
-signals (`m2m_changed` on the three relations, `post_save` of a user) appends `privileges_changed`
-with the whole set before and after; `privilege_mismatches` (run by `audit_verify`) names a grant
-written around Django (raw SQL) by comparing the stored sets with each one's last event.
-
-The role groups' own permissions (`dashboard.roles`, seeded after every `migrate` and `flush`) are
-the product's definition, not a grant: seeding runs `quietly()`, and a group with no event is held
-to its role's permissions (`expect_groups`).
+"""Privileges, audited however they are granted (the admin, a shell, a fixture): a user's superuser
+flag, groups and own permissions, and each group's permissions. Every change Django signals
+(`m2m_changed` on the three relations, a user's `post_save`) appends `privileges_changed` with the
+whole set before and after; `privilege_mismatches` (`audit_verify`) names a grant written around
+Django (raw SQL). The role groups' own permissions (`dashboard.roles`, seeded after every `migrate`
+and `flush`) are the product's definition, not a grant: seeding runs `quietly()`, and a group with
+no event is held to its role's permissions (`expect_groups`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """What every websocket of the project shares: refusals a page can read, a keep-alive ping, and
-bounded JSON messages.
-
-A refusal accepts the handshake, then closes with a code (4401 not logged in, 4404 no such stream):
-a browser sees only 1006 for a refused handshake, and would retry forever. Every
-`HELIOS_WS_PING_SECONDS` the server pings; pages answer `pong` and reconnect when the server stays
-silent (a dropped connection). Client messages are JSON objects of at most `MAX_MESSAGE_BYTES`,
-bounded in depth; anything else gets `{"type": "error", "field", "error"}`, the socket kept open.
+bounded JSON messages. A refusal accepts the handshake, then closes with a code (4401 not logged
+in, 4404 no such stream): a browser sees only 1006 for a refused handshake, and would retry forever.
+Every `HELIOS_WS_PING_SECONDS` the server pings; pages answer `pong` and reconnect when the server
+stays silent. Client messages are bounded JSON objects; anything else gets `{"type": "error",
+"field", "error"}`, the socket kept open.
 """
 
 from __future__ import annotations

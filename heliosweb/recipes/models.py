@@ -21,9 +21,8 @@ class Recipe(models.Model):
     description = models.TextField(blank=True)
     # The graph shapes an engine captures for this recipe ([{prefill, decode}]), as a catalog lists them.
     shapes = models.JSONField(default=list, blank=True)
-    # The GPU this recipe's engines serve on ("A100"; "" = not declared): a decision's evidence from
-    # other hardware is marked as such (scheduler_core.evidence).
-    # `db_default`: code that inserts recipes knowing no hardware (older migration states) is served too
+    # The GPU its engines serve on ("A100"; "": not declared): evidence from other hardware is marked
+    # (scheduler_core.evidence). `db_default`: inserts knowing no hardware (older migrations) work too.
     hardware = models.CharField(max_length=64, blank=True, db_default="")
     # Checklist items (scheduler_core.tradeoff.CHECKLIST_ITEMS) a decision must tick before approval.
     required_evidence = models.JSONField(default=list, blank=True)

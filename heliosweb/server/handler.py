@@ -1,14 +1,13 @@
 """Django's ASGI handler, with three changes; every request still goes through Django's whole cycle
 (the why, with figures: docs/architecture.md, "One request pipeline"; heliosweb/server/README.md).
 
-- A body sent without Content-Length (chunked, already decoded by the server) is given its real
-  length: Django and DRF read a request with no length as empty.
-- A sync view marked `kept_thread(view, name)` (the telemetry post) runs with its whole sync cycle
-  in one hop to one long-lived thread that keeps its database connection (Django hops twice per
-  middleware and opens a connection per request).
-- An async view marked `kept_thread` (the policy long-poll) runs on the loop with its middleware
-  (`loop_middleware`), its sync calls in its kept thread: no thread per request (at 1,000 engines
-  answered at once, 1,000 threads woken and 1,000 more started).
+- A body sent without Content-Length (chunked) is given its real length: Django and DRF read a
+  request with no length as empty.
+- A sync view marked `kept_thread(view, name)` (the telemetry post) runs its whole sync cycle in one
+  hop to one long-lived thread that keeps its database connection (Django hops twice per middleware
+  and opens a connection per request).
+- An async view marked `kept_thread` (the policy long-poll) runs on the loop with `loop_middleware`,
+  its sync calls in its kept thread (1,000 engines answered at once woke 1,000 threads, started 1,000).
 - Every other view is served as Django serves a sync view under ASGI, in one hop.
 """
 

@@ -1,13 +1,10 @@
-"""The library middleware of `settings.MIDDLEWARE`, as an async view's chain runs them: on the event loop.
+"""The library middleware of `settings.MIDDLEWARE`, as an async view's chain runs them: on the loop.
 
-In Django's async chain (the policy long-poll: `server.handler`) a `MiddlewareMixin` calls each of
-its hooks through `sync_to_async`, a thread hop each: 8 after the view returns, so one policy change
-answering 1,000 long-polling engines queued 8,000 hops, p95 2.5-5.6 s
-(docs/bench/2026-12-02-long-poll-on-the-loop.md). These subclasses call the same hooks on the loop,
-safe because none does I/O there except where a hook below says one may (a session to save,
-messages to store, a CSRF check reading the session or a body): those still go to the thread.
-WhiteNoise gains an async path the same way: no thread unless it serves a file.
-
+In Django's async chain (the policy long-poll) a `MiddlewareMixin` calls each hook through
+`sync_to_async`: one policy change answering 1,000 long-polling engines queued 8,000 thread hops,
+p95 2.5-5.6 s (docs/bench/2026-12-02-long-poll-on-the-loop.md). These subclasses call the hooks on
+the loop, as none does I/O there unless a hook below says so (a session to save, messages to store,
+a CSRF check reading the session or a body: in the thread). WhiteNoise gains an async path too.
 `settings.MIDDLEWARE` keeps the libraries' names (Django's deploy checks look for them);
 `server.handler` swaps in the subclasses of `ON_LOOP` for the async chain only.
 """

@@ -1,13 +1,11 @@
 """`/ws/recipes/<name>/live/?after=N`: a recipe's live telemetry frames, numbered, refilled from the
-database after a reconnect, and its policy changes.
+database after a reconnect, and its policy changes (messages `frames`, `policies`, `ping`).
 
-Frames arrive through `heliosweb.realtime.broadcast`, not a channel-layer group (docs/architecture.md).
-The socket gets at most 30 messages a second (`Pace`); what arrived while it waited goes in one
-`{"type": "frames", "frames": [...]}`. A frame past the next expected one, or a `resync`, refills the
-gap from the database, so the page never has a hole in its numbers. The common case (the next frame,
-the pace allowing it, nothing waiting) is written by the broadcast's reader itself (`_take`), as the
-text it was published as, with no task woken per socket; the rest goes through the socket's queue
-and its pump. Messages: `frames`, `policies` (`{changes: [...], current}`), and the stream's `ping`.
+Frames arrive through `heliosweb.realtime.broadcast`. The socket gets at most 30 messages a second
+(`Pace`); what arrived while it waited goes in one `frames` message. A frame past the next expected
+one, or a `resync`, refills the gap from the database, so the page never has a hole in its numbers.
+The common case (the next frame, the pace allowing, nothing waiting) is written by the broadcast's
+reader itself (`_take`), as published, with no task woken; the rest goes through the socket's queue.
 """
 
 from __future__ import annotations

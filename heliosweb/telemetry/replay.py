@@ -1,11 +1,10 @@
 """Counterfactual replay of what a recipe's engines served: "what the other policy would have done".
 
-`replay_submit` rebuilds the traffic one engine (or every engine) posted over a window
+`replay_submit` rebuilds the traffic engines posted over a window
 (`scheduler_core.analyses.replay.from_engine_records`) and submits a `replay` job on the recipe's
-latest boot (as stored or repaired) or a named execution model. The job keeps the rebuilt requests
-in its params and their origin in its `trace_sources`, so it stays evidence after the raw batches
-are pruned. A window longer than the raw one, or holding none or over `MAX_REQUESTS` finished
-requests, is refused and nothing is stored or queued.
+latest boot or an execution model; the job keeps the requests and their origin, so it stays
+evidence after the raw batches are pruned. A window longer than the raw one, or holding none or
+over `MAX_REQUESTS` finished requests, is refused and nothing is stored or queued.
 """
 
 from __future__ import annotations
