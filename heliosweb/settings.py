@@ -203,8 +203,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Login throttling (django-axes): after HELIOS_LOGIN_FAILURE_LIMIT wrong passwords for one user
-# from one address, that pair is locked out (429) for HELIOS_LOGIN_LOCKOUT_MINUTES; a success resets it.
+# django-axes: that many wrong passwords for one user from one address lock the pair out (429) that long.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = env_int("HELIOS_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("HELIOS_LOGIN_LOCKOUT_MINUTES", 15))
@@ -213,8 +212,7 @@ AXES_RESET_ON_SUCCESS = True
 # 429 with Retry-After (the seconds until the lock lifts) and a page saying until when.
 AXES_LOCKOUT_CALLABLE = "heliosweb.common.lockout.lockout_response"
 AXES_VERBOSE = False
-# The client's address behind HELIOS_TRUSTED_PROXIES proxies (X-Forwarded-For ignored when 0):
-# the lockout, the token throttle (NUM_PROXIES below), /metrics and the audit trail read it the same way.
+# The client's address behind this many proxies (X-Forwarded-For ignored at 0), one reading for all.
 HELIOS_TRUSTED_PROXIES = env_int("HELIOS_TRUSTED_PROXIES", 0)
 AXES_CLIENT_IP_CALLABLE = "heliosweb.common.clients.client_ip"
 LOGIN_URL = "login"
@@ -256,15 +254,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Redis refusing writes (`MISCONF`: a disk full; `OOM`) answers an error Celery counts as a channel
-# error: without this the worker exited "Unrecoverable"; with it, it retries until Redis writes again.
+# Redis refusing writes (`MISCONF`, `OOM`): the worker retries until it writes again, not exit "Unrecoverable".
 CELERY_BROKER_CHANNEL_ERROR_RETRY = True
-# kombu's Redis transport, reporting a connection Celery closed after an outage as a connection error:
-# Celery 5.7 otherwise exits the worker on a Redis restart with a job running (server/broker_transport.py).
+# A Redis restart with a job running must not exit the worker (Celery 5.7: server/broker_transport.py).
 CELERY_BROKER_TRANSPORT = "heliosweb.server.broker_transport:Transport" if REDIS_URL else None
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    # A task whose whole worker vanished comes back after this; the job is then marked failed
-    # (never run twice: see jobs.services.runner.job_run).
+    # A task whose worker vanished comes back after this, and its job is failed (jobs.services.runner).
     "visibility_timeout": env_int("HELIOS_VISIBILITY_TIMEOUT", 3600),
     "polling_interval": 0.01 if CELERY_BROKER_URL == "memory://" else 1,
     # Prepended to every queue key: stacks sharing one Redis database see only their own tasks (each
@@ -321,8 +316,7 @@ if REDIS_URL:
     CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-# Every websocket sends {"type": "ping"} this often; pages answer {"type": "pong"} and reconnect
-# when the server has been silent for more than two intervals (a connection a proxy dropped).
+# Websocket pings this often; pages reconnect after two silent intervals (a connection a proxy dropped).
 HELIOS_WS_PING_SECONDS = env_float("HELIOS_WS_PING_SECONDS", 20)
 
 # --- Jobs --------------------------------------------------------------------------------
@@ -330,8 +324,7 @@ HELIOS_EVENT_FLUSH_SECONDS = env_float("HELIOS_EVENT_FLUSH_SECONDS", 0.05)
 HELIOS_HEARTBEAT_SECONDS = env_float("HELIOS_HEARTBEAT_SECONDS", 5)
 # A running job whose heartbeat is older than this is failed by the reaper (other hosts' workers).
 HELIOS_JOB_STALE_SECONDS = env_float("HELIOS_JOB_STALE_SECONDS", 120)
-# Each worker says it is alive this often; one silent for the second figure is frozen, and its
-# queue's waiting jobs go to a live worker (jobs.services.workers).
+# Workers beat this often; one silent for the second figure is frozen: its jobs go to a live one.
 HELIOS_WORKER_BEAT_SECONDS = env_float("HELIOS_WORKER_BEAT_SECONDS", 2)
 HELIOS_WORKER_SILENT_SECONDS = env_float("HELIOS_WORKER_SILENT_SECONDS", 10)
 # Every job's hard limit: past it the job fails "time limit exceeded" (Celery's soft limit in a
@@ -339,8 +332,7 @@ HELIOS_WORKER_SILENT_SECONDS = env_float("HELIOS_WORKER_SILENT_SECONDS", 10)
 HELIOS_JOB_TIME_LIMIT_SECONDS = env_float("HELIOS_JOB_TIME_LIMIT_SECONDS", 3600)
 # A database write of a running job (events, result) is retried this long before the job fails.
 HELIOS_STORE_RETRY_SECONDS = env_float("HELIOS_STORE_RETRY_SECONDS", 10)
-# A job's start and end are retried longer: a database away for minutes still fails the job with
-# the real cause, not "no heartbeat" from the reaper.
+# A job's start and end are retried longer, so a long outage fails the job naming it, not "no heartbeat".
 HELIOS_END_RETRY_SECONDS = env_float("HELIOS_END_RETRY_SECONDS", 300)
 # How long a worker's stop lets running jobs finish; what is left then fails naming the stop's cause.
 HELIOS_DRAIN_SECONDS = env_float("HELIOS_DRAIN_SECONDS", DEFAULT_DRAIN_SECONDS)
@@ -356,18 +348,15 @@ HELIOS_ENGINE_API_URL = os.environ.get("HELIOS_ENGINE_API_URL", "http://127.0.0.
 # /metrics: a bearer token when set, else only these client addresses (docs/telemetry.md).
 HELIOS_METRICS_TOKEN = os.environ.get("HELIOS_METRICS_TOKEN", "")
 HELIOS_METRICS_ALLOW = env_list("HELIOS_METRICS_ALLOW", ["127.0.0.1", "::1"])
-# /metrics exports what engines posted within the window: at most this many (engine, version) series,
-# and the latest few versions' histograms of each recipe (docs/telemetry.md, "Cardinality").
+# /metrics' bounds: the window, (engine, version) series, versions per recipe (docs/telemetry.md).
 HELIOS_METRICS_WINDOW_SECONDS = env_int("HELIOS_METRICS_WINDOW_SECONDS", 3600, minimum=1)
 HELIOS_METRICS_MAX_ENGINE_SERIES = env_int("HELIOS_METRICS_MAX_ENGINE_SERIES", 200, minimum=1)
 HELIOS_METRICS_MAX_VERSIONS = env_int("HELIOS_METRICS_MAX_VERSIONS", 3, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry batch (5 MB) and its headers
 TRACE_UPLOAD_MAX_BYTES = 64 * 1024 * 1024  # a stored trace (heliosweb.traces): about 1.9 million Azure rows
-# Paths (prefixes) whose bodies may pass DATA_UPLOAD_MAX_MEMORY_SIZE, and their own bound: daphne
-# refuses any other body over it before reading it (heliosweb.server.daphne_tuning).
+# Path prefixes whose bodies may pass DATA_UPLOAD_MAX_MEMORY_SIZE, and their bound (server.daphne_tuning).
 HELIOS_LARGE_BODIES = {"/api/traces/": TRACE_UPLOAD_MAX_BYTES, "/traces": TRACE_UPLOAD_MAX_BYTES}
-# Slow clients (heliosweb.server.daphne_tuning, in daphne): a request's line and headers within this many
-# seconds of its first byte; its body within HELIOS_HTTP_BODY_TIMEOUT s plus 1 s per MIN_RATE bytes.
+# Slow clients (server.daphne_tuning): headers within this many s, the body within that plus 1 s per MIN_RATE bytes.
 HELIOS_HTTP_HEADER_TIMEOUT = env_int("HELIOS_HTTP_HEADER_TIMEOUT", 10, minimum=1)
 HELIOS_HTTP_BODY_TIMEOUT = env_int("HELIOS_HTTP_BODY_TIMEOUT", 20, minimum=1)
 HELIOS_HTTP_BODY_MIN_RATE = env_int("HELIOS_HTTP_BODY_MIN_RATE", 10_000, minimum=1)
@@ -417,8 +406,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Start benchmark jobs, read their results, read each recipe's active policy.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    # One name per enum, whichever components share it, so generated clients keep their names as
-    # components are added.
+    # One name per enum, whichever components share it: generated clients keep their names.
     "ENUM_NAME_OVERRIDES": {
         "DecisionStatusEnum": ["pending", "approved", "rejected", "withdrawn", "applied"],
         "PolicyEnum": list(POLICIES),
