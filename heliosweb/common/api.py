@@ -77,8 +77,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 
 def text_field(*, max_length: int, required: bool = False, **kwargs: Any) -> serializers.Field:
-    """A free-text body field as `scheduler_core.validation.require_text` reads it: at most
-    `max_length` characters, no NUL; `required`: not blank."""
+    """A free-text body field as `require_text` reads it: bounded, no NUL; `required`: not blank."""
     regex = r"^[^\u0000]*\S[^\u0000]*$" if required else r"^[^\u0000]*$"
     return serializers.RegexField(regex, max_length=max_length, required=required, **kwargs)
 

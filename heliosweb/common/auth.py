@@ -91,8 +91,7 @@ class EngineAuthentication(BaseAuthentication):
         return None if engine is None else (engine, None)
 
     def authenticate_header(self, request: Request) -> str:
-        """Listed first, it decides the answer to no credentials: 401 with this challenge (DRF
-        answers 403 when the first class offers none)."""
+        """Listed first, it makes no credentials a 401 with this challenge (else DRF answers 403)."""
         return 'Bearer realm="api"'
 
 

@@ -22,8 +22,7 @@ M = TypeVar("M", bound=Model)
 
 
 def as_int(value: object) -> int | None:
-    """`value` as an int: an int (not a bool), an integral float, or its text in ASCII decimal digits
-    (not "1_0", not full-width digits); else None."""
+    """`value` as an int: an int (no bool), an integral float, or ASCII decimal digits (no "1_0"); else None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

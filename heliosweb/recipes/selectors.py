@@ -231,8 +231,7 @@ def policy_of_version(*, recipe: Recipe, version: int) -> str | None:
 
 
 def change_label(change: dict[str, Any]) -> str:
-    """A policy change as the live page labels it: "v3: rule (decision #3)", "v4: cost (emergency
-    rollback by ora)"."""
+    """A policy change as the live page labels it: "v3: rule (decision #3)", "v4: cost (emergency rollback by ora)"."""
     if change["decision"]:
         cause = f"decision #{change['decision']}"
     else:

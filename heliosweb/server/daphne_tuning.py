@@ -70,8 +70,7 @@ class BoundedHTTPChannel(HTTPChannel):
         super().dataReceived(data)
 
     def _limit(self) -> int:
-        """The body bound of this request's path: DATA_UPLOAD_MAX_MEMORY_SIZE, or its own where
-        HELIOS_LARGE_BODIES names a prefix of it (a trace upload)."""
+        """The body bound of this request's path: its HELIOS_LARGE_BODIES entry, else DATA_UPLOAD_MAX_MEMORY_SIZE."""
         raw: Any = getattr(self, "_path", b"")  # the request line's target, set with the headers
         path = raw.decode("latin-1").split("?", 1)[0] if isinstance(raw, bytes) else ""
         for prefix, limit in settings.HELIOS_LARGE_BODIES.items():

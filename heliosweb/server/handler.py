@@ -36,8 +36,7 @@ _LANE = "kept_thread"  # the attribute a marked view carries: its executor
 
 
 def kept_thread(view: View, name: str) -> View:
-    """Mark `view` to be served with one thread named `name` (the module's docstring); the view is
-    unchanged, so a sync handler (tests' Client, WSGI) calls it as usual."""
+    """Mark `view` to be served with one thread named `name`; a sync handler (tests' Client) calls it as usual."""
     setattr(view, _LANE, ThreadPoolExecutor(max_workers=1, thread_name_prefix=name))
     return view
 

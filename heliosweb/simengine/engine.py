@@ -105,8 +105,7 @@ def check_submission(params: dict[str, Any], recipe: Recipe | None) -> None:
 
 
 class EngineResult(TypedDict):
-    """What an engine served before it stopped: its records, the policy versions it followed, and
-    where its telemetry went (its engine name and session)."""
+    """What an engine served: its records, the policy versions it followed, where its telemetry went."""
 
     launches: int
     requests: int

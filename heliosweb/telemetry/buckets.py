@@ -44,8 +44,7 @@ def cumulative_seconds(counts: Sequence[int]) -> list[tuple[str, int]]:
 
 
 def quantile_ms(counts: Sequence[int], q: float) -> float | None:
-    """The q-quantile, interpolated inside its bucket; None for an empty histogram. Values above
-    the last edge read as the last edge (a lower bound)."""
+    """The q-quantile, interpolated in its bucket (past the last edge: that edge); None when empty."""
     total = sum(counts)
     if total == 0:
         return None

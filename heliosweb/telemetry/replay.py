@@ -51,8 +51,8 @@ def replay_submit(
     execution: Any = "boot",
     user: Actor | None = None,
 ) -> BenchmarkJob:
-    """Queue a `replay` of the requests that finished in [since_ms, until_ms) (Unix ms) on `recipe`,
-    from `engine` (None or "": every engine). Raises InvalidInput naming the field."""
+    """Queue a `replay` of `recipe`'s requests that finished in [since_ms, until_ms) (Unix ms), from
+    `engine` (None or "": all). InvalidInput names the field."""
     since = require_number(since_ms, "since_ms", minimum=MIN_UNIX_MS, maximum=MAX_UNIX_MS)
     until = require_number(until_ms, "until_ms", minimum=MIN_UNIX_MS, maximum=MAX_UNIX_MS)
     longest_ms = settings.HELIOS_TELEMETRY_RAW_HOURS * 3_600_000
