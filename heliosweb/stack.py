@@ -1,10 +1,8 @@
 """One machine's stack kept by supervisord: its programs, their config, and a start after a crash.
-
-supervisord (pinned) restarts a child that dies, backing off when it keeps dying at start, and stops
-the children in priority order: web, the job workers together (each a Celery warm shutdown within
-`HELIOS_DRAIN_SECONDS`), the maintenance worker, Redis last. Every process carries
-`HELIOS_STACK=<var dir>` in its environment, so what a crashed supervisord left is found and stopped
-in that order, never by pid files that may name someone else's process.
+supervisord restarts a child that dies (backing off) and stops them in priority order: web, the job
+workers (each a warm shutdown within `HELIOS_DRAIN_SECONDS`), maintenance, Redis last. Every process
+carries `HELIOS_STACK=<var dir>`, so what a crashed supervisord left is found and stopped in that
+order, never by pid files that may name someone else's process.
 """
 
 from __future__ import annotations

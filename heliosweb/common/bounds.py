@@ -1,9 +1,8 @@
 """JSON read with bounds, for every body and websocket message the project takes.
 
-Python's `json` recurses per nesting level (100,000 `[` raise RecursionError), turns `1e400` into
-`inf`, and reads integers no database column holds: each was a 500 or a websocket closed 1011.
-`parse_json` refuses, naming where they are, nesting past `MAX_JSON_DEPTH`, non-finite numbers,
-integers outside 64 bits, and text no database stores (a NUL, a lone surrogate).
+Python's `json` recurses per nesting level, turns `1e400` into `inf`, and reads integers no column
+holds (each was a 500 or a socket closed 1011). `parse_json` refuses, naming where, nesting past
+`MAX_JSON_DEPTH`, non-finite numbers, integers past 64 bits, NULs and lone surrogates.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """A request whose database connection was lost (a restart, `pg_terminate_backend`, a cut proxy),
-or that found Redis away (the throttle's counters, the cache), never answers 500.
-
-A view that raised a connection error is run once more on a fresh connection when its method writes
-nothing (GET, HEAD, OPTIONS); a write, or a second failure, answers 503 with `Retry-After` (the cut
-transaction was rolled back, so the client may resend). DRF views hand such errors on
-(`common.api.exception_handler`); code outside this middleware's view call (the engine-token check,
-the async policy read) uses `read_retried` and `unavailable_answer` itself.
+or that found Redis away, never answers 500. A view that raised a connection error runs once more
+on a fresh connection when its method writes nothing; a write, or a second failure, answers 503
+with `Retry-After` (the cut transaction was rolled back: the client may resend). Code outside this
+middleware's view call (the engine-token check, the async policy read) uses `read_retried` and
+`unavailable_answer` itself.
 """
 
 from __future__ import annotations

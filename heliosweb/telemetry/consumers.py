@@ -39,10 +39,9 @@ FRAMES_PER_MESSAGE = 100
 
 @dataclass
 class Pace:
-    """One send per `interval` on average, at most two back to back (a token bucket of two, kept as
-    the time the next send is due, GCRA-style). A strict minimum gap carried every late arrival over
-    to all the frames after it; the bucket absorbs the jitter, refilling only while frames come
-    slower than 1 / `interval` (hence SEND_INTERVAL_S shorter than the feed's)."""
+    """One send per `interval` on average, at most two back to back (a GCRA token bucket of two): a
+    strict gap carried every late arrival over to all later frames. It refills only while frames
+    come slower than 1 / `interval` (hence SEND_INTERVAL_S shorter than the feed's)."""
 
     interval: float
     due: float = -math.inf  # when the next send is due at the steady rate

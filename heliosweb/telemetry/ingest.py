@@ -1,7 +1,6 @@
-"""Telemetry's writes of what engines report: ingest a batch (idempotent by recipe, engine, session
-and batch number), fold it into minute rollups and per-version totals in the same transaction, and
-prune what the window no longer holds. Tokens are `tokens.py`; the read side `selectors.py`,
-`consumers.py` and `metrics.py`."""
+"""Telemetry's writes: ingest a batch (idempotent by recipe, engine, session and number), fold it into
+minute rollups and per-version totals in the same transaction, and prune what the window no longer
+holds. The read side: `selectors.py`, `consumers.py`, `metrics.py`."""
 
 from __future__ import annotations
 
@@ -207,10 +206,9 @@ def _fold(recipe: Recipe, batch: Batch) -> _Partial:
 def _add_to_row(
     model: type[Rollup] | type[Totals], key: dict[str, Any], part: _Partial, stamp: dict[str, Any] | None = None
 ) -> None:
-    """Add `part` to `model`'s row at `key`, created at zero if missing, with `stamp`'s fields set.
-    A launch-only part is one UPDATE of three counters (4 ORM round trips were ~4 ms of a 20 ms
-    budget), applied only below MAX_COUNTER; otherwise the row is read, added to (`_add` refuses a
-    counter past it) and written back. No writer races: `_next_seq`'s row lock is held to commit."""
+    """Add `part` to `model`'s row at `key` (made at zero if missing), `stamp`'s fields set: a launch-only
+    part in one UPDATE below MAX_COUNTER (4 ORM round trips were ~4 ms of a 20 ms budget), else read,
+    added to (`_add` refuses past MAX_COUNTER) and saved. `_next_seq`'s row lock keeps out races."""
     stamp = stamp or {}
     room = {f"{name}__lte": MAX_COUNTER - getattr(part, name) for name in _LAUNCH_COUNTERS}
     if not part.requests and model.objects.filter(**key, **room).update(

@@ -48,9 +48,8 @@ def engine_tokens_revoke(*, engine: str) -> int:
 
 
 def user_token_issue(*, user: User, rotate: bool = False, actor: Actor | None = None) -> str:
-    """A new API token for `user`, returned once (only `user_token_key` of it is stored). A user has
-    one: `rotate` replaces it, else Conflict (it cannot be shown again). `actor`: the admin user who
-    issued it, None for the command line. Audited."""
+    """A new API token for `user`, returned once (`user_token_key` of it stored). A user has one:
+    `rotate` replaces it, else Conflict. `actor`: the admin who issued it (None: the command line)."""
     token = secrets.token_hex(20)
     with transaction.atomic():
         had = Token.objects.select_for_update().filter(user=user).exists()

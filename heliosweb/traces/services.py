@@ -1,7 +1,6 @@
-"""Uploading a trace: bounded in size before it is read, stored once by the sha256 of its bytes,
-parsed and summarised by scheduler_core (each JSON Lines row through the bounded reader bodies
-use), one parse at a time per process, audited. A refused upload stores nothing; uploads racing
-with the same bytes or name answer the stored trace or 409, never a database error."""
+"""Uploading a trace: bounded before it is read, stored once per sha256, parsed by scheduler_core one
+at a time per process, audited. A refused upload stores nothing; racing uploads of the same bytes or
+name answer the stored trace or 409, never a database error."""
 
 from __future__ import annotations
 
