@@ -1,8 +1,7 @@
-"""The login form: Django's, with its username's length enforced.
-
-`AuthenticationForm` sets `max_length` on the widget only: a 300-character name reached
-`authenticate`, the audit and axes' records, whose columns PostgreSQL enforces (a 500, no account
-needed). Here it is a form error at the field; a NUL is refused the same way.
+"""The login form: Django's, with its username's length enforced. `AuthenticationForm` sets
+`max_length` on the widget only: a 300-character name reached `authenticate`, the audit and axes'
+records, whose columns PostgreSQL enforces (a 500, no account needed). Here it is a form error at
+the field; a NUL is refused the same way.
 """
 
 from __future__ import annotations

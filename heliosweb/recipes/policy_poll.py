@@ -1,9 +1,8 @@
 """`GET /api/recipes/<name>/policy`: what engines read before their prefill decisions, cheaply.
-
-Every answer carries `ETag: "v<version>"`; `If-None-Match` with it answers 304. `?wait=N` (N <= 30 s)
-long-polls: subscribed to the recipe's policy topic (`heliosweb.realtime.broadcast`) before reading
-the version, the view sleeps on the subscription, not on a thread or a connection, until a change
-or the deadline (304). An async Django view (DRF has none), in the API's `{"error", "field"}` shape.
+Every answer carries `ETag: "v<version>"`; `If-None-Match` with it answers 304. `?wait=N` (N <= 30
+s) long-polls: subscribed to the recipe's policy topic (`heliosweb.realtime.broadcast`) before
+reading the version, the view sleeps on the subscription, not on a thread or a connection, until a
+change or the deadline (304). An async Django view (DRF has none), in the API's `{error, field}` shape.
 """
 
 from __future__ import annotations

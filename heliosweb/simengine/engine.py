@@ -1,11 +1,8 @@
-"""The simulated engine: job kind `engine` (queue `engine`), so the loop runs on the embedded default.
-
-It runs `scheduler_core.engine.EngineLoop` in real time (times `pace`) on endless Poisson traffic
-or a stored trace replayed in a loop, on the recipe's latest boot (as stored or repaired) or the
-PR's clean or drift catalog. It is a real engine-API client with its own token, through
-`helios_client`: `PolicyWatcher` long-polls the policy (a change applies to requests whose prefill
-begins after it), `TelemetryReporter` posts numbered batches, retrying with the same number. It runs
-until cancelled or for `duration_s`.
+"""The simulated engine, job kind `engine` (queue `engine`): `scheduler_core.engine.EngineLoop` in real
+time (times `pace`) on endless Poisson traffic or a looped trace, on the recipe's latest boot or the
+PR's clean or drift catalog, until cancelled or for `duration_s`. A real engine-API client with its
+own token (`helios_client`): `PolicyWatcher` long-polls the policy (a change applies to requests
+whose prefill begins after it), `TelemetryReporter` posts numbered batches, retried by number.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""`/metrics` answered from a snapshot made off the request path.
-
-The exposition costs 20-40 ms of CPU with 100 engines x 20 versions; on a loaded host a scrape
-waited 164-272 ms for a core. Beat makes it every `HELIOS_METRICS_SNAPSHOT_SECONDS` into the
-default cache (Redis: every web process serves the same one), kept three periods; a scrape
-computes afresh only when none is kept. Counters are thus at most one period behind, never lower
-than an earlier scrape's.
+"""`/metrics` answered from a snapshot made off the request path: the exposition costs 20-40 ms of
+CPU (100 engines x 20 versions), and a loaded host's scrape waited 164-272 ms for a core. Beat makes
+it every `HELIOS_METRICS_SNAPSHOT_SECONDS` into the default cache (one for every web process), kept
+three periods; a scrape computes afresh only when none is kept. Counters are at most a period behind.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""What engines report, kept bounded.
-
-`TelemetryBatch` is one POST as received (for the raw window and the live page's refill); `Rollup`
-sums per minute, engine and version; `Totals` per engine and version since the first batch (never
-pruned: `/metrics`' counters). `EngineToken` lets one engine read the policies and post the
-telemetry of the recipes it names, nothing else. Sizes: `docs/telemetry.md`.
+"""What engines report, kept bounded (sizes: `docs/telemetry.md`). `TelemetryBatch` is one POST as
+received (the raw window, the live page's refill); `Rollup` sums per minute, engine and version;
+`Totals` per engine and version, never pruned (`/metrics`' counters). `EngineToken` lets one engine
+read the policies and post the telemetry of the recipes it names, nothing else.
 """
 
 from __future__ import annotations
