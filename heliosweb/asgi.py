@@ -1,9 +1,6 @@
-"""HTTP and websockets in one ASGI application, served by daphne.
-
-Static files (our JS/CSS and Plotly.js from the installed plotly package) are served by Django's
-static files handler: one machine needs no separate web server. Behind a reverse proxy, run
-`collectstatic` and let the proxy serve `STATIC_ROOT` instead. What the server changes in Django,
-Channels and daphne's libraries is all in `heliosweb.server` (heliosweb/server/README.md).
+"""HTTP and websockets in one ASGI application, served by daphne; static files by WhiteNoise
+(settings.py), so one machine needs no separate web server. What the server changes in Django,
+Channels and daphne's libraries is in `heliosweb.server` (heliosweb/server/README.md).
 """
 
 from __future__ import annotations

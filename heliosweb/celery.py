@@ -1,8 +1,7 @@
-"""The Celery app. Queues: `sim` (scheduler_core analyses), `sim_long` (the large ones, on a worker
-of their own so they never hold every `sim` slot), `gpu` (gpu_runner; run it with `--pool=solo`,
-one worker process per GPU, enforced at start: a gpu worker seeing several devices refuses to run;
-torch is imported only to count them and inside the tasks), `engine` (the long-running simulated
-engines, a thread each) and `maint` (the reaper, pruning: never behind a job)."""
+"""The Celery app. Queues: `sim` (scheduler_core analyses), `sim_long` (the large ones, so they never
+hold every `sim` slot), `gpu` (gpu_runner, `--pool=solo`, one worker per GPU: one seeing several
+devices refuses to run), `engine` (simulated engines, a thread each) and `maint` (the reaper,
+pruning: never behind a job)."""
 
 from __future__ import annotations
 
@@ -27,8 +26,7 @@ app.autodiscover_tasks()
 
 @worker_init.connect
 def refuse_a_gpu_worker_seeing_several_devices(sender: Any, **_: Any) -> None:
-    """A worker consuming `gpu` that sees more than one CUDA device exits before taking a job,
-    saying how to start one worker per device (gpu_runner.workers has the rule)."""
+    """A `gpu` worker seeing several CUDA devices exits before taking a job, saying how (gpu_runner.workers)."""
     queues = sender.app.amqp.queues
     if "gpu" not in set(queues.consume_from or queues):
         return

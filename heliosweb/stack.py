@@ -1,10 +1,7 @@
 """One machine's stack kept by supervisord: its programs, their config, and a start after a crash.
-
-supervisord (pinned in requirements.txt) restarts a child that dies, with a backoff when it keeps
-dying at start, and stops the children in priority order: web, then the job workers together
-(a Celery warm shutdown each: running jobs get `HELIOS_DRAIN_SECONDS` to finish), then the
-maintenance worker, Redis last. Every process of the stack carries `HELIOS_STACK=<var dir>` in
-its environment, so what a crashed supervisord left running can be found and stopped in that same
+supervisord restarts a child that dies (backing off) and stops them in priority order: web, the job
+workers (each a warm shutdown within `HELIOS_DRAIN_SECONDS`), maintenance, Redis last. Every process
+carries `HELIOS_STACK=<var dir>`, so what a crashed supervisord left is found and stopped in that
 order, never by pid files that may name someone else's process.
 """
 
@@ -48,9 +45,8 @@ def sim_concurrency() -> int:
 
 
 def celery_worker_cmd(queues: str, *, concurrency: int = 1, name: str | None = None) -> list[str]:
-    """A gpu worker runs solo (CUDA cannot start in a forked child), one per device: started under
-    CUDA_VISIBLE_DEVICES, it is named after its devices so workers on one host stay apart. Never
-    with beat inside (`-B`): beat is a program of its own (`celery_beat_cmd`)."""
+    """A gpu worker runs solo (CUDA cannot start in a forked child), one per device, named after its
+    CUDA_VISIBLE_DEVICES. Never with beat inside (`-B`): beat is a program of its own."""
     gpu = "gpu" in queues.split(",")
     solo = gpu or queues == "maint"  # maintenance is light: no pool process to fork
     pool = ["--pool=solo"] if solo else ["--pool=prefork", f"--concurrency={concurrency}"]
@@ -70,10 +66,9 @@ def worker_name(queues: str, instance: str = "") -> str:
 
 
 def celery_beat_cmd(var: Path) -> list[str]:
-    """Beat on its own: supervised apart from any worker, so a killed worker leaves no orphan beat
-    beside the new one, and a killed beat is restarted. Its pid file refuses a second beat of this
-    stack while one runs (whatever started it); its lease in Redis (`common.beat_lock`) keeps a
-    beat of another host (`./dev beat`) waiting as a standby."""
+    """Beat supervised on its own, so a killed worker leaves no orphan beat and a killed beat is
+    restarted. Its pid file refuses a second beat of this stack; its Redis lease
+    (`common.beat_lock`) keeps another host's beat waiting as a standby."""
     run = var / "run"
     return [
         *(PY, "-m", "celery", "-A", "heliosweb", "beat", "--loglevel=INFO"),
@@ -86,17 +81,15 @@ WS_CONNECT_TIMEOUT_S = 30  # daphne's default 5 s dropped handshakes queued behi
 
 
 def web_cmd(host: str, port: int, application: str = "heliosweb.asgi:application") -> list[str]:
-    """daphne on `host:port`, sized for a burst of pages (re)connecting at once: 500 viewers opening
-    together overflowed the default listen backlog (50) and outlived the default handshake timeout
-    (5 s) while their logins queued on the database thread, and were reset."""
+    """daphne on `host:port`, sized for a burst of pages (re)connecting at once (500 viewers overflowed
+    the default backlog and handshake timeout while their logins queued on the database thread)."""
     interface = host.replace(":", r"\:")  # an IPv6 address, escaped as Twisted endpoint strings want
     endpoint = f"tcp:port={port}:interface={interface}:backlog={LISTEN_BACKLOG}"
     return [PY, "-m", "daphne", "-e", endpoint, "--websocket_connect_timeout", str(WS_CONNECT_TIMEOUT_S), application]
 
 
 def programs(*, var: Path, host: str, port: int, redis_cmd: list[str] | None) -> list[Program]:
-    """The stack: Redis (unless REDIS_URL names another), beat, a maintenance worker (the reaper
-    never waits behind a job), the job workers, the web server."""
+    """The stack: Redis (unless REDIS_URL names one), beat, the maintenance and job workers, web."""
     drain = drain_seconds()
     job_stop_wait = drain + 30  # time to notice the stop at the job's next event, then exit
     found = [
@@ -250,8 +243,7 @@ def _cwd(pid: int) -> str:
 
 
 def leftovers(var: Path) -> dict[str, list[int]]:
-    """The stack's top processes still running without their supervisord, by kind (a worker's pool
-    processes are left out: they go with their worker)."""
+    """The stack's top processes left without their supervisord, by kind (pool processes go with their worker)."""
     ours = set(stack_processes(var))
     found: dict[str, list[int]] = {"web": [], "worker": [], "redis": []}
     for pid in sorted(ours):
@@ -265,19 +257,17 @@ def leftovers(var: Path) -> dict[str, list[int]]:
 
 
 def stop_leftovers(var: Path, say: Callable[[str], None]) -> None:
-    """Stop what a crashed supervisord left, in the order a clean stop uses: the web server, then the
-    workers (a warm shutdown: their running jobs finish, as long as a drain allows), Redis last,
-    which the workers need until their jobs are done."""
+    """Stop what a crashed supervisord left, in a clean stop's order: web, the workers (a warm
+    shutdown within the drain), Redis last (the workers need it until their jobs are done)."""
     found = leftovers(var)
     for kind, wait_s in (("web", 10.0), ("worker", drain_seconds() + 30), ("redis", 20.0)):
         _stop(found[kind], kind, wait_s, say)
 
 
 def heal_leftovers(var: Path, say: Callable[[str], None]) -> None:
-    """Before a new supervisord takes over (the old one died): stop the old web server and Redis,
-    which hold the ports the new ones need (Redis saves its append-only file on SIGTERM and the new
-    one starts from it), and ask the old workers for a warm shutdown without waiting: they finish
-    their running jobs within the drain, reconnecting to the new Redis, while the new stack serves."""
+    """Before a new supervisord takes over: stop the old web server and Redis, which hold the ports
+    the new ones need (Redis saves its append-only file on SIGTERM), and ask the old workers for a
+    warm shutdown without waiting: they finish their jobs on the new Redis while the new stack serves."""
     found = leftovers(var)
     for kind in ("web", "redis"):
         _stop(found[kind], kind, 20.0, say)

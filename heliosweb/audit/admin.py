@@ -31,9 +31,8 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
 
 class AuditedAdmin(admin.ModelAdmin):
-    """Appends `<audit_type>_created`, `_changed` or `_deleted` for each addition, change and
-    deletion made here, by the admin user, with `audit_snapshot` before and after, inside the
-    admin's own transaction (Django's admin logs each of them there: these hooks are where)."""
+    """Appends `<audit_type>_created`, `_changed` or `_deleted` for each change made here, by the
+    admin user, with `audit_snapshot` before and after, in the transaction where Django logs it."""
 
     audit_type = ""
 

@@ -1,8 +1,6 @@
-"""Anchors: the chain's head written to a file outside the database, so that events cut from
-the end (which leave a shorter chain that still verifies) are detected by a later check.
-
-One line per check: `<UTC timestamp> <seq> <hash>`. A later check fails when an anchored event
-is gone or no longer carries the anchored hash.
+"""Anchors: the chain's head written to a file outside the database (`<UTC timestamp> <seq> <hash>`
+per check), so events cut from the end, which leave a shorter chain that still verifies, fail a
+later check: an anchored event gone, or no longer carrying the anchored hash.
 """
 
 from __future__ import annotations

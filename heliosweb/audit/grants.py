@@ -1,14 +1,10 @@
-"""Privileges, audited however they are granted: a user's superuser flag, groups and own
-permissions, and each group's permissions. The admin is one way in; `user.user_permissions.add`
-in a shell, a management command or a fixture are others, and a grant is a privilege whoever
-makes it. Every change Django signals (`m2m_changed` on the three relations, `post_save` of a
-user) appends `privileges_changed` with the whole set before and after; `privilege_mismatches`
-(run by `audit_verify`) compares the sets stored now with the last event of each user and group,
-so a grant written around Django (raw SQL) is named there.
-
-The role groups' own permissions (`dashboard.roles`, granted again after every `migrate` and
-`flush`) are the product's definition, not a grant: that seeding runs `quietly()`, and a group
-with no event is held to the permissions its role declares (`expect_groups`).
+"""Privileges, audited however they are granted (the admin, a shell, a fixture): a user's superuser
+flag, groups and own permissions, and each group's permissions. Every change Django signals
+(`m2m_changed` on the three relations, a user's `post_save`) appends `privileges_changed` with the
+whole set before and after; `privilege_mismatches` (`audit_verify`) names a grant written around
+Django (raw SQL). The role groups' own permissions (`dashboard.roles`, seeded after every `migrate`
+and `flush`) are the product's definition, not a grant: seeding runs `quietly()`, and a group with
+no event is held to its role's permissions (`expect_groups`).
 """
 
 from __future__ import annotations
@@ -127,8 +123,7 @@ def record_all() -> None:
 
 
 def privilege_mismatches() -> list[str]:
-    """Users and groups whose stored privileges differ from their last `privileges_changed` event
-    (or hold any without one)."""
+    """Users and groups whose privileges differ from their last `privileges_changed` event (or any without one)."""
     last: dict[tuple[str, str], dict[str, Any]] = {}
     for object_type, object_id, after in (
         AuditEvent.objects.filter(action=ACTION).order_by("seq").values_list("object_type", "object_id", "after")

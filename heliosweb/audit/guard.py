@@ -1,11 +1,8 @@
-"""The database refuses UPDATE and DELETE of audit rows, yet `manage.py flush` and the test
-runner (which flushes between transactional tests) keep working.
-
-PostgreSQL: row triggers refuse UPDATE and DELETE; `flush` there is TRUNCATE, which row triggers
-do not see. SQLite: `flush` is `DELETE FROM`, so the DELETE trigger asks the function
-`helios_audit_flushing()`, which Django's connections define (false except inside this project's
-`flush`). Any other client (the sqlite3 shell, a script) does not have the function, so its
-DELETE fails too. Going around all this takes dropping the trigger, and the chain shows the gap.
+"""The database refuses UPDATE and DELETE of audit rows, yet `manage.py flush` and the test runner
+keep working. PostgreSQL: row triggers, which `flush`'s TRUNCATE does not fire. SQLite: `flush` is
+`DELETE FROM`, so the DELETE trigger asks `helios_audit_flushing()`, a function only Django's
+connections define (true only inside this project's `flush`): any other client's DELETE fails
+too. Going around this takes dropping the trigger, and the chain shows the gap.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The audit chain's keyed hash: one definition, used when appending and when verifying.
-
-Keyed (HMAC-SHA256) with `settings.AUDIT_KEY`, which lives outside the database (the environment
-or a file under var/): someone who can write the database but not read the key cannot re-hash
-an edited chain so that it verifies.
+"""The audit chain's keyed hash (HMAC-SHA256), one definition for appending and verifying. Its key,
+`settings.AUDIT_KEY`, lives outside the database: whoever can write the database but not read the
+key cannot re-hash an edited chain so that it verifies.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_asy
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 
-from .services import audit_append, client_address
+from heliosweb.common.clients import client_ip
+
+from .services import audit_append
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ def _record(request: HttpRequest, response: HttpResponse) -> None:
             object_type="endpoint",
             object_id=f"{request.method} {request.path}"[:64],
             after={"status": response.status_code, "method": request.method, "path": request.path[:500]},
-            client_addr=client_address(request),
+            client_addr=client_ip(request),
         )
     except DatabaseError:  # the refusal stands either way; say the record is missing
         log.exception("could not record a refused %s %s", request.method, request.path)

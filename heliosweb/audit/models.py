@@ -1,10 +1,7 @@
-"""The audit trail: one append-only, numbered, HMAC-chained list of every action on the product.
-
-Every mutating action (decision steps and comments, jobs, boots, recipes, tokens, engines) and
-every refused attempt and failed login appends one `AuditEvent` through `services.audit_append`.
-The ORM refuses to update or delete rows, and database triggers refuse UPDATE and DELETE (see
-`guard.py` and the migrations), so history changes only by going around both, which the keyed
-chain then reveals (`selectors.chain_verify`).
+"""The audit trail: one append-only, numbered, HMAC-chained list of every action on the product
+(and every refused attempt and failed login), appended through `services.audit_append`. The ORM
+and database triggers (`guard.py`) refuse to update or delete rows, so history changes only by
+going around both, which the keyed chain reveals (`selectors.chain_verify`).
 """
 
 from __future__ import annotations
@@ -64,8 +61,7 @@ class AuditEvent(models.Model):
 
 
 class AuditChainLock(models.Model):
-    """One row, locked (SELECT … FOR UPDATE) while an event is appended, so two concurrent
-    actions cannot both extend the chain from the same head."""
+    """One row, locked while an event is appended, so two actions cannot extend the chain from one head."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
 
@@ -74,10 +70,8 @@ class AuditChainLock(models.Model):
 
 
 class ChainCheck(models.Model):
-    """The last full walk of the chain (one row, written by `services.chain_check_store`, which a
-    periodic task runs): pages start from it and check only the events appended since, so their
-    cost follows the new events, not the whole trail. A walk that found the chain broken stays
-    broken here until a later full walk finds it whole."""
+    """The last full walk of the chain (one row, `services.chain_check_store`, run periodically):
+    pages check only the events appended since. A broken walk stays broken until a later one."""
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     ok = models.BooleanField()

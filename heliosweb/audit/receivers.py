@@ -7,7 +7,9 @@ from typing import Any
 from django.contrib.auth.signals import user_login_failed
 from django.dispatch import receiver
 
-from .services import audit_append, client_address
+from heliosweb.common.clients import client_ip
+
+from .services import audit_append
 
 
 @receiver(user_login_failed)
@@ -16,5 +18,5 @@ def _login_failed(sender: Any, credentials: dict[str, Any], request: Any = None,
         action="login_failed",
         actor_name=str(credentials.get("username", "")),
         object_type="user",
-        client_addr=client_address(request),
+        client_addr=client_ip(request),
     )

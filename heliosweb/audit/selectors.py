@@ -37,17 +37,8 @@ def audit_events(
     object_id: str = "",
 ) -> QuerySet[AuditEvent]:
     """Events matching every filter given, oldest first. `since`/`until` are dates (UTC), inclusive."""
-    qs = AuditEvent.objects.all()
-    if recipe:
-        qs = qs.filter(recipe_name=recipe)
-    if actor:
-        qs = qs.filter(actor_name=actor)
-    if action:
-        qs = qs.filter(action=action)
-    if object_type:
-        qs = qs.filter(object_type=object_type)
-    if object_id:
-        qs = qs.filter(object_id=object_id)
+    exact = dict(recipe_name=recipe, actor_name=actor, action=action, object_type=object_type, object_id=object_id)
+    qs = AuditEvent.objects.filter(**{column: value for column, value in exact.items() if value})
     start = _date(since, "since") if since else None
     end = _date(until, "until") if until else None
     if start and end and end < start:
@@ -82,13 +73,9 @@ class ChainReport:
 
 
 def chain_verify(*, batch: int = 2000, start: ChainReport | None = None) -> ChainReport:
-    """Walk the chain in order and report the first broken link: the whole chain, or only the events
-    after `start` (a report whose head is taken as verified).
-
-    An event checks out when its number follows the previous one, its `prev_hash` is the
-    previous event's `hash`, and its `hash` recomputes (with the key) from its own content.
-    Events cut from the end are invisible here: `anchors.anchor_check` catches them.
-    """
+    """Walk the chain in order (all of it, or the events after `start`'s verified head) and report
+    the first event whose number, `prev_hash` or keyed `hash` does not check out. Events cut from
+    the end are invisible here: `anchors.anchor_check` catches them."""
     prev_hash, expected = (start.head_hash, start.head_seq + 1) if start else (GENESIS, 1)
     last_seq = expected - 1
     since = start.full_check_at if start else None
@@ -105,10 +92,9 @@ def chain_verify(*, batch: int = 2000, start: ChainReport | None = None) -> Chai
 
 
 def chain_verify_since_check() -> ChainReport:
-    """The chain as its last stored full walk (`ChainCheck`) found it, and the events appended since
-    checked now: what pages show, at the cost of the new events only. The walk's own head is checked
-    again (still there, same hash, its keyed hash recomputes); a walk that found the chain broken is
-    reported as it found it; with no stored walk, the whole chain is walked here."""
+    """The last stored full walk (`ChainCheck`), its head checked again, and the events appended
+    since: what pages show, at the cost of the new events only. A broken walk is reported as found;
+    with none stored, the whole chain is walked here."""
     check = ChainCheck.objects.filter(pk=1).first()
     if check is None:
         return chain_verify()

@@ -1,8 +1,6 @@
-"""The one write path of the audit trail: `audit_append` (and the stored full check, `chain_check_store`).
-
-Every app calls it inside the transaction of the action it records (so the action and its event
-land together or not at all). It sits low in the layers (only `common` below it), so recipes,
-catalogs, jobs, tokens and engines can record their actions without importing decisions.
+"""The one write path of the audit trail: `audit_append` (and the stored full check,
+`chain_check_store`), called inside the transaction of the action it records, so both land or
+neither. Only `common` lies below it, so every app can record its actions.
 """
 
 from __future__ import annotations
@@ -13,8 +11,6 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
-
-from heliosweb.common.clients import client_ip
 
 from .hashing import GENESIS, event_hash, event_payload
 from .models import AuditChainLock, AuditEvent, ChainCheck
@@ -63,15 +59,9 @@ def audit_append(
 
 
 def chain_check_store() -> ChainReport:
-    """Walk the whole chain and store what it found (`ChainCheck`): the point pages verify from.
-    Run by a periodic task (`tasks.check_audit_chain`) and by `manage.py audit_verify`."""
+    """Walk the whole chain and store what it found (`ChainCheck`), where pages verify from (beat, `audit_verify`)."""
     report = chain_verify()
     now = timezone.now()
     fields = ("ok", "count", "head_seq", "head_hash", "broken_at", "reason")
     ChainCheck.objects.update_or_create(pk=1, defaults={**{f: getattr(report, f) for f in fields}, "checked_at": now})
     return replace(report, full_check_at=now)
-
-
-def client_address(request: Any) -> str:
-    """The address the request came from (`X-Forwarded-For` only behind `HELIOS_TRUSTED_PROXIES`)."""
-    return client_ip(request)

@@ -44,8 +44,7 @@ BOOT_UPLOAD = json_body(
 
 
 class MayUploadBoot(CanRunJobs):
-    """As `CanRunJobs`, and an engine token may upload a boot of the recipes it names (the scope
-    middleware, `telemetry.middleware`, has checked the recipe and lets it POST nothing else here)."""
+    """As `CanRunJobs`, and an engine token may upload a boot of its recipes (`telemetry.middleware` checked)."""
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         return _engine(request) is not None or super().has_permission(request, view)

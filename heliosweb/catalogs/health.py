@@ -31,9 +31,8 @@ def recipe_noise(*, recipe_id: int) -> list[dict[str, Any]]:
 
 
 def boot_repaired(*, boot_id: int, field: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """(catalog, repair record) of the boot with its flagged shapes replaced; the record lists
-    each replacement (shape, why, measured, new value, from what, and `from_boots`: the ids of the
-    boots whose median replaced it, empty when this boot's own fit did)."""
+    """(catalog, repair record) of the boot with its flagged shapes replaced; each replacement lists
+    `from_boots`, the boots whose median replaced it (empty when this boot's own fit did)."""
     boot = Boot.objects.filter(pk=boot_id).only("pk", "recipe_id").first()
     if boot is None:
         raise InvalidInput(field, f"no stored boot {boot_id}")

@@ -1,12 +1,9 @@
-"""A boot's provenance as the web stores it: gpu_runner's `Provenance` (the type a capture
-writes and pages read, `gpu_runner.provenance`) with the bounds of storage added.
+"""A boot's provenance as the web stores it: gpu_runner's `Provenance` with the bounds of storage.
 
-Provenance is the JSON a capture writes about itself or an upload brings. `Provenance.parse`
-holds an upload and a capture's result to the read keys' types and to what a database stores (a
-`{"drift": "x"}` answered 201 and then broke every page that lists boots, for good, since boots
-are append-only); `Provenance.read` (gpu_runner's) is how every page reads a stored boot: a key
-of the wrong type, stored before this check, reads as absent instead of raising. Other keys are
-kept as given.
+`Provenance.parse` holds an upload or a capture's result to the read keys' types and to what a
+database stores (a `{"drift": "x"}` once answered 201, then broke every page listing boots, for
+good: boots are append-only); `Provenance.read` reads a key of the wrong type, stored before this
+check, as absent. Other keys are kept as given.
 """
 
 from __future__ import annotations
@@ -42,9 +39,8 @@ class Provenance(BootProvenance):
 
     @classmethod
     def parse(cls, value: Any, field: str = "provenance") -> dict[str, Any]:
-        """`value` (None: `{}`) as it may be stored: an object of at most MAX_PROVENANCE_BYTES as
-        JSON, text every database stores, and the keys pages read of their declared types; or
-        InvalidInput naming the key (`provenance.drift`)."""
+        """`value` (None: `{}`) as it may be stored (bounded, storable text, the read keys of their
+        types), or InvalidInput naming the key (`provenance.drift`)."""
         data = require_mapping({} if value is None else value, field)
         size = len(json.dumps(data).encode())
         if size > MAX_PROVENANCE_BYTES:
@@ -55,9 +51,8 @@ class Provenance(BootProvenance):
 
     @classmethod
     def repair(cls, stored: Any) -> dict[str, Any] | None:
-        """A provenance stored before `parse` checked it, made to pass it: a read key of the wrong
-        type moves under `unvalidated`, text no database stores gets U+FFFD for its bad characters.
-        None when it passes already (the data migration changes only rows that need it)."""
+        """A provenance stored before `parse` checked it, made to pass (a mistyped read key moves
+        under `unvalidated`, bad characters become U+FFFD); None when it passes already."""
         try:
             cls.parse(stored)
             return None

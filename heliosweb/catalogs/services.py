@@ -24,12 +24,10 @@ def boot_create(
     actor: Actor | None = None,
     actor_name: str = "system",
 ) -> Boot:
-    """Store a measured catalog as a boot of `recipe`. Whether it comes from a capture job or an
-    upload, it is validated as scheduler_core reads it (JSON dicts parsed once into a `Catalog`; a
-    `Catalog` taken as it is), and its provenance as pages read it (`Provenance.parse`); an invalid
-    one is refused naming the entry. It becomes dicts again only to be stored.
-    Audited: `boot_uploaded` (by `actor`, or `actor_name`: an engine's `engine:NAME`) or
-    `boot_captured` (by the capture job)."""
+    """Store a measured catalog (a capture's or an upload's) as a boot of `recipe`, validated as
+    scheduler_core reads it (`Catalog`) and its provenance as pages read it (`Provenance.parse`),
+    refused naming the entry. Audited: `boot_uploaded` (by `actor`, or `actor_name`: an engine's
+    `engine:NAME`) or `boot_captured`."""
     parsed = catalog if isinstance(catalog, Catalog) else Catalog.from_dicts(catalog)
     stored = Provenance.parse(provenance)
     with transaction.atomic():

@@ -1,8 +1,5 @@
-"""The common room: what every web app shares and no feature app owns.
-
-Errors and the one API exception handler (`errors`, `api`, `http_errors`), token authentication
-(`auth`, `tokens`), shared permissions (`permissions`), the read-only admin base (`admin`), integers
-and ids from outside (`inputs`), JSON read with bounds (`bounds`, `parsers`), response shapes
-(`shapes`). It imports no other heliosweb package: every app may import it. Pushing to websockets is
-`heliosweb.realtime`; the request pipeline is `heliosweb.pipeline` and `heliosweb.server`.
+"""The common room: what every web app shares and no feature app owns (errors, the API exception
+handler, token authentication, permissions, the read-only admin base, inputs, bounded JSON, response
+shapes). It imports no other heliosweb package. Realtime pushes are `heliosweb.realtime`; the
+request pipeline `heliosweb.pipeline` and `heliosweb.server`.
 """

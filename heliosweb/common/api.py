@@ -27,7 +27,7 @@ from rest_framework.views import set_rollback
 from scheduler_core.errors import InvalidInput
 
 from .bounds import DB_INT_MAX
-from .db_connection import connection_lost
+from .db_connection import LOST
 from .errors import Throttled, TooLarge, http_status, internal_error
 from .http_errors import JSON_ONLY
 from .inputs import query_int, query_limit
@@ -52,15 +52,14 @@ _DRF_FIELDS: tuple[tuple[type[Exception], str], ...] = (
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """`REST_FRAMEWORK["EXCEPTION_HANDLER"]`: bad input answers `{error, field}` with the status its
-    flavour says; DRF's own errors (authentication, permission, parse) take the same shape, and so
-    do a body over Django's size limit (413) and an unexpected error (500, logged)."""
+    """`REST_FRAMEWORK["EXCEPTION_HANDLER"]`: `{error, field}` with the status of its flavour for bad
+    input, DRF's own errors, a body over Django's limit (413) and an unexpected error (500, logged)."""
     if isinstance(exc, RequestDataTooBig):
         exc = TooLarge("body", f"is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes")
     if isinstance(exc, InvalidInput):
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Throttled) else None
         return Response(exc.as_dict(), status=http_status(exc), headers=headers)
-    if connection_lost(exc):
+    if isinstance(exc, LOST):
         return None  # DRF raises it on: `db_connection` retries the view or answers 503
     response = drf_exception_handler(exc, context)
     if response is None:
@@ -78,8 +77,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 
 def text_field(*, max_length: int, required: bool = False, **kwargs: Any) -> serializers.Field:
-    """A free-text body field as `scheduler_core.validation.require_text` reads it: at most
-    `max_length` characters, no NUL; `required`: not blank."""
+    """A free-text body field as `require_text` reads it: bounded, no NUL; `required`: not blank."""
     regex = r"^[^\u0000]*\S[^\u0000]*$" if required else r"^[^\u0000]*$"
     return serializers.RegexField(regex, max_length=max_length, required=required, **kwargs)
 
@@ -87,18 +85,16 @@ def text_field(*, max_length: int, required: bool = False, **kwargs: Any) -> ser
 def schema_field(schema: dict[str, Any], **kwargs: Any) -> serializers.Field:
     """A body field declared by the JSON schema given: a value the server parses itself, by that
     parser's own schema (a `scheduler_core` one), or a multipart file's bytes."""
-    declared = extend_schema_field(schema)(
-        type("SchemaField", (serializers.JSONField,), {})
-    )  # a class: fields are copied
-    return declared(**kwargs)
+    field_class = type("SchemaField", (serializers.JSONField,), {})  # a class of its own: fields are copied
+    return extend_schema_field(schema)(field_class)(**kwargs)
 
 
 def json_body(
     name: str, fields: dict[str, serializers.Field], *, one_of: tuple[str, ...] = (), **kwargs: Any
 ) -> serializers.Serializer:
-    """A JSON object's one declaration (a body, or an object in one that the server reads closed): the
-    schema's component (`additionalProperties: false`, by
-    `common.openapi`) and the keys `json_object` accepts; `one_of`: keys of which exactly one is given."""
+    """A JSON object's one declaration (a body, or an object in one, read closed): the schema's
+    component (`additionalProperties: false`, by `common.openapi`) and the keys `json_object`
+    accepts; `one_of`: keys of which exactly one is given."""
     closed_bodies[name] = one_of
     return inline_serializer(name, fields, **kwargs)
 
@@ -133,21 +129,15 @@ class QueryInt:
 
     def parameter(self) -> OpenApiParameter:
         if self.most is not None:  # any larger number reads as `most`
-            schema, most = (
-                {"type": "integer", "minimum": 1},
-                f"; at most {self.most} (a larger one reads as {self.most})",
-            )
+            schema = {"type": "integer", "minimum": 1}
+            most = f"; at most {self.most} (a larger one reads as {self.most})"
         else:
             schema, most = {"type": "integer", "minimum": self.minimum, "maximum": DB_INT_MAX}, ""
-        return OpenApiParameter(
-            self.name,
-            schema,
-            description=f"{self.description or self.name}{most}; default {self.default}",
-        )
+        description = f"{self.description or self.name}{most}; default {self.default}"
+        return OpenApiParameter(self.name, schema, description=description)
 
 
 class SchemaView(SpectacularAPIView):
-    """The OpenAPI schema, behind login (SERVE_PERMISSIONS); JSON unless `?format=yaml`, so its
-    refusals are JSON like every other /api/ answer."""
+    """The OpenAPI schema, behind login; JSON unless `?format=yaml`, so its refusals are JSON like all /api/."""
 
     renderer_classes = [OpenApiJsonRenderer, OpenApiJsonRenderer2, OpenApiYamlRenderer, OpenApiYamlRenderer2]

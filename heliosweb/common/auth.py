@@ -49,9 +49,8 @@ class TokenFailureThrottle(SimpleRateThrottle):
 
 def bearer_token(authorization: str) -> str | None:
     """The token of an `Authorization: Bearer <token>` header, the scheme in any case (RFC 9110
-    11.1: `bearer`, `BEARER`); "" when the scheme is Bearer but no single token follows; None for
-    no header or another scheme. The one reading of the header: the API's token authentication,
-    the engine-token scope, the policy read and /metrics all call it."""
+    11.1); "" when no single token follows it; None for no header or another scheme. The one
+    reading of the header (token authentication, the engine-token scope, the policy read, /metrics)."""
     scheme, _, credentials = authorization.strip().partition(" ")
     if scheme.lower() != "bearer":
         return None
@@ -60,10 +59,8 @@ def bearer_token(authorization: str) -> str | None:
 
 
 class BearerTokenAuthentication(TokenAuthentication):
-    """`Authorization: Bearer <token>`; tokens come from `manage.py create_api_token <username>`
-    (or the admin), shown once; the token presented is hashed and looked up by its stored key.
-    After too many wrong tokens from one address, every token from it is refused with 429 until
-    the oldest failure leaves the window (Retry-After)."""
+    """`Authorization: Bearer <token>` (`manage.py create_api_token`, or the admin), looked up by its
+    hash. After too many wrong tokens from one address, every token from it is 429 (Retry-After)."""
 
     keyword = "Bearer"
 
@@ -87,16 +84,14 @@ class BearerTokenAuthentication(TokenAuthentication):
 
 
 class EngineAuthentication(BaseAuthentication):
-    """The engine that the engine-token scope middleware (`telemetry.middleware`) admitted for this
-    route and recipe (`request.engine`), if any."""
+    """The engine `telemetry.middleware` admitted for this route and recipe (`request.engine`), if any."""
 
     def authenticate(self, request: Request) -> tuple[Any, None] | None:
         engine = getattr(request._request, "engine", None)
         return None if engine is None else (engine, None)
 
     def authenticate_header(self, request: Request) -> str:
-        """Listed first, it decides the answer to no credentials: 401 with this challenge (DRF
-        answers 403 when the first class offers none)."""
+        """Listed first, it makes no credentials a 401 with this challenge (else DRF answers 403)."""
         return 'Bearer realm="api"'
 
 

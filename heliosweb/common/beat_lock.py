@@ -1,12 +1,9 @@
 """One Celery beat per deployment, however many hosts start one (`CELERY_BEAT_SCHEDULER`).
 
-Beat sends the reaper and the telemetry prune on a schedule; two beats send each task twice. A pid
-file guards one host only, and `./dev up` on the main host and `./dev beat` on another share only
-Redis and the database. So beat holds a lease in Redis (the broker's key prefix + `helios:beat`,
-`LEASE_S`, renewed every `RENEW_S`): a second beat waits as a standby, saying who holds it, and
-takes over once the holder stops (its lease is released) or dies (the lease runs out, or at once
-when the holder is a dead process on this host, as after a kill -9 that supervisord restarts).
-Without Redis (the in-memory broker of tests and one process) there is nothing to share and no lease.
+Two beats send each task twice, and a pid file guards one host only. So beat holds a lease in Redis
+(`helios:beat` under the broker's key prefix, `LEASE_S`, renewed every `RENEW_S`): a second beat
+waits as a standby, saying who holds it, and takes over when the holder releases it, lets it run
+out, or is a dead process on this host (a kill -9). Without Redis there is nothing to share.
 """
 
 from __future__ import annotations
@@ -68,9 +65,8 @@ class BeatLease:
         log.info("beat: holding the deployment's beat lease (%s, %s s)", self.key, LEASE_S)
 
     def renew(self) -> bool:
-        """False when the lease went to another beat (this one stalled past `LEASE_S`); a lease
-        Redis lost (restarted without its data) is taken again; Redis away counts as held (no beat
-        can send anything then)."""
+        """False when the lease went to another beat (this one stalled); a lease Redis lost is taken
+        again; Redis away counts as held (no beat can send anything then)."""
         try:
             return bool(self.client.eval(_RENEW, 1, self.key, self.mine, LEASE_S)) or self.try_take() is None
         except UNREACHABLE as exc:

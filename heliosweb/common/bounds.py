@@ -1,12 +1,8 @@
 """JSON read with bounds, for every body and websocket message the project takes.
 
-Python's `json` module recurses once per nesting level (100,000 `[` raise RecursionError), turns
-`1e400` into `inf`, and reads a 401-digit integer that no float or database column holds. Each of
-those became an HTTP 500 or a websocket closed with 1011. `parse_json` refuses them as input
-errors that name where they are: nesting deeper than `MAX_JSON_DEPTH`, non-finite numbers
-(`1e400`, `NaN`, `Infinity`), integers outside the database's 64-bit range, and text no database
-stores as it is (a NUL, which PostgreSQL refuses, or a lone surrogate, which no UTF-8 holds), in
-a key or a value.
+Python's `json` recurses per nesting level, turns `1e400` into `inf`, and reads integers no column
+holds (each was a 500 or a socket closed 1011). `parse_json` refuses, naming where, nesting past
+`MAX_JSON_DEPTH`, non-finite numbers, integers past 64 bits, NULs and lone surrogates.
 """
 
 from __future__ import annotations
@@ -25,16 +21,13 @@ from scheduler_core.validation import text_problem
 
 DB_INT_MAX = 2**63 - 1  # the largest id or count a database integer column holds
 
-# Outside strings, the only text that can make a number no float or 64-bit integer holds: 19 or more
-# digits in a row, a three-digit exponent, or the non-JSON constants Python would accept (NaN,
-# Infinity: JSON has no other N or I outside strings). Looked for as substrings of the text with
-# every digit made 0, E made e and - made + (C searches: ~10x faster than one regex of alternatives,
-# which tries each of them at every digit).
+# Outside strings, only 19+ digits in a row, a three-digit exponent, or NaN/Infinity (JSON has no other
+# N or I there) make a number no float or 64-bit integer holds. Looked for as substrings with every
+# digit made 0, E made e and - made + (C searches: ~10x faster than one regex of alternatives).
 _SHAPE = bytes.maketrans(b"123456789E-", b"000000000e+")
 _SUSPECTS = (b"0" * 19, b"e000", b"e+000", b"N", b"I")
-# Where a NUL or a lone surrogate can come from: an escape (`\u0000`, `\udfff`; raw, a NUL is not
-# JSON and a surrogate not UTF-8), or raw surrogates in text handed over as a str. A pair escaped
-# (an emoji) or an escaped backslash before `u0000` matches too: the walk over the strings decides.
+# A NUL or lone surrogate comes from an escape (`\u0000`, `\udfff`) or raw surrogates in a str; an
+# escaped pair (an emoji) or backslash matches too: the walk over the strings decides.
 _TEXT_SUSPECT = re.compile(rb"\\u(?:0000|[dD][89abcdefABCDEF])|\xed[\xa0-\xbf]")
 
 

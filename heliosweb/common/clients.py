@@ -1,11 +1,9 @@
 """The client's address, one definition for everything that counts or allows by address: the token
-throttle (DRF), the login lockout (django-axes' `AXES_CLIENT_IP_CALLABLE`), `/metrics`' allow-list
-and the audit trail's `client_addr`.
+throttle, the login lockout (`AXES_CLIENT_IP_CALLABLE`), `/metrics`' allow-list and the audit trail.
 
 `X-Forwarded-For` is anyone's to write, so it is ignored unless `HELIOS_TRUSTED_PROXIES` says how
-many proxies of ours stand in front (default 0: the socket's address, `REMOTE_ADDR`). With N, the
-client is the N-th address from the right of the header (each proxy appends the address it saw),
-as DRF's `NUM_PROXIES` reads it; what a client wrote further left is never used."""
+many proxies of ours stand in front (default 0: `REMOTE_ADDR`). With N, the client is the N-th
+address from the right (each proxy appends the one it saw), as DRF's `NUM_PROXIES` reads it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """CSV cells a spreadsheet cannot run (OWASP "CSV injection"): every CSV export writes its cells
-through `csv_cell`, since a user name, a reason or any text a user typed lands in some export.
-
-A text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return is read as a formula by
-Excel, LibreOffice and Google Sheets; prefixed with a single quote it is shown as the text it is
-(the `csv` module then quotes what needs quoting). Numbers are written as numbers: a negative
-number is data, not a formula, and a spreadsheet must still be able to sum the column."""
+through `csv_cell`. A text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return is a
+formula to Excel, LibreOffice and Google Sheets; a leading single quote shows it as text. Numbers
+stay numbers: a negative number is data, and the column must still sum."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""A request whose database connection was lost (the server restarted, `pg_terminate_backend`, a
-proxy or firewall cutting it, the database refusing connections), or that found Redis away (the
-token throttle's counters and the cache live there when REDIS_URL is set), never answers 500.
-
-A view that raised a connection error is run once more on a fresh connection when its method
-writes nothing (GET, HEAD, OPTIONS); a write, or a second failure, answers 503 with `Retry-After`
-(`{error, field: "database"}` or `field: "redis"` under /api/): the cut transaction was rolled
-back, so the client may send it again. DRF views hand such errors on
-(`common.api.exception_handler`) so they land here; what runs outside this middleware's view call
-(the engine-token check before it, the async policy read) uses `read_retried` and
+"""A request whose database connection was lost (a restart, `pg_terminate_backend`, a cut proxy),
+or that found Redis away, never answers 500. A view that raised a connection error runs once more
+on a fresh connection when its method writes nothing; a write, or a second failure, answers 503
+with `Retry-After` (the cut transaction was rolled back: the client may resend). Code outside this
+middleware's view call (the engine-token check, the async policy read) uses `read_retried` and
 `unavailable_answer` itself.
 """
 
@@ -35,10 +30,6 @@ SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 # Redis could not be reached or timed out (not a refused write: `common.redis_errors`).
 LOST = (OperationalError, InterfaceError, RedisConnectionError, RedisTimeoutError)
 _WHAT = {"database": "the database is unavailable (its connection was lost)", "redis": "Redis is unavailable"}
-
-
-def connection_lost(exc: BaseException) -> bool:
-    return isinstance(exc, LOST)
 
 
 def lost_backend(exc: BaseException) -> str:
@@ -110,15 +101,8 @@ class DatabaseConnectionLostMiddleware:
                 return view(request, *args, **kwargs)
             except LOST as exc:
                 backend = lost_backend(exc)
-                log.warning(
-                    "%s %s: %s connection lost (attempt %d of %d): %s",
-                    request.method,
-                    request.path,
-                    backend,
-                    attempt,
-                    attempts,
-                    exc,
-                )
+                what = f"{request.method} {request.path}: {backend} connection lost (attempt {attempt} of {attempts})"
+                log.warning("%s: %s", what, exc)
                 if backend == "database":
                     if connection.in_atomic_block:
                         raise  # a test's transaction, or a view inside one: not ours to reconnect

@@ -13,8 +13,7 @@ Handler = Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
 
 
 def gate(check: Callable[[HttpRequest], HttpResponse | None]) -> Callable[[Handler], Handler]:
-    """A middleware factory from `check`: its answer when it gives one, else the view's. `check`
-    must not touch the database (it runs on the event loop in an async chain)."""
+    """A middleware answering `check`'s answer, else the view's; `check` runs on the loop: no database."""
 
     @sync_and_async_middleware
     def middleware(get_response: Handler) -> Handler:

@@ -1,8 +1,7 @@
-"""Django's own error answers (`handler400`, `handler404`, `handler500`, the CSRF failure view and
-unknown /api/ paths):
+"""Django's own error answers (`handler400/404/500`, the CSRF failure view, unknown /api/ paths):
 `{error, field}` JSON under /api/, the usual pages elsewhere. DRF views answer through
-`common.api.exception_handler`; these cover what happens outside them (an unknown /api/ path, a
-body too large for Django's form parser, a crash in a plain view), in production too.
+`common.api.exception_handler`; these cover the rest (an unknown /api/ path, a body too large for
+Django's form parser, a crash in a plain view), in production too.
 """
 
 from __future__ import annotations
@@ -24,6 +23,11 @@ T = TypeVar("T")
 JSON_ONLY = "the API reads JSON bodies only (Content-Type: application/json)"
 
 
+def json_error(status: int, field: str, message: str) -> JsonResponse:
+    """The API's `{error, field}` answer, for code that answers outside DRF's exception handler."""
+    return JsonResponse({"error": message, "field": field}, status=status)
+
+
 def _api(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
@@ -31,7 +35,7 @@ def _api(request: HttpRequest) -> bool:
 @csrf_exempt  # a token POST to a path no route names is a 404, not a CSRF refusal: nothing here acts
 def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
     """Every /api/ path no route names, in development and production alike."""
-    return JsonResponse({"error": f"no API endpoint {request.path}", "field": "path"}, status=404)
+    return json_error(404, "path", f"no API endpoint {request.path}")
 
 
 def _host_refused(request: HttpRequest) -> JsonResponse | None:
@@ -41,7 +45,7 @@ def _host_refused(request: HttpRequest) -> JsonResponse | None:
         try:
             request.get_host()
         except DisallowedHost as exc:
-            return JsonResponse({"error": str(exc), "field": "host"}, status=400)
+            return json_error(400, "host", str(exc))
     return None
 
 
@@ -53,15 +57,12 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
         return defaults.bad_request(request, exception)
     if isinstance(exception, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        return JsonResponse({"error": f"body: is over {limit:,} bytes", "field": "body"}, status=413)
+        return json_error(413, "body", f"body: is over {limit:,} bytes")
     if isinstance(exception, DisallowedHost):
-        return JsonResponse({"error": str(exception), "field": "host"}, status=400)
+        return json_error(400, "host", str(exception))
     if isinstance(exception, MultiPartParserError):  # read by Django before any API view (the CSRF check)
-        return JsonResponse(
-            {"error": f"{JSON_ONLY}; this multipart body is unreadable ({exception})", "field": "content_type"},
-            status=400,
-        )
-    return JsonResponse({"error": "bad request", "field": "request"}, status=400)
+        return json_error(400, "content_type", f"{JSON_ONLY}; this multipart body is unreadable ({exception})")
+    return json_error(400, "request", "bad request")
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
@@ -69,7 +70,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     themselves (DRF's answer goes through `common.api`); this covers the rest of /api/."""
     if not _api(request):
         return csrf.csrf_failure(request, reason)
-    return JsonResponse({"error": f"CSRF Failed: {reason}", "field": "authorization"}, status=403)
+    return json_error(403, "authorization", f"CSRF Failed: {reason}")
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -1,7 +1,6 @@
-"""Integers and ids from outside (query strings, URL parts, JSON bodies, form fields): one parser.
-
-Bounded to what the database stores, so `?decision=99999999999999999999` or `{"boot": 10**30}` is
-refused naming its field (or is simply not found) instead of overflowing the database driver (500).
+"""Integers and ids from outside (query strings, URL parts, JSON bodies, form fields): one parser,
+bounded to what the database stores, so `?decision=99999999999999999999` is refused naming its
+field (or not found) instead of overflowing the database driver (500).
 """
 
 from __future__ import annotations
@@ -23,8 +22,7 @@ M = TypeVar("M", bound=Model)
 
 
 def as_int(value: object) -> int | None:
-    """`value` as an int: an int (not a bool), an integral float, or its text in ASCII decimal digits
-    (not "1_0", not full-width digits); else None."""
+    """`value` as an int: an int (no bool), an integral float, or ASCII decimal digits (no "1_0"); else None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -89,8 +87,7 @@ def parse_id(value: object, *, field: str, what: str) -> int:
 
 
 def get_by_id(queryset: QuerySet[M], value: object, *, what: str, field: str = "id") -> M:
-    """One row by an id from outside: not an integer is bad input (400); an id no row has, including
-    one no key can hold, is NotFound (404)."""
+    """One row by an id from outside: not an integer is bad input (400), an id no row has NotFound (404)."""
     number = as_int(value)
     if number is None:
         raise InvalidInput(field, f"not a {what} id: {value!r:.60}")

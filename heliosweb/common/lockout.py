@@ -11,9 +11,11 @@ from typing import Any
 
 from axes.handlers.proxy import AxesProxyHandler  # type: ignore[import-untyped]
 from axes.helpers import get_client_username, get_cool_off, get_failure_limit  # type: ignore[import-untyped]
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+
+from .http_errors import json_error
 
 
 def lockout_response(
@@ -25,9 +27,8 @@ def lockout_response(
     username = get_client_username(request, credentials) or ""
     if request.path.startswith("/api/") or request.headers.get("x-requested-with") == "XMLHttpRequest":
         when = f": try again in {seconds} s" if seconds else ""
-        response: HttpResponse = JsonResponse(
-            {"error": f"too many failed logins for this user from this address{when}", "field": "password"},
-            status=429,
+        response: HttpResponse = json_error(
+            429, "password", f"too many failed logins for this user from this address{when}"
         )
     else:
         context = {

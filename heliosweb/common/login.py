@@ -1,10 +1,7 @@
-"""The login form: Django's, with its username's length enforced.
-
-`AuthenticationForm` states the user model's `max_length` (150) on the field after it is built,
-so the widget says it but no validator checks it: a 300-character name reached `authenticate`,
-the failed-login audit event and axes' attempt records, whose columns (150 and 255 characters)
-PostgreSQL enforces (a 500, with no account needed). Here it is a form error at the field, before
-any of them runs. A NUL is refused the same way by the field's own validator.
+"""The login form: Django's, with its username's length enforced. `AuthenticationForm` sets
+`max_length` on the widget only: a 300-character name reached `authenticate`, the audit and axes'
+records, whose columns PostgreSQL enforces (a 500, no account needed). Here it is a form error at
+the field; a NUL is refused the same way.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""What the OpenAPI schema says once for every operation, where the answer comes from outside the
-view: the refusals any /api/ request may get (authentication, the engine-token scope, the token
-throttle, an outage, the web server's own bounds), no NUL in a string query parameter, and which
-JSON bodies refuse unknown keys.
-
-A drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS), so no view repeats them; a view's
-own description of a status wins over the generic one here."""
+"""A drf-spectacular postprocessing hook: what the schema says once for every operation, where the
+answer comes from outside the view (authentication, the engine-token scope, the token throttle, an
+outage, the web server's bounds, no NUL in a query parameter, bodies that refuse unknown keys). A
+view's own description of a status wins."""
 
 from __future__ import annotations
 
@@ -50,8 +47,7 @@ def _has_required(schema: dict[str, Any], schemas: dict[str, Any]) -> bool:
 
 
 def add_common_refusals(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """Declare every refusal an operation may get from outside its view, with the error body, and
-    `additionalProperties: false` on the JSON bodies whose views refuse unknown keys."""
+    """Declare the refusals from outside each view, and `additionalProperties: false` on closed bodies."""
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     schemas = result.get("components", {}).get("schemas", {})
     for operations in result.get("paths", {}).values():

@@ -1,8 +1,6 @@
-"""The API's one body parser: JSON, read with bounds.
-
-DRF's JSONParser reads a body of any size (Django's DATA_UPLOAD_MAX_MEMORY_SIZE guards only
-`request.body` and form posts) and hands it to `json`, which recursed into a 500 on 100,000 `[`.
-Here a body over DATA_UPLOAD_MAX_MEMORY_SIZE is refused with 413, and `bounds.parse_json` refuses
+"""The API's one body parser: JSON, read with bounds. DRF's JSONParser reads a body of any size
+(Django's DATA_UPLOAD_MAX_MEMORY_SIZE guards only `request.body` and forms) into `json`, which
+recursed into a 500 on 100,000 `[`. Here an oversized body is 413, and `bounds.parse_json` refuses
 deep nesting and unrepresentable numbers naming where they are (400).
 """
 

@@ -24,7 +24,6 @@ class CanRunJobs(BasePermission):
 
 
 def can_run_context(request: HttpRequest) -> dict[str, bool]:
-    """`can_run` in every page's context (a context processor): whether the user holds `RUN_JOBS`,
-    so no template or view spells the permission again."""
+    """`can_run` in every page's context: whether the user holds `RUN_JOBS` (spelled nowhere else)."""
     user = getattr(request, "user", None)
     return {"can_run": bool(user is not None and user.has_perm(RUN_JOBS))}

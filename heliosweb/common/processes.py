@@ -43,10 +43,9 @@ def child_pids(pid: int) -> list[int]:
 
 
 def stop_cause(*, supervisor_pid: int, var: Path) -> str:
-    """Why a worker is asked to stop, as it can tell by itself when the request comes (no message
-    reaches it from a process that crashed, nor through a full disk): the process that started it
-    (supervisord) is gone, so `./dev up` is restarting the stack, the stack's var/ disk full
-    first when it is (supervisord dies on a log write it cannot make); else an operator's stop."""
+    """Why a worker is asked to stop, as it can tell by itself (no message comes from a crashed
+    process, nor through a full disk): var/'s disk full (supervisord dies on a log write), else its
+    supervisord gone (`./dev up` is restarting the stack), else an operator's stop."""
     supervisor_gone = os.getppid() != supervisor_pid or not pid_alive(supervisor_pid)
     try:
         free = shutil.disk_usage(var).free

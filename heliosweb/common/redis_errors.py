@@ -1,9 +1,6 @@
-"""Redis refusing writes, named for people. Redis answers an error (it keeps the connection) when it
-will not write: `MISCONF` once a snapshot failed (its disk full or unwritable, with
-`stop-writes-on-bgsave-error`), `OOM` at its `maxmemory` with `noeviction`, `READONLY` on a replica.
-Libraries wrap that reply (kombu re-raises it as its own OperationalError, a pipeline prefixes the
-command, a Lua script's refused call is quoted inside the script's error), so the cause chain is
-searched for it."""
+"""Redis refusing writes, named for people: `MISCONF` (a failed snapshot, a full disk), `OOM`
+(`maxmemory`), `READONLY` (a replica). Libraries wrap that reply (kombu's OperationalError, a
+pipeline's prefix, a Lua script's error), so the cause chain is searched for it."""
 
 from __future__ import annotations
 

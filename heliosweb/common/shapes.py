@@ -1,9 +1,6 @@
-"""A response shape declared once: each key's serializer field is what the API schema documents,
-and its getter is what the answer holds, side by side, so the two cannot drift apart (they were
-written twice: a `*_as_api` dict and a `*_FIELDS` declaration for `inline_serializer`).
-
-`shape.of(obj)` is the answer (plain JSON types, as every page, stream and API view sends it);
-`shape.schema()` is the serializer drf-spectacular reads."""
+"""A response shape declared once: each key's serializer field (what the API schema documents) beside
+its getter (what the answer holds), so the two cannot drift apart. `shape.of(obj)` is the answer in
+plain JSON types; `shape.schema()` the serializer drf-spectacular reads."""
 
 from __future__ import annotations
 
@@ -47,8 +44,7 @@ class Shape(Generic[T]):
         extra: Mapping[str, serializers.Field] | None = None,
         without: Collection[str] = (),
     ) -> Any:
-        """The serializer drf-spectacular documents; a list (`many`) and an item of one name share
-        one component."""
+        """The serializer drf-spectacular documents; a list (`many`) and an item share one component."""
         name = name or self.name
         if name not in self._serializers:
             declared = inline_serializer(name, {**self.fields(without=without), **(extra or {})})

@@ -1,10 +1,7 @@
-"""Pages (HTML) and JSON answers sent gzipped to browsers that accept it: a compare or explain page
-embeds its figures' JSON (120 KB for five overlaid figures, 20 KB gzipped), and a 19,000-request
-job's `/figures/` answer is about 1 MB of JSON that gzip brings to a fifth. Static files are
-compressed ahead by WhiteNoise. An answer carrying an ETag is left alone, so the strong ETags engines
-send back in If-None-Match (the policy long-poll) stay strong (GZipMiddleware weakens an ETag when it
-compresses). Django's GZipMiddleware adds random bytes to each compressed answer against BREACH, and
-CSRF tokens are masked per response."""
+"""Pages and JSON answers gzipped for browsers that accept it: a compare page embeds 120 KB of
+figures (20 KB gzipped), a large job's `/figures/` answer ~1 MB. Static files come compressed from
+WhiteNoise. An answer with an ETag is left alone, so the strong ETags of the policy long-poll stay
+strong. Django's GZipMiddleware pads against BREACH, and CSRF tokens are masked per response."""
 
 from __future__ import annotations
 

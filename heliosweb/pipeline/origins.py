@@ -1,8 +1,6 @@
-"""Which pages may open a websocket: the same origin (scheme, host and port) as the socket itself,
-or one listed in `CSRF_TRUSTED_ORIGINS` (a site behind a proxy that terminates TLS).
-
-Channels' `AllowedHostsOriginValidator` compared only the host name, so a page served by any
-other program on the machine (`http://localhost:9999`) could open a logged-in user's stream.
+"""Which pages may open a websocket: the same origin (scheme, host and port) as the socket, or one
+in `CSRF_TRUSTED_ORIGINS` (behind a proxy that terminates TLS). Channels' `AllowedHostsOriginValidator`
+compared only the host name, so any other program on the machine could open a user's stream.
 """
 
 from __future__ import annotations

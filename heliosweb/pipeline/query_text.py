@@ -1,21 +1,16 @@
 """Query strings hold only text every database stores: refused in one place, before any view.
 
-A `%00` in a filter (`/audit/export.csv?actor=a%00b`, `/api/jobs/?kind=x%00`) reached PostgreSQL,
-which refuses a NUL in a string literal: a 500, or a stream cut after its 200 headers. Django
-decodes a query string's bytes with replacement, so a lone surrogate cannot arrive this way; a NUL
-can. Any parameter (name or value) holding one answers 400 naming it: `{error, field}` under
-/api/, a plain-text 400 elsewhere. Bodies are checked where they are read (`bounds.parse_json`,
-`scheduler_core.validation.require_text`, Django's form fields).
+A `%00` in a filter reached PostgreSQL, which refuses a NUL in a string: a 500, or a stream cut after
+its headers (a lone surrogate cannot arrive this way: Django decodes with replacement). A parameter
+holding one answers 400 naming it (`{error, field}` under /api/, plain text elsewhere). Bodies are
+checked where they are read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
-from django.utils.decorators import sync_and_async_middleware
 
+from heliosweb.common.gate import gate
 from scheduler_core.validation import text_problem
 
 
@@ -32,16 +27,4 @@ def query_refusal(request: HttpRequest) -> HttpResponse | None:
     return None
 
 
-@sync_and_async_middleware
-def refuse_unstorable_query(get_response: Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]):
-    if iscoroutinefunction(get_response):
-
-        async def async_middleware(request: HttpRequest) -> HttpResponse:
-            return query_refusal(request) or await get_response(request)
-
-        return async_middleware
-
-    def middleware(request: HttpRequest) -> HttpResponse:
-        return query_refusal(request) or get_response(request)  # type: ignore[return-value]
-
-    return middleware
+refuse_unstorable_query = gate(query_refusal)  # in MIDDLEWARE before any view

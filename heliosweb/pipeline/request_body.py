@@ -1,11 +1,10 @@
 """Request bodies sent with `Content-Encoding: gzip` are read decompressed, bounded.
 
-Engines' HTTP clients compress large posts (a telemetry batch of 1,000 launch records is ~180 KB
-as JSON, ~10 KB gzipped). Django reads bodies as sent, so a gzip body used to answer 400 `body:
-must be UTF-8`. This middleware, before anything reads the body (the CSRF check reads form
-posts), replaces it with its decompressed bytes. Decompression stops one byte past
-`DATA_UPLOAD_MAX_MEMORY_SIZE`, so a gzip bomb costs at most that much memory and answers 413 naming
-the limit; a body that is not gzip answers 400; an encoding other than gzip or identity, 415.
+Engines compress large posts (1,000 launch records: ~180 KB of JSON, ~10 KB gzipped); Django reads
+bodies as sent (a gzip body answered 400 `must be UTF-8`). Before anything reads the body (the CSRF
+check reads forms) it is replaced by its decompressed bytes, stopping one byte past
+`DATA_UPLOAD_MAX_MEMORY_SIZE` (a gzip bomb costs at most that: 413); not gzip, 400; an encoding
+other than gzip or identity, 415.
 """
 
 from __future__ import annotations

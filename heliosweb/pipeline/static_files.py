@@ -1,8 +1,6 @@
-"""Collected static files: content-hashed names (cached for good), gzip/brotli variants.
-
-Django's manifest storage writes hashed URLs only when DEBUG is off; `./dev up` runs with DEBUG on
-and serves what it collected, so its pages would name the unhashed files, which WhiteNoise then
-serves with a short cache. Here every URL is the hashed one, whatever DEBUG says.
+"""Collected static files: content-hashed names (cached for good), gzip/brotli variants. Django's
+manifest storage writes hashed URLs only with DEBUG off, and `./dev up` runs with it on (its pages
+named unhashed files, served with a short cache): here every URL is the hashed one.
 """
 
 from __future__ import annotations

@@ -1,26 +1,16 @@
 """One Redis pub/sub subscription per web process, fanned out in-process to whoever waits here.
 
-Why not a channel-layer group per stream: with the stock layers every consumer's channel wakes
-for every event (0.2-0.3 ms of server CPU per delivered message), the Redis layer drops whole
-events past its `capacity`, and redis-py's async pool stops at 100 connections. Measured on two
-cores, 200 followers of one stream saw p95 7.7 s; one reader per process writing to local
-queues held 30 ms at 200 and 77 ms at 500 (docs/architecture.md). So: `publish(topic, message)`
-sends one Redis message; each process's single reader decodes it once and hands it to every local
-`subscribe(topic)` queue as a `Message`: the parsed data, and the JSON text as published, so that a
-subscriber forwarding it to a socket does not encode it again (at 500 viewers of a stream, once
-per process instead of once per socket). Long-polling engines
-(`GET /api/recipes/<name>/policy?wait=`) and live pages wait here without holding a thread or a
-database connection.
+Not a channel-layer group per stream: with the stock layers every consumer wakes for every event,
+the Redis layer drops events past its `capacity`, and redis-py's async pool stops at 100
+connections; 200 followers of one stream saw p95 7.7 s, one reader per process held 30 ms at 200
+and 77 ms at 500 (docs/architecture.md). Each process's reader decodes a message once and hands
+every local `subscribe(topic)` queue a `Message` with its JSON text, never encoded again per socket.
+Long-polling engines and live pages wait here without a thread or a database connection. `take`,
+offered each message first, lets a live socket write it at once instead of waking a task per socket
+(at 500 viewers those wake-ups put the reader behind the frames); what it declines is queued.
 
-A subscriber may also pass `take`, an async callable the reader offers each message to first: a
-live page's socket writes the next frame in sequence there and then, as a bare fan-out loop would,
-instead of waking a task per socket for every message (at 500 viewers those wake-ups put the reader
-itself behind the 50 ms between frames). What `take` declines (returns False) goes to the queue.
-
-Best effort, like every realtime send: the database is the source of truth. A subscriber whose
-queue overflows, or any subscriber after the reader lost Redis, gets `{"type": "resync"}` and
-re-reads what it shows from the database. Without `REDIS_URL` (tests, a single process) messages
-are delivered in-process only.
+Best effort (the database is the source of truth): an overflowing queue, or every one after the
+reader lost Redis, gets `{"type": "resync"}`. Without `REDIS_URL`, delivery is in-process only.
 """
 
 from __future__ import annotations
@@ -92,8 +82,7 @@ Take = Callable[[Message], Awaitable[bool]]
 
 @contextlib.asynccontextmanager
 async def subscribe(*topics: str, take: Take | None = None) -> AsyncIterator[asyncio.Queue[Message]]:
-    """One queue of the messages published to any of `topics` from now on, while the block runs;
-    with `take`, only those `take` declines."""
+    """A queue of what is published to `topics` while the block runs (with `take`, what it declines)."""
     queue: asyncio.Queue[Message] = asyncio.Queue(QUEUE_LIMIT)
     for topic in topics:
         await _hub.add(topic, queue, take)

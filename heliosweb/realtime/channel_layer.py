@@ -1,11 +1,8 @@
 """The Redis channel layer every process uses (`settings.redis_channel_layer`): channels_redis's,
-whose `receive` waits out Redis refusing writes instead of raising into the consumer.
-
-A websocket consumer reads its channel through a Lua script that writes (channels_redis keeps a
-backup of the message being received); with Redis refusing writes (`MISCONF`: its disk failing)
-that raised in the consumer's dispatch loop and the socket was closed 1011, for every new socket
-while it lasted. Now the read is tried again every `RETRY_S`; the socket meanwhile gets its
-events from the database (`realtime.streams`) and live ones once Redis writes again.
+whose `receive` waits out Redis refusing writes instead of raising into the consumer. A consumer
+reads its channel through a Lua script that writes (a backup of the message); with Redis refusing
+writes (`MISCONF`) that raised in the dispatch loop and closed every socket 1011. Now the read is
+retried every `RETRY_S`, the socket served from the database meanwhile (`realtime.streams`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The one way any app pushes to websockets (Zulip's `send_event` is the model).
 
-Best effort by design: the database is the source of truth and Redis only transport, so a failed
-send is logged, never raised; every stream refills what it missed from the database (numbered job
-events, a snapshot on every connect). Send only what is committed: `send_event_on_commit` inside a
-transaction, so a listener told "done" finds it done.
+Best effort: the database is the source of truth, so a failed send is logged, never raised, and
+every stream refills what it missed from the database. Inside a transaction use
+`send_event_on_commit`, so a listener told "done" finds it done.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """What every websocket of the project shares: refusals a page can read, a keep-alive ping, and
-bounded JSON messages.
-
-A refusal accepts the handshake and then closes with a code (4401 not logged in, 4404 no such
-stream): a browser never sees the HTTP status of a refused handshake, only 1006, and would retry
-forever. Every `HELIOS_WS_PING_SECONDS` the server sends `{"type": "ping", "interval": s}`; pages
-answer `{"type": "pong"}` and reconnect when the server stays silent (a dropped connection that
-neither end was told about). Client messages are JSON objects of at most `MAX_MESSAGE_BYTES`,
-nested at most `common.bounds.MAX_JSON_DEPTH` deep; anything else gets `{"type": "error", "field",
-"error"}` and the socket stays open.
+bounded JSON messages. A refusal accepts the handshake, then closes with a code (4401 not logged
+in, 4404 no such stream): a browser sees only 1006 for a refused handshake, and would retry forever.
+Every `HELIOS_WS_PING_SECONDS` the server pings; pages answer `pong` and reconnect when the server
+stays silent. Client messages are bounded JSON objects; anything else gets `{"type": "error",
+"field", "error"}`, the socket kept open.
 """
 
 from __future__ import annotations
@@ -61,9 +57,8 @@ class Stream(AsyncWebsocketConsumer):
         """Send what a new client needs first."""
 
     async def join(self) -> bool:
-        """Join `group` for live messages. Redis refusing writes (its disk full: MISCONF) refuses the
-        join too; the socket is still served, from the database (`on_tick`, every
-        `REJOIN_SECONDS` until a join succeeds), where it was closed 1011 before."""
+        """Join `group` for live messages. If Redis refuses (MISCONF) the socket is still served, from
+        the database (`on_tick`, a join tried every `REJOIN_SECONDS`), instead of closed 1011."""
         assert self.group is not None
         try:
             await self.channel_layer.group_add(self.group, self.channel_name)
@@ -150,9 +145,8 @@ class Stream(AsyncWebsocketConsumer):
 
 
 class SnapshotStream(Stream):
-    """Read-only live streams: a snapshot from the database on every connect (the database is the
-    source of truth, so a reconnect after a Redis restart catches up), then each message of
-    `group` as it arrives."""
+    """Read-only live streams: a snapshot from the database (the source of truth) on every connect,
+    so a reconnect after a Redis restart catches up, then each message of `group`."""
 
     def snapshot(self) -> dict[str, Any]:
         """The current state as the first message (runs in a database thread)."""

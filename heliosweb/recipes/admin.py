@@ -9,7 +9,7 @@ from scheduler_core.policies import selectable_policies
 from scheduler_core.tradeoff import parse_required
 
 from .models import PolicySetting, Recipe
-from .services import new_recipe_name, parse_shapes, recipe_create, recipe_update
+from .services import EDITABLE, new_recipe_name, parse_shapes, recipe_create, recipe_update
 
 
 class PolicySettingInline(admin.StackedInline):
@@ -41,10 +41,7 @@ class RecipeForm(forms.ModelForm):
     def clean_name(self) -> Any:
         if self.instance.pk is not None:  # read-only once created
             return self.cleaned_data.get("name")
-        try:
-            return new_recipe_name(self.cleaned_data.get("name"))
-        except InvalidInput as exc:
-            raise ValidationError(exc.message) from None
+        return self._service_clean("name", new_recipe_name)
 
     def clean_policy(self) -> Any:
         if self.instance.pk is None and not self.cleaned_data.get("policy"):
@@ -60,8 +57,7 @@ class RecipeForm(forms.ModelForm):
 
 @admin.register(Recipe)
 class RecipeAdmin(admin.ModelAdmin):
-    """Saves through the recipe services, like the page and the API: a recipe created here gets
-    its policy setting in the same transaction, and every change is audited."""
+    """Saves through the recipe services, like the page and the API: setting created, changes audited."""
 
     form = RecipeForm
     list_display = ("name", "created_at")
@@ -72,7 +68,7 @@ class RecipeAdmin(admin.ModelAdmin):
         return ("name",) if obj is not None else ()
 
     def save_model(self, request: Any, obj: Recipe, form: Any, change: bool) -> None:
-        fields = {k: form.cleaned_data[k] for k in ("description", "hardware", "shapes", "required_evidence")}
+        fields = {k: form.cleaned_data[k] for k in EDITABLE}
         if change:
             recipe_update(recipe=obj, actor=request.user, **fields)
             return

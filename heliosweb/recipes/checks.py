@@ -1,6 +1,6 @@
 """`manage.py check` flags recipes stored before names were compared ignoring case and `_` against
-`-`: two names a person reads as one (`TINY-CPU`, `tiny_cpu`, `tiny-cpu`). They are not renamed (engines, audit events and
-bookmarks name them); an operator decides which to keep. New ones are refused (`new_recipe_name`)."""
+`-` (`TINY-CPU`, `tiny-cpu`). They are not renamed (engines, audit events and bookmarks name them):
+an operator decides which to keep. New ones are refused (`new_recipe_name`)."""
 
 from __future__ import annotations
 

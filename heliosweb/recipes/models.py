@@ -1,9 +1,5 @@
-"""Model recipes and the policy each one runs.
-
-`PolicySetting` is the one place an engine reads its active policy from. Changing it is meant to
-become a decision (propose -> approve -> apply, each step an append-only, hash-chained audit
-event); `services.policy_set` is the single write path that workflow will call.
-"""
+"""Model recipes and the policy each one runs. `PolicySetting` is the one place an engine reads its
+active policy from; `services.policy_set` is its single write path."""
 
 from __future__ import annotations
 
@@ -25,9 +21,8 @@ class Recipe(models.Model):
     description = models.TextField(blank=True)
     # The graph shapes an engine captures for this recipe ([{prefill, decode}]), as a catalog lists them.
     shapes = models.JSONField(default=list, blank=True)
-    # The GPU this recipe's engines serve on ("A100"; "" = not declared): a decision's evidence from
-    # other hardware is marked as such (scheduler_core.evidence).
-    # `db_default`: code that inserts recipes knowing no hardware (older migration states) is served too
+    # The GPU its engines serve on ("A100"; "": not declared): evidence from other hardware is marked
+    # (scheduler_core.evidence). `db_default`: inserts knowing no hardware (older migrations) work too.
     hardware = models.CharField(max_length=64, blank=True, db_default="")
     # Checklist items (scheduler_core.tradeoff.CHECKLIST_ITEMS) a decision must tick before approval.
     required_evidence = models.JSONField(default=list, blank=True)

@@ -1,11 +1,8 @@
 """`GET /api/recipes/<name>/policy`: what engines read before their prefill decisions, cheaply.
-
-Every answer carries `ETag: "v<version>"` and `Cache-Control: no-cache`; `If-None-Match` with the
-current tag answers 304 with no body. `?wait=N` (N <= 30 s) long-polls: the view subscribes to the
-recipe's policy topic (`heliosweb.realtime.broadcast`, published by `services.policy_set` after commit),
-reads the version, and if it still matches sleeps on the subscription, not on a thread or a
-database connection, until a change arrives or the deadline answers 304. It is an async Django
-view, not a DRF one (DRF has no async views); its errors keep the API's `{"error", "field"}` shape.
+Every answer carries `ETag: "v<version>"`; `If-None-Match` with it answers 304. `?wait=N` (N <= 30
+s) long-polls: subscribed to the recipe's policy topic (`heliosweb.realtime.broadcast`) before
+reading the version, the view sleeps on the subscription, not on a thread or a connection, until a
+change or the deadline (304). An async Django view (DRF has none), in the API's `{error, field}` shape.
 """
 
 from __future__ import annotations
@@ -23,6 +20,7 @@ from rest_framework.authtoken.models import Token
 from heliosweb.common.auth import bearer_token
 from heliosweb.common.db_connection import LOST, lost_backend, read_retried, unavailable_answer
 from heliosweb.common.errors import NotFound
+from heliosweb.common.http_errors import json_error
 from heliosweb.common.tokens import user_token_key
 from heliosweb.realtime.broadcast import Message, subscribe
 from heliosweb.server.handler import kept_thread
@@ -49,11 +47,11 @@ async def _recipe_policy(request: HttpRequest, name: str) -> HttpResponse:
 
 async def _answer(request: HttpRequest, name: str) -> HttpResponse:
     if not await _authenticated(request):
-        return _error(401, "authorization", "log in, or send Authorization: Bearer <token>")
+        return json_error(401, "authorization", "log in, or send Authorization: Bearer <token>")
     try:
         wait = _wait_seconds(request.GET.get("wait"))
     except ValueError as exc:
-        return _error(400, "wait", str(exc))
+        return json_error(400, "wait", str(exc))
     known = _versions(request.headers.get("If-None-Match", ""))
     try:
         if wait and known:
@@ -101,9 +99,8 @@ async def _read(name: str) -> dict[str, Any]:
     return await sync_to_async(read_retried)(lambda: recipe_policy_get(name=name))
 
 
-# (event loop, recipe, announced version) -> the read in flight for it. Every engine one change
-# wakes shares one query: each waiter reading for itself queued N reads on Django's one sync
-# thread (1,000 waiters: the last answered seconds after the change).
+# (event loop, recipe, announced version) -> the read in flight: every engine one change wakes shares
+# one query (reading for itself, the last of 1,000 waiters answered seconds after the change).
 _reads_after: dict[tuple[int, str, int], asyncio.Future[dict[str, Any]]] = {}
 
 
@@ -156,10 +153,6 @@ async def _authenticated(request: HttpRequest) -> bool:
     if not key:
         return False
     return await Token.objects.filter(key=user_token_key(key), user__is_active=True).aexists()
-
-
-def _error(status: int, field: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": message, "field": field}, status=status)
 
 
 def add_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

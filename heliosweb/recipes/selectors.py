@@ -111,11 +111,9 @@ def recipe_named(value: Any, *, field: str = "recipe") -> Recipe:
 
 
 def recipe_policy_get(*, name: str) -> dict[str, Any]:
-    """What an engine reads: the active policy, its version, when it took effect, the decision
-    that applied it (None for a recipe's first version, or a change made outside the workflow) and
-    the solo prefill capacities to measure and plan with (`recipe_capacities`). The decision and
-    the boot are found through the reverse relations their apps declare, so this layer imports
-    nothing above it."""
+    """What an engine reads: the active policy, its version, when it took effect, the decision that
+    applied it (None outside the workflow) and the capacities to plan with (`recipe_capacities`).
+    Decisions and boots are reached through their apps' reverse relations: no import upward."""
     recipe = recipe_get(name=name)
     setting = setting_of(recipe)
     if setting is None:
@@ -141,10 +139,9 @@ def recipe_capacities(recipe: Recipe) -> list[int]:
 
 
 def recipe_policy_changes(*, name: str, limit: int = 50) -> list[dict[str, Any]]:
-    """Every change of the recipe's active policy, oldest first, read from the audit chain (the one
-    setter records each): `{version, policy, from_policy, decided_at (ms), decision (the applied
-    decision's id, else None), emergency, by, reason}`, what the live page marks. A decision is
-    found through the reverse relation the decisions app declares (as `recipe_policy_get` does)."""
+    """Every change of the recipe's active policy, oldest first, from the audit chain (the one
+    setter records each), as the live page marks them: `{version, policy, from_policy, decided_at
+    (ms), decision (id or None), emergency, by, reason}`."""
     recipe = recipe_get(name=name)
     rows = (
         AuditEvent.objects.filter(recipe_name=name, action="policy_changed", created_at__gte=recipe.created_at)
@@ -186,8 +183,7 @@ POLICY_EVENTS = ("recipe_created", "policy_changed")  # the events that set a re
 
 
 def policy_audit_mismatches() -> list[str]:
-    """Recipes whose current policy and version differ from what their last policy event says:
-    a policy changed around `policy_set` (raw SQL) shows here."""
+    """Recipes whose policy differs from their last policy event's (changed around `policy_set`)."""
     last: dict[str, tuple[dict[str, Any], dict[str, Any], int | None, int]] = {}
     events = AuditEvent.objects.filter(action__in=POLICY_EVENTS).order_by("seq")
     for name, action, before, after, actor_id, seq in events.values_list(
@@ -221,9 +217,8 @@ def _state(state: dict[str, Any] | None) -> str:
 
 
 def policy_of_version(*, recipe: Recipe, version: int) -> str | None:
-    """The policy `version` of the recipe ran (None: it has had no such version). The current one
-    is the setting's; an older one is read from the audit chain, where every version change is
-    recorded with `{policy, version}` after it (and before it)."""
+    """The policy `version` of the recipe ran (None: no such version): the setting's, or from the
+    audit chain, which records every version change with `{policy, version}` before and after."""
     setting = setting_of(recipe)
     if setting is not None and version == setting.version:
         return setting.policy
@@ -236,8 +231,7 @@ def policy_of_version(*, recipe: Recipe, version: int) -> str | None:
 
 
 def change_label(change: dict[str, Any]) -> str:
-    """A policy change as the live page labels it: "v3: rule (decision #3)", "v4: cost (emergency
-    rollback by ora)"."""
+    """A policy change as the live page labels it: "v3: rule (decision #3)", "v4: cost (emergency rollback by ora)"."""
     if change["decision"]:
         cause = f"decision #{change['decision']}"
     else:

@@ -1,8 +1,6 @@
-"""Writes for recipes. `policy_set` is the single write path for a recipe's active policy: the
-decision workflow and the emergency rollback call it; it bumps the version, appends the
-`policy_changed` audit event and announces the new version (after commit) to engines long-polling
-the policy and to live pages. `recipe_create` is the one way a recipe comes to exist (the page,
-the API, the admin and the demo data all call it), so no recipe is ever without its setting."""
+"""Writes for recipes. `policy_set` is the single write path for a recipe's active policy (decisions
+and the emergency rollback call it). `recipe_create` is the one way a recipe comes to exist (page,
+API, admin, demo data), so no recipe is ever without its setting."""
 
 from __future__ import annotations
 
@@ -14,6 +12,7 @@ from django.db import transaction
 from django.db.models import Value
 from django.db.models.functions import Lower, Replace
 
+from heliosweb.audit.models import AuditEvent
 from heliosweb.audit.services import audit_append
 from heliosweb.common.errors import Conflict, Forbidden, NotFound
 from heliosweb.common.inputs import parse_int
@@ -66,15 +65,7 @@ def recipe_create(
         PolicySetting.objects.create(
             recipe=recipe, policy=policy, updated_by=actor if isinstance(actor, User) else None
         )
-        audit_append(
-            action="recipe_created",
-            actor=actor,
-            actor_name=SYSTEM,
-            object_type="recipe",
-            object_id=recipe.name,
-            recipe=recipe.name,
-            after={**recipe_fields(recipe), "policy": policy, "version": 1},
-        )
+        _audit("recipe_created", recipe, actor, after={**recipe_fields(recipe), "policy": policy, "version": 1})
     return recipe
 
 
@@ -94,8 +85,7 @@ def recipe_update(
     required_evidence: Any = None,
     hardware: Any = None,
 ) -> Recipe:
-    """Edit what a recipe says about itself (never its policy: that is a decision). Audited with
-    before and after."""
+    """Edit what a recipe says about itself (never its policy: a decision). Audited, before and after."""
     _require_manager(actor)
     changes: dict[str, Any] = {}
     if description is not None:
@@ -113,25 +103,15 @@ def recipe_update(
             setattr(locked, field, value)
         locked.save(update_fields=list(changes) or None)
         if recipe_fields(locked) != before:
-            audit_append(
-                action="recipe_edited",
-                actor=actor,
-                actor_name=SYSTEM,
-                object_type="recipe",
-                object_id=locked.name,
-                recipe=locked.name,
-                before=before,
-                after=recipe_fields(locked),
-            )
+            _audit("recipe_edited", locked, actor, before=before, after=recipe_fields(locked))
     return locked
 
 
 @transaction.atomic
 def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason: str = "") -> PolicySetting:
     """Change the active policy (a no-op when it is already active): version + 1, the previous
-    policy kept for an emergency rollback, one `policy_changed` event, and the announcements: to
-    engines (the policy topic) and to every open page (`/ws/recipes/`: dashboard, recipe, decision
-    and live pages), whatever made the change (a decision applied, an emergency rollback)."""
+    policy kept for an emergency rollback, one `policy_changed` event, and, after commit, the news
+    to engines (the policy topic) and to every open page (`/ws/recipes/`), whatever made the change."""
     recipe_policy_named(policy)
     setting = PolicySetting.objects.select_for_update().get(recipe=recipe)
     if setting.policy != policy:
@@ -141,17 +121,8 @@ def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason:
         setting.version += 1
         setting.updated_by = user
         setting.save()
-        audit_append(
-            action="policy_changed",
-            actor=user,
-            actor_name=SYSTEM,
-            object_type="recipe",
-            object_id=recipe.name,
-            recipe=recipe.name,
-            before=before,
-            after={"policy": policy, "version": setting.version},
-            reason=reason,
-        )
+        after = {"policy": policy, "version": setting.version}
+        _audit("policy_changed", recipe, user, before=before, after=after, reason=reason)
         message = {"type": "policy", "recipe": recipe.name, "policy": policy, "version": setting.version}
         transaction.on_commit(lambda: publish(policy_topic(recipe.name), message))
         page = {
@@ -168,13 +139,10 @@ def policy_set(*, recipe: Recipe, policy: str, user: User | None = None, reason:
 
 
 def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any, from_version: Any) -> PolicySetting:
-    """An operator reverts the recipe to its previous policy at once, without approval (an
-    incident), with a reason. It is a policy change like any other (version + 1, engines see it)
-    plus its own audit event, and it stays flagged until a follow-up decision reviews it.
-
-    `from_version` is the version the operator saw (the page sends it): if the policy has moved
-    since (a retry, a double click, a second operator, a decision applied meanwhile), the rollback
-    is refused with Conflict and changes nothing, so a rollback never undoes another one by accident."""
+    """An operator reverts the recipe to its previous policy at once, without approval (an incident),
+    with a reason: a policy change like any other plus its own audit event, flagged until a
+    follow-up decision reviews it. `from_version` is the version the operator saw: if the policy has
+    moved since (a double click, a second operator), Conflict, so a rollback never undoes another."""
     if not isinstance(actor, User) or not actor.is_authenticated or not actor.has_perm(ROLLBACK_PERM):
         raise Forbidden("actor", f"an emergency rollback needs the {ROLLBACK_PERM} permission")
     clean_reason = require_text(reason, "reason", max_length=MAX_REASON)
@@ -197,16 +165,8 @@ def policy_rollback_emergency(*, recipe: Recipe, actor: Actor, reason: Any, from
         setting = policy_set(
             recipe=recipe, policy=setting.previous_policy, user=actor, reason=f"{EMERGENCY}{clean_reason}"
         )
-        event = audit_append(
-            action="emergency_rollback",
-            actor=actor,
-            object_type="recipe",
-            object_id=recipe.name,
-            recipe=recipe.name,
-            before=before,
-            after={"policy": setting.policy, "version": setting.version},
-            reason=clean_reason,
-        )
+        after = {"policy": setting.policy, "version": setting.version}
+        event = _audit("emergency_rollback", recipe, actor, before=before, after=after, reason=clean_reason)
         setting.emergency = emergency_banner(event)
         setting.save(update_fields=["emergency"])
     return setting
@@ -222,6 +182,19 @@ def _since_text(setting: PolicySetting) -> str:
 def emergency_reviewed(*, recipe_id: int) -> None:
     """A follow-up decision was reviewed: the emergency banner goes (the caller audits the review)."""
     PolicySetting.objects.filter(recipe_id=recipe_id, emergency__isnull=False).update(emergency=None)
+
+
+def _audit(action: str, recipe: Recipe, actor: Actor | None, **details: Any) -> AuditEvent:
+    """An event about `recipe` by `actor` (None: the system)."""
+    return audit_append(
+        action=action,
+        actor=actor,
+        actor_name=SYSTEM,
+        object_type="recipe",
+        object_id=recipe.name,
+        recipe=recipe.name,
+        **details,
+    )
 
 
 def _require_manager(actor: Actor | None) -> None:

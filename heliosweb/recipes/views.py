@@ -49,8 +49,7 @@ def _render(request: HttpRequest, recipe: Any, values: dict[str, Any], errors: d
 
 def _shapes_text(shapes: Any) -> str:
     """Stored shapes as the form shows them: one per line, prefill before decode whatever order the
-    database keeps a JSON object's keys in (PostgreSQL's jsonb sorts them); nothing when there are
-    none (the placeholder shows the format)."""
+    database keeps keys in (PostgreSQL's jsonb sorts them); nothing for none (the placeholder shows)."""
     if not shapes:
         return ""
     ordered = ({k: s[k] for k in ("prefill", "decode") if k in s} | s for s in shapes)

@@ -1,22 +1,13 @@
 """kombu's Redis transport, with a closed connection reported as a connection error (Celery's
 `broker_transport`, set in settings when REDIS_URL is).
 
-Why: on a Redis outage Celery 5.7.0's consumer (`on_connection_error_after_connected`) first
-`collect()`s the broken connection, which sets the transport's `client` to None, and then
-`close()`s it (new in 5.7; 5.6 only collected). The first close of the channel was cut short by
-the outage (it raised before marking the channel closed), so the second one runs again, and
-requeueing the running job's unacknowledged message (`QoS.restore_unacked`) builds a new pool from
-`_connparams`, which reads `self.connection.client.hostname`: an `AttributeError`, which Celery
-does not count as a connection error, so the worker exited "Unrecoverable error: AttributeError(
-\"'NoneType' object has no attribute 'hostname'\")" (the engine worker, a thread pool, hung half
-shut down instead). No kombu or Celery release fixes it yet (kombu 5.7.0 and celery 5.7.0 are the
-newest), and no setting skips that close.
-
-Raising redis' `ConnectionError` there instead is what the rest of the code expects of a broker
-that went away: Celery ignores it in the close, reconnects, and the worker takes jobs again about a
-second after Redis answers. The running job's message stays in Redis' unacknowledged set (its ack
-is refused too), so it comes back after the visibility timeout and the job, already ended, is
-skipped (`jobs.services.runner.job_run`). Drill: `tests/heliosweb/test_redis_restart.py`.
+Why: on a Redis outage Celery 5.7.0's consumer `collect()`s the broken connection (its `client`
+becomes None) and then `close()`s it; requeueing the running job's message there reads
+`self.connection.client.hostname`: an AttributeError, not a connection error to Celery, so the
+worker exited "Unrecoverable error". No release (kombu and celery 5.7.0) fixes it, no setting skips
+it. A redis `ConnectionError` instead is ignored, Celery reconnects about a second after Redis
+answers, and the job's message, back after the visibility timeout, is skipped
+(`jobs.services.runner.job_run`). Drill: `tests/heliosweb/test_redis_restart.py`.
 """
 
 from __future__ import annotations

@@ -1,39 +1,23 @@
-"""What daphne's own libraries (Twisted for HTTP, autobahn for websockets) are told when the ASGI
-application loads (`heliosweb.asgi`), in the web server's process. Each change reaches into a
-library through a hook it does not promise to keep, so `requirements.txt` pins both libraries,
-`tests/heliosweb/test_server_internals.py` fails when an upgrade changes the library code a change
-leans on, and `test_server_tuning.py` and `test_http_server.py` (a real daphne) check each behaviour.
+"""What daphne's libraries (Twisted for HTTP, autobahn for websockets) are told when the ASGI
+application loads (`heliosweb.asgi`), through hooks they do not promise to keep: `requirements.txt`
+pins both, `tests/heliosweb/test_server_internals.py` fails when an upgrade moves what a change
+leans on, and `test_server_tuning.py` and `test_http_server.py` check each behaviour.
 
-- Slow clients are timed out. Twisted's only clock is an idle timeout (60 s) that every byte
-  resets, so a client sending one byte a second held a connection, and its request, for ever.
-  Here a request's line and headers must arrive within `HELIOS_HTTP_HEADER_TIMEOUT` seconds (10)
-  of its first byte, and its body within `HELIOS_HTTP_BODY_TIMEOUT` (20) plus one second for each
-  `HELIOS_HTTP_BODY_MIN_RATE` bytes (10,000) received; past either, 408 and the connection is
-  closed. The clocks stop once the request is read: a long-poll waiting 25 s for its answer, or
-  a websocket (whose upgrade request has no body), is never timed out by them.
-- An oversized request line or header is answered: Twisted read each line up to 16,384 bytes and
-  the line and headers together up to 16,384, and past either dropped the connection with no
-  answer (a 32,000-character query) or wrote a bare `400`. Here a request line past the bound is
-  answered 414, a header line or all headers past it 431, in the API's error shape, then closed.
-- Bodies are bounded before they are read: a declared `Content-Length` over
-  `DATA_UPLOAD_MAX_MEMORY_SIZE` (5 MB + 64 KB; `18446744073709551616` included) is answered 413 at
-  once, and a chunked body is cut off with 413 as it passes that size. Twisted would have written
-  any of them to a temporary file first, however large.
-- Bodies stay in memory. Twisted writes every body of 100,000 bytes or more to a new temporary
-  file before the application sees it: creating, writing, reading back and closing it took ~5 ms
-  of a 1,000-record telemetry batch (~180 KB). Every body admitted is at most the size above.
-- Form bodies are parsed by Django only. Twisted parsed every POST body of a form type into
-  arguments daphne never reads, and answered a multipart body it could not parse (no boundary)
-  with a bare `400` with no headers and no body, before Django saw it; Django answers it as the
-  API documents (415, or 400 naming the content type, in JSON, with the security headers).
-- autobahn styles the arguments of a debug line with click's ANSI colours on every websocket
-  frame it sends, before the logger drops the line (debug is off): ~18 µs of a ~75 µs send, the
-  largest single cost of a frame to 500 viewers. Without colours (its own fallback when click is
-  missing) the same lines read as plain text in any log they do reach.
-- Twisted writes no access line. Its HTTP factory formatted one for every request (the combined
-  log format: a date, the headers escaped) and wrote it to Twisted's log, which daphne sends
-  nowhere at its default verbosity (and at `-v 2` beside its own access log, `--access-log`):
-  ~5 % of the web process's time answering 1,000 long-polling engines at once.
+- Slow clients time out (Twisted's only clock, a 60 s idle timeout every byte resets, let one byte a
+  second hold a request for ever): the line and headers within `HELIOS_HTTP_HEADER_TIMEOUT` s of
+  the first byte, the body within `HELIOS_HTTP_BODY_TIMEOUT` plus 1 s per
+  `HELIOS_HTTP_BODY_MIN_RATE` bytes, else 408 and close; the clocks stop once the request is read.
+- An oversized request line is answered 414, a header line or all headers 431, in the API's error
+  shape (Twisted dropped the connection, or wrote a bare `400`, past 16,384 bytes).
+- A body over `DATA_UPLOAD_MAX_MEMORY_SIZE` is 413 before it is read (declared) or as it passes the
+  bound (chunked), and bodies stay in memory: Twisted spooled any size to a temporary file, ~5 ms of
+  a 1,000-record telemetry batch.
+- Form bodies are parsed by Django only (Twisted answered a multipart body without a boundary with a
+  bare `400` before Django could answer as the API documents).
+- autobahn's debug lines go without click's colours (its own fallback): styling them cost ~18 µs of
+  a ~75 µs frame send, before the logger dropped them.
+- No access line: Twisted formatted one per request for a log daphne sends nowhere by default, ~5 %
+  of the process's time answering 1,000 long-polling engines.
 """
 
 from __future__ import annotations
@@ -64,18 +48,15 @@ def _no_access_line(self: HTTPFactory, request: Request) -> None:
 
 
 def _body_in_memory(self: WebRequest, length: int | None) -> None:
-    """`Request.gotLength`, once the headers are in: the body goes to memory (at most
-    DATA_UPLOAD_MAX_MEMORY_SIZE, or a path's own bound in HELIOS_LARGE_BODIES: the channel refuses
-    more), and Twisted leaves forms to Django (what
-    its `parsePOSTFormSubmission=False` does, which daphne gives no way to pass)."""
+    """`Request.gotLength`: the body goes to memory (the channel bounds it), and forms to Django
+    (Twisted's `parsePOSTFormSubmission=False`, which daphne gives no way to pass)."""
     self.content = BytesIO()
     self._parsePOSTFormSubmission = False
 
 
 class BoundedHTTPChannel(HTTPChannel):
-    """Twisted's HTTP/1.1 channel with read deadlines and a body size bound (the module's docstring).
-    It replaces daphne's `_GenericHTTPChannelProtocol` wrapper, which only matters for HTTP/2
-    negotiated over TLS, and daphne here serves plain TCP behind the proxy that terminates TLS."""
+    """Twisted's HTTP/1.1 channel with read deadlines and a body bound, in place of daphne's wrapper
+    that matters only for HTTP/2 over TLS (daphne serves plain TCP behind the TLS proxy here)."""
 
     _clock: Any = None  # the pending timer while a request is being read
     _deadline = 0.0
@@ -89,8 +70,7 @@ class BoundedHTTPChannel(HTTPChannel):
         super().dataReceived(data)
 
     def _limit(self) -> int:
-        """The body bound of this request's path: DATA_UPLOAD_MAX_MEMORY_SIZE, or its own where
-        HELIOS_LARGE_BODIES names a prefix of it (a trace upload)."""
+        """The body bound of this request's path: its HELIOS_LARGE_BODIES entry, else DATA_UPLOAD_MAX_MEMORY_SIZE."""
         raw: Any = getattr(self, "_path", b"")  # the request line's target, set with the headers
         path = raw.decode("latin-1").split("?", 1)[0] if isinstance(raw, bytes) else ""
         for prefix, limit in settings.HELIOS_LARGE_BODIES.items():

@@ -1,15 +1,13 @@
 """Django's ASGI handler, with three changes; every request still goes through Django's whole cycle
 (the why, with figures: docs/architecture.md, "One request pipeline"; heliosweb/server/README.md).
 
-- A body sent without Content-Length (chunked, already decoded by the server) is given its real
-  length: Django and DRF read a request with no length as empty.
-- A sync view marked `kept_thread(view, name)` (the telemetry post) runs, the same middleware list
-  in sync mode, URL resolver, view, exception handling and request signals, in one hop to one
-  long-lived thread that keeps its database connection; Django would hop between a new thread and
-  the loop twice per middleware and open and close a connection per request.
-- An async view marked `kept_thread` (the policy long-poll) runs on the loop with its middleware
-  (the library ones as `loop_middleware`'s subclasses), its sync calls in its kept thread: no thread
-  per request, which at 1,000 engines answered at once was 1,000 threads woken and 1,000 more started.
+- A body sent without Content-Length (chunked) is given its real length: Django and DRF read a
+  request with no length as empty.
+- A sync view marked `kept_thread(view, name)` (the telemetry post) runs its whole sync cycle in one
+  hop to one long-lived thread that keeps its database connection (Django hops twice per middleware
+  and opens a connection per request).
+- An async view marked `kept_thread` (the policy long-poll) runs on the loop with `loop_middleware`,
+  its sync calls in its kept thread (1,000 engines answered at once woke 1,000 threads, started 1,000).
 - Every other view is served as Django serves a sync view under ASGI, in one hop.
 """
 
@@ -38,9 +36,7 @@ _LANE = "kept_thread"  # the attribute a marked view carries: its executor
 
 
 def kept_thread(view: View, name: str) -> View:
-    """Mark `view` to be served with one thread named `name`: a sync view in it, an async one on the
-    loop with its sync calls in it (see the module's docstring). The view itself is unchanged: a
-    sync handler (tests' Client, WSGI) calls it as usual."""
+    """Mark `view` to be served with one thread named `name`; a sync handler (tests' Client) calls it as usual."""
     setattr(view, _LANE, ThreadPoolExecutor(max_workers=1, thread_name_prefix=name))
     return view
 
@@ -58,8 +54,7 @@ class HeliosASGIHandler(ASGIHandler):
         self._in_thread.load_middleware(is_async=False)  # the same list, for sync views, in one hop
 
     def load_middleware(self, is_async: bool = False) -> None:
-        """Django's, from `settings.MIDDLEWARE` with the library classes that `loop_middleware.ON_LOOP`
-        names replaced by their subclasses that run on the loop (Django reads the list from settings)."""
+        """Django's, the async chain with `loop_middleware.ON_LOOP`'s subclasses for the library classes."""
         listed = settings.MIDDLEWARE
         settings.MIDDLEWARE = [ON_LOOP.get(path, path) for path in listed] if is_async else listed
         try:
@@ -73,10 +68,9 @@ class HeliosASGIHandler(ASGIHandler):
         if executor is None:
             await super().__call__(scope, receive, send)  # a thread of its own per request, as Django does
             return
-        # The view's kept thread for every sync call of the request, the request signals' receivers
-        # included: in a context of its own, each request started a thread for them and another
-        # to shut it down: a 1,000-record batch cost 20.4 ms of web CPU (median), 16.7 ms without
-        # (docs/bench/2026-12-02-one-thread.md).
+        # The kept thread for every sync call, the request signals' too: a context of its own started
+        # a thread per request and another to shut it down (20.4 ms of web CPU per 1,000-record batch,
+        # 16.7 ms without: docs/bench/2026-12-02-one-thread.md).
         async with ThreadSensitiveContext(executor=executor):
             await self.handle(scope, receive, send)
 
@@ -128,18 +122,16 @@ def _size(body_file: IO[bytes]) -> int:
 
 
 def _keep_open() -> None:
-    """Mark this thread's open connections as kept: `request_finished`'s `close_old_connections`,
-    which runs in this thread too, then closes one only when it failed (`CONN_MAX_AGE` 0 would
-    close it at each request's end, which is what the kept thread is for avoiding)."""
+    """Mark this thread's open connections as kept: `request_finished`'s `close_old_connections`
+    then closes one only when it failed, not at each request's end (`CONN_MAX_AGE` 0)."""
     for connection in connections.all(initialized_only=True):
         if connection.connection is not None:
             connection.close_at = None
 
 
 def _close_unusable() -> None:
-    """Close this thread's connections that the database dropped while they idled (a restart): the
-    next query opens a new one. Django's `close_old_connections` would close them all at each
-    request's end (`CONN_MAX_AGE` 0), which is what the kept thread is for avoiding."""
+    """Close this thread's connections the database dropped while they idled (a restart): the next
+    query opens a new one (the kept connections are never closed by `close_old_connections`)."""
     for connection in connections.all(initialized_only=True):
         if connection.connection is not None and not connection.is_usable():
             connection.close()

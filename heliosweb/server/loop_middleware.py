@@ -1,19 +1,12 @@
-"""The library middleware of `settings.MIDDLEWARE`, as an async view's chain runs them: on the event loop.
+"""The library middleware of `settings.MIDDLEWARE`, as an async view's chain runs them: on the loop.
 
-Django builds an async chain for an async view (the policy long-poll: `server.handler`). In
-it, a `MiddlewareMixin` middleware calls its `process_request`, `process_view` and
-`process_response` through `sync_to_async`: a hop to a thread and back for each, 8 with this list
-after the view returns. One policy change answers every engine long-polling the recipe at once:
-at 1,000 engines that was 8,000 hops queued behind one another, p95 2.5-5.6 s (measured in one
-process, docs/bench/2026-12-02-long-poll-on-the-loop.md). These subclasses call the same methods
-on the loop, which is safe because none of them does I/O there, except where a hook below says
-one may (a session to save, messages to store, a CSRF check that reads the session or a body):
-those still go to the thread. WhiteNoise's middleware, sync-only, gains an async path the same
-way: no thread unless it serves a file.
-
-`settings.MIDDLEWARE` keeps naming the libraries' classes (Django's deploy checks look for those
-names); `server.handler` builds the async chain from the same list with each name in
-`ON_LOOP` replaced by its subclass here. The sync chain uses the libraries' classes unchanged.
+In Django's async chain (the policy long-poll) a `MiddlewareMixin` calls each hook through
+`sync_to_async`: one policy change answering 1,000 long-polling engines queued 8,000 thread hops,
+p95 2.5-5.6 s (docs/bench/2026-12-02-long-poll-on-the-loop.md). These subclasses call the hooks on
+the loop, as none does I/O there unless a hook below says so (a session to save, messages to store,
+a CSRF check reading the session or a body: in the thread). WhiteNoise gains an async path too.
+`settings.MIDDLEWARE` keeps the libraries' names (Django's deploy checks look for them);
+`server.handler` swaps in the subclasses of `ON_LOOP` for the async chain only.
 """
 
 from __future__ import annotations
@@ -40,8 +33,7 @@ async def _call(on_loop: bool, method: Callable[..., Any], *args: Any) -> Any:
 
 
 class OnLoop(MiddlewareMixin):
-    """`MiddlewareMixin`'s async mode without the thread hops, for middleware whose methods do no I/O
-    unless a hook says so."""
+    """`MiddlewareMixin`'s async mode without thread hops, for hooks that do no I/O unless they say so."""
 
     def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
         super().__init__(get_response)

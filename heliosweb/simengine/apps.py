@@ -2,8 +2,7 @@ from django.apps import AppConfig
 
 
 class SimEngineConfig(AppConfig):
-    """The simulated engine (job kind `engine`): above telemetry, whose API it reports to as any
-    engine does, and jobs, which run it. No models."""
+    """The simulated engine (job kind `engine`), above telemetry (its API) and jobs (which run it). No models."""
 
     name = "heliosweb.simengine"
     label = "simengine"

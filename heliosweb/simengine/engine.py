@@ -1,14 +1,8 @@
-"""The simulated engine: job kind `engine` (queue `engine`), so the loop runs on the embedded default.
-
-It runs `scheduler_core.engine.EngineLoop` on endless Poisson traffic (or a stored trace replayed in
-a loop, time-scaled) in real time (times `pace`), on the recipe's latest boot (as stored or
-repaired) or the pull request's clean or drift catalog, and is a real client of the engine API
-over HTTP with its own engine token, through the client package engines use (`clients/python`,
-`helios_client`): its `PolicyWatcher` long-polls the policy with `If-None-Match` and the loop takes
-a change for every request whose prefill begins after it (one already prefilling keeps, and is
-tagged with, the version that planned its first chunk); its `TelemetryReporter` posts the records in numbered
-batches of one session, retrying a failed POST with the same number (the server stores a batch
-once). It runs until stopped (cancel) or for `duration_s`.
+"""The simulated engine, job kind `engine` (queue `engine`): `scheduler_core.engine.EngineLoop` in real
+time (times `pace`) on endless Poisson traffic or a looped trace, on the recipe's latest boot or the
+PR's clean or drift catalog, until cancelled or for `duration_s`. A real engine-API client with its
+own token (`helios_client`): `PolicyWatcher` long-polls the policy (a change applies to requests
+whose prefill begins after it), `TelemetryReporter` posts numbered batches, retried by number.
 """
 
 from __future__ import annotations
@@ -72,9 +66,8 @@ def engine_name(job_id: int) -> str:
 
 
 def setting(params: dict[str, Any], recipe: Recipe) -> tuple[ExecutionModel, Catalog, str, dict[str, Any] | None]:
-    """The catalog and true costs: the recipe's latest boot (as stored, or repaired: its flagged
-    shapes replaced, `catalogs.health`), or the PR's clean or drift catalog; and, for a boot, where
-    the catalog came from (as a job's `catalog_sources` entry)."""
+    """The true costs, the catalog and its name: the recipe's latest boot (as stored or repaired) or
+    the PR's clean or drift catalog; and, for a boot, its `catalog_sources` entry."""
     if params["catalog"] in BOOT_CATALOGS:
         boot = Boot.objects.filter(recipe=recipe).order_by("-created_at", "-id").first()
         if boot is None:
@@ -109,8 +102,7 @@ def check_submission(params: dict[str, Any], recipe: Recipe | None) -> None:
 
 
 class EngineResult(TypedDict):
-    """What an engine served before it stopped: its records, the policy versions it followed, and
-    where its telemetry went (its engine name and session)."""
+    """What an engine served: its records, the policy versions it followed, where its telemetry went."""
 
     launches: int
     requests: int

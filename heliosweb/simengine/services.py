@@ -17,9 +17,8 @@ ENGINE_KIND = "engine"  # the simulated engine's job kind
 
 
 def engine_start(*, recipe: Recipe, user: Actor, params: dict[str, Any] | None = None) -> BenchmarkJob:
-    """Queue a simulated engine for `recipe` (queue `engine`); at most one runs per recipe: the
-    check and the new job hold the recipe's row lock, so two starts at once queue one engine and
-    the other is refused (Conflict)."""
+    """Queue a simulated engine for `recipe`; at most one per recipe: under the recipe's row lock,
+    of two starts at once one queues an engine and the other is a Conflict."""
     with transaction.atomic():
         Recipe.objects.select_for_update().filter(pk=recipe.pk).first()
         active = engine_job_active(recipe=recipe)

@@ -1,8 +1,6 @@
-"""`POST /api/recipes/<name>/telemetry/`: one batch from one engine (thin: the service validates and stores).
-
-Served in one kept thread per web process (`server.handler.kept_thread`), middleware and all, so
-a batch reuses that thread's database connection; batches are one at a time anyway
-(`ingest.telemetry_turn`)."""
+"""`POST /api/recipes/<name>/telemetry/`: one batch from one engine (thin: the service validates and
+stores), served in one kept thread per web process (`server.handler.kept_thread`) that reuses its
+database connection; batches are one at a time anyway (`ingest.telemetry_turn`)."""
 
 from __future__ import annotations
 
@@ -60,8 +58,7 @@ BATCH = inline_serializer("TelemetryBatch", {"records": serializers.ListField()}
 
 
 def add_batch_to_openapi(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """drf-spectacular postprocessing hook: `TelemetryBatch` as the records module declares it, the
-    declarations the server validates a batch with (`validation`)."""
+    """drf-spectacular hook: `TelemetryBatch` as `helios_client.records` declares it (what `validation` checks)."""
     result["components"]["schemas"]["TelemetryBatch"] = batch_json_schema()
     return result
 

@@ -1,10 +1,7 @@
-"""Fixed latency buckets: a histogram that merges by adding counts, so minute rollups sum into
-hours, engines into recipes, and web processes agree without sharing memory.
-
-Edges run 1, 1.1, 1.2, ... 8.6, 9.4 x 10^k ms (29 a decade, two significant digits, each at most
-10 % above the one before) from 0.1 ms to 94 s: 174 edges. A quantile read from them lies in the
-same bucket as the truth, so within 10 % of it; that holds for Prometheus too, which gets every
-edge (`histogram_quantile` interpolates inside the bucket just as `quantile_ms` does).
+"""Fixed latency buckets: histograms that merge by adding counts (minutes into hours, engines into
+recipes, web processes without shared memory). Edges run 1, 1.1, 1.2, ... 9.4 x 10^k ms (each at
+most 10 % above the one before) from 0.1 ms to 94 s: a quantile read from them, here or by
+Prometheus (which gets every edge), is within 10 % of the truth.
 """
 
 from __future__ import annotations
@@ -45,8 +42,7 @@ def cumulative_seconds(counts: Sequence[int]) -> list[tuple[str, int]]:
 
 
 def quantile_ms(counts: Sequence[int], q: float) -> float | None:
-    """The q-quantile, interpolated inside its bucket; None for an empty histogram. Values above
-    the last edge read as the last edge (a lower bound)."""
+    """The q-quantile, interpolated in its bucket (past the last edge: that edge); None when empty."""
     total = sum(counts)
     if total == 0:
         return None

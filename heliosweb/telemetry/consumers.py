@@ -1,18 +1,11 @@
 """`/ws/recipes/<name>/live/?after=N`: a recipe's live telemetry frames, numbered, refilled from the
-database after a reconnect, and its policy changes.
+database after a reconnect, and its policy changes (messages `frames`, `policies`, `ping`).
 
-Frames arrive through `heliosweb.realtime.broadcast` (one Redis subscription per web process, fanned out
-here in-process), not a channel-layer group: at hundreds of viewers the stock layers cost every
-consumer a wake-up per event and drop events past their capacity (docs/architecture.md). A live
-frame that is the next in sequence is forwarded as the JSON text it was published as (encoded once
-per process, not once per socket). The socket gets at most 30 messages a second (`Pace`); whatever
-arrived while it waited goes in one `{"type": "frames", "frames": [...]}`. A frame numbered past
-the next expected one, or a `resync` from the broadcast, refills the gap from the database, so the
-page never has a hole in its numbers. The common case, the next frame with the pace allowing it and
-nothing waiting, is written by the broadcast's reader itself (`_take`), with no task woken per
-socket; everything else goes through the socket's queue and its pump, one send at a time.
-Messages: `frames`, `policies` (`{changes: [{version, policy, decided_at, decision}], current}`),
-and the stream's `ping`.
+Frames arrive through `heliosweb.realtime.broadcast`. The socket gets at most 30 messages a second
+(`Pace`); what arrived while it waited goes in one `frames` message. A frame past the next expected
+one, or a `resync`, refills the gap from the database, so the page never has a hole in its numbers.
+The common case (the next frame, the pace allowing, nothing waiting) is written by the broadcast's
+reader itself (`_take`), as published, with no task woken; the rest goes through the socket's queue.
 """
 
 from __future__ import annotations
@@ -37,23 +30,18 @@ from heliosweb.recipes.services import policy_topic
 from .ingest import live_topic
 from .selectors import frames_after
 
-# 30 messages a second at most: half again the 20 frames a second the live bench feeds
-# (bench/engine_bench.py), which a page still receives one by one. With the pace at the feed's own
-# rate, a bucket emptied by one burst (the reader catching up after a pause) never refilled, and
-# every frame after it that came a little early was held up to 50 ms and went the slow way (a fifth
-# of all sends at 1,000 viewers).
+# Half again the 20 frames a second the live bench feeds (bench/engine_bench.py): at the feed's own
+# rate a bucket emptied by one burst never refilled, and a fifth of all sends at 1,000 viewers went
+# the slow way.
 SEND_INTERVAL_S = 1 / 30
 FRAMES_PER_MESSAGE = 100
 
 
 @dataclass
 class Pace:
-    """One send per `interval` on average, and at most two back to back (a token bucket of two,
-    kept as the time the next send is due, GCRA-style). A strict minimum gap would carry every late
-    arrival over to all the frames after it: one frame published 10 ms late held each following one
-    10 ms, for good. A bucket of two absorbs the jitter; over any second a socket still gets at most
-    one message more than 1 / `interval`. The bucket refills only while frames come slower than
-    1 / `interval`: hence an interval shorter than the feed's (SEND_INTERVAL_S)."""
+    """One send per `interval` on average, at most two back to back (a GCRA token bucket of two): a
+    strict gap carried every late arrival over to all later frames. It refills only while frames
+    come slower than 1 / `interval` (hence SEND_INTERVAL_S shorter than the feed's)."""
 
     interval: float
     due: float = -math.inf  # when the next send is due at the steady rate
@@ -68,9 +56,8 @@ class Pace:
 
 @functools.lru_cache(maxsize=4)
 def frames_message(frame: str) -> str:
-    """The `frames` message of one frame (its JSON text), built once per process: the broadcast's
-    reader offers each frame to every socket in turn, so the text is the same object each time and
-    its cache entry is found by identity."""
+    """The `frames` message of one frame, built once per process: the reader offers the same text
+    object to every socket in turn, so the cache entry is found by identity."""
     return '{"type": "frames", "frames": [' + frame + "]}"
 
 

@@ -1,10 +1,8 @@
 """A live frame: what the live recipe page draws of one telemetry batch, built once at ingest and
-stored with it, so a reconnecting page refills from the database exactly what it missed. Its keys
-are the points the live figures' growth rules read (`heliosweb/figures/live.py`): rows of
-`[t_ms, value]` (`[t_ms, value, trace name]` for capacities), and one value per batch (`t1`).
-
-Bounded whatever the batch holds: at most `MAX_POINTS` rows of each kind, the batch's ITL
-quantiles, padding share, and the mean of each reported field (`helios_client.records.reported`).
+stored with it, so a reconnecting page refills exactly what it missed. Its keys are the points the
+live figures read (`heliosweb/figures/live.py`), bounded whatever the batch holds: at most
+`MAX_POINTS` rows of each kind, the batch's ITL quantiles, padding share, and each reported
+field's mean.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Telemetry's writes of what engines report: ingest a batch (idempotent by recipe, engine, session
-and batch number), fold it into minute rollups and per-version totals in the same transaction, and
-prune what the window no longer holds. Tokens are `tokens.py`; the read side `selectors.py`,
-`consumers.py` and `metrics.py`."""
+"""Telemetry's writes: ingest a batch (idempotent by recipe, engine, session and number), fold it into
+minute rollups and per-version totals in the same transaction, and prune what the window no longer
+holds. The read side: `selectors.py`, `consumers.py`, `metrics.py`."""
 
 from __future__ import annotations
 
@@ -54,9 +53,8 @@ class _Partial:
     reported: dict[str, list[float]] = field(default_factory=dict)  # field -> [sum, count] (records.reported)
 
 
-# Daphne runs each request in a thread of its own, but a batch is CPU work under the GIL and SQLite
-# lets one writer in at a time (and puts the others to sleep 1, 2, 5, 10 ... ms before they try again):
-# four batches at once took ~35 % more CPU each, in thread switches and those sleeps, than one at a time.
+# A batch is CPU work under the GIL, and SQLite lets one writer in at a time (the others sleep 1, 2, 5 ...
+# ms): four batches at once took ~35 % more CPU each, in thread switches and sleeps, than one at a time.
 _ONE_BATCH_AT_A_TIME = threading.Lock()
 
 
@@ -66,11 +64,9 @@ def telemetry_turn() -> threading.Lock:
 
 
 def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) -> tuple[TelemetryBatch, Batch, bool]:
-    """Store one batch: (stored row, parsed batch, False) when the same batch, with the same
-    records, is already stored under this recipe, engine, session and number (a retry); the same
-    number with other records is a Conflict naming it. `engine`, for an engine token, is the only
-    engine name the batch may carry. Raises InvalidInput naming the first bad field; then nothing
-    is stored."""
+    """Store one batch: (row, parsed batch, created); a retry answers the stored row, created False,
+    other records under its number are a Conflict. `engine` (an engine token's) is the only engine
+    the batch may name. InvalidInput names the first bad field; nothing is stored then."""
     batch = _parsed(recipe, data, engine)
     try:
         with transaction.atomic():
@@ -84,8 +80,7 @@ def telemetry_ingest(*, recipe: Recipe, data: Any, engine: str | None = None) ->
 
 
 def _parsed(recipe: Recipe, data: Any, engine: str | None) -> Batch:
-    """The batch, valid, posted by whom may post it: without a token (a maintainer) not as an
-    engine that has tokens."""
+    """The batch, valid, from whom may post it (without a token, not as an engine that has tokens)."""
     setting = setting_of(recipe)
     if setting is None:
         raise InvalidInput("recipe", f"recipe {recipe.name!r} has no policy setting")
@@ -211,13 +206,9 @@ def _fold(recipe: Recipe, batch: Batch) -> _Partial:
 def _add_to_row(
     model: type[Rollup] | type[Totals], key: dict[str, Any], part: _Partial, stamp: dict[str, Any] | None = None
 ) -> None:
-    """Add `part` to `model`'s row at `key`, created at zero if missing. Launch records change three
-    counters only, added by one UPDATE (the fold of a launch-only batch was 4 ORM round trips, ~4 ms
-    of a 20 ms budget); request records also change JSON buckets (and a rollup's sequences), which
-    are read, added to and written back. No other writer races either: the recipe's `_next_seq` row
-    lock is held until commit. No counter passes MAX_COUNTER: the UPDATE applies only below it, and
-    the read path (`_add`) refuses the batch, naming the counter. `stamp`: fields set as they are
-    (a `Totals` row's `seen_at`)."""
+    """Add `part` to `model`'s row at `key` (made at zero if missing), `stamp`'s fields set: a launch-only
+    part in one UPDATE below MAX_COUNTER (4 ORM round trips were ~4 ms of a 20 ms budget), else read,
+    added to (`_add` refuses past MAX_COUNTER) and saved. `_next_seq`'s row lock keeps out races."""
     stamp = stamp or {}
     room = {f"{name}__lte": MAX_COUNTER - getattr(part, name) for name in _LAUNCH_COUNTERS}
     if not part.requests and model.objects.filter(**key, **room).update(
@@ -241,10 +232,9 @@ _COUNTERS = ("requests", "request_launches", *_LAUNCH_COUNTERS)
 
 
 def _fold_launches(parts: dict[tuple[int, int], _Partial], launches: Launches, policy: str) -> None:
-    """Count and sum the launch records per (version, minute): the records' places grouped by key
-    in one pass, then each key's sums by C loops over its places. Linear however many minutes a
-    batch spans (selecting each key's records from the whole batch was quadratic in them: 2 s for
-    a batch over 5,000 minutes)."""
+    """Count and sum the launch records per (version, minute): places grouped by key in one pass,
+    then summed by C loops. Linear in the minutes a batch spans (selecting each key's records from
+    the whole batch was quadratic: 2 s for a batch over 5,000 minutes)."""
     places: dict[tuple[int, int], list[int]] = {}
     for i, key in enumerate(zip(launches.version, map(int, map(floordiv, launches.t_ms, repeat(60_000))))):
         places.setdefault(key, []).append(i)
@@ -303,8 +293,7 @@ def _add(into: Rollup | Totals | _Partial, part: _Partial) -> None:
 
 
 def telemetry_prune(*, now: datetime | None = None) -> dict[str, int]:
-    """Drop raw batches older than the window or beyond each recipe's record cap, and minute
-    rollups older than their own (longer) window; per-version totals stay."""
+    """Drop raw batches past the window or a recipe's cap, and rollups past theirs; totals stay."""
     now = now or timezone.now()
     cutoff = now - timedelta(hours=settings.HELIOS_TELEMETRY_RAW_HOURS)
     dropped = TelemetryBatch.objects.filter(received_at__lt=cutoff).delete()[0]

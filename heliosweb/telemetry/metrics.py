@@ -1,26 +1,14 @@
-"""`/metrics` in the Prometheus text format, computed from the database on each scrape, so every
-web process answers the same (no per-process counters to merge, no multiprocess directory).
+"""`/metrics` in the Prometheus text format, from the database, so every web process answers the same.
 
-From `Totals` (never pruned, so counters never go down): the `helios_ttft_seconds` and
-`helios_itl_seconds` histograms per recipe, policy version and policy (every engine's counts
-summed: what the Grafana board's quantiles read), and the `helios_prefill_launches_total` /
-`helios_padded_tokens_total` / `helios_launched_tokens_total` counters per recipe, engine, version
-and policy (padding share = padded / launched); a `helios_reported_<field>` summary (sum and count)
-per reported field (`helios_client.records.reported`) with the same labels; `helios_policy_version` per recipe; jobs by state;
-Celery queue depth (with Redis).
-
-Bounded (docs/telemetry.md, "Cardinality"): only what engines posted within
-`HELIOS_METRICS_WINDOW_SECONDS` (1 h) is exported: the (engine, version) counter series seen then,
-at most `HELIOS_METRICS_MAX_ENGINE_SERIES` (200), the latest first, and the histograms of the
-versions seen then, the latest `HELIOS_METRICS_MAX_VERSIONS` (3) of each recipe. The rest is dropped, never summed into another series (a series leaving a sum
-would make its counter go down); Prometheus keeps what it scraped before, and a series seen again
-comes back with its whole count. `helios_metrics_series_left_out{kind}` says how many series the
-bounds left out. Per engine histograms (175 buckets each, two per engine and version)
-were 357 series apiece, none dropped: a 30-minute run reached 934 KB and 2.76 s scrapes.
-
-Access: a bearer token (`HELIOS_METRICS_TOKEN`) or, without one, only clients from
-`HELIOS_METRICS_ALLOW` (loopback by default), by `common.clients.client_ip`: behind a local proxy,
-set `HELIOS_TRUSTED_PROXIES` or every client looks like loopback.
+From `Totals` (never pruned: counters never go down): TTFT and ITL histograms per recipe, version
+and policy (engines summed: what the Grafana board reads), launch and token counters and a summary
+per reported field per engine too, the active policy versions, jobs by state, Celery queue depth.
+Bounded (docs/telemetry.md, "Cardinality"): only series engines posted within
+`HELIOS_METRICS_WINDOW_SECONDS`, at most `HELIOS_METRICS_MAX_ENGINE_SERIES` (engine, version) series
+and the latest `HELIOS_METRICS_MAX_VERSIONS` versions' histograms per recipe (per-engine histograms
+made a scrape 934 KB and 2.76 s); the rest is dropped, never summed elsewhere (its counter would go
+down), and counted in `helios_metrics_series_left_out`. Access: `HELIOS_METRICS_TOKEN` as a bearer
+token, or else clients in `HELIOS_METRICS_ALLOW` (behind a local proxy, set `HELIOS_TRUSTED_PROXIES`).
 """
 
 from __future__ import annotations
@@ -34,7 +22,7 @@ from typing import Any
 import redis
 from django.conf import settings
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 from helios_client.records import reported
@@ -52,6 +40,7 @@ from prometheus_client.registry import Collector
 from heliosweb.celery import QUEUES
 from heliosweb.common.auth import bearer_token
 from heliosweb.common.clients import client_ip
+from heliosweb.common.http_errors import json_error
 from heliosweb.jobs.models import BenchmarkJob, JobStatus
 from heliosweb.recipes.models import PolicySetting
 
@@ -114,9 +103,8 @@ def _engine_counters(left_out: GaugeMetricFamily) -> Iterator[Metric]:
 
 
 def _histograms(left_out: GaugeMetricFamily) -> Iterator[Metric]:
-    """TTFT and ITL per recipe, version and policy, every engine's counts summed, for the versions
-    seen in the window, the latest `HELIOS_METRICS_MAX_VERSIONS` of each recipe (all of a version's
-    rows: the sum never loses a member, so never goes down)."""
+    """TTFT and ITL per recipe, version and policy, engines summed (all of a version's rows, so the
+    sum never goes down), for the latest versions of each recipe seen in the window."""
     ttft = HistogramMetricFamily(
         "helios_ttft_seconds", "Time to first token reported by engines", labels=HISTOGRAM_LABELS
     )
@@ -202,13 +190,8 @@ def exposition() -> bytes:
 @require_GET
 def metrics_view(request: HttpRequest) -> HttpResponse:
     if not _allowed(request):
-        return JsonResponse(
-            {
-                "error": "metrics need HELIOS_METRICS_TOKEN as a bearer token, or a client address in HELIOS_METRICS_ALLOW",
-                "field": "authorization",
-            },
-            status=403,
-        )
+        why = "metrics need HELIOS_METRICS_TOKEN as a bearer token, or a client address in HELIOS_METRICS_ALLOW"
+        return json_error(403, "authorization", why)
     return HttpResponse(served_exposition(exposition), content_type=CONTENT_TYPE_LATEST)
 
 

@@ -1,12 +1,7 @@
-"""`/metrics` answered from a snapshot made off the request path.
-
-Computing the exposition (`metrics.exposition`, which the callers pass) costs 20-40 ms of CPU with 100 engines x 20
-versions stored; on a loaded host a scrape waited several times that for a core (164-272 ms at load
-14 on 2 cores). Beat has it made every `HELIOS_METRICS_SNAPSHOT_SECONDS` (10) and kept in the
-default cache (Redis: every web process serves the same one) for three periods; a scrape serves it
-while it is kept, and computes afresh when it is not (beat stopped, Redis away, snapshots off with
-0). A scrape is thus at most one period behind the database: counters are read as they stood then,
-never lower than an earlier scrape's.
+"""`/metrics` answered from a snapshot made off the request path: the exposition costs 20-40 ms of
+CPU (100 engines x 20 versions), and a loaded host's scrape waited 164-272 ms for a core. Beat makes
+it every `HELIOS_METRICS_SNAPSHOT_SECONDS` into the default cache (one for every web process), kept
+three periods; a scrape computes afresh only when none is kept. Counters are at most a period behind.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from django.utils.decorators import sync_and_async_middleware
 
 from heliosweb.common.auth import bearer_token
 from heliosweb.common.db_connection import LOST, lost_backend, read_retried, unavailable_answer
+from heliosweb.common.http_errors import json_error
 
 from .models import TOKEN_PREFIX
 from .selectors import engine_grant_get
@@ -46,8 +47,7 @@ class Engine:
 
 
 def engine_token_in(authorization: str) -> str | None:
-    """The engine token an `Authorization` header carries (`Bearer heng_...`, the scheme in any
-    case), or None."""
+    """The engine token an `Authorization` header carries (`Bearer heng_...`), or None."""
     token = bearer_token(authorization)
     return token if token and token.startswith(TOKEN_PREFIX) else None
 
@@ -90,7 +90,7 @@ def _admit(request: HttpRequest, token: str) -> JsonResponse | None:
     """Set `request.engine`, or the refusal: 401 for an unknown or revoked token, 403 off its routes."""
     grant = engine_grant_get(token=token)
     if grant is None:
-        return JsonResponse({"error": "unknown or revoked engine token", "field": "authorization"}, status=401)
+        return json_error(401, "authorization", "unknown or revoked engine token")
     engine = Engine(grant.engine, grant.recipes)
     try:
         match = resolve(request.path_info)
@@ -104,13 +104,7 @@ def _admit(request: HttpRequest, token: str) -> JsonResponse | None:
         or (methods is not None and request.method not in methods)
         or match.kwargs.get("name") not in engine.recipes
     ):
-        return JsonResponse(
-            {
-                "error": f"engine {engine.name!r}'s token may only read the policy, post telemetry and upload "
-                f"boots of {sorted(engine.recipes)}",
-                "field": "authorization",
-            },
-            status=403,
-        )
+        reach = f"may only read the policy, post telemetry and upload boots of {sorted(engine.recipes)}"
+        return json_error(403, "authorization", f"engine {engine.name!r}'s token {reach}")
     request.engine = engine  # type: ignore[attr-defined]
     return None

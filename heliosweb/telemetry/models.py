@@ -1,10 +1,7 @@
-"""What engines report, kept bounded.
-
-`TelemetryBatch` is one POST as received (its validated records, for the raw window and the live
-page's refill); `Rollup` sums a recipe's telemetry per minute, engine and policy version; `Totals`
-sums it per engine and version since the first batch (what `/metrics` exports as counters, so they
-never go down when old minutes are pruned). `EngineToken` lets one engine read the policies and
-post the telemetry of the recipes it names, and nothing else. Sizes are in `docs/telemetry.md`.
+"""What engines report, kept bounded (sizes: `docs/telemetry.md`). `TelemetryBatch` is one POST as
+received (the raw window, the live page's refill); `Rollup` sums per minute, engine and version;
+`Totals` per engine and version, never pruned (`/metrics`' counters). `EngineToken` lets one engine
+read the policies and post the telemetry of the recipes it names, nothing else.
 """
 
 from __future__ import annotations
@@ -20,8 +17,7 @@ TOKEN_PREFIX = "heng_"  # tells an engine token from a user's at a glance (and t
 
 
 class EngineToken(models.Model):
-    """A bearer token for one engine; only its SHA-256 is stored (the token is 32 random bytes,
-    so an unsalted hash is as strong as the token itself)."""
+    """A bearer token for one engine; only its SHA-256 is stored (as strong as 32 random bytes)."""
 
     engine = models.SlugField(max_length=64)
     key_hash = models.CharField(max_length=64, unique=True)
@@ -34,9 +30,8 @@ class EngineToken(models.Model):
 
 
 class RecordsEncoder(json.JSONEncoder):
-    """A batch's records are plain JSON values (parsed from JSON and validated, so every key is a
-    string and every integer fits 64 bits): orjson writes 1,000 of them in ~0.3 ms where json's
-    encoder takes ~3 and ujson ~1.5 (the text is compact; the values read back the same)."""
+    """A batch's records are validated plain JSON (string keys, 64-bit integers): orjson writes 1,000
+    in ~0.3 ms, json's encoder ~3 and ujson ~1.5 (compact text; the values read back the same)."""
 
     def encode(self, o: Any) -> str:
         return orjson.dumps(o).decode()
@@ -72,9 +67,8 @@ class TelemetryBatch(models.Model):
 
 
 class LiveSequence(models.Model):
-    """A recipe's last live frame number (`TelemetryBatch.seq`). A batch takes the next one with one
-    upsert that also holds this row until the batch commits (one writer per recipe), where locking
-    the recipe and reading Max(seq) took two queries."""
+    """A recipe's last live frame number: a batch takes the next with one upsert that holds this row
+    to commit (one writer per recipe), where locking the recipe and reading Max(seq) took two queries."""
 
     recipe = models.OneToOneField("recipes.Recipe", on_delete=models.CASCADE, primary_key=True, related_name="+")
     seq = models.PositiveBigIntegerField()

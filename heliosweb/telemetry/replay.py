@@ -1,13 +1,10 @@
 """Counterfactual replay of what a recipe's engines served: "what the other policy would have done".
 
-`replay_submit` reads the request records one engine (or every engine) posted for the recipe over a
-window, rebuilds that traffic (`scheduler_core.analyses.replay.from_engine_records`) and submits a
-`replay` job on the recipe's latest boot (as stored or repaired) or a named execution model. The
-job keeps the rebuilt requests and what the engine reported of each in its params, and where they
-came from in its `trace_sources`, so it stays evidence a decision can cite after the raw batches
-are pruned (`HELIOS_TELEMETRY_RAW_HOURS`). Bounded: a window no longer than the raw window,
-holding at most `MAX_REQUESTS` finished requests; a longer one, or one holding none, is refused
-and nothing is stored or queued.
+`replay_submit` rebuilds the traffic engines posted over a window
+(`scheduler_core.analyses.replay.from_engine_records`) and submits a `replay` job on the recipe's
+latest boot or an execution model; the job keeps the requests and their origin, so it stays
+evidence after the raw batches are pruned. A window longer than the raw one, or holding none or
+over `MAX_REQUESTS` finished requests, is refused and nothing is stored or queued.
 """
 
 from __future__ import annotations
@@ -54,8 +51,8 @@ def replay_submit(
     execution: Any = "boot",
     user: Actor | None = None,
 ) -> BenchmarkJob:
-    """Queue a `replay` of the requests that finished in [since_ms, until_ms) (Unix ms) on `recipe`,
-    from `engine` (None or "": every engine). Raises InvalidInput naming the field."""
+    """Queue a `replay` of `recipe`'s requests that finished in [since_ms, until_ms) (Unix ms), from
+    `engine` (None or "": all). InvalidInput names the field."""
     since = require_number(since_ms, "since_ms", minimum=MIN_UNIX_MS, maximum=MAX_UNIX_MS)
     until = require_number(until_ms, "until_ms", minimum=MIN_UNIX_MS, maximum=MAX_UNIX_MS)
     longest_ms = settings.HELIOS_TELEMETRY_RAW_HOURS * 3_600_000
@@ -116,8 +113,7 @@ WINDOWS_MIN = (5, 15, 60)  # the live page's windows: the last this many minutes
 
 
 def replay_offer(*, recipe: Recipe) -> dict[str, Any]:
-    """What the live page offers: its windows, the engines that reported, the executions (the
-    recipe's boot first when it has one), and the recipe's latest replay job with its result."""
+    """What the live page offers: windows, engines, executions, and the latest replay with its result."""
     has_boot = Boot.objects.filter(recipe=recipe).exists()
     engines = sorted(set(Totals.objects.filter(recipe=recipe).values_list("engine", flat=True)))
     latest = BenchmarkJob.objects.filter(kind=KIND, recipe=recipe).order_by("-id").first()

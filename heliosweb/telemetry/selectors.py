@@ -37,8 +37,7 @@ _clock = time.monotonic  # the tests move it
 
 def engine_grant_get(*, token: str) -> EngineGrant | None:
     """What `token` allows, or None for an unknown or revoked one. A live token is trusted for
-    HELIOS_ENGINE_TOKEN_CACHE_SECONDS after this process last read it (its 2 queries were a sixth of
-    a small batch's cost): a revoked token, or one whose recipes changed, is seen within that bound."""
+    HELIOS_ENGINE_TOKEN_CACHE_SECONDS after it was read (its 2 queries were a sixth of a small batch)."""
     key = token_digest(token)
     now, bound = _clock(), settings.HELIOS_ENGINE_TOKEN_CACHE_SECONDS
     hit = _checked.get(key)
@@ -63,10 +62,8 @@ def frames_after(*, recipe: Recipe, after: int, limit: int = MAX_REFILL_FRAMES) 
 
 
 def version_summary(*, recipe: Recipe, version: int, policy: str | None) -> dict[str, Any]:
-    """One policy version's telemetry, every engine merged: TTFT p50/p99 (from the fixed buckets),
-    launches per request, padding share, distinct prefill sequences per prompt length, and the
-    sample counts each figure rests on. `policy` is the policy the version had (the audit chain's),
-    so the panel names it before any engine has reported under it."""
+    """One policy version's telemetry, engines merged, with the sample counts each figure rests on.
+    `policy` is the version's (the audit chain's), so the panel names it before any engine reports."""
     rows = list(Rollup.objects.filter(recipe=recipe, version=version))
     ttft = buckets.empty()
     sequences: dict[str, set[str]] = {}
@@ -94,11 +91,9 @@ def version_summary(*, recipe: Recipe, version: int, policy: str | None) -> dict
 
 
 def telemetry_by_version(*, recipe: Recipe) -> list[dict[str, Any]]:
-    """Everything the recipe's engines reported, per policy version, oldest first, every engine
-    merged, from the per-version totals (never pruned, so the whole life of each version): which
-    engines, finished requests, prefill launches (and per finished request), TTFT p50/p99 (from the
-    fixed buckets: within one bucket step, 25 %, of the truth) and mean, launched and padded graph
-    tokens and the padded share, and whether the requests are too few to read much into."""
+    """What the recipe's engines reported per policy version, oldest first, engines merged, from the
+    never-pruned totals: engines, requests, launches (and per request), TTFT p50/p99 (within a
+    bucket step) and mean, launched and padded tokens and share, and whether the sample is small."""
     merged: dict[int, dict[str, Any]] = {}
     for t in Totals.objects.filter(recipe=recipe).order_by("version", "engine"):
         row = merged.setdefault(
@@ -142,11 +137,9 @@ def _round(x: float | None) -> float | None:
 def raw_records(
     *, recipe: Recipe, since_ms: float, until_ms: float, engine: str | None, most: int, of: str = "launch"
 ) -> list[tuple[str, dict[str, Any]]]:
-    """(engine, record of type `of`: launch or request) with `since_ms <= t_ms < until_ms` (a
-    request's `t_ms` is when it finished), from the raw batches still kept
-    (HELIOS_TELEMETRY_RAW_HOURS), in time order; at most `most + 1` of them, so a caller can tell
-    that the window holds more than `most`. A record is received after its `t_ms`: batches received
-    before the window cannot hold it, and one received a minute after its end holds none."""
+    """(engine, record of type `of`) with `since_ms <= t_ms < until_ms`, from the raw batches still
+    kept, in time order; at most `most + 1`, so a caller can tell the window holds more. Batches are
+    chosen by receipt: received before the window, or a minute past its end, they hold none of it."""
     since, until = _datetime_of(since_ms), _datetime_of(until_ms + 60_000)
     batches = TelemetryBatch.objects.filter(recipe=recipe, received_at__gte=since, received_at__lte=until)
     if engine is not None:

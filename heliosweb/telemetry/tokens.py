@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -34,13 +35,7 @@ def engine_token_create(*, engine: str, recipes: Iterable[Recipe]) -> str:
     with transaction.atomic():
         row = EngineToken.objects.create(engine=engine, key_hash=token_digest(token))
         row.recipes.set(allowed)
-        audit_append(
-            action="token_created",
-            actor_name=TOKEN_ADMIN,
-            object_type="engine_token",
-            object_id=engine,
-            after={"recipes": sorted(r.name for r in allowed)},
-        )
+        _audit("token_created", "engine_token", engine, after={"recipes": sorted(r.name for r in allowed)})
     return token
 
 
@@ -48,21 +43,13 @@ def engine_tokens_revoke(*, engine: str) -> int:
     """Revoke every live token of `engine`; how many were revoked."""
     with transaction.atomic():
         count = EngineToken.objects.filter(engine=engine, revoked_at=None).update(revoked_at=timezone.now())
-        audit_append(
-            action="token_revoked",
-            actor_name=TOKEN_ADMIN,
-            object_type="engine_token",
-            object_id=engine,
-            after={"revoked": count},
-        )
+        _audit("token_revoked", "engine_token", engine, after={"revoked": count})
     return count
 
 
 def user_token_issue(*, user: User, rotate: bool = False, actor: Actor | None = None) -> str:
-    """A new API token for `user`, returned once: only `user_token_key` of it is stored (as engine
-    tokens are hashed). A user has one token; `rotate` replaces it, else a user who has one is
-    refused (it was shown when it was made, and cannot be shown again). `actor` is who issued it
-    (an admin user), None for the command line. Audited."""
+    """A new API token for `user`, returned once (`user_token_key` of it stored). A user has one:
+    `rotate` replaces it, else Conflict. `actor`: the admin who issued it (None: the command line)."""
     token = secrets.token_hex(20)
     with transaction.atomic():
         had = Token.objects.select_for_update().filter(user=user).exists()
@@ -73,25 +60,17 @@ def user_token_issue(*, user: User, rotate: bool = False, actor: Actor | None = 
             )
         Token.objects.filter(user=user).delete()
         Token.objects.create(user=user, key=user_token_key(token))
-        audit_append(
-            action="token_rotated" if had else "token_created",
-            actor=actor,
-            actor_name=TOKEN_ADMIN,
-            object_type="user_token",
-            object_id=user.get_username(),
-        )
+        _audit("token_rotated" if had else "token_created", "user_token", user.get_username(), actor=actor)
     return token
 
 
 def user_token_revoke(*, user: User, actor: Actor | None = None) -> int:
     with transaction.atomic():
         count, _ = Token.objects.filter(user=user).delete()
-        audit_append(
-            action="token_revoked",
-            actor=actor,
-            actor_name=TOKEN_ADMIN,
-            object_type="user_token",
-            object_id=user.get_username(),
-            after={"revoked": count},
-        )
+        _audit("token_revoked", "user_token", user.get_username(), actor=actor, after={"revoked": count})
     return count
+
+
+def _audit(action: str, object_type: str, object_id: str, **details: Any) -> None:
+    """A token event: by `actor` (an admin user), else by whoever runs `manage.py` (TOKEN_ADMIN)."""
+    audit_append(action=action, actor_name=TOKEN_ADMIN, object_type=object_type, object_id=object_id, **details)

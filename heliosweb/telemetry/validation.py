@@ -1,7 +1,6 @@
-"""Parsing one telemetry batch: every field checked against its declaration (`helios_client.records`,
-the one definition of the record), the first bad one named (`records[17].graph`), before anything
-is stored. Kept flat and allocation-light: ingestion aims at 50,000 launch records per second in
-one web process (`bench/engine_bench.py`)."""
+"""Parsing one telemetry batch: every field checked against `helios_client.records`' declarations, the
+first bad one named (`records[17].graph`). Flat and allocation-light: ingestion aims at 50,000 launch
+records a second in one web process (`bench/engine_bench.py`)."""
 
 from __future__ import annotations
 
@@ -126,9 +125,8 @@ def parse_batch(data: Any, *, current_version: int, policy_of: PolicyOf, window:
     versions = _Versions(current_version, policy_of)
     columns = _launch_columns(launch_records)
     if not (columns is not None and _launches_ok(columns, window, versions) and _all_ok(others, window, versions)):
-        # Launch records are checked a column at a time above; the first bad field in batch order
-        # is found by reading the records one by one (this raises, unless only the columns' exact
-        # types were too strict for a caller's int or float subclass).
+        # The columns failed: the first bad field in batch order is found record by record (which raises,
+        # unless the columns' exact types were only too strict for an int or float subclass).
         versions = _Versions(current_version, policy_of)
         for i, record in enumerate(records):
             _check_record(record, f"records[{i}]", window, versions)
@@ -153,9 +151,8 @@ def parse_batch(data: Any, *, current_version: int, policy_of: PolicyOf, window:
 
 
 def _check_finished_after_launches(records: list[dict[str, Any]]) -> None:
-    """A request record's `t_ms` is when the request finished, a launch record's when the launch
-    started: a request record before one of its own launches in the batch was sent with another
-    time (its arrival, say), which would shift every latency read from it."""
+    """A request record's `t_ms` is when it finished, a launch's when it started: a request before
+    one of its own launches was sent with another time (its arrival, say), shifting every latency."""
     started: dict[Any, tuple[float, int]] = {}
     for i, record in enumerate(records):
         if record["type"] == "launch":
@@ -228,8 +225,7 @@ def _all_ok(records: list[Any], window: Window, versions: _Versions) -> bool:
 
 
 def _launch_columns(records: list[dict[str, Any]]) -> list[tuple[Any, ...]] | None:
-    """The launch records' fields, a tuple per declared field; None unless every record has
-    exactly LAUNCH_FIELDS."""
+    """The launch records' fields, a tuple each; None unless every record has exactly LAUNCH_FIELDS."""
     if not records:
         return [()] * len(_LAUNCH)
     if set(map(len, records)) != {len(LAUNCH_FIELDS)}:
@@ -241,8 +237,7 @@ def _launch_columns(records: list[dict[str, Any]]) -> list[tuple[Any, ...]] | No
 
 
 def _launches_ok(columns: list[tuple[Any, ...]], window: Window, versions: _Versions) -> bool:
-    """Whether every launch record is valid, the same conditions as `_check_record`, read a column
-    at a time by C loops instead of a Python call per record."""
+    """Whether every launch record passes `_check_record`'s conditions, read a column at a time in C."""
     if not columns[0]:
         return True
     named = dict(zip(_LAUNCH, columns))

@@ -1,7 +1,6 @@
-"""Uploading a trace: bounded in size before it is read, stored once by the sha256 of its bytes,
-parsed and summarised by scheduler_core (each JSON Lines row through the bounded reader bodies
-use), one parse at a time per process, audited. A refused upload stores nothing; uploads racing
-with the same bytes or name answer the stored trace or 409, never a database error."""
+"""Uploading a trace: bounded before it is read, stored once per sha256, parsed by scheduler_core one
+at a time per process, audited. A refused upload stores nothing; racing uploads of the same bytes or
+name answer the stored trace or 409, never a database error."""
 
 from __future__ import annotations
 
@@ -10,7 +9,8 @@ import io
 import re
 import threading
 from collections.abc import Iterator
-from typing import IO, Any
+from functools import partial
+from typing import IO
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -27,16 +27,13 @@ from scheduler_core.traffic import TraceError, parse_trace, summarise_trace
 from . import codec
 from .models import Trace
 
-# 1,000,000 rows of the Azure CSV are 35.3 MB (measured: the shared trace cycled, 7 fractional digits);
-# 64 MiB holds ~1.9 million such rows, and JSON Lines rows of ~60 bytes a million. The parser's own
-# row bound (scheduler_core.traffic.MAX_TRACE_ROWS, 2,000,000) stays the tighter one for short rows.
+# 64 MiB: ~1.9 million Azure CSV rows (1,000,000 measured at 35.3 MB), a million ~60-byte JSON Lines
+# rows; the parser's row bound (scheduler_core.traffic.MAX_TRACE_ROWS) stays tighter for short rows.
 MAX_TRACE_BYTES = settings.TRACE_UPLOAD_MAX_BYTES
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _CHUNK = 1 << 20
-# A parse holds the trace's arrays and, while sorting, a second copy: +152 MB of peak memory for a
-# 50 MiB Azure CSV (1.53 million requests, ~104 bytes a request; bench/trace_upload_bench.py), so
-# ~200 MB at the 64 MiB bound. One at a time keeps the web process, which also serves engines, at
-# one such peak however many uploads arrive together; the others wait up to PARSE_WAIT_S, then 429.
+# A parse peaks at +152 MB for a 50 MiB Azure CSV (bench/trace_upload_bench.py), ~200 MB at the bound:
+# one at a time keeps the web process (which serves engines too) at one such peak; others wait, then 429.
 _PARSING = threading.Lock()
 PARSE_WAIT_S = 120
 
@@ -48,10 +45,10 @@ def check_size(size: int | None) -> None:
 
 
 def trace_upload(*, user: Actor | None, name: str, content: bytes | IO[bytes]) -> tuple[Trace, bool]:
-    """The stored trace of `content` (bytes, or a binary file such as an upload) and whether it was
-    created now: the same bytes uploaded again answer the trace already stored, under its first
-    name. Raises TooLarge (over MAX_TRACE_BYTES), TraceError (a bad row: line and column) or
-    InvalidInput (the name, an empty trace) or Conflict (the name taken by other bytes); nothing is stored then. Audited: `trace_uploaded`."""
+    """The stored trace of `content` (bytes or a binary file) and whether it was created now: the same
+    bytes again answer the trace stored under its first name. TooLarge, TraceError (a bad row: line
+    and column), InvalidInput (the name, an empty trace) or Conflict (the name taken by other bytes)
+    store nothing. Audited: `trace_uploaded`."""
     stream = io.BytesIO(content) if isinstance(content, bytes) else content
     digest, size = _hash(stream)
     if not isinstance(name, str) or not NAME.fullmatch(name):
@@ -64,13 +61,34 @@ def trace_upload(*, user: Actor | None, name: str, content: bytes | IO[bytes]) -
     if not _PARSING.acquire(timeout=PARSE_WAIT_S):
         raise Throttled("file", "another trace is being read; try again in a minute", retry_after=60)
     try:
-        trace = parse_trace(_lines(stream), name=name, field="file", loads=_row_json)
+        rows = partial(parse_json, root="row")  # a JSON Lines row bounded as a request body is
+        trace = parse_trace(_lines(stream), name=name, field="file", loads=rows)
         summary = summarise_trace(trace)
         packed, shapes = codec.pack(trace)
     finally:
         _PARSING.release()
+    fmt, requests = trace.format, len(trace)
     try:
-        stored = _store(user, name, digest, size, trace.format, len(trace), packed, shapes, summary)
+        with transaction.atomic():
+            stored = Trace.objects.create(
+                name=name,
+                sha256=digest,
+                format=fmt,
+                size_bytes=size,
+                requests=requests,
+                packed=packed,
+                shapes=shapes,
+                summary=summary,
+                created_by=user if isinstance(user, User) else None,
+            )
+            audit_append(
+                action="trace_uploaded",
+                actor=user,
+                actor_name="system",
+                object_type="trace",
+                object_id=stored.pk,
+                after={"name": name, "sha256": digest, "requests": requests, "bytes": size, "format": fmt},
+            )
     except IntegrityError:  # another upload of the same bytes or name committed between the checks and now
         if (existing := _stored_as(digest, name)) is not None:
             return existing, False
@@ -79,54 +97,14 @@ def trace_upload(*, user: Actor | None, name: str, content: bytes | IO[bytes]) -
 
 
 def _stored_as(digest: str, name: str) -> Trace | None:
-    """The trace stored with these bytes (under any name), else None; Conflict when `name` is taken
-    by other bytes. One read of both, so an upload of the same bytes committing between two reads
-    cannot turn a 200 into a 409."""
+    """The trace stored with these bytes (any name), else None; Conflict when other bytes hold `name`.
+    One read of both, so the same bytes committing between two reads cannot turn a 200 into a 409."""
     rows = list(Trace.objects.filter(Q(sha256=digest) | Q(name__iexact=name)).defer("packed"))  # not the bytes
     if same := [t for t in rows if t.sha256 == digest]:
         return same[0]
     if rows:
         raise Conflict("name", f"a different trace is already stored as {name!r}")
     return None
-
-
-def _store(
-    user: Actor | None,
-    name: str,
-    digest: str,
-    size: int,
-    fmt: str,
-    requests: int,
-    packed: bytes,
-    shapes: dict[str, Any],
-    summary: dict[str, Any],
-) -> Trace:
-    with transaction.atomic():
-        stored = Trace.objects.create(
-            name=name,
-            sha256=digest,
-            format=fmt,
-            size_bytes=size,
-            requests=requests,
-            packed=packed,
-            shapes=shapes,
-            summary=summary,
-            created_by=user if isinstance(user, User) else None,
-        )
-        audit_append(
-            action="trace_uploaded",
-            actor=user,
-            actor_name="system",
-            object_type="trace",
-            object_id=stored.pk,
-            after={"name": name, "sha256": digest, "requests": requests, "bytes": size, "format": fmt},
-        )
-    return stored
-
-
-def _row_json(text: str) -> Any:
-    """One JSON Lines row, read as a request body is (depth, numbers, text bounded)."""
-    return parse_json(text, root="row")
 
 
 def _hash(stream: IO[bytes]) -> tuple[str, int]:
@@ -140,8 +118,7 @@ def _hash(stream: IO[bytes]) -> tuple[str, int]:
 
 
 def _lines(stream: IO[bytes]) -> Iterator[str]:
-    """The stream's lines as text, one at a time (a 1,000,000-row upload is never held as one str):
-    UTF-8, a byte-order mark allowed; an undecodable line is refused by its number."""
+    """The stream's UTF-8 lines (a BOM allowed), one at a time; an undecodable one refused by number."""
     for number, raw in enumerate(stream, start=1):
         try:
             yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
