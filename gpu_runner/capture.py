@@ -164,12 +164,7 @@ def capture_boot(
 
 
 def isolated_ms(
-    boot: BootedModel,
-    base_ms: dict[int, float],
-    launches: list[tuple[int, int]],
-    repeats: int,
-    warmup: int,
-    seed: int,
+    boot: BootedModel, base_ms: dict[int, float], launches: list[tuple[int, int]], repeats: int, warmup: int, seed: int
 ) -> dict[tuple[int, int], float]:
     """Median device time of each graph that `launches` ([(capacity, start)]) run, timed alone, by
     (capacity, keys): a catalog shape's is its measurement (`base_ms`); a longer key bucket's is

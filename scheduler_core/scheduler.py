@@ -18,14 +18,7 @@ from typing import Any
 from .catalog import Catalog, Graph
 from .errors import InvalidInput
 from .execution import ExecutionModel
-from .policies import (
-    CostPolicy,
-    Launch,
-    Policy,
-    PrefillState,
-    make_policy,
-    totals_equal,
-)
+from .policies import CostPolicy, Launch, Policy, PrefillState, make_policy, totals_equal
 from .request import Request, fit_context
 
 PROGRESS_EVERY = 512  # launches between progress callbacks: a few tens of ms of loop time

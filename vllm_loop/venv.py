@@ -161,9 +161,7 @@ def _install(path: Path, requirements: Path, say: Say) -> None:
     probe_registry(pip, requirements)
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [*pip, "install", "--progress-bar", "off", "-r", str(requirements)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            [*pip, "install", "--progress-bar", "off", "-r", str(requirements)], stdout=out, stderr=subprocess.STDOUT
         )
         started = time.monotonic()
         while proc.poll() is None:

@@ -328,11 +328,7 @@ ANALYSIS = Analysis(
         ),
         IntParam("max_lanes", 32, "most requests admitted at once", minimum=1, maximum=MAX_LANES),
         IntParam(
-            "max_decode_wait",
-            2,
-            "most launches a decoding lane may sit out between tokens",
-            minimum=1,
-            maximum=64,
+            "max_decode_wait", 2, "most launches a decoding lane may sit out between tokens", minimum=1, maximum=64
         ),
         CatalogParam(
             "boot_catalog",

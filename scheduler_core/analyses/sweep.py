@@ -198,11 +198,7 @@ ANALYSIS = Analysis(
         IntParam("prompt_min", 1, "shortest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
         IntParam("prompt_max", 131072, "longest prompt (tokens; at least prompt_min)", minimum=1, maximum=MAX_TOKENS),
         IntParam(
-            "count",
-            256,
-            "prompt lengths to sample (duplicates after rounding are dropped)",
-            minimum=1,
-            maximum=100_000,
+            "count", 256, "prompt lengths to sample (duplicates after rounding are dropped)", minimum=1, maximum=100_000
         ),
         ChoiceParam("spacing", "log", "how the lengths are spaced", choices=("log", "linear")),
         PolicyListParam("policies", help="policies to plan with"),
