@@ -1,28 +1,13 @@
 """Capacity at an SLO, per policy: up to what request rate does each policy still meet a latency
 target, and how much traffic within the target (goodput) does it serve at each rate?
 
-The rate is stepped geometrically from `rate_min_per_s` to `rate_max_per_s` (left out: a trace's
-own rate / 4 to x 4, so the grid is centred on the traffic the trace records; Poisson 0.1 to 8/s):
-a trace's gaps are scaled to reach each rate (its requests, prompts and outputs unchanged), Poisson
-traffic is drawn at it. A rate meets the SLO when TTFT p99 <= `ttft_p99_ms` and ITL p99 (every gap
-between two tokens) <= `itl_p99_ms` and the run kept up with its traffic (not overloaded, below: a
-queue still growing when a short run ends would miss on a longer one); a policy's capacity is the highest rate up to which every
-stepped rate meets it (as `vllm bench sweep serve_sla` searches). Then, per policy, a search
-narrows it: between the last rate met and the first missed it runs the geometric middle, keeping
-the half where the verdict changes, until the two are within `resolution` of each other; the
-result states both ends. Per request, genai-perf's and DistServe's goodput: a request attains the
-SLO when its TTFT and its mean inter-token latency are within the bounds; goodput is attaining
-requests per second of the run, attainment their share. Each run's load is judged
-(`scheduler_core.saturation`): at an overloaded rate TTFT measures the queue, and the after - before
-deltas there say so (`queueing`).
-
-Poisson traffic runs `repeats` seeded draws per rate (seed, seed + 1, ...), and every figure that
-depends on them has a 95 % interval over the repeats (Student t). A trace on a fixed execution
-model has no randomness: one run per rate, and the result says so.
-
-How large a run may be is this analysis's `check`: the work of every run the grid and the search
-may take, and when it is too much, the refusal names the parameter to lower (a trace's `limit`,
-Poisson's `requests`) and the largest value that fits.
+The rate is stepped geometrically (a trace's gaps scaled, Poisson drawn at it); a policy's capacity
+is the highest rate up to which every stepped rate meets the SLO (as `vllm bench sweep serve_sla`
+searches), then narrowed by a bisection to `resolution`. A rate whose run did not keep up with its
+traffic misses: a queue still growing when a short run ends would miss on a longer one. Poisson
+runs `repeats` seeded draws per rate, with 95 % intervals; a trace on a fixed execution model runs
+once and says it is deterministic. `docs/analyses.md` states the grid, the search, goodput and the
+size check (`check`, which names the parameter to lower) in full.
 """
 
 from __future__ import annotations
