@@ -107,17 +107,8 @@ PROMPTS = IntListParam(
 PROMPT = IntParam("prompt_tokens", PR22_ARMS["3.5k"], "prompt length", minimum=1, maximum=65536)
 POLICIES_PARAM = PolicyListParam("policies", help="policies whose plans are executed", every_policy=True)
 RUNS = IntParam("runs", 3, "executions of each plan; TTFT is their median", minimum=1, maximum=50)
-BOOT_PARAMS = (
-    PRESET,
-    DEVICE,
-    REPEATS,
-    WARMUP,
-    CAPACITIES,
-    CATALOG,
-    DRIFT_CAPACITIES,
-    DRIFT_LOAD,
-    SEED,
-)  # size params first: errors name them
+# size params first: errors name them
+BOOT_PARAMS = (PRESET, DEVICE, REPEATS, WARMUP, CAPACITIES, CATALOG, DRIFT_CAPACITIES, DRIFT_LOAD, SEED)
 
 
 def _capture_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]:
