@@ -141,15 +141,7 @@ def traffic_at(params: dict[str, Any], rate: float, repeat: int, full_chunk: int
         native = base.rate_per_s()
         assert native is not None  # refused by check
         return list(base.select(time_scale=native / rate).arrivals())
-    shape = TrafficShape(
-        rate,
-        params["prompt_min"],
-        params["prompt_max"],
-        params["output_min"],
-        params["output_max"],
-        params["span_share"],
-        params["seed"] + repeat,
-    )
+    shape = TrafficShape(rate, **{f: params[f] for f in POISSON} | {"seed": params["seed"] + repeat})
     return list(itertools.islice(poisson_arrivals(shape, full_chunk), params["requests"]))
 
 
