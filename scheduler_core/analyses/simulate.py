@@ -1,12 +1,9 @@
 """Traffic through the multi-lane scheduler, per policy: what a maintainer sees of a policy under
 load (time to first token, inter-token latency, launches, padding), not just for one lone prompt.
 
-Arrivals are Poisson (prompt lengths log-uniform, output lengths uniform), or a real trace's
-(`trace`, optionally cut to a `window`, its first `limit` requests, its gaps times `time_scale`).
-The same traffic runs under every chosen policy; with both `cost` and `rule`, `deltas` compares
-them request by request. `rule-v1` may be
-chosen: with spans in the traffic and an unmeasured full chunk it shows the stall, reported with
-its request and position."""
+Arrivals are Poisson or a real trace's; the same traffic runs under every chosen policy, and
+`deltas` compares the first two request by request. `rule-v1` may be chosen: with spans in the
+traffic and an unmeasured full chunk it shows the stall, reported with its request and position."""
 
 from __future__ import annotations
 
