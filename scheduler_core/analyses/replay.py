@@ -20,8 +20,7 @@ from ..comparison import default_pair, request_deltas
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent
 from ..limits import MAX_TOKENS
-from ..plan_io import parse_json
-from ..reading import read_lines
+from ..reading import loads, read_lines
 from ..scheduler import SchedulerConfig, ScheduleResult, schedule
 from ..stats import percentiles
 from ..traffic import TraceTraffic, from_engine_requests
@@ -81,7 +80,7 @@ class ServedParam(Param):
             if len(line) > MAX_RECORD_CHARS:
                 raise InvalidInput(f"{self.name}: line {n}", f"is longer than {MAX_RECORD_CHARS:,} characters")
             if line.strip():
-                rows.append(parse_json(line, f"{self.name}: line {n}"))
+                rows.append(loads(line, f"{self.name}: line {n}"))
             if len(rows) > MAX_REQUESTS:  # parse refuses it by its count; read no further
                 break
         return rows
