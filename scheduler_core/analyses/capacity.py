@@ -96,7 +96,7 @@ def _refuse_if_too_large(params: dict[str, Any]) -> None:
     runs = planned_runs(params)
     head = f"this capacity run is too large ({total:,} work units for {runs} runs, limit {MAX_WORK:,})"
     if params["trace"] is None:
-        fits = MAX_WORK // (runs * _poisson_units(params))
+        fits = MAX_WORK // (runs * simulate.poisson_units(params))
         raise InvalidInput("requests", f"{head}: set requests to at most {fits:,}, or take fewer steps or policies")
     selected = simulate.selected_trace({**params, "time_scale": 1.0, "limit": 0})
     low, high = 0, len(selected)  # the largest limit whose run fits: work grows with it
@@ -123,15 +123,11 @@ def planned_runs(params: dict[str, Any]) -> int:
     return (int(params["steps"]) + search_steps(params)) * len(params["policies"]) * repeats(params)
 
 
-def _poisson_units(params: dict[str, Any]) -> int:
-    return int((params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2)
-
-
 def work(params: dict[str, Any]) -> int:
     runs = planned_runs(params)
     if params["trace"] is not None:
         return runs * work_units(simulate.selected_trace({**params, "time_scale": 1.0}))
-    return runs * int(params["requests"] * _poisson_units(params))
+    return runs * int(params["requests"] * simulate.poisson_units(params))
 
 
 def traffic_at(params: dict[str, Any], rate: float, repeat: int, full_chunk: int) -> list[Arrival]:

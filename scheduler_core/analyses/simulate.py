@@ -105,8 +105,12 @@ def work(params: dict[str, Any]) -> int:
     and memory (one float per token) grow with."""
     if params.get("trace") is not None:
         return work_units(selected_trace(params)) * len(params["policies"])
-    per_request = (params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2
-    return int(params["requests"] * len(params["policies"]) * per_request)
+    return int(params["requests"] * len(params["policies"]) * poisson_units(params))
+
+
+def poisson_units(params: dict[str, Any]) -> int:
+    """One Poisson request's units (its mean output tokens and prompt chunks), as `work` counts them."""
+    return int((params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2)
 
 
 def selected_trace(params: dict[str, Any]) -> TraceTraffic:
