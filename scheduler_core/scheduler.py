@@ -538,18 +538,8 @@ class StepLoop:
         self.counts[kind] += 1
         traced = index < self.config.trace_limit
         if traced or hook is not None:
-            step = StepLaunch(
-                index,
-                kind,
-                prefill,
-                decode,
-                None if lane is None else lane.arrival.id,
-                chunk,
-                carried,
-                start,
-                end,
-                predicted_ms,
-            )
+            rider = None if lane is None else lane.arrival.id
+            step = StepLaunch(index, kind, prefill, decode, rider, chunk, carried, start, end, predicted_ms)
             if traced:
                 self.trace.append(step)
             if hook is not None:
