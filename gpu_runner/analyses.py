@@ -290,14 +290,9 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> TtftResult:
     }
     # Each graph a plan runs (its capacity at the key bucket of its chunk), timed alone: what the
     # launches would cost one by one, so the sequence's own effect on them can be told apart.
-    alone = isolated_ms(
-        boot,
-        {g.prefill: g.ms for g in clean.graphs if g.decode == 0 and g.ms is not None},
-        [(l.graph, l.start) for p in chosen.values() for l in p.launches],
-        repeats(params, boot.device),
-        params["warmup"],
-        params["seed"],
-    )
+    measured = {g.prefill: g.ms for g in clean.graphs if g.decode == 0 and g.ms is not None}
+    launched = [(l.graph, l.start) for p in chosen.values() for l in p.launches]
+    alone = isolated_ms(boot, measured, launched, repeats(params, boot.device), params["warmup"], params["seed"])
     steps.advance(f"{len(alone)} graphs timed alone")
     arms, sequences = [], []
     conditions: TtftConditions = {"runs": params["runs"], "host_load": {"before": host_load()}}
