@@ -227,9 +227,8 @@ def _int_problem(value: Any, minimum: float, maximum: float) -> str | None:
 
 
 def _number_problem(value: Any, minimum: float, maximum: float) -> str | None:
-    if type(value) not in _NUMBER or not (math.isfinite(value) if type(value) is float else True):
-        return f"must be a finite number from {_num(minimum)} to {_num(maximum)}, got {_shown(value)}"
-    if not minimum <= value <= maximum:
+    finite = type(value) in _NUMBER and (math.isfinite(value) if type(value) is float else True)
+    if not finite or not minimum <= value <= maximum:
         return f"must be a finite number from {_num(minimum)} to {_num(maximum)}, got {_shown(value)}"
     return None
 
