@@ -171,9 +171,7 @@ def _device(config: ModelConfig, params: dict[str, Any], shapes: list[tuple[int,
 
 def repeats(params: dict[str, Any], device: Any = None) -> int:
     """The samples per shape: as asked, or the device's default (the larger one before a device is known)."""
-    if params["repeats"]:
-        return params["repeats"]
-    return AUTO_REPEATS["cuda" if device is None else device.type]
+    return params["repeats"] or AUTO_REPEATS["cuda" if device is None else device.type]
 
 
 def boot_here(

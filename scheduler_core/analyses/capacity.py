@@ -51,18 +51,14 @@ def rate_range(params: dict[str, Any]) -> tuple[float, float]:
 
 def native_rate(params: dict[str, Any]) -> float | None:
     """The trace's own requests per second (its window and limit applied); None for Poisson."""
-    if params["trace"] is None:
-        return None
-    return simulate.selected_trace({**params, "time_scale": 1.0}).rate_per_s()
+    return None if params["trace"] is None else simulate.selected_trace({**params, "time_scale": 1.0}).rate_per_s()
 
 
 def rates(params: dict[str, Any]) -> list[float]:
     """`steps` rates from the lowest to the highest, geometrically spaced."""
     lo, hi = rate_range(params)
     n = params["steps"]
-    if n == 1:
-        return [hi]
-    return [round6(lo * (hi / lo) ** (i / (n - 1))) for i in range(n)]
+    return [hi] if n == 1 else [round6(lo * (hi / lo) ** (i / (n - 1))) for i in range(n)]
 
 
 def search_steps(params: dict[str, Any]) -> int:

@@ -273,9 +273,7 @@ class CatalogParam(Param):
     measured: bool = True
 
     def parse(self, value: Any) -> Catalog | None:
-        if value is None:
-            return None
-        return parse_catalog(value, self.name, measured=self.measured)
+        return None if value is None else parse_catalog(value, self.name, measured=self.measured)
 
     def from_text(self, text: str) -> Any:
         return read_catalog_file(text.strip(), self.name)
