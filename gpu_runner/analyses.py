@@ -107,17 +107,8 @@ PROMPTS = IntListParam(
 PROMPT = IntParam("prompt_tokens", PR22_ARMS["3.5k"], "prompt length", minimum=1, maximum=65536)
 POLICIES_PARAM = PolicyListParam("policies", help="policies whose plans are executed", every_policy=True)
 RUNS = IntParam("runs", 3, "executions of each plan; TTFT is their median", minimum=1, maximum=50)
-BOOT_PARAMS = (
-    PRESET,
-    DEVICE,
-    REPEATS,
-    WARMUP,
-    CAPACITIES,
-    CATALOG,
-    DRIFT_CAPACITIES,
-    DRIFT_LOAD,
-    SEED,
-)  # size params first: errors name them
+# size params first: errors name them
+BOOT_PARAMS = (PRESET, DEVICE, REPEATS, WARMUP, CAPACITIES, CATALOG, DRIFT_CAPACITIES, DRIFT_LOAD, SEED)
 
 
 def _capture_shapes(params: dict[str, Any]) -> tuple[list[tuple[int, int]], str]:
@@ -180,9 +171,7 @@ def _device(config: ModelConfig, params: dict[str, Any], shapes: list[tuple[int,
 
 def repeats(params: dict[str, Any], device: Any = None) -> int:
     """The samples per shape: as asked, or the device's default (the larger one before a device is known)."""
-    if params["repeats"]:
-        return params["repeats"]
-    return AUTO_REPEATS["cuda" if device is None else device.type]
+    return params["repeats"] or AUTO_REPEATS["cuda" if device is None else device.type]
 
 
 def boot_here(
@@ -299,14 +288,9 @@ def run_ttft(params: dict[str, Any], emit: Emit) -> TtftResult:
     }
     # Each graph a plan runs (its capacity at the key bucket of its chunk), timed alone: what the
     # launches would cost one by one, so the sequence's own effect on them can be told apart.
-    alone = isolated_ms(
-        boot,
-        {g.prefill: g.ms for g in clean.graphs if g.decode == 0 and g.ms is not None},
-        [(l.graph, l.start) for p in chosen.values() for l in p.launches],
-        repeats(params, boot.device),
-        params["warmup"],
-        params["seed"],
-    )
+    measured = {g.prefill: g.ms for g in clean.graphs if g.decode == 0 and g.ms is not None}
+    launched = [(l.graph, l.start) for p in chosen.values() for l in p.launches]
+    alone = isolated_ms(boot, measured, launched, repeats(params, boot.device), params["warmup"], params["seed"])
     steps.advance(f"{len(alone)} graphs timed alone")
     arms, sequences = [], []
     conditions: TtftConditions = {"runs": params["runs"], "host_load": {"before": host_load()}}

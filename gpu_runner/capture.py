@@ -21,6 +21,7 @@ from .events import Progress, shape_label
 from .execute import random_token_ids
 from .graphs import BootedModel, Launcher
 from .presets import ModelConfig
+from .provenance import DriftAchieved, DriftRecord
 from .timing import Stopwatch, summary
 
 DEFAULT_WARMUP = 3
@@ -141,19 +142,10 @@ def capture_boot(
     measurements = [measured[s] for s in shapes]  # stored in catalog order
     # A deliberately disturbed boot says so wherever it is stored: its catalog over-measures these,
     # each by the slowdown achieved (its median over its undisturbed median in this boot).
-    meta["drift"] = (
-        {
-            "capacities": sorted(drift_capacities),
-            "load": drift_load,
-            "achieved": [
-                {"prefill": m["prefill"], "slowdown": m["drift_slowdown"]}
-                for m in sorted(measurements, key=lambda m: m["prefill"])
-                if m["drifted"]
-            ],
-        }
-        if drift_capacities
-        else None
-    )
+    drifted = sorted((m for m in measurements if m["drifted"]), key=lambda m: m["prefill"])
+    achieved: list[DriftAchieved] = [{"prefill": m["prefill"], "slowdown": m["drift_slowdown"]} for m in drifted]
+    drift: DriftRecord = {"capacities": sorted(drift_capacities), "load": drift_load, "achieved": achieved}
+    meta["drift"] = drift if drift_capacities else None
     stored = {
         "provenance": meta,
         "catalog": catalog_of(measurements).to_dicts(),  # the result is JSON
@@ -164,12 +156,7 @@ def capture_boot(
 
 
 def isolated_ms(
-    boot: BootedModel,
-    base_ms: dict[int, float],
-    launches: list[tuple[int, int]],
-    repeats: int,
-    warmup: int,
-    seed: int,
+    boot: BootedModel, base_ms: dict[int, float], launches: list[tuple[int, int]], repeats: int, warmup: int, seed: int
 ) -> dict[tuple[int, int], float]:
     """Median device time of each graph that `launches` ([(capacity, start)]) run, timed alone, by
     (capacity, keys): a catalog shape's is its measurement (`base_ms`); a longer key bucket's is

@@ -2,11 +2,10 @@
 heuristics (on CPU a new process too), as an engine restart gets. Spread between such boots is
 restart-to-restart noise; boots measured in one process would understate it.
 
-The capture job (`run_fresh_boot`, here: no torch imported) starts `python -m
-gpu_runner.boot_process`, writes the request as one JSON line on its stdin and reads JSON lines
-from its stdout: `ready` once torch is imported, an `event` per progress step or measurement
-(forwarded as they land), then `result` (the stored boot) or `error` (rebuilt here as the same
-error class). The child is `boot_process.py`.
+`run_fresh_boot` (no torch imported here) starts `python -m gpu_runner.boot_process`, writes the
+request as one JSON line on its stdin and reads JSON lines back: `ready` once torch is imported, an
+`event` per progress step or measurement (forwarded as they land), then `result` (the stored boot)
+or `error` (rebuilt here as the same error class).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """One boot's executable graphs: the model, its KV cache, and a fixed-shape launcher per catalog
-shape. On CUDA each launcher is a captured `torch.cuda.CUDAGraph` (warmed up on a side stream,
-each in a memory pool of its own: PyTorch documents a shared pool as safe only for graphs replayed
-in the order they were captured, and timing (a seeded random order) and plans (any capacity after
-any other) do not replay them so; the cost, every graph's activations reserved at once, is in the
-boot's memory estimate, `presets.estimate_bytes`); on CPU it is the same fixed-shape call, run eagerly.
+shape. On CUDA each launcher is a captured `torch.cuda.CUDAGraph`, warmed up on a side stream, in a
+memory pool of its own: PyTorch shares a pool safely only between graphs replayed in capture order,
+which timing and plans do not keep (`docs/gpu_runner.md`: what it costs in memory). On CPU it is
+the same fixed-shape call, run eagerly.
 
 A catalog shape's launcher attends the shortest key bucket (a chunk at the prompt's start: its
 own work). A chunk later in a prompt runs the same capacity's launcher for the bucket holding its

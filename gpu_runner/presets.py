@@ -55,64 +55,18 @@ class ModelConfig:
         return self.layers * 2 * self.kv_heads * self.head_dim * DTYPE_BYTES[self.dtype]
 
 
+# The shipped sizes, one row each in ModelConfig's field order. The last is a real model's shape
+# (weights seeded random: timing does not depend on them). Llama-2-7B has no GQA, so its KV cache is
+# 512 KiB a token: decode rows hold 1024 positions each, which keeps a boot with 32 rows near 50 GiB
+# (fits an 80 GB card as well as a 141 GB H200).
+# name, layers, width, heads, kv_heads, head_dim, ffn, vocab, context_tokens, decode_context, dtype
 PRESETS: dict[str, ModelConfig] = {
     c.name: c
     for c in (
-        ModelConfig(
-            "tiny",
-            layers=2,
-            width=256,
-            heads=4,
-            kv_heads=2,
-            head_dim=64,
-            ffn=688,
-            vocab=2048,
-            context_tokens=4096,
-            decode_context=256,
-            dtype="float32",
-        ),
-        ModelConfig(
-            "small",
-            layers=8,
-            width=2048,
-            heads=16,
-            kv_heads=4,
-            head_dim=128,
-            ffn=5632,
-            vocab=32000,
-            context_tokens=16384,
-            decode_context=2048,
-            dtype="bfloat16",
-        ),
-        ModelConfig(
-            "medium",
-            layers=16,
-            width=4096,
-            heads=32,
-            kv_heads=8,
-            head_dim=128,
-            ffn=11008,
-            vocab=32000,
-            context_tokens=16384,
-            decode_context=2048,
-            dtype="bfloat16",
-        ),
-        # Real models' shapes (weights seeded random: timing does not depend on them). Llama-2-7B has
-        # no GQA, so its KV cache is 512 KiB a token: decode rows hold 1024 positions each, which keeps
-        # a boot with 32 rows near 50 GiB (fits an 80 GB card as well as a 141 GB H200).
-        ModelConfig(
-            "llama-2-7b",
-            layers=32,
-            width=4096,
-            heads=32,
-            kv_heads=32,
-            head_dim=128,
-            ffn=11008,
-            vocab=32000,
-            context_tokens=16384,
-            decode_context=1024,
-            dtype="bfloat16",
-        ),
+        ModelConfig("tiny", 2, 256, 4, 2, 64, 688, 2048, 4096, 256, "float32"),
+        ModelConfig("small", 8, 2048, 16, 4, 128, 5632, 32000, 16384, 2048, "bfloat16"),
+        ModelConfig("medium", 16, 4096, 32, 8, 128, 11008, 32000, 16384, 2048, "bfloat16"),
+        ModelConfig("llama-2-7b", 32, 4096, 32, 32, 128, 11008, 32000, 16384, 1024, "bfloat16"),
     )
 }
 # The same class with grouped-query attention (8 KV heads), a wider MLP and a 128k vocabulary.

@@ -136,13 +136,8 @@ class Provenance:
     host_load: HostLoad | None = None
     repeats: int | None = None
 
-    READ: ClassVar[tuple[str, ...]] = (
-        "device",
-        "mode",
-        "drift",
-        "host_load",
-        "repeats",
-    )  # the keys typed here; others kept as given
+    # the keys typed here; others kept as given
+    READ: ClassVar[tuple[str, ...]] = ("device", "mode", "drift", "host_load", "repeats")
 
     @classmethod
     def read(cls, stored: Any) -> Self:

@@ -11,7 +11,8 @@ from .analyses import ANALYSES
 from .cli import add_analysis_parser, fail, run_analysis
 from .errors import InvalidInput
 from .limits import MAX_TOKENS
-from .plan_io import answer, answer_line, parse_json, split_inputs
+from .plan_io import answer, answer_line, split_inputs
+from .reading import loads
 from .traffic import format_summary, read_trace, summarise_trace
 
 
@@ -21,7 +22,7 @@ def run_plan(stdin_text: str) -> int:
         if not chunks:
             return fail(InvalidInput("input", "no JSON object on standard input"))
         try:
-            result = answer(parse_json(chunks[0], "input"))
+            result = answer(loads(chunks[0], "input"))
         except InvalidInput as exc:
             return fail(exc)
         print(json.dumps(result))

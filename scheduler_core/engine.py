@@ -1,17 +1,13 @@
 """The multi-lane loop run as a serving engine: traffic that never ends, a policy that can change
 while it serves, and what a real engine would report about each launch and each request.
 
-`scheduler.schedule` runs a finite list of arrivals to the end; an engine instead advances its
-clock a little at a time (`advance(until_ms)`), takes arrivals as they come, and swaps its solo
-policy when told (`set_policy`), in force for every request whose first prefill chunk comes
-after it: a request already prefilling keeps the version that planned its first chunk to its
-end, so its launch sequence is one version's and the per-version counts (launches per request,
-sequences per prompt length) never mix two policies. The records it returns are the telemetry a
-web service stores: one per prefill launch, one per finished request, each tagged with the policy
-and version that planned its chunks (for a request, not the version in force when it finished).
-Times are on the engine's own clock (ms from its start); the caller maps them to the wall clock.
-`load()` judges whether it keeps up (`saturation`) over its last `LOAD_REQUESTS` arrivals, a
-request's first token taken at the end of its last prefill chunk.
+An engine advances its clock a little at a time (`advance(until_ms)`), takes arrivals as they come,
+and swaps its solo policy when told (`set_policy`). A request already prefilling keeps the version
+that planned its first chunk to its end, so its launch sequence is one version's and the
+per-version counts never mix two policies. The records it returns are the telemetry a web service
+stores (one per prefill launch, one per finished request), each tagged with the policy and version
+that planned its chunks, on the engine's own clock (ms from its start). `load()` judges whether it
+keeps up (`saturation`) over its last `LOAD_REQUESTS` arrivals.
 """
 
 from __future__ import annotations
@@ -87,7 +83,8 @@ class EngineLoop:
         return records
 
     def load(self) -> saturation.Load:
-        """Whether the engine keeps up with its traffic, over its latest LOAD_REQUESTS arrivals."""
+        """Whether the engine keeps up with its traffic, over its latest LOAD_REQUESTS arrivals (a
+        request's first token taken at the end of its last prefill chunk)."""
         return saturation.judge(list(self._arrived.values()), self._first_token.values())
 
     def _record(self, report: LaunchReport) -> None:

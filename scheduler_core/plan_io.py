@@ -68,11 +68,6 @@ def _plan_or_stall(
     return result.to_dict()
 
 
-def parse_json(text: str, field: str) -> Any:
-    """`text` as JSON, or InvalidInput naming `field` (deep nesting and huge integers included)."""
-    return loads(text, field)
-
-
 def split_inputs(text: str) -> tuple[bool, list[str]]:
     """(single, chunks): one JSON document (possibly pretty-printed), or JSON Lines."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -88,6 +83,6 @@ def split_inputs(text: str) -> tuple[bool, list[str]]:
 def answer_line(line: str, index: int) -> dict[str, Any]:
     """A JSON Lines answer: errors become that line's answer so the batch goes on."""
     try:
-        return answer(parse_json(line, f"line {index + 1}"))
+        return answer(loads(line, f"line {index + 1}"))
     except InvalidInput as exc:
         return exc.as_dict()

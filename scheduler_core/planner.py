@@ -75,9 +75,8 @@ def plan_work(catalog: Catalog, request: Request) -> int:
     of its search up to the last atomic span (twice that)."""
     end = request.plan_end
     graphs = len(catalog.capacities)
-    longest_step = min(
-        catalog.full_chunk, cheapest_per_token(catalog)
-    )  # rule repeats the full chunk, cost the cheapest
+    # rule repeats the full chunk, cost the cheapest
+    longest_step = min(catalog.full_chunk, cheapest_per_token(catalog))
     most_launches = -(-end // longest_step) + len(request.message_boundaries)
     step = gcd(*catalog.capacities)
     rows = min(end, 3 * catalog.full_chunk) // step

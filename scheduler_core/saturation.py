@@ -2,12 +2,10 @@
 (simulate, capacity's rates, replay, the simulated engine) says it the same way.
 
 A run is overloaded when its queue was still growing at the end of the traffic: over the second
-half of the traffic's span (first to last arrival), more requests arrived than got their first
-token, by more than `TOLERANCE` of that half's arrivals (and at least `MIN_GROWTH` requests, so a
-few stragglers of a burst are not a verdict). Then the offered rate exceeds the rate the run
-sustained (first tokens per second over that half), every later request waits longer than the one
-before, and a TTFT percentile measures how long the traffic lasted, not what a policy does: a
-comparison of policies there compares queues.
+half of the traffic's span, more requests arrived than got their first token, by more than
+`TOLERANCE` of that half's arrivals and at least `MIN_GROWTH`. Then every later request waits longer
+than the one before, and a TTFT percentile measures how long the traffic lasted, not what a policy
+does: a comparison of policies there compares queues.
 
 Too few requests (`MIN_REQUESTS`) or no span between the first and last arrival: not judged, and
 the verdict says so (`judged: False`, never overloaded).

@@ -12,20 +12,13 @@ import math
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from .catalog import Catalog, Graph
 from .errors import InvalidInput
 from .execution import ExecutionModel
-from .policies import (
-    CostPolicy,
-    Launch,
-    Policy,
-    PrefillState,
-    make_policy,
-    totals_equal,
-)
+from .policies import CostPolicy, Launch, Policy, PrefillState, make_policy, totals_equal
 from .request import Request, fit_context
 
 PROGRESS_EVERY = 512  # launches between progress callbacks: a few tens of ms of loop time
@@ -76,28 +69,10 @@ class StepLaunch:
     predicted_ms: float
 
     def to_dict(self) -> dict[str, Any]:
-        chunk = (
-            None
-            if self.chunk is None
-            else {
-                "graph": self.chunk.graph,
-                "start": self.chunk.start,
-                "end": self.chunk.end,
-                "chooser": self.chunk.chooser,
-            }
-        )
-        return {
-            "index": self.index,
-            "kind": self.kind,
-            "prefill": self.prefill,
-            "decode": self.decode,
-            "lane": self.lane,
-            "chunk": chunk,
-            "decode_lanes": list(self.decode_lanes),
-            "start_ms": self.start_ms,
-            "end_ms": self.end_ms,
-            "predicted_ms": self.predicted_ms,
-        }
+        c = self.chunk
+        chunk = None if c is None else {"graph": c.graph, "start": c.start, "end": c.end, "chooser": c.chooser}
+        every = {f.name: getattr(self, f.name) for f in fields(self)}
+        return every | {"chunk": chunk, "decode_lanes": list(self.decode_lanes)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +119,8 @@ class ScheduleResult:
     lanes: tuple[LaneOutcome, ...]
     launch_counts: dict[str, int]
     padded_prefill_tokens: int
-    padded_prefill_ms: (
-        float  # GPU time spent on padding: each launch's true ms x its padded share of the tokens it carries
-    )
+    # GPU time spent on padding: each launch's true ms x its padded share of the tokens it carries
+    padded_prefill_ms: float
     padded_decode_rows: int
     itl_ms: Sequence[float]  # every gap between two consecutive tokens of one lane (a compact array)
     end_ms: float
@@ -564,18 +538,8 @@ class StepLoop:
         self.counts[kind] += 1
         traced = index < self.config.trace_limit
         if traced or hook is not None:
-            step = StepLaunch(
-                index,
-                kind,
-                prefill,
-                decode,
-                None if lane is None else lane.arrival.id,
-                chunk,
-                carried,
-                start,
-                end,
-                predicted_ms,
-            )
+            rider = None if lane is None else lane.arrival.id
+            step = StepLaunch(index, kind, prefill, decode, rider, chunk, carried, start, end, predicted_ms)
             if traced:
                 self.trace.append(step)
             if hook is not None:

@@ -1,28 +1,15 @@
 """The pull request's trade-off, assembled from the evidence a decision cites: one summary in its own layout.
 
-A decision carries evidence jobs (pr22, sweep, boots, fuzz, simulate, capacity, replay, and the GPU
-kinds ttft and numerics), cited by its proposer. Every cited job of a kind is a part of the
-trade-off (never "the newest job of each kind"), and every part names its source
-(`evidence.source`: the job, its recipe, its hardware, its execution and its traffic). A part run
-on another recipe or on other hardware than the decision's is marked `foreign` in words and listed
-after the decision's own; the verdict reads only the decision's own parts, so an H100 figure is
-never read as an A100 recipe's. A kind no evidence covers is an empty list, so a reader sees what
-was not measured as plainly as what was.
-
-The policies compared are the decision's before and after (`comparison.Pair`): every delta here is
-`after - before`, whatever the two policies are. Beside the pull request's "cost" and "rule", every
-pr22 arm shows the cost model on the *repaired* catalog: the narrower alternative the pull request
-names (fix the drift, keep measured costs).
-
-Serving evidence (simulate, capacity) is read as a maintainer weighs it: capacity at the SLO per
-policy, the after - before TTFT delta at p50 and p99 with its 95 % interval (or "deterministic"
-where nothing in the run is random), padding in GPU-ms, and the same requests under both policies.
-A replay (what each policy would have done with the traffic an engine served) stands beside what the
-engine itself reported and how much of it the replay reproduces launch for launch.
-A measured timing (ttft) on a CPU, or spread wider than SPREAD_BOUND over its runs, is marked
-`indicative` (the page: "indicative, not GPU timing"), with why.
-
-The checklist is the pull request's own list of what it did not do, ticked by evidence.
+Every cited job of a kind is a part (never "the newest job of each kind"), and every part names its
+source (`evidence.source`). A part run on another recipe or other hardware than the decision's is
+marked `foreign` and listed after the decision's own; the verdict reads only the decision's own
+parts, so an H100 figure is never read as an A100 recipe's. A kind no evidence covers is an empty
+list, so what was not measured shows as plainly as what was. Every delta is `after - before` of the
+decision's pair (`comparison.Pair`), whatever the two policies; each pr22 arm also shows the cost
+model on the *repaired* catalog, the narrower alternative the pull request names. A measured timing
+on a CPU, or spread wider than SPREAD_BOUND over its runs, is `indicative`, with why. The checklist
+is the pull request's own list of what it did not do, ticked by evidence. `docs/decisions.md`
+describes each part.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import math
 import random
 import re
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -80,8 +81,8 @@ class TraceTraffic:
         `time_scale` (2.0: half the rate)."""
         lo, hi = 0, len(self)
         if window_s is not None:
-            lo = _bisect(self.arrival_ms, window_s[0] * 1000.0)
-            hi = _bisect(self.arrival_ms, window_s[1] * 1000.0)
+            lo = bisect_left(self.arrival_ms, window_s[0] * 1000.0)
+            hi = bisect_left(self.arrival_ms, window_s[1] * 1000.0)
         if limit:
             hi = min(hi, lo + limit)
         origin = self.arrival_ms[lo] if lo < hi else 0.0
@@ -124,17 +125,6 @@ class TraceTraffic:
         """Requests per second over the trace's span (None with fewer than two distinct times)."""
         span = self.arrival_ms[-1] - self.arrival_ms[0] if len(self) else 0.0
         return len(self) / (span / 1000.0) if span > 0 else None
-
-
-def _bisect(values: array[float], x: float) -> int:
-    lo, hi = 0, len(values)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if values[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 # ---- reading ---------------------------------------------------------------------------------

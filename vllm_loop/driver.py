@@ -162,19 +162,13 @@ def _serve(url: str, a: Arrival, start: float, *, vocab: int, max_context: int, 
     prompt, output = clip(a, max_context)
     ids = prompt_ids(a.id, prompt, vocab)
     sent = time.perf_counter()
+    sent_ms = (sent - start) * 1000
     try:
         first, rest = complete(url, ids, output, request_id=None if tag is None else f"{tag}{a.id}")
     except (OSError, RuntimeError, ValueError) as exc:
-        return Served(a.id, a.arrival_ms, (sent - start) * 1000, prompt, output, None, (), None, str(exc)[:300])
+        return Served(a.id, a.arrival_ms, sent_ms, prompt, output, None, (), None, str(exc)[:300])
     times = [first, *rest]
     gaps = tuple((b - t) * 1000 for t, b in zip(times, times[1:]))
     return Served(
-        a.id,
-        a.arrival_ms,
-        (sent - start) * 1000,
-        prompt,
-        len(times),
-        (first - sent) * 1000,
-        gaps,
-        (times[-1] - sent) * 1000,
+        a.id, a.arrival_ms, sent_ms, prompt, len(times), (first - sent) * 1000, gaps, (times[-1] - sent) * 1000
     )

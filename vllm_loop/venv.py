@@ -1,18 +1,16 @@
 """vLLM's own virtualenv, cached outside the clone and keyed by its pinned requirements.
 
-`ensure()` returns `${HELIOS_CACHE:-~/.cache/helios}/vllm/<key>` (key: the first 12 hex digits of
-the requirements file's sha256), installing it first when it is missing or unfinished. A virtualenv
-is not relocatable, so the install happens in that final path and a marker holding the
-requirements' full digest is written last: a directory without it (an install that was killed, a
-full disk) is removed and installed again, never used. A lock file serialises two installers (CI and
-`./dev engine vllm` at once).
+`ensure()` returns `${HELIOS_CACHE:-~/.cache/helios}/vllm/<key>` (the first 12 hex digits of the
+requirements' sha256), installing it first when missing or unfinished. A virtualenv is not
+relocatable, so it is installed in that final path with a marker of the full digest written last:
+a directory without it (a killed install, a full disk) is removed and installed again, never used.
+A lock file serialises two installers (CI and `./dev engine vllm` at once).
 
-Every call then installs this checkout's engine packages (`helios-client`, `scheduler_core`,
-`helios-vllm`; seconds) beside it, into the checkout's own `var/vllm-site/<digest of their
-sources>` (`pip install --target`), which vLLM gets on its `PYTHONPATH` (`Env.environment()`): the
-cached virtualenv is shared by every checkout and CI run on the machine, so what one checkout
-installs must not change what another's vLLM runs, and a vLLM still running keeps the directory it
-started from. Entry points (vLLM's plugin groups) are found there too.
+Every call then installs this checkout's engine packages into its own
+`var/vllm-site/<digest of their sources>` (`pip install --target`, on vLLM's `PYTHONPATH`): the
+cached virtualenv is shared by every checkout on the machine, so what one installs must not change
+what another's vLLM runs, and a running vLLM keeps the directory it started from. vLLM finds the
+plugin's entry points there too.
 """
 
 from __future__ import annotations
@@ -161,9 +159,7 @@ def _install(path: Path, requirements: Path, say: Say) -> None:
     probe_registry(pip, requirements)
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [*pip, "install", "--progress-bar", "off", "-r", str(requirements)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            [*pip, "install", "--progress-bar", "off", "-r", str(requirements)], stdout=out, stderr=subprocess.STDOUT
         )
         started = time.monotonic()
         while proc.poll() is None:

@@ -262,20 +262,8 @@ def main(argv: list[str], *, var: Path, default_port: int) -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--vllm-port", type=int, default=8200)
     parser.add_argument("--engine", default="", help="the engine's name [default: vllm-RECIPE]")
-    a = parser.parse_args(argv)
-    args = WatchArgs(
-        recipe=a.recipe,
-        helios_url=a.helios_url or product_url(var, default_port),
-        var=var,
-        trace=a.trace,
-        time_scale=a.time_scale,
-        window=a.window,
-        requests=a.requests,
-        model_shape=a.model_shape,
-        device=a.device,
-        vllm_port=a.vllm_port,
-        engine=a.engine,
-    )
+    given = vars(parser.parse_args(argv))  # every flag is a WatchArgs field of the same name
+    args = WatchArgs(**given | {"helios_url": given["helios_url"] or product_url(var, default_port), "var": var})
     return run(args, lambda m: print(f"dev engine vllm: {m}", file=sys.stderr, flush=True))
 
 

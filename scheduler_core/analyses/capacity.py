@@ -1,28 +1,13 @@
 """Capacity at an SLO, per policy: up to what request rate does each policy still meet a latency
 target, and how much traffic within the target (goodput) does it serve at each rate?
 
-The rate is stepped geometrically from `rate_min_per_s` to `rate_max_per_s` (left out: a trace's
-own rate / 4 to x 4, so the grid is centred on the traffic the trace records; Poisson 0.1 to 8/s):
-a trace's gaps are scaled to reach each rate (its requests, prompts and outputs unchanged), Poisson
-traffic is drawn at it. A rate meets the SLO when TTFT p99 <= `ttft_p99_ms` and ITL p99 (every gap
-between two tokens) <= `itl_p99_ms` and the run kept up with its traffic (not overloaded, below: a
-queue still growing when a short run ends would miss on a longer one); a policy's capacity is the highest rate up to which every
-stepped rate meets it (as `vllm bench sweep serve_sla` searches). Then, per policy, a search
-narrows it: between the last rate met and the first missed it runs the geometric middle, keeping
-the half where the verdict changes, until the two are within `resolution` of each other; the
-result states both ends. Per request, genai-perf's and DistServe's goodput: a request attains the
-SLO when its TTFT and its mean inter-token latency are within the bounds; goodput is attaining
-requests per second of the run, attainment their share. Each run's load is judged
-(`scheduler_core.saturation`): at an overloaded rate TTFT measures the queue, and the after - before
-deltas there say so (`queueing`).
-
-Poisson traffic runs `repeats` seeded draws per rate (seed, seed + 1, ...), and every figure that
-depends on them has a 95 % interval over the repeats (Student t). A trace on a fixed execution
-model has no randomness: one run per rate, and the result says so.
-
-How large a run may be is this analysis's `check`: the work of every run the grid and the search
-may take, and when it is too much, the refusal names the parameter to lower (a trace's `limit`,
-Poisson's `requests`) and the largest value that fits.
+The rate is stepped geometrically (a trace's gaps scaled, Poisson drawn at it); a policy's capacity
+is the highest rate up to which every stepped rate meets the SLO (as `vllm bench sweep serve_sla`
+searches), then narrowed by a bisection to `resolution`. A rate whose run did not keep up with its
+traffic misses: a queue still growing when a short run ends would miss on a longer one. Poisson
+runs `repeats` seeded draws per rate, with 95 % intervals; a trace on a fixed execution model runs
+once and says it is deterministic. `docs/analyses.md` states the grid, the search, goodput and the
+size check (`check`, which names the parameter to lower) in full.
 """
 
 from __future__ import annotations
@@ -66,18 +51,14 @@ def rate_range(params: dict[str, Any]) -> tuple[float, float]:
 
 def native_rate(params: dict[str, Any]) -> float | None:
     """The trace's own requests per second (its window and limit applied); None for Poisson."""
-    if params["trace"] is None:
-        return None
-    return simulate.selected_trace({**params, "time_scale": 1.0}).rate_per_s()
+    return None if params["trace"] is None else simulate.selected_trace({**params, "time_scale": 1.0}).rate_per_s()
 
 
 def rates(params: dict[str, Any]) -> list[float]:
     """`steps` rates from the lowest to the highest, geometrically spaced."""
     lo, hi = rate_range(params)
     n = params["steps"]
-    if n == 1:
-        return [hi]
-    return [round6(lo * (hi / lo) ** (i / (n - 1))) for i in range(n)]
+    return [hi] if n == 1 else [round6(lo * (hi / lo) ** (i / (n - 1))) for i in range(n)]
 
 
 def search_steps(params: dict[str, Any]) -> int:
@@ -111,7 +92,7 @@ def _refuse_if_too_large(params: dict[str, Any]) -> None:
     runs = planned_runs(params)
     head = f"this capacity run is too large ({total:,} work units for {runs} runs, limit {MAX_WORK:,})"
     if params["trace"] is None:
-        fits = MAX_WORK // (runs * _poisson_units(params))
+        fits = MAX_WORK // (runs * simulate.poisson_units(params))
         raise InvalidInput("requests", f"{head}: set requests to at most {fits:,}, or take fewer steps or policies")
     selected = simulate.selected_trace({**params, "time_scale": 1.0, "limit": 0})
     low, high = 0, len(selected)  # the largest limit whose run fits: work grows with it
@@ -138,15 +119,11 @@ def planned_runs(params: dict[str, Any]) -> int:
     return (int(params["steps"]) + search_steps(params)) * len(params["policies"]) * repeats(params)
 
 
-def _poisson_units(params: dict[str, Any]) -> int:
-    return int((params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2)
-
-
 def work(params: dict[str, Any]) -> int:
     runs = planned_runs(params)
     if params["trace"] is not None:
         return runs * work_units(simulate.selected_trace({**params, "time_scale": 1.0}))
-    return runs * int(params["requests"] * _poisson_units(params))
+    return runs * int(params["requests"] * simulate.poisson_units(params))
 
 
 def traffic_at(params: dict[str, Any], rate: float, repeat: int, full_chunk: int) -> list[Arrival]:
@@ -156,15 +133,7 @@ def traffic_at(params: dict[str, Any], rate: float, repeat: int, full_chunk: int
         native = base.rate_per_s()
         assert native is not None  # refused by check
         return list(base.select(time_scale=native / rate).arrivals())
-    shape = TrafficShape(
-        rate,
-        params["prompt_min"],
-        params["prompt_max"],
-        params["output_min"],
-        params["output_max"],
-        params["span_share"],
-        params["seed"] + repeat,
-    )
+    shape = TrafficShape(rate, **{f: params[f] for f in POISSON} | {"seed": params["seed"] + repeat})
     return list(itertools.islice(poisson_arrivals(shape, full_chunk), params["requests"]))
 
 

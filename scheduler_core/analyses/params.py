@@ -13,10 +13,9 @@ from typing import Any, ClassVar
 
 from ..catalog import MAX_CAPACITY, MAX_GRAPHS, MAX_MS, Catalog
 from ..errors import InvalidInput
-from ..plan_io import parse_json
 from ..policies import POLICIES, selectable_policies
 from ..profiles import PROFILES
-from ..reading import read_text
+from ..reading import loads, read_text
 from ..traffic import TraceTraffic, from_records, parse_trace, read_trace
 from ..validation import int_of_text, number_of_text, require_int, require_list, require_number
 
@@ -274,9 +273,7 @@ class CatalogParam(Param):
     measured: bool = True
 
     def parse(self, value: Any) -> Catalog | None:
-        if value is None:
-            return None
-        return parse_catalog(value, self.name, measured=self.measured)
+        return None if value is None else parse_catalog(value, self.name, measured=self.measured)
 
     def from_text(self, text: str) -> Any:
         return read_catalog_file(text.strip(), self.name)
@@ -468,7 +465,7 @@ def require_measured(catalog: Catalog, field: str) -> Catalog:
 
 def read_catalog_file(path: str, field: str) -> Any:
     """A catalog flag names a JSON file: a list of graphs, or an object with a "catalog" list (a capture's output)."""
-    data = parse_json(read_text(path, field), field)
+    data = loads(read_text(path, field), field)
     return data["catalog"] if isinstance(data, dict) and "catalog" in data else data
 
 

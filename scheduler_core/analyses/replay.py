@@ -1,21 +1,12 @@
 """Counterfactual replay: what each policy would have done with the traffic an engine served.
 
-The traffic is the engine's own: its request records rebuilt into arrivals
-(`traffic.from_engine_requests`: arrival = finish - token gaps - TTFT, output = 1 + gaps), or any
-trace. It runs through the multi-lane scheduler under every chosen policy on one setting (a boot
-as catalog and true costs, or a catalog measured from an execution model), as `simulate` runs a
-trace, and the result adds two things `simulate` cannot know:
-
-- `served`: what the engine reported for the same requests (TTFT, prefill launches, padding),
-  per policy it ran; a request is counted under the policy in force when it finished;
-- `reproduction`: for each policy the engine ran that is also replayed, the share of its requests
-  whose replayed prefill launches equal the served ones. 1.0 says the replay's setting is the
-  engine's (the simulated engine on the same boot); less says the engine's true costs differ from
-  the setting's (a real GPU, another boot), and the counterfactual is to be read with that gap.
-
-The replay starts idle: a request already in flight when the window opened is not in it, so the
-first requests may queue less than they did. A trace on a fixed setting has no randomness: the
-result is deterministic and says so.
+The traffic is the engine's own request records rebuilt into arrivals
+(`traffic.from_engine_requests`), or any trace, run under every chosen policy on one setting as
+`simulate` runs a trace. The result adds what `simulate` cannot know: `served`, what the engine
+reported per policy it ran, and `reproduction`, the share of those requests each replay repeats
+launch for launch (1.0: the replay's setting is the engine's; less: the engine's true costs differ,
+and the counterfactual is read against that gap). The replay starts idle, so the first requests
+may queue less than they did. `docs/analyses.md` describes each field.
 """
 
 from __future__ import annotations
@@ -29,8 +20,7 @@ from ..comparison import default_pair, request_deltas
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent
 from ..limits import MAX_TOKENS
-from ..plan_io import parse_json
-from ..reading import read_lines
+from ..reading import loads, read_lines
 from ..scheduler import SchedulerConfig, ScheduleResult, schedule
 from ..stats import percentiles
 from ..traffic import TraceTraffic, from_engine_requests
@@ -90,7 +80,7 @@ class ServedParam(Param):
             if len(line) > MAX_RECORD_CHARS:
                 raise InvalidInput(f"{self.name}: line {n}", f"is longer than {MAX_RECORD_CHARS:,} characters")
             if line.strip():
-                rows.append(parse_json(line, f"{self.name}: line {n}"))
+                rows.append(loads(line, f"{self.name}: line {n}"))
             if len(rows) > MAX_REQUESTS:  # parse refuses it by its count; read no further
                 break
         return rows

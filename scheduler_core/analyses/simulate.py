@@ -1,12 +1,9 @@
 """Traffic through the multi-lane scheduler, per policy: what a maintainer sees of a policy under
 load (time to first token, inter-token latency, launches, padding), not just for one lone prompt.
 
-Arrivals are Poisson (prompt lengths log-uniform, output lengths uniform), or a real trace's
-(`trace`, optionally cut to a `window`, its first `limit` requests, its gaps times `time_scale`).
-The same traffic runs under every chosen policy; with both `cost` and `rule`, `deltas` compares
-them request by request. `rule-v1` may be
-chosen: with spans in the traffic and an unmeasured full chunk it shows the stall, reported with
-its request and position."""
+Arrivals are Poisson or a real trace's; the same traffic runs under every chosen policy, and
+`deltas` compares the first two request by request. `rule-v1` may be chosen: with spans in the
+traffic and an unmeasured full chunk it shows the stall, reported with its request and position."""
 
 from __future__ import annotations
 
@@ -108,8 +105,12 @@ def work(params: dict[str, Any]) -> int:
     and memory (one float per token) grow with."""
     if params.get("trace") is not None:
         return work_units(selected_trace(params)) * len(params["policies"])
-    per_request = (params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2
-    return int(params["requests"] * len(params["policies"]) * per_request)
+    return int(params["requests"] * len(params["policies"]) * poisson_units(params))
+
+
+def poisson_units(params: dict[str, Any]) -> int:
+    """One Poisson request's units (its mean output tokens and prompt chunks), as `work` counts them."""
+    return int((params["output_min"] + params["output_max"]) // 2 + params["prompt_max"] // 1024 + 2)
 
 
 def selected_trace(params: dict[str, Any]) -> TraceTraffic:
@@ -328,11 +329,7 @@ ANALYSIS = Analysis(
         ),
         IntParam("max_lanes", 32, "most requests admitted at once", minimum=1, maximum=MAX_LANES),
         IntParam(
-            "max_decode_wait",
-            2,
-            "most launches a decoding lane may sit out between tokens",
-            minimum=1,
-            maximum=64,
+            "max_decode_wait", 2, "most launches a decoding lane may sit out between tokens", minimum=1, maximum=64
         ),
         CatalogParam(
             "boot_catalog",

@@ -121,17 +121,15 @@ def run(params: dict[str, Any], emit: Emit) -> SweepResult:
     for catalog_name, catalog in catalogs.items():
         per_policy: dict[str, Series] = {}
         for policy_name, policy in policies.items():
-            ttft: list[float] = []
-            launches: list[int] = []
-            padded: list[int] = []
+            line: Series = {"ttft_ms": [], "launches": [], "padded_tokens": []}
+            per_policy[policy_name] = line
             for n in lengths:
                 p = plan(policy, catalog, Request(n), execution)
-                ttft.append(round(p.ttft_ms or 0.0, 6))
-                launches.append(len(p.launches))
-                padded.append(p.padded_tokens)
+                line["ttft_ms"].append(round(p.ttft_ms or 0.0, 6))
+                line["launches"].append(len(p.launches))
+                line["padded_tokens"].append(p.padded_tokens)
                 done += 1
                 ticker.tick(done, f"{catalog_name} {policy_name}")
-            per_policy[policy_name] = {"ttft_ms": ttft, "launches": launches, "padded_tokens": padded}
         if pair is not None:
             before, after = per_policy[pair.before], per_policy[pair.after]
             deltas[catalog_name] = [round(a - b, 6) for a, b in zip(after["ttft_ms"], before["ttft_ms"])]
@@ -198,11 +196,7 @@ ANALYSIS = Analysis(
         IntParam("prompt_min", 1, "shortest prompt (tokens)", minimum=1, maximum=MAX_TOKENS),
         IntParam("prompt_max", 131072, "longest prompt (tokens; at least prompt_min)", minimum=1, maximum=MAX_TOKENS),
         IntParam(
-            "count",
-            256,
-            "prompt lengths to sample (duplicates after rounding are dropped)",
-            minimum=1,
-            maximum=100_000,
+            "count", 256, "prompt lengths to sample (duplicates after rounding are dropped)", minimum=1, maximum=100_000
         ),
         ChoiceParam("spacing", "log", "how the lengths are spaced", choices=("log", "linear")),
         PolicyListParam("policies", help="policies to plan with"),

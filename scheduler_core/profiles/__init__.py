@@ -1,33 +1,17 @@
 """Named execution profiles: what a launch of each shape costs on a real GPU, with provenance.
 
-A profile is an execution model (`launch_ms(prefill, decode)`, `first_token_ms`) built from
-per-layer kernel timings of Llama-2-7B (fp16, one GPU) that Microsoft's Vidur simulator
-publishes; the CSVs and their MIT notice sit beside this file in `llama-2-7b/` (README.md there:
-method, gaps, licence). How a launch is composed, per forward pass of 32 layers:
-
-- prefill chunk of N tokens after p cached: 32 x (linear(N) + prefill attention(N, p));
-- decode step of b rows attending K keys in all: 32 x (linear(b) + decode attention(b, K));
-- mixed (N tokens + b rows): 32 x (linear(N + b) + prefill attention(N, p) + decode attention(b, K)),
-  Vidur's own composition: the linear operators run once over the batch's tokens, each attention
-  kernel on its own part;
-- init (0, 0): `init_ms`, 0 (the profiled pass has nothing that matches the loop's per-request init);
-- first token: `first_token_ms`, 0.15 ms, the embedding, LM head and sampling that the profiles
-  leave out ("about 0.1-0.2 ms"): an estimate.
-
-Between Vidur's grid points (step 8 to 1024, 16 to 2048, 32 to 4096) the linear part takes the next
-grid point up (the cost steps with tile quantisation), past 4,096 tokens it grows in proportion.
-Prefill attention with nothing cached is interpolated linearly between the sampled chunks (64 ...
-4,096) and grows with the square of the chunk past 4,096; each cached token adds
-`s0 + s1 x N` (least squares over the 51 samples with tokens cached: the chunk's queries read one
-more key each). Decode attention is the 2,048-token table by rows (past 64 rows in proportion),
-scaled by `(alpha + K / b) / (alpha + 2048)`: linear in the keys read, with `alpha` the per-row
-work that does not grow with context (fitted to the 17 decode samples at other contexts and up to
-64 rows). Without a context (a catalog's shapes carry none) a decode row is costed at 2,048 keys,
-as Vidur's table was sampled.
-`llama-2-7b-h100` has its linear part measured on H100; its attention is estimated as the A100
-figure / 1.65 (decode attention is bandwidth-bound; the README bounds prefill attention between 0
-and the A100 figure). Every profile's `provenance` says the same. The model's context is 4,096
-tokens (Llama-2): the step loop clips longer requests (`max_context`).
+A profile is an execution model (`launch_ms(prefill, decode)`, `first_token_ms`) built from the
+per-layer kernel timings of Llama-2-7B (fp16, one GPU) that Microsoft's Vidur simulator publishes;
+the CSVs and their MIT notice sit in `llama-2-7b/` (its README.md: method, gaps, licence). A pass is
+Vidur's own composition, 32 layers x (linear over the batch's tokens + each part's attention): a
+prefill chunk attends after its cached tokens, decode rows attend their keys in all. How each part
+is read between and past the samples is said by `ProfileExecution`'s methods; the fitted constants
+(each cached token's cost, decode's `alpha`) by `derive`, and every profile's `provenance` repeats
+it. Init costs 0 (the profiled pass has nothing that matches the loop's per-request init); the first
+token adds an estimated 0.15 ms (embedding, LM head and sampling, which the profiles leave out).
+`llama-2-7b-h100` has its linear part measured on H100 and its attention estimated as the A100
+figure / 1.65 (no H100 attention file is available). The model's context is 4,096 tokens
+(Llama-2): the step loop clips longer requests (`max_context`).
 """
 
 from __future__ import annotations
@@ -75,7 +59,8 @@ class ProfileExecution:
         object.__setattr__(self, "_top_rows", max(self.decode_attention))
 
     def linear_ms(self, tokens: int) -> float:
-        """The linear operators over `tokens` tokens: the next grid point up, proportional past the grid."""
+        """The linear operators over `tokens` tokens: the next grid point up (the cost steps with tile
+        quantisation), proportional past the grid."""
         if tokens <= 0:
             return 0.0
         grid = self._grid
@@ -103,7 +88,8 @@ class ProfileExecution:
         return ms
 
     def decode_attention_ms(self, rows: int, context: int | None = None) -> float:
-        """Decode attention of `rows` rows attending `context` keys in all (None: 2,048 a row)."""
+        """Decode attention of `rows` rows attending `context` keys in all (None: 2,048 a row, as the
+        table was sampled): linear in the keys read, `alpha` being a row's work that does not grow with them."""
         if rows <= 0:
             return 0.0
         top = self._top_rows

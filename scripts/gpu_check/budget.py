@@ -51,12 +51,7 @@ class Profile:
 
     def params(self, **more: Any) -> dict[str, Any]:
         """An analysis's parameters on this profile's device and catalog."""
-        return {
-            "device": self.device,
-            "capacities": list(self.capacities),
-            "repeats": self.repeats,
-            **more,
-        }
+        return {"device": self.device, "capacities": list(self.capacities), "repeats": self.repeats, **more}
 
     def shapes(self) -> list[tuple[int, int]]:
         return default_shapes(self.capacities, self.decode_rows)

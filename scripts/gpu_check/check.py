@@ -1,21 +1,15 @@
 """The CUDA path end to end, as one JSON report and a table, in two passes so that a short budget
-degrades the report instead of emptying it. The first pass runs everything once: a capture of the
-preset (`GPU_CHECK_PRESET`, default llama-2-7b: real model shapes, whose policies' plans differ by far
-more than boot-to-boot noise) with one boot (a fresh process), held against the published A100/H100
-passes; the pr22 arms' real TTFT under both policies with the error split by source (on the device,
-host copies, the rest) and each plan's launch sequence timed as it ran; numerics in bf16 (the
-preset) and fp32 (tiny); the benchmark targets. The second pass runs only what its estimate says
-fits the time budget left: more boots (boot-to-boot spread), the plans against that spread, a
-drifted TTFT boot, the CUDA-marked tests. Run by `scripts/gpu-check [--dry-run] [REPORT.json]`;
+degrades the report instead of emptying it: the first pass runs everything once (a one-boot capture
+of `GPU_CHECK_PRESET`, the pr22 arms' real TTFT, numerics in bf16 and fp32, the benchmark targets),
+the second only what its estimate says fits the budget left (more boots, the plans against their
+spread, a drifted TTFT, the CUDA-marked tests). Run by `scripts/gpu-check [--dry-run] [REPORT.json]`;
 `--dry-run` runs every step on CPU with tiny (`budget.DRY`), to check the check itself.
 
-Each step prints its estimate (seconds, and memory against what is free) before it starts and its
-time after. A step that fails does not stop the others: the steps that need its result are reported
-"skipped: needs <step>", the rest run, the report is written after every step, and the exit status
-is 1 (2 without a CUDA device, when every step is skipped; 0 when all passed). A step whose boot
-needs more memory than is free is skipped, saying both; a step still running at the hard limit is
-stopped there (the report written, the process ended), so the whole command stays under 8 minutes.
-The report lists what was skipped and why; after the lines, a table of the figures.
+Each step says its estimate (time, and memory against what is free) before it starts. A failed step
+does not stop the others (those needing its result are "skipped: needs <step>"), the report is
+rewritten after every step so a killed run still leaves one, and a step still running at the hard
+limit is stopped there, so the whole command stays under 8 minutes. Exit status: 0 when all passed,
+1 otherwise, 2 without a CUDA device. `docs/gpu_runner.md` lists the steps and the report's fields.
 """
 
 from __future__ import annotations
@@ -355,19 +349,18 @@ def _targets(profile: Profile, done: Results) -> dict[str, Any]:
 
 
 def _targets_summary(result: dict[str, Any]) -> str:
-    return "; ".join(f"{t['target']}: {'met' if t['met'] else 'MISSED'}" for t in result["targets"].values())
+    return "; ".join(f"{t['target']}: {_verdict(t['met'])}" for t in result["targets"].values())
 
 
 def _targets_rows(result: dict[str, Any]) -> list[Row]:
     t = result["targets"]
     spread = t["spread"]["worst"]
-    verdict = {True: "met", False: "MISSED"}
     replay = [
         (
             f"eager / replay, least: {t[name]['worst']['prefill']}+{t[name]['worst']['decode']}",
             f"{t[name]['worst']['eager_over_replay']:.2f}x",
             t[name]["target"].split(" (")[0],
-            verdict[t[name]["met"]],
+            _verdict(t[name]["met"]),
         )
         for name in ("replay_faster", "replay_no_slower")
         if name in t
@@ -377,14 +370,14 @@ def _targets_rows(result: dict[str, Any]) -> list[Row]:
             f"p90/p10, worst: boot {spread['boot']} {spread['prefill']}+{spread['decode']}",
             f"{spread['p90_over_p10']:.3f}",
             t["spread"]["target"],
-            verdict[t["spread"]["met"]],
+            _verdict(t["spread"]["met"]),
         ),
         *replay,
         (
             "slowest boot",
             f"{t['boot_time']['worst_s']:.1f} s",
             t["boot_time"]["target"],
-            verdict[t["boot_time"]["met"]],
+            _verdict(t["boot_time"]["met"]),
         ),
     ]
 

@@ -1,19 +1,11 @@
 """A worked example: a vLLM-style scheduler step mapped to Helios launch and request records.
 
-An engine such as vLLM runs one forward pass per scheduler step. When the step carries a prefill
-chunk, the engine knows the chunk's request id (a string: `cmpl-...`), how many prompt tokens were
-already computed (`num_computed_tokens`) and how many the step adds (`num_new_tokens`: the
-unpadded tokens), and the CUDA graph it replayed (`cudagraph_size`: the padded size, or None for an
-eager step). A finished request knows when it arrived, when its first token came and when each
-later one did. `StepMapper` turns those into the records `helios_client.records` declares:
-
-- one `LaunchRecord` per prefill chunk: `graph` = the CUDA graph size (the unpadded tokens for an
-  eager step), `[start, end)` = `[num_computed_tokens, num_computed_tokens + num_new_tokens)`,
-  `padded` = `graph - num_new_tokens`;
-- one `RequestRecord` per finished request: `ttft_ms` = first token - arrival, `itl_ms` = the gaps
-  between its tokens, `launches` = the graph of each of its prefill launches, in order.
-
-Every record carries the policy and version the engine ran under (`PolicyWatcher.current`).
+A step that carries a prefill chunk knows the chunk's request id (`cmpl-...`), the prompt tokens
+already computed (`num_computed_tokens`) and those it adds (`num_new_tokens`, unpadded), and the
+CUDA graph it replayed (`cudagraph_size`, None when eager); a finished request knows when it
+arrived and when each token came. `StepMapper` turns those into one `LaunchRecord` per prefill
+chunk and one `RequestRecord` per finished request, each with the policy and version the engine ran
+under (`PolicyWatcher.current`); `docs/engines.md` (section 5) tabulates the mapping field by field.
 Run it against a stack (`./dev up`) with a token from `manage.py create_api_token --engine NAME`,
 naming the same engine (a token posts only as its own engine):
 

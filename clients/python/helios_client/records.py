@@ -1,19 +1,13 @@
 """The telemetry record, declared once.
 
 A batch (`Batch`) carries launch records (`LaunchRecord`: one prefill launch) and request records
-(`RequestRecord`: one finished request). Each field is declared here with its type, its bounds and
-what it means; the server's validator (`heliosweb/telemetry/validation.py`), the simulated engine,
-the benches, the tests' record builders and the field table in `docs/telemetry.md` all read these
-declarations, so adding a field is one edit here (plus its test). `SCHEMA` is sent in every batch:
-a change to what a record means is a new number.
-
-A request record's field may be optional (`spec(..., optional=True)`): an engine that does not
-know it leaves it out. A field declared `reported=Reported(...)` is shown with no other edit: the
-live page draws its per-batch mean and `/metrics` exports its sum and count per engine and version.
-
-Schema policy: the server reads `SCHEMA` and the schema before it (`PREVIOUS_SCHEMA`) until
-`PREVIOUS_READ_UNTIL`; a batch in the previous schema is stored and answered with `upgrade` (what
-to move to, and by when). After that date, or for any older schema, the answer is a 400.
+(`RequestRecord`: one finished request). Each field is declared here with its type, bounds and
+meaning; the server's validator, the simulated engine, the benches, the tests' record builders and
+`docs/telemetry.md`'s field table all read these declarations, so adding a field is one edit here
+(plus its test). A request record's field may be `optional` (an engine that does not know it leaves
+it out); one declared `reported=Reported(...)` is shown on the live page and in `/metrics` with no
+other edit. `SCHEMA` is sent in every batch: a change to what a record means is a new number, and
+the schema before it is read until `PREVIOUS_READ_UNTIL` (`schema_answer`).
 
 Standard library only: this module is shared by the server and by engines.
 """
@@ -233,9 +227,8 @@ def _int_problem(value: Any, minimum: float, maximum: float) -> str | None:
 
 
 def _number_problem(value: Any, minimum: float, maximum: float) -> str | None:
-    if type(value) not in _NUMBER or not (math.isfinite(value) if type(value) is float else True):
-        return f"must be a finite number from {_num(minimum)} to {_num(maximum)}, got {_shown(value)}"
-    if not minimum <= value <= maximum:
+    finite = type(value) in _NUMBER and (math.isfinite(value) if type(value) is float else True)
+    if not finite or not minimum <= value <= maximum:
         return f"must be a finite number from {_num(minimum)} to {_num(maximum)}, got {_shown(value)}"
     return None
 

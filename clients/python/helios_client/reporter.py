@@ -1,21 +1,17 @@
 """`TelemetryReporter`: an engine's launch and request records, posted in numbered batches.
 
-Records are queued by `add` (never blocking on the network) and sealed into a batch when it holds
-`batch_records`, when `interval_s` has passed since its first record, or when the policy version
-changes (the server takes one version per batch). A background thread posts the batches in
-order, each as `{schema, engine, session, batch, records}`: `session` is a UUID picked when the
-reporter is made, so a restarted engine numbering from 1 again is a new session, never a
-duplicate; a failed post (network, 5xx, 429) is retried with backoff and jitter under the same
-number and session, which the server stores once. Memory is bounded: past `max_queued_records`
-records waiting, `add` drops the record and counts it (`stats.dropped_records`). `close()` (also
-run at interpreter exit) posts what is left.
+`add` queues a record without blocking on the network; a batch is sealed at `batch_records`, after
+`interval_s`, or when the policy version changes (the server takes one version per batch). A thread
+posts the batches in order, each as `{schema, engine, session, batch, records}`: `session` is a
+UUID picked per reporter, so an engine restarted at batch 1 is a new session, never a duplicate; a
+failed post (network, 5xx, 429) is retried with backoff and jitter under the same number, which
+the server stores once. Past `max_queued_records` waiting, `add` drops and counts
+(`stats.dropped_records`). `close()` (also at interpreter exit) posts what is left.
 
-With a `spool` directory, a batch survives the engine: the sender thread writes each sealed batch
-there (whole: session, number, boot, records) before its first post, and those sealed behind it
-while it retries, and deletes it once the server has answered; `close` writes what it could not post; a reporter made later on the same
-directory posts the spooled batches first, under their own session and number, so a batch the
-server had already stored is answered "already stored", never stored twice. Only the open batch
-(at most `interval_s` of records) is lost to a crash.
+With a `spool` directory a sealed batch survives the engine: written whole before its first post
+(and while an earlier one retries), deleted once answered (`close` writes what it could not post),
+and posted first by a later reporter on the same directory under its own session and number, so it
+is never stored twice. Only the open batch (at most `interval_s` of records) is lost to a crash.
 """
 
 from __future__ import annotations
