@@ -37,6 +37,18 @@ class Pair:
         return {"before": self.before, "after": self.after, "label": self.label}
 
 
+def policies_run(result: object) -> list[str]:
+    """The policies a result compares, in run order: a serving result's `policies` (simulate,
+    replay, capacity) or those a sweep planned per catalog (its `series`); empty for any other."""
+    if not isinstance(result, dict):
+        return []
+    ran, series = result.get("policies"), result.get("series")
+    if isinstance(ran, list):
+        return [p["policy"] for p in ran if isinstance(p, dict) and "policy" in p]
+    by_catalog = [list(s) for s in series.values() if isinstance(s, dict)] if isinstance(series, dict) else []
+    return by_catalog[0] if by_catalog else []
+
+
 def default_pair(ran: Sequence[str]) -> Pair | None:
     """The first two policies a job ran, in its order; None when it ran fewer than two."""
     names = list(dict.fromkeys(ran))
@@ -58,7 +70,7 @@ def picked_pair(ran: Sequence[str], before: str | None, after: str | None) -> Pa
     names = list(dict.fromkeys(ran))
     for field, name in (("before", before), ("after", after)):
         if name not in names:
-            raise InvalidInput(field, f"{name or '(none)'!r} is not a policy this job ran (it ran {', '.join(names)})")
+            raise InvalidInput(field, f"{name or '(none)'!r} is not a policy that ran (it ran {', '.join(names)})")
     if before == after:
         raise InvalidInput("after", f"compare two different policies, not {before} with itself")
     return Pair(str(before), str(after))
