@@ -1,6 +1,6 @@
-"""Any two policies on a serving job's page (issue 29, item 2): the pair the reader picks, by default
-the first two the job ran, is what every delta on the simulate, capacity and replay pages and in
-their CSV files compares; a third policy declared in a test shows up in all of them with no other
+"""Any two policies on a job's page (issue 29, item 2): the pair the reader picks, by default
+the first two the job ran, is what every delta on the simulate, capacity, replay and sweep pages, in
+their CSV files and in the result's text compares; a third policy declared in a test shows up in all of them with no other
 edit. A pair the job did not run is refused naming the field. Results stored before compare
 rule - cost and are rewritten to the shape of any pair (migration jobs 0006)."""
 
@@ -95,6 +95,41 @@ def test_a_capacity_page_compares_the_picked_pair_at_every_rate(client_in, third
         float(w["delta_ms"]) == pytest.approx(float(w["after_ttft_ms"]) - float(w["before_ttft_ms"]), abs=1e-5)
         for w in worst
     )
+
+
+def test_a_sweep_page_its_summary_csv_and_its_text_compare_the_picked_pair(client_in, third):
+    job = store("sweep", raw={**SMALL["sweep"], "policies": RAN})
+    assert f'<strong id="pair-label">{third} − cost</strong>' in client_in.get(f"/jobs/{job.pk}").content.decode()
+    picked = {"before": "rule", "after": third}
+    page = client_in.get(f"/jobs/{job.pk}", picked).content.decode()
+    assert f'<strong id="pair-label">{third} − rule</strong>' in page
+    assert f"table=summary&amp;before=rule&amp;after={third}" in page
+    figure = next(f for f in client_in.get(f"/api/jobs/{job.pk}/figures/", picked).json() if f["id"] == "ttft")
+    assert figure["title"] == f"TTFT and {third} − rule"
+    for catalog, by_policy in job.result["series"].items():  # after - before per prompt length, made here
+        mine = [a - b for a, b in zip(by_policy[third]["ttft_ms"], by_policy["rule"]["ttft_ms"])]
+        drawn = next(t for t in figure["figure"]["data"] if t["name"] == f"{catalog}: {third} − rule")
+        assert drawn["y"] == pytest.approx(mine, abs=1e-5)
+        row = next(r for r in table(client_in, job, "summary", picked) if r["catalog"] == catalog)
+        assert (row["before"], row["after"]) == ("rule", third)
+        assert int(row["after_wins"]) == sum(d < -1e-6 for d in mine)
+        assert int(row["after_loses"]) == sum(d > 1e-6 for d in mine)
+    text = client_in.get(f"/api/jobs/{job.pk}/", picked).json()["summary"]
+    assert f"delta = {third} − rule TTFT" in text
+    assert client_in.get(f"/api/jobs/{job.pk}/").json()["summary"] != text  # the default pair's differs
+
+
+def test_the_result_text_names_both_deltas_of_the_picked_pair(client_in, third):
+    job = store("simulate", raw={**SMALL["simulate"], "policies": RAN})
+    text = client_in.get(f"/api/jobs/{job.pk}/", {"before": "rule", "after": third}).json()["summary"]
+    after, before = ttft_by_request(job.result, third), ttft_by_request(job.result, "rule")
+    p50 = {p["policy"]: p["ttft_ms"]["p50"] for p in job.result["policies"]}
+    biggest = max(after[i] - before[i] for i in after)
+    assert f"{third} − rule, percentile of per-request differences: p50" in text
+    assert f"max {biggest:+.2f} ms" in text
+    assert f"{third} − rule, difference of percentiles: p50 {p50[third] - p50['rule']:+.2f}" in text
+    answer = client_in.get(f"/api/jobs/{job.pk}/", {"before": "rule", "after": "nope"})
+    assert answer.status_code == 400 and answer.json()["field"] == "after"
 
 
 def test_a_pair_the_job_did_not_run_is_refused_naming_the_field(client_in):
