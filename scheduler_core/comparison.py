@@ -38,15 +38,11 @@ class Pair:
 
 
 def policies_run(result: object) -> list[str]:
-    """The policies a result compares, in run order: a serving result's `policies` (simulate,
-    replay, capacity) or those a sweep planned per catalog (its `series`); empty for any other."""
-    if not isinstance(result, dict):
-        return []
-    ran, series = result.get("policies"), result.get("series")
-    if isinstance(ran, list):
-        return [p["policy"] for p in ran if isinstance(p, dict) and "policy" in p]
-    by_catalog = [list(s) for s in series.values() if isinstance(s, dict)] if isinstance(series, dict) else []
-    return by_catalog[0] if by_catalog else []
+    """The policies a result compares, in run order: its `policies`, a serving result's rows naming
+    their `policy` (simulate, replay, capacity) or a sweep's names; empty for any other result."""
+    ran = result.get("policies") if isinstance(result, dict) else None
+    names = [p.get("policy") if isinstance(p, dict) else p for p in ran] if isinstance(ran, list) else []
+    return [name for name in names if isinstance(name, str)]
 
 
 def default_pair(ran: Sequence[str]) -> Pair | None:

@@ -59,14 +59,16 @@ class Summary(TypedDict):
 
 
 class SweepResult(TypedDict):
-    """`series[catalog][policy]`; with two policies or more planned, `pair` (the first two, as
-    `comparison.default_pair` declares), `delta_ms[catalog]` (after - before TTFT per prompt length,
-    derived, so beside the series rather than among their policies) and `summary[catalog]`."""
+    """`series[catalog][policy]` and the `policies` planned, in run order (a stored object's keys
+    keep no order); with two policies or more, `pair` (the first two, as `comparison.default_pair`
+    declares), `delta_ms[catalog]` (after - before TTFT per prompt length, derived, so beside the
+    series rather than among their policies) and `summary[catalog]`: any other pair is `compared`."""
 
     execution: dict[str, Any]
     drift_factor: float
     spacing: str
     prompt_tokens: list[int]
+    policies: list[str]
     series: dict[str, dict[str, Series]]
     pair: NotRequired[dict[str, str] | None]  # absent from results stored before it (cost, rule)
     delta_ms: dict[str, list[float]]
@@ -137,6 +139,7 @@ def run(params: dict[str, Any], emit: Emit) -> SweepResult:
         "drift_factor": params["drift_factor"],
         "spacing": params["spacing"],
         "prompt_tokens": lengths,
+        "policies": list(policies),
         "series": series,
         "pair": pair.to_dict() if pair else None,
         "delta_ms": deltas,

@@ -200,3 +200,17 @@ def test_results_stored_as_rule_minus_cost_are_rewritten_to_any_pair_and_back(cl
     for job in (simulated, capacity):
         assert client_in.get(f"/api/jobs/{job.pk}/figures/").status_code == 200
         assert client_in.get(f"/api/jobs/{job.pk}/table.csv", {"table": "deltas"}).status_code == 200
+
+
+def test_sweeps_stored_without_their_policies_take_them_in_run_order_from_their_params(client_in, third):
+    job = store("sweep", raw={**SMALL["sweep"], "policies": RAN})
+    old = {k: v for k, v in job.result.items() if k != "policies"}
+    BenchmarkJob.objects.filter(pk=job.pk).update(result=old)
+    migration = importlib.import_module("heliosweb.jobs.migrations.0008_sweep_policies")
+    migration._rewrite(apps, None, True)
+    job.refresh_from_db()
+    assert job.result["policies"] == RAN
+    assert f'<strong id="pair-label">{third} − cost</strong>' in client_in.get(f"/jobs/{job.pk}").content.decode()
+    migration._rewrite(apps, None, False)
+    job.refresh_from_db()
+    assert "policies" not in job.result
