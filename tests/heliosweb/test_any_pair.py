@@ -119,8 +119,9 @@ def test_a_sweep_page_its_summary_csv_and_its_text_compare_the_picked_pair(clien
     assert client_in.get(f"/api/jobs/{job.pk}/").json()["summary"] != text  # the default pair's differs
 
 
-def test_the_result_text_names_both_deltas_of_the_picked_pair(client_in, third):
-    job = store("simulate", raw={**SMALL["simulate"], "policies": RAN})
+@pytest.mark.parametrize("kind", ["simulate", "replay"])
+def test_the_result_text_names_both_deltas_of_the_picked_pair(client_in, third, kind):
+    job = store(kind, raw={**SMALL[kind], "policies": RAN})
     text = client_in.get(f"/api/jobs/{job.pk}/", {"before": "rule", "after": third}).json()["summary"]
     after, before = ttft_by_request(job.result, third), ttft_by_request(job.result, "rule")
     p50 = {p["policy"]: p["ttft_ms"]["p50"] for p in job.result["policies"]}
