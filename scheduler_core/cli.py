@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from .analyses.contract import Analysis
+from .comparison import Pair, picked_pair
 from .errors import InvalidInput
 
 
@@ -31,6 +32,12 @@ def add_analysis_parser(sub: Any, analysis: Analysis[Any]) -> None:
             metavar=param.metavar,
             help=param.cli_help(),
         )
+    if analysis.pair_text is not None:
+        p.add_argument(
+            "--pair",
+            metavar="BEFORE,AFTER",
+            help="the two policies every delta compares, after - before [default: the first two policies]",
+        )
 
 
 def run_analysis(analysis: Analysis[Any], args: argparse.Namespace, *, text_by_default: bool = True) -> int:
@@ -39,7 +46,9 @@ def run_analysis(analysis: Analysis[Any], args: argparse.Namespace, *, text_by_d
     terminal = sys.stderr.isatty()
     try:
         raw = {p.name: p.from_text(getattr(args, p.name)) for p in analysis.params if getattr(args, p.name) is not None}
-        result = analysis.run(analysis.validate(raw), _terminal_progress if terminal else (lambda event: None))
+        params = analysis.validate(raw)
+        pair = _pair(getattr(args, "pair", None), params)
+        result = analysis.run(params, _terminal_progress if terminal else (lambda event: None))
     except InvalidInput as exc:  # also what a run finds only once it starts (device memory, say)
         if terminal:
             print(file=sys.stderr)
@@ -49,8 +58,21 @@ def run_analysis(analysis: Analysis[Any], args: argparse.Namespace, *, text_by_d
     if args.json or not text_by_default or analysis.format_text is None:
         print(json.dumps(result, indent=None if args.json else 2))
     else:
-        print(analysis.format_text(result))
+        print(analysis.pair_text(result, pair) if analysis.pair_text else analysis.format_text(result))
     return 0
+
+
+def _pair(text: str | None, params: dict[str, Any]) -> Pair | None:
+    """`--pair before,after` among the policies the run will compare, checked before it runs."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",")]
+    if len(names) != 2 or not all(names):
+        raise InvalidInput("pair", f"give two policies as before,after, not {text!r}")
+    try:
+        return picked_pair(params["policies"], *names)
+    except InvalidInput as exc:
+        raise InvalidInput("pair", exc.message) from None
 
 
 def _terminal_progress(event: dict[str, Any]) -> None:

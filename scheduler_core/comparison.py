@@ -37,6 +37,14 @@ class Pair:
         return {"before": self.before, "after": self.after, "label": self.label}
 
 
+def policies_run(result: object) -> list[str]:
+    """The policies a result compares, in run order: its `policies`, a serving result's rows naming
+    their `policy` (simulate, replay, capacity) or a sweep's names; empty for any other result."""
+    ran = result.get("policies") if isinstance(result, dict) else None
+    names = [p.get("policy") if isinstance(p, dict) else p for p in ran] if isinstance(ran, list) else []
+    return [name for name in names if isinstance(name, str)]
+
+
 def default_pair(ran: Sequence[str]) -> Pair | None:
     """The first two policies a job ran, in its order; None when it ran fewer than two."""
     names = list(dict.fromkeys(ran))
@@ -58,7 +66,7 @@ def picked_pair(ran: Sequence[str], before: str | None, after: str | None) -> Pa
     names = list(dict.fromkeys(ran))
     for field, name in (("before", before), ("after", after)):
         if name not in names:
-            raise InvalidInput(field, f"{name or '(none)'!r} is not a policy this job ran (it ran {', '.join(names)})")
+            raise InvalidInput(field, f"{name or '(none)'!r} is not a policy that ran (it ran {', '.join(names)})")
     if before == after:
         raise InvalidInput("after", f"compare two different policies, not {before} with itself")
     return Pair(str(before), str(after))

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import plotly.graph_objects as go
 from plotly.utils import PlotlyJSONEncoder
 
-from scheduler_core.comparison import Pair, default_pair
+from scheduler_core.comparison import Pair, default_pair, policies_run
 from scheduler_core.typed_json import read_as
 
 from .decimate import decimate_figure
@@ -54,13 +54,6 @@ class JobData:
         if self.result is None:
             raise ValueError(f"job {self.id} has no result yet")
         return read_as(self.result, declared)
-
-
-def policies_run(result: Json | None) -> list[str]:
-    """The policies a serving result compares (simulate, replay, capacity: its `policies`), in run
-    order; empty for any other result."""
-    ran = result.get("policies") if isinstance(result, dict) else None
-    return [p["policy"] for p in ran if isinstance(p, dict) and "policy" in p] if isinstance(ran, list) else []
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
-"""sweep: TTFT, the delta of the pair it compared (its first two policies), launches and padding against prompt length; a click on a
+"""sweep: TTFT, the delta of the pair compared (the reader's pick, by default its first two policies), launches and padding against prompt length; a click on a
 point opens that prompt's chunk timelines on the explain page."""
 
 from __future__ import annotations
 
 from plotly.subplots import make_subplots
 
-from scheduler_core.analyses.sweep import SweepResult
+from scheduler_core.analyses.sweep import SweepResult, compared
 
 from .contract import LOG_AXIS, Figure, JobData, KindViews, Table, base_layout, empty
 from .palette import policy_colour
@@ -22,7 +22,9 @@ def figures(job: JobData) -> list[Figure]:
         return [empty("ttft", "TTFT vs prompt length", "the sweep draws its curves when it finishes")]
     result = job.result_as(SweepResult)
     x = result["prompt_tokens"]
-    label = (result.get("pair") or {}).get("label", "after - before")  # the pair the sweep compared
+    pair = job.compared()
+    label = pair.label if pair else "after - before"
+    deltas = compared(x, result["series"], pair)[0]
     ttft = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.58, 0.42], vertical_spacing=0.06)
     counts = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.06)
     for catalog, by_policy in result["series"].items():
@@ -54,10 +56,10 @@ def figures(job: JobData) -> list[Figure]:
                 row=2,
                 col=1,
             )
-        if catalog in result["delta_ms"]:
+        if catalog in deltas:
             ttft.add_scatter(
                 x=x,
-                y=result["delta_ms"][catalog],
+                y=deltas[catalog],
                 name=f"{catalog}: {label}",
                 mode="lines",
                 line={"color": "#444", "dash": DASH.get(catalog, "solid")},
@@ -100,7 +102,10 @@ def tables(job: JobData) -> dict[str, Table]:
         for policy, values in by_policy.items()
         for i, n in enumerate(result["prompt_tokens"])
     ]
-    summary = [{"catalog": c, **s} for c, s in result["summary"].items()]
+    pair = job.compared()
+    sides = pair.to_dict() if pair else {}
+    by_catalog = compared(result["prompt_tokens"], result["series"], pair)[1]
+    summary = [{"catalog": c, **sides, **s} for c, s in by_catalog.items()]
     return {"series": series, "summary": summary}
 
 

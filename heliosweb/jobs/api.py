@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from heliosweb.common.api import ERROR, QueryInt, json_body, json_object
 from heliosweb.common.permissions import CanRunJobs
+from scheduler_core.comparison import picked_pair, policies_run
 
 from . import selectors
 from .registry import job_kinds
@@ -54,9 +55,18 @@ class JobListView(APIView):
 
 
 class JobDetailView(APIView):
-    @extend_schema(responses={200: JOB, 404: ERROR})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("before", str, description="the summary's pair's before: a policy the job ran"),
+            OpenApiParameter("after", str, description="the summary's pair's after (both, or neither: its first two)"),
+        ],
+        responses={200: JOB, 400: ERROR, 404: ERROR},
+    )
     def get(self, request: Request, job_id: int) -> Response:
-        return Response(selectors.job_as_api(selectors.job_get(job_id=job_id)))
+        job = selectors.job_get(job_id=job_id)
+        before, after = request.query_params.get("before"), request.query_params.get("after")
+        pair = picked_pair(policies_run(job.result), before, after) if before or after else None
+        return Response(selectors.job_as_api(job, pair=pair))
 
 
 class JobCancelView(APIView):

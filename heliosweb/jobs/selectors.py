@@ -13,6 +13,7 @@ from rest_framework import serializers
 from heliosweb.catalogs.models import Boot
 from heliosweb.common.inputs import get_by_id
 from heliosweb.common.shapes import Shape, when
+from scheduler_core.comparison import Pair
 from scheduler_core.errors import InvalidInput
 
 from .models import FINISHED, BenchmarkJob, JobEvent
@@ -137,17 +138,23 @@ JOB: Shape[BenchmarkJob] = Shape(
 LISTED_WITHOUT = ("params", "catalog_sources", "trace_sources", "result", "summary")  # null in lists
 
 
-def job_as_api(job: BenchmarkJob, *, full: bool = True) -> dict[str, Any]:
-    """A job as the API shows it; lists leave out (`full=False`) params, catalog and trace sources, result and summary."""
+def job_as_api(job: BenchmarkJob, *, full: bool = True, pair: Pair | None = None) -> dict[str, Any]:
+    """A job as the API shows it; lists leave out (`full=False`) params, catalog and trace sources, result and summary.
+    `pair`: what the summary's deltas compare (by default the first two policies run)."""
+    if full and pair is not None:
+        return {**JOB.of(job, left_out=("summary",)), "summary": job_summary(job, pair)}
     return JOB.of(job, left_out=() if full else LISTED_WITHOUT)
 
 
-def job_summary(job: BenchmarkJob) -> str | None:
-    """The analysis's own text rendering of a finished result (the CLI's table), if it has one."""
+def job_summary(job: BenchmarkJob, pair: Pair | None = None) -> str | None:
+    """The analysis's own text rendering of a finished result (the CLI's table), if it has one,
+    its deltas comparing `pair` where it compares policies (by default the first two run)."""
     kind = job_kinds().get(job.kind)
     if job.result is None or kind is None or kind.analysis.format_text is None:
         return None
     try:
+        if kind.analysis.pair_text is not None:
+            return kind.analysis.pair_text(job.result, pair)
         return kind.analysis.format_text(job.result)
     except (KeyError, TypeError, ValueError):  # a result stored by an older version of the analysis
         log.warning("job %s: cannot format its %s result", job.pk, job.kind, exc_info=True)

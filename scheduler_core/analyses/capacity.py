@@ -17,7 +17,7 @@ import math
 from typing import Any, TypedDict
 
 from .. import saturation
-from ..comparison import default_pair, deltas_of, ordered_pairs, request_deltas
+from ..comparison import Pair, default_pair, deltas_of, ordered_pairs, request_deltas
 from ..deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES, capacity_differences
 from ..errors import InvalidInput
 from ..events import ProgressEvent
@@ -336,9 +336,9 @@ def _traffic(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def format_text(result: CapacityResult) -> str:
-    """A line per rate and policy (the search's rates marked), its first two policies compared
-    (after - before) per rate with both deltas named, then each policy's capacity between the last rate met and the first missed."""
+def format_text(result: CapacityResult, pair: Pair | None = None) -> str:
+    """A line per rate and policy (the search's rates marked), `pair` compared (after - before; by
+    default the first two policies) per rate with both deltas named, then each policy's capacity between the last rate met and the first missed."""
     slo = result["slo"]
     lines = [
         f"SLO: TTFT p99 <= {slo['ttft_p99_ms']:g} ms, ITL p99 <= {slo['itl_p99_ms']:g} ms; {result['randomness']}",
@@ -347,7 +347,7 @@ def format_text(result: CapacityResult) -> str:
     for p in result["policies"]:
         for pt in sorted([*p["points"], *p.get("search", [])], key=lambda pt: pt["rate_per_s"]):
             lines.append(_point_line(p["policy"], pt, searched=pt in p.get("search", [])))
-    pair = default_pair([p["policy"] for p in result["policies"]])
+    pair = pair or default_pair([p["policy"] for p in result["policies"]])
     for row in result["deltas"]:
         lines += _delta_lines(row["rate_per_s"], deltas_of(row.get("comparisons") or (), pair) if pair else None)
     for p in result["policies"]:
@@ -445,6 +445,7 @@ ANALYSIS = Analysis(
     work=work,
     max_work=MAX_WORK,  # enforced by check, which names what to lower
     format_text=format_text,
+    pair_text=format_text,
     result=CapacityResult,
     events=(ProgressEvent,),
     example={"requests": 16, "steps": 3, "repeats": 2, "prompt_max": 4000, "output_max": 20, "rate_max_per_s": 40},

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 
+from ..comparison import Pair
 from ..errors import InvalidInput
 from ..events import ProgressEvent
 
@@ -99,6 +100,9 @@ class Analysis(Generic[R]):
     work: Callable[[dict[str, Any]], int] = field(default=lambda params: 1)
     max_work: int = 10**9
     format_text: Callable[[R], str] | None = None  # the CLI's human-readable output
+    # The same text with every delta comparing a pair picked among the policies run (the CLI's
+    # --pair, a job page's pick); None where the result compares no policies.
+    pair_text: Callable[[R, Pair | None], str] | None = None
     # Parameters without a default that fits (declared with None): a job must give them, not null.
     required: tuple[str, ...] = ()
     # Parameter -> the one it applies with: left at its default unless that one is given (names

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypedDict
 
 from .. import saturation
-from ..comparison import default_pair, request_deltas
+from ..comparison import Pair, default_pair, request_deltas
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent
 from ..limits import MAX_TOKENS
@@ -311,8 +311,9 @@ def comparison_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [*result["table"], *({**r, "policy": f"served {r['policy']}"} for r in served)]
 
 
-def format_text(result: ReplayResult) -> str:
-    """A line per replayed policy and per policy the engine served under, then the reproduction."""
+def format_text(result: ReplayResult, pair: Pair | None = None) -> str:
+    """A line per replayed policy and per policy the engine served under, then the reproduction
+    and `pair`'s deltas (by default the first two policies')."""
     lines = [
         f"{result['requests']} requests replayed on the {result['catalog']} catalog; randomness: {result['randomness']}"
     ]
@@ -329,7 +330,7 @@ def format_text(result: ReplayResult) -> str:
     for p in result["policies"]:
         if p.get("load"):
             lines.append(f"{p['policy']:<14} {saturation.Load(**p['load']).describe()}")
-    lines += simulate.delta_lines(result.get("deltas"))
+    lines += simulate.delta_lines(simulate.picked_deltas(result, pair))
     return "\n".join(lines)
 
 
@@ -352,6 +353,7 @@ ANALYSIS = Analysis(
     work=work,
     max_work=simulate.ANALYSIS.max_work,
     format_text=format_text,
+    pair_text=format_text,
     events=(ProgressEvent, PolicyResultEvent),
     result=ReplayResult,
     example={"trace": EXAMPLE_TRACE},

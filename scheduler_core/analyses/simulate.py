@@ -13,7 +13,7 @@ from typing import Any, TypedDict
 
 from .. import saturation
 from ..catalog import DEFAULT_PREFILL_CAPACITIES, Catalog, drift, unmeasured
-from ..comparison import default_pair, request_deltas
+from ..comparison import Pair, default_pair, request_deltas
 from ..deltas import DIFFERENCE_OF_PERCENTILES, PERCENTILE_OF_DIFFERENCES
 from ..errors import InvalidInput
 from ..events import PolicyResultEvent, ProgressEvent, StepLaunchEvent
@@ -258,8 +258,9 @@ def summarise(result: ScheduleResult, arrivals: Sequence[Arrival]) -> dict[str, 
     }
 
 
-def format_text(result: SimulateResult) -> str:
-    """One line per policy: TTFT and ITL percentiles, launches, padding, or the stall."""
+def format_text(result: SimulateResult, pair: Pair | None = None) -> str:
+    """One line per policy: TTFT and ITL percentiles, launches, padding, or the stall; then
+    `pair`'s deltas (by default the first two policies')."""
     source = result["traffic"]
     origin = f"trace {source['name']} x{source['time_scale']:g}" if source["source"] == "trace" else "Poisson"
     lines = [f"{result['requests']} requests ({origin}), {result['catalog']} catalog"]
@@ -278,8 +279,13 @@ def format_text(result: SimulateResult) -> str:
         )
         if p.get("load"):  # absent from results older than the verdict
             lines.append(f"{'':<8} {saturation.Load(**p['load']).describe()}")
-    lines += delta_lines(result.get("deltas"))
+    lines += delta_lines(picked_deltas(result, pair))
     return "\n".join(lines)
+
+
+def picked_deltas(result: Any, pair: Pair | None) -> dict[str, Any] | None:
+    """`pair`'s per-request comparison from a result's rows, else the one it stored (its first two)."""
+    return request_deltas(result["policies"], pair) if pair else result.get("deltas")
 
 
 def delta_lines(d: dict[str, Any] | None) -> list[str]:
@@ -352,6 +358,7 @@ ANALYSIS = Analysis(
     work=work,
     max_work=10_000_000,
     format_text=format_text,
+    pair_text=format_text,
     result=SimulateResult,
     events=(ProgressEvent, StepLaunchEvent, PolicyResultEvent),
     example={"requests": 12, "prompt_max": 6000, "output_min": 4, "output_max": 12, "launch_events": 30},

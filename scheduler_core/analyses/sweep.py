@@ -8,7 +8,7 @@ import math
 from typing import Any, NotRequired, TypedDict
 
 from ..catalog import Catalog
-from ..comparison import default_pair
+from ..comparison import Pair, default_pair, pair_in, policies_run
 from ..errors import InvalidInput
 from ..limits import MAX_TOKENS
 from ..planner import plan
@@ -59,14 +59,16 @@ class Summary(TypedDict):
 
 
 class SweepResult(TypedDict):
-    """`series[catalog][policy]`; with two policies or more planned, `pair` (the first two, as
-    `comparison.default_pair` declares), `delta_ms[catalog]` (after - before TTFT per prompt length,
-    derived, so beside the series rather than among their policies) and `summary[catalog]`."""
+    """`series[catalog][policy]` and the `policies` planned, in run order (a stored object's keys
+    keep no order); with two policies or more, `pair` (the first two, as `comparison.default_pair`
+    declares), `delta_ms[catalog]` (after - before TTFT per prompt length, derived, so beside the
+    series rather than among their policies) and `summary[catalog]`: any other pair is `compared`."""
 
     execution: dict[str, Any]
     drift_factor: float
     spacing: str
     prompt_tokens: list[int]
+    policies: list[str]
     series: dict[str, dict[str, Series]]
     pair: NotRequired[dict[str, str] | None]  # absent from results stored before it (cost, rule)
     delta_ms: dict[str, list[float]]
@@ -111,13 +113,10 @@ def run(params: dict[str, Any], emit: Emit) -> SweepResult:
             if name in params["catalogs"]
         }
     policies = {name: make_policy(name) for name in params["policies"]}  # one each: their tables are reused
-    pair = default_pair(list(policies))
     lengths = prompt_lengths(params)
     ticker = Ticker(emit, len(lengths) * len(policies) * len(catalogs))
     done = 0
     series: dict[str, dict[str, Series]] = {}
-    deltas: dict[str, list[float]] = {}
-    summary: dict[str, Summary] = {}
     for catalog_name, catalog in catalogs.items():
         per_policy: dict[str, Series] = {}
         for policy_name, policy in policies.items():
@@ -130,21 +129,36 @@ def run(params: dict[str, Any], emit: Emit) -> SweepResult:
                 line["padded_tokens"].append(p.padded_tokens)
                 done += 1
                 ticker.tick(done, f"{catalog_name} {policy_name}")
-        if pair is not None:
-            before, after = per_policy[pair.before], per_policy[pair.after]
-            deltas[catalog_name] = [round(a - b, 6) for a, b in zip(after["ttft_ms"], before["ttft_ms"])]
-            summary[catalog_name] = summarise(lengths, before, after, deltas[catalog_name])
         series[catalog_name] = per_policy
+    pair = default_pair(list(policies))
+    deltas, summary = compared(lengths, series, pair)
     return {
         "execution": execution_dict(execution),
         "drift_factor": params["drift_factor"],
         "spacing": params["spacing"],
         "prompt_tokens": lengths,
+        "policies": list(policies),
         "series": series,
         "pair": pair.to_dict() if pair else None,
         "delta_ms": deltas,
         "summary": summary,
     }
+
+
+def compared(
+    lengths: list[int], series: dict[str, dict[str, Series]], pair: Pair | None
+) -> tuple[dict[str, list[float]], dict[str, Summary]]:
+    """Per catalog, `pair`'s after - before TTFT per prompt length and its `summarise`: what a
+    result stores for its first two policies, and what its readers make for the pair they pick.
+    Empty where the catalog did not plan both."""
+    deltas: dict[str, list[float]] = {}
+    summary: dict[str, Summary] = {}
+    for catalog, by_policy in series.items():
+        if (both := pair_in(list(by_policy), pair)) is not None:
+            before, after = by_policy[both.before], by_policy[both.after]
+            deltas[catalog] = [round(a - b, 6) for a, b in zip(after["ttft_ms"], before["ttft_ms"], strict=True)]
+            summary[catalog] = summarise(lengths, before, after, deltas[catalog])
+    return deltas, summary
 
 
 def summarise(lengths: list[int], before: Series, after: Series, delta: list[float]) -> Summary:
@@ -168,21 +182,21 @@ def summarise(lengths: list[int], before: Series, after: Series, delta: list[flo
     }
 
 
-def format_text(result: SweepResult) -> str:
-    """One line per catalog: the pair's after against its before."""
-    pair = result.get("pair")
+def format_text(result: SweepResult, pair: Pair | None = None) -> str:
+    """One line per catalog: `pair`'s after against its before (by default the first two policies)."""
+    pair = pair or default_pair(policies_run(result))
     head = (
         f"{len(result['prompt_tokens'])} prompt lengths, {result['prompt_tokens'][0]} .. "
         f"{result['prompt_tokens'][-1]} tokens ({result['spacing']}); "
     )
     if not pair:
         return head + "one policy: no delta"
-    lines = [head + f"delta = {pair['label']} TTFT"]
-    for name, s in result["summary"].items():
+    lines = [head + f"delta = {pair.label} TTFT"]
+    for name, s in compared(result["prompt_tokens"], result["series"], pair)[1].items():
         loss = f"max loss {s['max_loss_ms']:+.2f} ms at {s['max_loss_at']}" if s["max_loss_at"] else "never loses"
         gain = f"max gain {s['max_gain_ms']:.2f} ms at {s['max_gain_at']}" if s["max_gain_at"] else "never wins"
         lines.append(
-            f"{name:<6} {pair['after']} wins {s['after_wins']}, loses {s['after_loses']}, ties {s['ties']}; "
+            f"{name:<6} {pair.after} wins {s['after_wins']}, loses {s['after_loses']}, ties {s['ties']}; "
             f"mean {s['mean_delta_ms']:+.2f} ms; {loss}; {gain}; "
             f"{s['mean_launches_saved']:.2f} launches saved on average"
         )
@@ -217,6 +231,7 @@ ANALYSIS = Analysis(
     work=work,
     max_work=20_000_000,
     format_text=format_text,
+    pair_text=format_text,
     result=SweepResult,
     aliases={"min_tokens": "prompt_min", "max_tokens": "prompt_max"},  # renamed on 2026-11-30
     example={"count": 10, "prompt_max": 9000},

@@ -91,17 +91,21 @@
     }
   }
 
-  // What the page says only once the job has ended (its CSV and trace downloads): read from the
-  // page itself, as the server now renders it.
-  async function loadDownloads() {
+  // What the page says only once the job has ended (its pair picker, its CSV and trace downloads:
+  // those marked data-when-done): read from the page itself, as the server now renders it.
+  async function loadWhenDone() {
     const response = await fetch(location.pathname + location.search, { credentials: "same-origin" });
     if (!response.ok) return;
-    const fresh = new DOMParser().parseFromString(await response.text(), "text/html").getElementById("downloads");
-    if (fresh) $("downloads").replaceWith(document.importNode(fresh, true));
+    const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    for (const el of document.querySelectorAll("[data-when-done]")) {
+      const now = fresh.getElementById(el.id);
+      if (now) el.replaceWith(document.importNode(now, true));
+    }
   }
 
-  async function loadResult() {
-    const response = await fetch("/api/jobs/" + jobId + "/", { credentials: "same-origin" });
+  async function loadResult() {  // its text compares the pair the figures do
+    const pair = new URL(root.dataset.figuresUrl, location.href).search;
+    const response = await fetch("/api/jobs/" + jobId + "/" + pair, { credentials: "same-origin" });
     if (!response.ok) return;
     const job = await response.json();
     setStatus(job.status);
@@ -120,7 +124,7 @@
         setProgress(ev.done, ev.total, ev.message);
         if (root.dataset.status === "queued") setStatus("running");
         break;
-      case "done": setStatus("done"); setProgress(1, 1); loadResult(); figures.load(); if (renderedUnfinished) loadDownloads(); break;
+      case "done": setStatus("done"); setProgress(1, 1); loadResult(); figures.load(); if (renderedUnfinished) loadWhenDone(); break;
       case "failed": case "cancelled":
         setStatus(ev.type === "failed" ? "failed" : "cancelled");
         $("job-error").hidden = false; $("job-error").textContent = ev.reason || ev.type;

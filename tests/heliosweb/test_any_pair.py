@@ -1,6 +1,6 @@
-"""Any two policies on a serving job's page (issue 29, item 2): the pair the reader picks, by default
-the first two the job ran, is what every delta on the simulate, capacity and replay pages and in
-their CSV files compares; a third policy declared in a test shows up in all of them with no other
+"""Any two policies on a job's page (issue 29, item 2): the pair the reader picks, by default
+the first two the job ran, is what every delta on the simulate, capacity, replay and sweep pages, in
+their CSV files and in the result's text compares; a third policy declared in a test shows up in all of them with no other
 edit. A pair the job did not run is refused naming the field. Results stored before compare
 rule - cost and are rewritten to the shape of any pair (migration jobs 0006)."""
 
@@ -97,6 +97,42 @@ def test_a_capacity_page_compares_the_picked_pair_at_every_rate(client_in, third
     )
 
 
+def test_a_sweep_page_its_summary_csv_and_its_text_compare_the_picked_pair(client_in, third):
+    job = store("sweep", raw={**SMALL["sweep"], "policies": RAN})
+    assert f'<strong id="pair-label">{third} − cost</strong>' in client_in.get(f"/jobs/{job.pk}").content.decode()
+    picked = {"before": "rule", "after": third}
+    page = client_in.get(f"/jobs/{job.pk}", picked).content.decode()
+    assert f'<strong id="pair-label">{third} − rule</strong>' in page
+    assert f"table=summary&amp;before=rule&amp;after={third}" in page
+    figure = next(f for f in client_in.get(f"/api/jobs/{job.pk}/figures/", picked).json() if f["id"] == "ttft")
+    assert figure["title"] == f"TTFT and {third} − rule"
+    for catalog, by_policy in job.result["series"].items():  # after - before per prompt length, made here
+        mine = [a - b for a, b in zip(by_policy[third]["ttft_ms"], by_policy["rule"]["ttft_ms"])]
+        drawn = next(t for t in figure["figure"]["data"] if t["name"] == f"{catalog}: {third} − rule")
+        assert drawn["y"] == pytest.approx(mine, abs=1e-5)
+        row = next(r for r in table(client_in, job, "summary", picked) if r["catalog"] == catalog)
+        assert (row["before"], row["after"]) == ("rule", third)
+        assert int(row["after_wins"]) == sum(d < -1e-6 for d in mine)
+        assert int(row["after_loses"]) == sum(d > 1e-6 for d in mine)
+    text = client_in.get(f"/api/jobs/{job.pk}/", picked).json()["summary"]
+    assert f"delta = {third} − rule TTFT" in text
+    assert client_in.get(f"/api/jobs/{job.pk}/").json()["summary"] != text  # the default pair's differs
+
+
+@pytest.mark.parametrize("kind", ["simulate", "replay"])
+def test_the_result_text_names_both_deltas_of_the_picked_pair(client_in, third, kind):
+    job = store(kind, raw={**SMALL[kind], "policies": RAN})
+    text = client_in.get(f"/api/jobs/{job.pk}/", {"before": "rule", "after": third}).json()["summary"]
+    after, before = ttft_by_request(job.result, third), ttft_by_request(job.result, "rule")
+    p50 = {p["policy"]: p["ttft_ms"]["p50"] for p in job.result["policies"]}
+    biggest = max(after[i] - before[i] for i in after)
+    assert f"{third} − rule, percentile of per-request differences: p50" in text
+    assert f"max {biggest:+.2f} ms" in text
+    assert f"{third} − rule, difference of percentiles: p50 {p50[third] - p50['rule']:+.2f}" in text
+    answer = client_in.get(f"/api/jobs/{job.pk}/", {"before": "rule", "after": "nope"})
+    assert answer.status_code == 400 and answer.json()["field"] == "after"
+
+
 def test_a_pair_the_job_did_not_run_is_refused_naming_the_field(client_in):
     job = store("simulate")
     for query, field in (
@@ -165,3 +201,17 @@ def test_results_stored_as_rule_minus_cost_are_rewritten_to_any_pair_and_back(cl
     for job in (simulated, capacity):
         assert client_in.get(f"/api/jobs/{job.pk}/figures/").status_code == 200
         assert client_in.get(f"/api/jobs/{job.pk}/table.csv", {"table": "deltas"}).status_code == 200
+
+
+def test_sweeps_stored_without_their_policies_take_them_in_run_order_from_their_params(client_in, third):
+    job = store("sweep", raw={**SMALL["sweep"], "policies": RAN})
+    old = {k: v for k, v in job.result.items() if k != "policies"}
+    BenchmarkJob.objects.filter(pk=job.pk).update(result=old)
+    migration = importlib.import_module("heliosweb.jobs.migrations.0008_sweep_policies")
+    migration._rewrite(apps, None, True)
+    job.refresh_from_db()
+    assert job.result["policies"] == RAN
+    assert f'<strong id="pair-label">{third} − cost</strong>' in client_in.get(f"/jobs/{job.pk}").content.decode()
+    migration._rewrite(apps, None, False)
+    job.refresh_from_db()
+    assert "policies" not in job.result
