@@ -36,7 +36,7 @@ def decision_tradeoff_kept(*, decision: PolicyDecision) -> dict[str, Any]:
 
 def decision_tradeoff_keyed(*, decision: PolicyDecision) -> tuple[str, dict[str, Any]]:
     """The same and the key it is kept under: the decision page keeps its rendering of the
-    trade-off there too (`{% cache %}` in the `evidence` cache), all but the engines' part."""
+    trade-off (all but the engines' part) and of the evidence list there too (`{% cache %}`)."""
     key = tradeoff_key(decision)
     summary = _kept(f"tradeoff:{key}", lambda: decision_tradeoff(decision=decision))
     summary["engine"] = engine_part(recipe=decision.recipe, to_policy=decision.to_policy)

@@ -115,7 +115,7 @@ def decision_detail(
         "decisions/detail.html",
         {
             "decision": decision,
-            "evidence": selectors.decision_evidence_summaries(decision=decision),
+            "evidence": partial(selectors.decision_evidence_summaries, decision=decision),  # read where not kept
             "steps": steps,
             "forms": [*(["evidence"] if can_add else []), *steps],  # where a refusal is shown at its form
             "addable": selectors.evidence_job_choices(besides=decision) if can_add else None,
