@@ -52,8 +52,8 @@ def audit_events(
 
 def audit_choices() -> dict[str, list[str]]:
     """The values the page's filters offer: every recipe, actor and action that appears."""
-    return {
-        field: sorted(v for v in AuditEvent.objects.values_list(column, flat=True).distinct() if v)
+    return {  # order_by(): the model's ordering (seq) would join the DISTINCT and make every row distinct
+        field: sorted(v for v in AuditEvent.objects.order_by().values_list(column, flat=True).distinct() if v)
         for field, column in (("recipe", "recipe_name"), ("actor", "actor_name"), ("action", "action"))
     }
 

@@ -31,9 +31,16 @@ T = TypeVar("T")
 
 def decision_tradeoff_kept(*, decision: PolicyDecision) -> dict[str, Any]:
     """`decision_tradeoff`, computed once per evidence set; the engines' part read now."""
-    summary = _kept(f"tradeoff:{tradeoff_key(decision)}", lambda: decision_tradeoff(decision=decision))
+    return decision_tradeoff_keyed(decision=decision)[1]
+
+
+def decision_tradeoff_keyed(*, decision: PolicyDecision) -> tuple[str, dict[str, Any]]:
+    """The same and the key it is kept under: the decision page keeps its rendering of the
+    trade-off (all but the engines' part) and of the evidence list there too (`{% cache %}`)."""
+    key = tradeoff_key(decision)
+    summary = _kept(f"tradeoff:{key}", lambda: decision_tradeoff(decision=decision))
     summary["engine"] = engine_part(recipe=decision.recipe, to_policy=decision.to_policy)
-    return summary
+    return key, summary
 
 
 def tradeoff_key(decision: PolicyDecision) -> str:

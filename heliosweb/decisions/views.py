@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -21,7 +22,7 @@ from scheduler_core.tradeoff import CHECKLIST
 from . import selectors, services
 from .models import DecisionStatus
 from .tradeoff import delta_cdf
-from .tradeoff_cache import decision_tradeoff_kept
+from .tradeoff_cache import decision_tradeoff_keyed
 
 
 @login_required
@@ -104,9 +105,9 @@ def decision_detail(
 ) -> HttpResponse:
     """The decision; `refused`: a step it just refused ({step, field, message}), shown at that step's form."""
     decision = selectors.with_rollbacks([found_or_404(selectors.decision_get, decision_id=decision_id)])[0]
-    tradeoff = decision_tradeoff_kept(decision=decision)
-    for part in tradeoff["requests"]:
-        part["cdf"] = delta_cdf(part["cdf_ms"]) if "cdf_ms" in part else None
+    key, tradeoff = decision_tradeoff_keyed(decision=decision)
+    for part in tradeoff["requests"]:  # drawn when the kept rendering is made, not on every view
+        part["cdf"] = partial(delta_cdf, part["cdf_ms"]) if "cdf_ms" in part else None
     steps = selectors.decision_allowed_steps(decision=decision, user=request.user)
     can_add = selectors.decision_may_add_evidence(decision=decision, user=request.user)
     return render(
@@ -114,12 +115,13 @@ def decision_detail(
         "decisions/detail.html",
         {
             "decision": decision,
-            "evidence": selectors.decision_evidence_summaries(decision=decision),
+            "evidence": partial(selectors.decision_evidence_summaries, decision=decision),  # read where not kept
             "steps": steps,
             "forms": [*(["evidence"] if can_add else []), *steps],  # where a refusal is shown at its form
             "addable": selectors.evidence_job_choices(besides=decision) if can_add else None,
             "events": selectors.audit_list(decision_id=decision.pk),
             "tradeoff": tradeoff,
+            "tradeoff_key": key,
             "needs": selectors.decision_needs(
                 decision=decision, missing_evidence=[dict(CHECKLIST)[k] for k in tradeoff["missing"]]
             ),

@@ -1,8 +1,8 @@
 """simulate: traffic through the multi-lane scheduler, per policy.
 
 The requests timeline shows the requests of a policy (from the result): a row per request, from its
-arrival to its first token and on to its last; past REQUEST_ROWS (about the chart's height in
-pixels: more rows would overlap) one request in every few by arrival, spread over the whole run,
+arrival to its first token and on to its last; past REQUEST_ROWS (about the plot area's height in
+pixels, 294: more rows would overlap, and each costs the browser's main thread) one request in every few by arrival, spread over the whole run,
 the title says so. The lanes timeline zooms into a window: the first `launch_events` launches of each
 policy (the job's `launch` events), at most WINDOW of them, so a page stays small whatever the job
 recorded. A row per request there too: its init, prefill and mixed chunks coloured by capacity,
@@ -30,7 +30,7 @@ KINDS = ("init", "prefill", "mixed", "decode")
 WINDOW = 200  # launches drawn per policy: each decode launch is a bar per lane it carries
 # Requests drawn per policy in the requests timeline (two line segments each): about the chart's
 # height in pixels. 5,000 rows took 2-5 s of a browser's main thread to draw on a loaded host.
-REQUEST_ROWS = 500
+REQUEST_ROWS = 250
 HOVER = "<b>%{y}</b> %{customdata}<extra></extra>"
 
 
@@ -152,7 +152,7 @@ def requests_timeline(policy: str, per_request: list[dict[str, Any]]) -> Figure:
             "name": name,
             **trace,
             "hovertemplate": "%{customdata}<extra></extra>",
-            "line": {"color": colour, "width": 2 if len(rows) > 400 else 4},
+            "line": {"color": colour, "width": 2 if len(rows) > 200 else 4},
         }
         for name, trace, colour in (
             ("arrival to first token", waiting, policy_colour(policy)),

@@ -34,8 +34,9 @@
     return out.join("<br>");
   }
 
-  // Each figure is drawn in a task of its own, so the page answers input between them (one long
-  // task per page was 1-2 s of blocked main thread on a chart-heavy job page).
+  // Each figure is drawn in a task of its own, the first too (not in the task that parsed the page's
+  // or the answer's JSON), so the page answers input between them (one long task per page was 1-2 s
+  // of blocked main thread on a chart-heavy job page).
   const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
   // A figure is drawn when it comes within a quarter screen of the viewport, or IDLE_MS after load
@@ -74,7 +75,6 @@
 
   async function draw(container, entries, filePrefix) {
     const drawn = new Map();
-    let first = true;
     for (const entry of entries) {
       let el = container.querySelector('[data-figure-id="' + CSS.escape(entry.id) + '"]');
       if (!el) {
@@ -110,8 +110,7 @@
       // and one that grows live.
       if ((entry.growth || []).length === 0 && !el.data && !onScreen(el)) { whenNear(el, drawIt); continue; }
       waiting.delete(el);
-      if (!first) await nextTask();
-      first = false;
+      await nextTask();
       drawIt();
     }
     for (const el of Array.from(container.querySelectorAll("[data-figure-id]"))) {

@@ -199,6 +199,7 @@ def test_the_audit_page_filters_and_pages(client, viewer):
     assert first.status_code == 200
     assert first.context["page"].paginator.count == 55 and len(first.context["page"]) == 50
     assert b"page 1 of 2" in first.content and b"chain verified (56 events)" in first.content
+    assert first.context["choices"]["recipe"] == ["other", "tiny-cpu"]  # each value once, however many events
     second = client.get("/audit/?recipe=tiny-cpu&page=2")
     assert [e.seq for e in second.context["page"]] == [51, 52, 53, 54, 55]
     bad = client.get("/audit/?since=never")
