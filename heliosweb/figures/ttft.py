@@ -54,19 +54,8 @@ def figures(job: JobData) -> list[Figure]:
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    arms: Sequence[Mapping[str, Any]] = (
-        job.result_as(TtftResult)["arms"] if job.result else []
-    )  # rows projected onto `keys`
-    keys = (
-        "prompt_tokens",
-        "policy",
-        "launch_count",
-        "padded_tokens",
-        "ttft_ms",
-        "predicted_ms",
-        "table_ms",
-        "launch_sum_ms",
-    )
+    arms: Sequence[Mapping[str, Any]] = job.result_as(TtftResult)["arms"] if job.result else []
+    keys = "prompt_tokens policy launch_count padded_tokens ttft_ms predicted_ms table_ms launch_sum_ms".split()
     return {
         "arms": [{k: a[k] for k in keys} for a in arms],
         "launches": [
