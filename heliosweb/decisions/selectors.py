@@ -89,7 +89,7 @@ def decision_evidence_summaries(*, decision: PolicyDecision) -> list[tuple[Bench
     """Each evidence job with its result as text, so a reviewer reads the numbers on the decision
     itself: a done job's text from its stored reading (`jobs.result_reading`), never its result;
     and who added it when a reviewer did (None: the proposer cited it)."""
-    jobs = list(decision.evidence.select_related("recipe").defer("params", "result").order_by("id"))
+    jobs = decision_evidence(decision=decision)
     read = readings(jobs)
     added_by = evidence_added_by(decision=decision)
     return [(job, read[job.pk].text or None if job.pk in read else None, added_by.get(job.pk)) for job in jobs]
@@ -196,10 +196,7 @@ DECISION: Shape[PolicyDecision] = Shape(
     {
         "id": (serializers.IntegerField(), attrgetter("pk")),
         "recipe": (serializers.CharField(), attrgetter("recipe.name")),
-        "status": (
-            serializers.ChoiceField(["pending", "approved", "rejected", "withdrawn", "applied"]),
-            attrgetter("status"),
-        ),
+        "status": (serializers.ChoiceField(DecisionStatus.values), attrgetter("status")),
         "from_policy": (serializers.CharField(), attrgetter("from_policy")),
         "to_policy": (serializers.CharField(), attrgetter("to_policy")),
         "base_version": (serializers.IntegerField(), attrgetter("base_version")),

@@ -55,7 +55,16 @@ def figures(job: JobData) -> list[Figure]:
 
 def tables(job: JobData) -> dict[str, Table]:
     arms: Sequence[Mapping[str, Any]] = job.result_as(TtftResult)["arms"] if job.result else []
-    keys = "prompt_tokens policy launch_count padded_tokens ttft_ms predicted_ms table_ms launch_sum_ms".split()
+    keys = (
+        "prompt_tokens",
+        "policy",
+        "launch_count",
+        "padded_tokens",
+        "ttft_ms",
+        "predicted_ms",
+        "table_ms",
+        "launch_sum_ms",
+    )
     return {
         "arms": [{k: a[k] for k in keys} for a in arms],
         "launches": [
