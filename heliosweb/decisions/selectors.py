@@ -132,14 +132,10 @@ def audit_list(*, decision_id: int | None = None, limit: int = 200) -> list[Audi
 
 
 def audit_verify(*, chain: ChainReport | None = None, evidence: bool = False) -> ChainReport:
-    """The whole check: the keyed chain (`chain`: a walk already made; by default the stored full
-    walk and the events since, `chain_verify_since_check`), then the rows its events describe: every
-    recipe's policy (and who set it, and what it was before) against its last policy event (a policy
-    changed by raw SQL leaves no event, or one that says otherwise), every decision row, what its
-    evidence jobs and their boots held when cited, every comment, every emergency banner
-    (`audit_rows`), and every user's and group's privileges (`audit.grants`). The evidence digests
-    (`evidence`) hash every cited job's whole result, seconds with big evidence: `manage.py
-    audit_verify` checks them, the pages (decisions list, audit trail) do not."""
+    """The whole check (docs/decisions.md lists what it names): the keyed chain (`chain`: a walk
+    already made; by default the stored walk and the events since), then the rows its events
+    describe. The evidence digests (`evidence`) hash every cited job's whole result, seconds with
+    big evidence: `manage.py audit_verify` checks them, the pages do not."""
     report = chain if chain is not None else chain_verify_since_check()
     if not report.ok:
         return report
