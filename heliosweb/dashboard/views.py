@@ -15,12 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from heliosweb.catalogs.health import recipe_noise
-from heliosweb.catalogs.selectors import (
-    boot_capacities,
-    boot_choices,
-    boots_with_health,
-    recipe_list_with_latest_boot,
-)
+from heliosweb.catalogs.selectors import boot_capacities, boot_choices, boots_with_health, recipe_list_with_latest_boot
 from heliosweb.common.errors import Throttled, http_status
 from heliosweb.common.http_errors import found_or_404
 from heliosweb.common.inputs import int_or_none, parse_id

@@ -173,10 +173,7 @@ class EvidenceView(APIView):
 
 
 class AuditView(APIView):
-    @extend_schema(
-        parameters=[AUDIT_LIMIT.parameter(), AUDIT_DECISION.parameter()],
-        responses={200: AUDIT, 400: ERROR},
-    )
+    @extend_schema(parameters=[AUDIT_LIMIT.parameter(), AUDIT_DECISION.parameter()], responses={200: AUDIT, 400: ERROR})
     def get(self, request: Request) -> Response:
         decision_id = AUDIT_DECISION.read(request.query_params) or None
         limit = AUDIT_LIMIT.read(request.query_params)

@@ -50,13 +50,7 @@ MAX_COMMENT = 5_000
 
 
 def decision_propose(
-    *,
-    actor: Actor,
-    recipe: Any,
-    policy: Any,
-    rationale: Any,
-    evidence: Any = None,
-    rollback_of: Any = None,
+    *, actor: Actor, recipe: Any, policy: Any, rationale: Any, evidence: Any = None, rollback_of: Any = None
 ) -> PolicyDecision:
     """Propose changing `recipe`'s active policy to `policy`, based on the current version.
 
@@ -265,8 +259,7 @@ def _require_evidence(decision: PolicyDecision) -> None:
     still_open = decision_missing_evidence(decision=decision)
     if still_open:
         raise Conflict(
-            "evidence",
-            f"{decision.recipe.name} requires evidence before approval; missing: {', '.join(still_open)}",
+            "evidence", f"{decision.recipe.name} requires evidence before approval; missing: {', '.join(still_open)}"
         )
 
 
