@@ -191,18 +191,27 @@ def params_from_post(kind: JobKind, post: QueryDict) -> dict[str, Any]:
     return params
 
 
+# The pickers' HTML around the parameter's own input (the last `{}` of each)
+TRACE_HTML = (
+    '<label>{} stored trace {}</label> <a href="/traces">traces</a><label class="inline">or paste one {}</label>'
+)
+NO_BOOTS_HTML = (
+    '<label>{} {}</label> <small>no stored boots yet</small><label class="inline">or paste a catalog (JSON) {}</label>'
+)
+BOOTS_HTML = (
+    '<label>{} {}</label><label class="inline repaired">{} repaired version (each flagged shape replaced by '
+    "the median of the recipe's other boots, or by the boot's own fit)</label>"
+    '<label class="inline">or, with no {} picked, paste a catalog (JSON) {}</label>'
+)
+
+
 def _render_trace(name: str, html: SafeString, traces: list[str], picked: str) -> SafeString:
     """A trace parameter: a select of the stored traces by name, or a pasted trace."""
     options = [("", "(none: Poisson traffic, or paste one)")] + [(t, t) for t in traces]
     picker = forms.Select(choices=options).render(
         f"{name}.stored", picked, attrs={"id": f"id_{name}.stored", "data-trace-picker": name}
     )
-    return format_html(
-        '<label>{} stored trace {}</label> <a href="/traces">traces</a><label class="inline">or paste one {}</label>',
-        name.split(".", 1)[1],
-        picker,
-        html,
-    )
+    return format_html(TRACE_HTML, name.split(".", 1)[1], picker, html)
 
 
 def error_id(name: str) -> str:
@@ -242,26 +251,11 @@ def _render(
     chosen = (picked[0] if picked else None) if one else picked
     picker = widget.render(f"{name}.boots", chosen, attrs={"id": f"id_{name}.boots", "data-boot-picker": name})
     if not boots:
-        return format_html(
-            '<label>{} {}</label> <small>no stored boots yet</small><label class="inline">or paste a catalog (JSON) {}</label>',
-            param.name,
-            picker,
-            html,
-        )
+        return format_html(NO_BOOTS_HTML, param.name, picker, html)
     box = forms.CheckboxInput().render(
         f"{name}.repaired", repaired, attrs={"id": f"id_{name}.repaired", "data-repaired-for": name}
     )
-    which = "boot" if one else "boots"
-    return format_html(
-        '<label>{} {}</label><label class="inline repaired">{} repaired version (each flagged shape replaced by '
-        "the median of the recipe's other boots, or by the boot's own fit)</label>"
-        '<label class="inline">or, with no {} picked, paste a catalog (JSON) {}</label>',
-        param.name,
-        picker,
-        box,
-        which,
-        html,
-    )
+    return format_html(BOOTS_HTML, param.name, picker, box, "boot" if one else "boots", html)
 
 
 def form_kinds(

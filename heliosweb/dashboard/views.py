@@ -9,19 +9,14 @@ from urllib.parse import quote
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from heliosweb.catalogs.health import recipe_noise
-from heliosweb.catalogs.selectors import (
-    boot_capacities,
-    boot_choices,
-    boots_with_health,
-    recipe_list_with_latest_boot,
-)
-from heliosweb.common.errors import NotFound, Throttled, http_status
+from heliosweb.catalogs.selectors import boot_capacities, boot_choices, boots_with_health, recipe_list_with_latest_boot
+from heliosweb.common.errors import Throttled, http_status
 from heliosweb.common.http_errors import found_or_404
 from heliosweb.common.inputs import int_or_none, parse_id
 from heliosweb.common.permissions import RUN_JOBS
@@ -359,10 +354,9 @@ def explain(request: HttpRequest) -> HttpResponse:
 @login_required
 @permission_required(RUN_JOBS, raise_exception=True)
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = found_or_404(selectors.job_get, job_id=job_id)
     try:
-        submission.job_cancel(job=selectors.job_get(job_id=job_id), user=request.user)
-    except NotFound:
-        raise Http404(f"no job {job_id}") from None
+        submission.job_cancel(job=job, user=request.user)
     except InvalidInput as exc:
         messages.error(request, exc.message)
     return redirect("job_detail", job_id=job_id)

@@ -139,10 +139,7 @@ class CommentsView(APIView):
         decision = selectors.decision_get(decision_id=decision_id)
         return Response([selectors.comment_as_api(c) for c in selectors.decision_comments(decision=decision)])
 
-    @extend_schema(
-        request=COMMENT_BODY,
-        responses={201: COMMENT, 400: ERROR, 403: ERROR, 404: ERROR},
-    )
+    @extend_schema(request=COMMENT_BODY, responses={201: COMMENT, 400: ERROR, 403: ERROR, 404: ERROR})
     def post(self, request: Request, decision_id: int) -> Response:
         data = json_object(request, COMMENT_BODY)
         decision = selectors.decision_get(decision_id=decision_id)
@@ -176,13 +173,7 @@ class EvidenceView(APIView):
 
 
 class AuditView(APIView):
-    @extend_schema(
-        parameters=[
-            AUDIT_LIMIT.parameter(),
-            AUDIT_DECISION.parameter(),
-        ],
-        responses={200: AUDIT, 400: ERROR},
-    )
+    @extend_schema(parameters=[AUDIT_LIMIT.parameter(), AUDIT_DECISION.parameter()], responses={200: AUDIT, 400: ERROR})
     def get(self, request: Request) -> Response:
         decision_id = AUDIT_DECISION.read(request.query_params) or None
         limit = AUDIT_LIMIT.read(request.query_params)

@@ -1,11 +1,7 @@
-"""Rows the audit chain vouches for: each decision (its rationale, people, status, policies,
-versions and evidence) and each recipe's emergency banner must be what their audit events say.
-
-The chain itself proves the events were not edited (`audit.selectors.chain_verify`); this proves
-the rows they describe were not edited around the services either (raw SQL, a database console).
-Everything expected is rebuilt from the events alone, in order, so rows written before this check
-existed are covered too (a decision's evidence from the events that list it, i.e. those proposed
-since). `audit_verify` runs both and names the first rows that differ."""
+"""Rows the audit chain vouches for (each decision, its evidence and comments, each recipe's
+emergency banner) must be what their audit events say: the chain proves the events were not
+edited, this that the rows were not edited around the services (raw SQL). Everything expected is
+rebuilt from the events alone, so rows older than this check are covered (docs/decisions.md)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHt
 from django.shortcuts import render
 
 from heliosweb.audit.models import AuditEvent
-from heliosweb.audit.selectors import FILTERS, audit_choices, audit_events, change_text, event_as_api
+from heliosweb.audit.selectors import EVENT, FILTERS, audit_choices, audit_events, change_text, event_as_api
 from heliosweb.common.csv_cells import csv_row
 from scheduler_core.errors import InvalidInput
 
@@ -39,21 +39,8 @@ class ExportFormat:
         return value
 
 
-CSV_COLUMNS = (
-    "seq",
-    "created_at",
-    "action",
-    "actor",
-    "client_addr",
-    "recipe",
-    "object_type",
-    "object_id",
-    "before",
-    "after",
-    "reason",
-    "prev_hash",
-    "hash",
-)
+# Every field of an event as the API and the JSON export show it (`EVENT`), its time second.
+CSV_COLUMNS = ("seq", "created_at", *(k for k in EVENT.keys if k not in ("seq", "created_at")))
 
 
 def filters_of(request: HttpRequest) -> dict[str, str]:

@@ -89,7 +89,7 @@ def decision_evidence_summaries(*, decision: PolicyDecision) -> list[tuple[Bench
     """Each evidence job with its result as text, so a reviewer reads the numbers on the decision
     itself: a done job's text from its stored reading (`jobs.result_reading`), never its result;
     and who added it when a reviewer did (None: the proposer cited it)."""
-    jobs = list(decision.evidence.select_related("recipe").defer("params", "result").order_by("id"))
+    jobs = decision_evidence(decision=decision)
     read = readings(jobs)
     added_by = evidence_added_by(decision=decision)
     return [(job, read[job.pk].text or None if job.pk in read else None, added_by.get(job.pk)) for job in jobs]
@@ -132,14 +132,10 @@ def audit_list(*, decision_id: int | None = None, limit: int = 200) -> list[Audi
 
 
 def audit_verify(*, chain: ChainReport | None = None, evidence: bool = False) -> ChainReport:
-    """The whole check: the keyed chain (`chain`: a walk already made; by default the stored full
-    walk and the events since, `chain_verify_since_check`), then the rows its events describe: every
-    recipe's policy (and who set it, and what it was before) against its last policy event (a policy
-    changed by raw SQL leaves no event, or one that says otherwise), every decision row, what its
-    evidence jobs and their boots held when cited, every comment, every emergency banner
-    (`audit_rows`), and every user's and group's privileges (`audit.grants`). The evidence digests
-    (`evidence`) hash every cited job's whole result, seconds with big evidence: `manage.py
-    audit_verify` checks them, the pages (decisions list, audit trail) do not."""
+    """The whole check (docs/decisions.md lists what it names): the keyed chain (`chain`: a walk
+    already made; by default the stored walk and the events since), then the rows its events
+    describe. The evidence digests (`evidence`) hash every cited job's whole result, seconds with
+    big evidence: `manage.py audit_verify` checks them, the pages do not."""
     report = chain if chain is not None else chain_verify_since_check()
     if not report.ok:
         return report
@@ -196,10 +192,7 @@ DECISION: Shape[PolicyDecision] = Shape(
     {
         "id": (serializers.IntegerField(), attrgetter("pk")),
         "recipe": (serializers.CharField(), attrgetter("recipe.name")),
-        "status": (
-            serializers.ChoiceField(["pending", "approved", "rejected", "withdrawn", "applied"]),
-            attrgetter("status"),
-        ),
+        "status": (serializers.ChoiceField(DecisionStatus.values), attrgetter("status")),
         "from_policy": (serializers.CharField(), attrgetter("from_policy")),
         "to_policy": (serializers.CharField(), attrgetter("to_policy")),
         "base_version": (serializers.IntegerField(), attrgetter("base_version")),

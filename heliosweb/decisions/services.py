@@ -50,13 +50,7 @@ MAX_COMMENT = 5_000
 
 
 def decision_propose(
-    *,
-    actor: Actor,
-    recipe: Any,
-    policy: Any,
-    rationale: Any,
-    evidence: Any = None,
-    rollback_of: Any = None,
+    *, actor: Actor, recipe: Any, policy: Any, rationale: Any, evidence: Any = None, rollback_of: Any = None
 ) -> PolicyDecision:
     """Propose changing `recipe`'s active policy to `policy`, based on the current version.
 
@@ -89,19 +83,9 @@ def decision_propose(
         state = _state(decision, setting)
         if reverted is not None:
             state["rollback_of"] = reverted.pk
-        _audit(
-            user=user,
-            decision=decision,
-            action="proposed",
-            before={**state, "status": None},
-            # so audit_verify covers the cited jobs, and what they said when cited (their results, their boots)
-            after={
-                **state,
-                "evidence": [j.pk for j in jobs],
-                "evidence_digests": evidence_digests([j.pk for j in jobs]),
-            },
-            reason=clean_rationale,
-        )
+        # the cited jobs' digests, so audit_verify covers what they said when cited (their results, their boots)
+        cited = {"evidence": job_ids, "evidence_digests": evidence_digests(job_ids)}
+        _audit(user, decision, "proposed", {**state, "status": None}, {**state, **cited}, clean_rationale)
     return decision
 
 
@@ -110,12 +94,7 @@ def decision_approve(*, actor: Actor, decision: PolicyDecision, reason: Any = ""
     user = _require(actor, APPROVE_PERM, "approving a decision")
     if decision.created_by_id == user.pk:
         raise Forbidden("actor", "a decision cannot be approved by its author: a second maintainer must approve it")
-    return _review(
-        user=user,
-        decision=decision,
-        to=DecisionStatus.APPROVED,
-        reason=require_text(reason, "reason", max_length=MAX_REASON),
-    )
+    return _review(user, decision, DecisionStatus.APPROVED, require_text(reason, "reason", max_length=MAX_REASON))
 
 
 def decision_reject(*, actor: Actor, decision: PolicyDecision, reason: Any) -> PolicyDecision:
@@ -123,12 +102,8 @@ def decision_reject(*, actor: Actor, decision: PolicyDecision, reason: Any) -> P
     user = _require(actor, APPROVE_PERM, "rejecting a decision")
     if decision.created_by_id == user.pk:
         raise Forbidden("actor", "the author cannot review their own decision: withdraw it instead")
-    return _review(
-        user=user,
-        decision=decision,
-        to=DecisionStatus.REJECTED,
-        reason=require_text(reason, "reason", max_length=MAX_REASON, required="required: say why"),
-    )
+    why = require_text(reason, "reason", max_length=MAX_REASON, required="required: say why")
+    return _review(user, decision, DecisionStatus.REJECTED, why)
 
 
 def decision_add_evidence(*, actor: Actor, decision: PolicyDecision, evidence: Any) -> PolicyDecision:
@@ -158,19 +133,13 @@ def decision_add_evidence(*, actor: Actor, decision: PolicyDecision, evidence: A
         jobs = _finished_jobs(job_ids)
         decision.evidence.add(*jobs)
         state = _state(decision, setting)
-        _audit(
-            user=user,
-            decision=decision,
-            action="evidence_added",
-            before={**state, "evidence": cited},
-            after={
-                **state,
-                "evidence": sorted([*cited, *job_ids]),
-                "added": job_ids,
-                "evidence_digests": evidence_digests(job_ids),
-            },
-            reason=f"cited job{'s' if len(job_ids) > 1 else ''} {', '.join(f'#{j}' for j in job_ids)}",
-        )
+        added = {
+            "evidence": sorted([*cited, *job_ids]),
+            "added": job_ids,
+            "evidence_digests": evidence_digests(job_ids),
+        }
+        reason = f"cited job{'s' if len(job_ids) > 1 else ''} {', '.join(f'#{j}' for j in job_ids)}"
+        _audit(user, decision, "evidence_added", {**state, "evidence": cited}, {**state, **added}, reason)
     return decision
 
 
@@ -186,14 +155,7 @@ def decision_withdraw(*, actor: Actor, decision: PolicyDecision, reason: Any = "
         before = _state(decision, setting)
         decision.status = DecisionStatus.WITHDRAWN
         decision.save(update_fields=["status"])
-        _audit(
-            user=user,
-            decision=decision,
-            action="withdrawn",
-            before=before,
-            after=_state(decision, setting),
-            reason=clean_reason,
-        )
+        _audit(user, decision, "withdrawn", before, _state(decision, setting), clean_reason)
     return decision
 
 
@@ -228,14 +190,7 @@ def decision_apply(*, actor: Actor, decision: PolicyDecision, reason: Any = "") 
         decision.applied_at = timezone.now()
         decision.applied_version = setting.version
         decision.save(update_fields=["status", "applied_by", "applied_at", "applied_version"])
-        _audit(
-            user=user,
-            decision=decision,
-            action="applied",
-            before=before,
-            after=_state(decision, setting),
-            reason=clean_reason,
-        )
+        _audit(user, decision, "applied", before, _state(decision, setting), clean_reason)
     return decision
 
 
@@ -269,7 +224,7 @@ def decision_comment(*, actor: Actor, decision: PolicyDecision, body: Any) -> De
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _review(*, user: User, decision: PolicyDecision, to: str, reason: str) -> PolicyDecision:
+def _review(user: User, decision: PolicyDecision, to: str, reason: str) -> PolicyDecision:
     with transaction.atomic():
         decision, setting = _lock(decision)
         _expect(decision, DecisionStatus.PENDING, str(to))
@@ -283,14 +238,7 @@ def _review(*, user: User, decision: PolicyDecision, to: str, reason: str) -> Po
         decision.reviewed_at = timezone.now()
         decision.review_reason = reason
         decision.save(update_fields=["status", "reviewed_by", "reviewed_at", "review_reason"])
-        _audit(
-            user=user,
-            decision=decision,
-            action=str(to),
-            before=before,
-            after=_state(decision, setting),
-            reason=reason,
-        )
+        _audit(user, decision, str(to), before, _state(decision, setting), reason)
     return decision
 
 
@@ -311,8 +259,7 @@ def _require_evidence(decision: PolicyDecision) -> None:
     still_open = decision_missing_evidence(decision=decision)
     if still_open:
         raise Conflict(
-            "evidence",
-            f"{decision.recipe.name} requires evidence before approval; missing: {', '.join(still_open)}",
+            "evidence", f"{decision.recipe.name} requires evidence before approval; missing: {', '.join(still_open)}"
         )
 
 
@@ -339,13 +286,7 @@ def _state(decision: PolicyDecision, setting: PolicySetting) -> dict[str, Any]:
 
 
 def _audit(
-    *,
-    user: User,
-    decision: PolicyDecision,
-    action: str,
-    before: dict[str, Any],
-    after: dict[str, Any],
-    reason: str,
+    user: User, decision: PolicyDecision, action: str, before: dict[str, Any], after: dict[str, Any], reason: str
 ) -> AuditEvent:
     """Append the step to the one audit chain (inside the caller's transaction) and schedule the push."""
     event = audit_append(

@@ -137,11 +137,10 @@ def engine_part(*, recipe: Recipe, to_policy: str) -> dict[str, Any] | None:
         return None
     setting = setting_of(recipe)
     current = setting.version if setting else None
-    for row in versions:
-        row["current"] = row["version"] == current
-        row["proposed"] = row["policy"] == to_policy
     latest: dict[str, dict[str, Any]] = {}
     for row in versions:  # oldest first: the last one kept per policy is its latest
+        row["current"] = row["version"] == current
+        row["proposed"] = row["policy"] == to_policy
         if not row["too_few"]:
             latest[row["policy"]] = row
     return {

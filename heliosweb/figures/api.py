@@ -18,10 +18,10 @@ from heliosweb.common.api import ERROR, json_body, schema_field
 from heliosweb.jobs import selectors as job_selectors
 from heliosweb.recipes.selectors import recipe_get
 from scheduler_core.execution import execution_schema
+from scheduler_core.plan_io import answer
 from scheduler_core.policies import POLICIES
 
 from . import exports
-from .explain import plan_answer
 from .registry import views_for
 from .selectors import job_data, job_figures_json, job_pair
 from .telemetry_trace import telemetry_trace
@@ -46,12 +46,20 @@ PAIR = [
 ]
 
 
+JSON = "application/json"
+
+
+def _download(body: str, content_type: str, filename: str) -> HttpResponse:
+    """An attachment; `filename` is built from a job id or a known recipe's name, never free text."""
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
 class JobFiguresView(APIView):
     @extend_schema(parameters=PAIR, responses={200: FIGURE, 400: ERROR, 404: ERROR})
     def get(self, request: Request, job_id: int) -> HttpResponse:
-        return HttpResponse(
-            job_figures_json(job_id=job_id, query=request.query_params), content_type="application/json"
-        )
+        return HttpResponse(job_figures_json(job_id=job_id, query=request.query_params), content_type=JSON)
 
 
 class JobTableView(APIView):
@@ -64,9 +72,7 @@ class JobTableView(APIView):
         views = views_for(job.kind)
         data = job_data(job, views, pair=job_pair(job, request.query_params))
         name, text = exports.table_csv(data, views, request.query_params.get("table"))
-        response = HttpResponse(text, content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-{name}.csv"'
-        return response
+        return _download(text, "text/csv; charset=utf-8", f"job-{job.pk}-{name}.csv")
 
 
 class JobTraceView(APIView):
@@ -76,10 +82,9 @@ class JobTraceView(APIView):
     def get(self, request: Request, job_id: int) -> HttpResponse:
         job = job_selectors.job_get(job_id=job_id)
         views = views_for(job.kind)
-        trace = exports.chrome_trace(job_data(job, views), views)
-        response = HttpResponse(json.dumps(trace), content_type="application/json")
-        response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-trace.json"'
-        return response
+        return _download(
+            json.dumps(exports.chrome_trace(job_data(job, views), views)), JSON, f"job-{job.pk}-trace.json"
+        )
 
 
 class TelemetryTraceView(APIView):
@@ -99,9 +104,7 @@ class TelemetryTraceView(APIView):
     )
     def get(self, request: Request, name: str) -> HttpResponse:
         trace = telemetry_trace(recipe=recipe_get(name=name), query=request.query_params)
-        response = HttpResponse(json.dumps(trace), content_type="application/json")
-        response["Content-Disposition"] = f'attachment; filename="{name}-engine-trace.json"'
-        return response
+        return _download(json.dumps(trace), JSON, f"{name}-engine-trace.json")
 
 
 class PlanView(APIView):
@@ -127,4 +130,4 @@ class PlanView(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        return Response(plan_answer(request.data))
+        return Response(answer(request.data))

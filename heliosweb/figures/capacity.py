@@ -64,21 +64,17 @@ def _ttft(result: CapacityResult) -> go.Figure:
         f"TTFT vs rate: p99 solid, p50 dotted, SLO {bound:g} ms dashed; {OVERLOADED_NOTE}",
         xaxis={"title": {"text": "requests per second"}, **LOG_AXIS},
         yaxis={"title": {"text": "TTFT (ms)"}, **LOG_AXIS},
-        shapes=[_bound_line(bound)],
+        shapes=[_dashed(y=bound)],
     )
     return go.Figure(traces, layout)
 
 
-def _bound_line(y: float) -> dict[str, Any]:
-    return {
-        "type": "line",
-        "xref": "paper",
-        "x0": 0,
-        "x1": 1,
-        "y0": y,
-        "y1": y,
-        "line": {"dash": "dash", "color": "#444"},
-    }
+def _dashed(*, x: float | None = None, y: float | None = None, colour: str = "#444") -> dict[str, Any]:
+    """A dashed line across the plot: upright at `x` (a capacity), else level at `y` (the SLO's bound)."""
+    line = {"dash": "dash", "color": colour}
+    if x is not None:
+        return {"type": "line", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1, "line": line}
+    return {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": y, "y1": y, "line": line}
 
 
 def _goodput(result: CapacityResult) -> go.Figure:
@@ -93,17 +89,7 @@ def _goodput(result: CapacityResult) -> go.Figure:
         label = "below the lowest rate" if cap is None else f"{cap:g}/s"
         traces.append(_curve(points_of(p), "goodput_per_s", f"{p['policy']} (capacity {label})", {"color": colour}))
         if cap is not None:
-            shapes.append(
-                {
-                    "type": "line",
-                    "yref": "paper",
-                    "x0": cap,
-                    "x1": cap,
-                    "y0": 0,
-                    "y1": 1,
-                    "line": {"dash": "dash", "color": colour},
-                }
-            )
+            shapes.append(_dashed(x=cap, colour=colour))
     layout = base_layout(
         f"Goodput (requests/s within the SLO); capacity dashed; {OVERLOADED_NOTE}",
         xaxis={"title": {"text": "offered requests per second"}, **LOG_AXIS},

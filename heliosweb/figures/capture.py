@@ -91,12 +91,7 @@ def drift_figure(boots: list[list[dict[str, Any]]], params: dict[str, Any]) -> g
     rows = [(b, m) for b, ms in enumerate(boots) for m in ms if "drift_slowdown" in m]
     if not rows:
         return None
-    labels = [
-        shape_label(m["prefill"], m["decode"])
-        if len(boots) == 1
-        else f"boot {b} · {shape_label(m['prefill'], m['decode'])}"
-        for b, m in rows
-    ]
+    labels = [("" if len(boots) == 1 else f"boot {b} · ") + shape_label(m["prefill"], m["decode"]) for b, m in rows]
     ratios = [m["drift_slowdown"] for _, m in rows]
     low, high = min(ratios), max(ratios)
     achieved = f"\u00d7{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"\u00d7{low:.2f} to \u00d7{high:.2f}"

@@ -29,11 +29,6 @@ MAX_DRAWN_LAUNCHES = 500  # per plan, on the timeline and in the page's table
 PR22_CATALOGS = ("clean", "drift")
 
 
-def plan_answer(data: Any) -> dict[str, Any]:
-    """`POST /api/plan/`: the CLI's answer for the same JSON (InvalidInput names the field)."""
-    return answer(data)
-
-
 def graph_runs(launches: list[dict[str, Any]]) -> str:
     """The graphs a plan launches, a run of one size written once: "2048 x 6 · 1024 · 512"."""
     runs: list[list[int]] = []
@@ -123,7 +118,7 @@ def explain(query: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any], s
         "request": request_of(query),
         "execution": execution or None,
     }
-    return data, plan_answer(data), description
+    return data, answer(data), description
 
 
 def graphs_text(plan: dict[str, Any]) -> str:

@@ -107,13 +107,7 @@ def tables(job: JobData) -> dict[str, Table]:
     report = job.result_as(FuzzResult)["policies"] if job.result else {}
     return {
         "policies": [
-            {
-                "policy": name,
-                "plans": e["plans"],
-                "stalls": e["stalls"],
-                "violations": e["violations"],
-                "first_failing_case": e["first_failing_case"],
-            }
+            {"policy": name, **{k: e[k] for k in ("plans", "stalls", "violations", "first_failing_case")}}
             for name, e in report.items()
         ]
     }

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 import plotly.graph_objects as go
 
 from scheduler_core.analyses.pr22 import Pr22Result
-from scheduler_core.events import Arm, LaunchRecord
+from scheduler_core.events import Arm
 from scheduler_core.policies import PR22_POLICIES
 
 from .contract import Figure, JobData, KindViews, Span, Table, base_layout, empty
 from .palette import policy_colour
-from .timeline import TimelineRow, chunk_timeline
+from .timeline import TimelineRow, chunk_timeline, launch_spans
 
 
 def arms(job: JobData) -> list[Arm]:
@@ -70,35 +70,18 @@ def tables(job: JobData) -> dict[str, Table]:
 
 
 def spans(job: JobData) -> list[Span]:
-    out = []
-    for a in arms(job):
-        for policy in PR22_POLICIES:
-            clock = 0.0
-            for chunk in a[policy].get("chunks", []):
-                ms = chunk["true_ms"] if chunk["true_ms"] is not None else chunk["predicted_ms"]
-                out.append(
-                    Span(
-                        f"{policy} · {a['catalog']}",
-                        f"{a['arm']} ({a['prompt_tokens']} tokens)",
-                        f"graph {chunk['graph']}",
-                        clock,
-                        ms,
-                        _args(chunk),
-                    )
-                )
-                clock += ms
-    return out
-
-
-def _args(chunk: LaunchRecord) -> dict[str, Any]:
-    return {
-        "graph": chunk["graph"],
-        "tokens": [chunk["start"], chunk["end"]],
-        "padding": chunk["graph"] - (chunk["end"] - chunk["start"]),
-        "chooser": chunk["chooser"],
-        "predicted_ms": chunk["predicted_ms"],
-        "true_ms": chunk["true_ms"],
-    }
+    return [
+        span
+        for a in arms(job)
+        for policy in PR22_POLICIES
+        for span in launch_spans(
+            f"{policy} · {a['catalog']}",
+            f"{a['arm']} ({a['prompt_tokens']} tokens)",
+            a[policy].get("chunks", []),
+            "true_ms",
+            "true_ms",
+        )
+    ]
 
 
 VIEWS = KindViews(figures, event_types=("arm_result",), tables=tables, spans=spans)

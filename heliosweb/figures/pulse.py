@@ -15,12 +15,7 @@ def figures(job: JobData) -> list[Figure]:
     # SVG, not scattergl: WebGL traces generate code at run time, which the Content-Security-Policy refuses.
     # A line, no markers: SVG markers are a DOM node per point, and Plotly redraws them all on each
     # live extend (5,000 markers cost 100-300 ms a frame; the line's one path a few ms).
-    fig.add_scatter(
-        name="pulse",
-        x=[e["i"] for e in events],
-        y=[e["elapsed_s"] for e in events],
-        mode="lines",
-    )
+    fig.add_scatter(name="pulse", x=[e["i"] for e in events], y=[e["elapsed_s"] for e in events], mode="lines")
     fig.update_xaxes(title_text="event")
     fig.update_yaxes(title_text="s since the start")
     return [Figure("events", "Events", fig)]

@@ -34,9 +34,7 @@ def comparison(result: ReplayResult) -> Figure:
         for q in ("p50", "p99")
     ]
     layout = base_layout(
-        "TTFT p50 and p99: each policy replayed, and as served",
-        barmode="group",
-        yaxis={"title": {"text": "TTFT (ms)"}},
+        "TTFT p50 and p99: each policy replayed, and as served", barmode="group", yaxis={"title": {"text": "TTFT (ms)"}}
     )
     return Figure("comparison", "Replayed and served", go.Figure(traces, layout), summary=summary(result))
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .contract import base_layout
+from .contract import Span, base_layout
 from .palette import capacity_colour
 
 HOVER = (
@@ -141,3 +141,24 @@ def chunk_timeline(
     if span is not None:
         layout.xaxis.range = [0, span]
     return go.Figure(traces, layout)
+
+
+def launch_spans(
+    process: str, thread: str, launches: Sequence[Mapping[str, Any]], ms_key: str, ms_label: str
+) -> list[Span]:
+    """A plan's launches back to back for the Chrome trace, each lasting its `ms_key` duration (its
+    prediction where that is missing) and carrying it in `args` as `ms_label`."""
+    out, clock = [], 0.0
+    for l in launches:
+        ms = l[ms_key] if l[ms_key] is not None else l["predicted_ms"]
+        args = {
+            "graph": l["graph"],
+            "tokens": [l["start"], l["end"]],
+            "padding": l["graph"] - (l["end"] - l["start"]),
+            "chooser": l["chooser"],
+            "predicted_ms": l["predicted_ms"],
+            ms_label: l[ms_key],
+        }
+        out.append(Span(process, thread, f"graph {l['graph']}", clock, ms, args))
+        clock += ms
+    return out

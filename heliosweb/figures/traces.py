@@ -10,9 +10,9 @@ import plotly.graph_objects as go
 from .contract import LOG_AXIS, Figure, base_layout
 
 
-def _cdf(values: list[float], title: str, colour: str) -> go.Figure:
+def _cdf(figure_id: str, title: str, values: list[float], colour: str) -> Figure:
     share = [i / (len(values) - 1) for i in range(len(values))] if len(values) > 1 else [1.0]
-    return go.Figure(
+    figure = go.Figure(
         [go.Scatter(x=values, y=share, mode="lines", line={"color": colour, "shape": "hv"}, name="share")],
         base_layout(
             title,
@@ -22,6 +22,7 @@ def _cdf(values: list[float], title: str, colour: str) -> go.Figure:
             yaxis={"title": {"text": "share of requests"}, "range": [0, 1]},
         ),
     )
+    return Figure(figure_id, title, figure)
 
 
 def trace_figures(summary: dict[str, Any], prefix: str) -> list[Figure]:
@@ -43,10 +44,6 @@ def trace_figures(summary: dict[str, Any], prefix: str) -> list[Figure]:
     )
     return [
         Figure(f"{prefix}-arrivals", f"Arrivals per {per}", bars),
-        Figure(
-            f"{prefix}-prompt-cdf", "Prompt tokens CDF", _cdf(summary["prompt_cdf"], "Prompt tokens CDF", "#e15759")
-        ),
-        Figure(
-            f"{prefix}-output-cdf", "Output tokens CDF", _cdf(summary["output_cdf"], "Output tokens CDF", "#59a14f")
-        ),
+        _cdf(f"{prefix}-prompt-cdf", "Prompt tokens CDF", summary["prompt_cdf"], "#e15759"),
+        _cdf(f"{prefix}-output-cdf", "Output tokens CDF", summary["output_cdf"], "#59a14f"),
     ]

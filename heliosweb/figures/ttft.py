@@ -12,7 +12,7 @@ from gpu_runner.results import TtftResult
 
 from .contract import Figure, JobData, KindViews, Span, Table, base_layout, empty
 from .palette import policy_colour
-from .timeline import TimelineRow, chunk_timeline
+from .timeline import TimelineRow, chunk_timeline, launch_spans
 
 
 def figures(job: JobData) -> list[Figure]:
@@ -54,9 +54,7 @@ def figures(job: JobData) -> list[Figure]:
 
 
 def tables(job: JobData) -> dict[str, Table]:
-    arms: Sequence[Mapping[str, Any]] = (
-        job.result_as(TtftResult)["arms"] if job.result else []
-    )  # rows projected onto `keys`
+    arms: Sequence[Mapping[str, Any]] = job.result_as(TtftResult)["arms"] if job.result else []
     keys = (
         "prompt_tokens",
         "policy",
@@ -76,30 +74,13 @@ def tables(job: JobData) -> dict[str, Table]:
 
 
 def spans(job: JobData) -> list[Span]:
-    out = []
-    for a in job.result_as(TtftResult)["arms"] if job.result else []:
-        clock = 0.0
-        for launch in a["launches"]:
-            args: dict[str, Any] = {
-                "graph": launch["graph"],
-                "tokens": [launch["start"], launch["end"]],
-                "padding": launch["padding"],
-                "chooser": launch["chooser"],
-                "predicted_ms": launch["predicted_ms"],
-                "measured_ms": launch["ms"],
-            }
-            out.append(
-                Span(
-                    f"{a['policy']} · measured",
-                    f"{a['prompt_tokens']} tokens",
-                    f"graph {launch['graph']}",
-                    clock,
-                    launch["ms"],
-                    args,
-                )
-            )
-            clock += launch["ms"]
-    return out
+    arms = job.result_as(TtftResult)["arms"] if job.result else []
+    measured = [(f"{a['policy']} · measured", f"{a['prompt_tokens']} tokens", a["launches"]) for a in arms]
+    return [
+        span
+        for process, thread, launches in measured
+        for span in launch_spans(process, thread, launches, "ms", "measured_ms")
+    ]
 
 
 VIEWS = KindViews(figures, tables=tables, spans=spans)

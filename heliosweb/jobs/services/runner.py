@@ -43,24 +43,22 @@ def job_run(*, job_id: int) -> None:
     pump.start()
     context = RunContext(job_id=job.pk, recipe=job.recipe)
     try:
-        result = kind.run(context, kind.analysis.from_json(job.params), pump.emit)
+        try:
+            result = kind.run(context, kind.analysis.from_json(job.params), pump.emit)
+        finally:
+            pump.stop()  # every buffered event stored before the job ends
     except JobAbandoned:
-        pump.stop()  # failed from outside (stop, reaper): the job already carries its reason
+        pass  # failed from outside (stop, reaper): the job already carries its reason
     except JobCancelled:
-        pump.stop()
         _end(job, JobStatus.CANCELLED, "cancelled while running")
     except JobFailure as failure:
-        pump.stop()
         _end(job, JobStatus.FAILED, failure.reason)
     except SoftTimeLimitExceeded:
-        pump.stop()
         _end(job, JobStatus.FAILED, time_limit_exceeded(kind.time_limit_s(job.params)).reason)
     except Exception as exc:
         log.exception("job %s failed", job_id)
-        pump.stop()
         _end(job, JobStatus.FAILED, f"{type(exc).__name__}: {exc}")
     else:
-        pump.stop()
         _complete(job, kind, result, pump.failure)
 
 

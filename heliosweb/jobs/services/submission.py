@@ -82,15 +82,7 @@ def job_create(
             trace_sources=traces,
             created_by=user if isinstance(user, User) else None,
         )
-        audit_append(
-            action=audit_action,
-            actor=user,
-            actor_name="system",
-            object_type="job",
-            object_id=job.pk,
-            recipe=recipe_obj.name if recipe_obj else "",
-            after={"kind": job.kind, "queue": job.queue},
-        )
+        _audit(audit_action, job, user, after={"kind": job.kind, "queue": job.queue})
         transaction.on_commit(lambda: _enqueue_and_announce(job))
     return job
 
@@ -239,14 +231,14 @@ def job_cancel(*, job: BenchmarkJob, user: Actor | None = None, audit_action: st
         else:
             raise Conflict("status", f"job {job.pk} is already {job.status}")
         job.refresh_from_db()
-        audit_append(
-            action=audit_action,
-            actor=user,
-            actor_name="system",
-            object_type="job",
-            object_id=job.pk,
-            recipe=job.recipe.name if job.recipe else "",
-            before={"status": before},
-            after={"status": str(job.status), "cancel_requested": job.cancel_requested, "kind": job.kind},
-        )
+        after = {"status": str(job.status), "cancel_requested": job.cancel_requested, "kind": job.kind}
+        _audit(audit_action, job, user, before={"status": before}, after=after)
     return job
+
+
+def _audit(action: str, job: BenchmarkJob, user: Actor | None, **change: Any) -> None:
+    """A job's start or cancel on the audit chain; "system" where no user acted (a script, the engine)."""
+    recipe = job.recipe.name if job.recipe else ""
+    audit_append(
+        action=action, actor=user, actor_name="system", object_type="job", object_id=job.pk, recipe=recipe, **change
+    )

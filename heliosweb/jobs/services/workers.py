@@ -1,13 +1,9 @@
 """Which job workers are alive, and the jobs waiting on one that froze.
 
-A frozen worker (SIGSTOP, a stalled VM, a debugger) keeps its Redis connections open: Redis hands
-it the next message of its queue, which it never reads, and nothing fails, so a job waited the
-whole freeze with a slot free elsewhere and nobody said why. Each worker's main process therefore
-says it is alive every `HELIOS_WORKER_BEAT_SECONDS` (a Redis hash; in-process without Redis); the
-reaper finds a worker silent for `HELIOS_WORKER_SILENT_SECONDS`, says so on its queue's waiting
-jobs (`waiting: worker sim@host (pid N) has not answered for N s`) and, when a live worker takes
-that queue, sends their tasks again once: the live one runs them (a job runs once whoever gets its
-message: `runner._claim`). The note is cleared once no worker of the queue is silent.
+A frozen worker (SIGSTOP, a stalled VM) keeps its Redis connections open, so Redis hands it the
+next message of its queue and nothing fails: each worker's main process says it is alive (a Redis
+hash; in-process without Redis) and the reaper names a silent one on its queue's waiting jobs and
+sends them again once to a live worker (docs/operations.md, "a worker frozen").
 """
 
 from __future__ import annotations
