@@ -218,6 +218,12 @@ def _attention(url: str, standin: Standin, say: Callable[[str], None]) -> Attent
     return AttentionTerm(prefill_key_ms=max(0.0, slope))
 
 
+def pads(boot: dict[str, Any]) -> bool:
+    """Whether the engine that measured `boot` runs a step padded to a graph: the plugin's
+    provenance says `padding: "none: ..."` where the device captures none (a CPU)."""
+    return not str(boot.get("provenance", {}).get("padding", "")).startswith("none")
+
+
 def _tagged(request: str) -> tuple[str, int] | None:
     """(pass, id) of a request the driver sent (`hc<pass>x<id>`; pass `boot` for the lone ones)."""
     if (m := TAG.search(request)) is None:
@@ -272,9 +278,10 @@ def evaluate(
         {"prefill": int(g["prefill"]), "decode": 0, "ms": float(g["ms"])} for g in boot["catalog"] if g["decode"] == 0
     ]
     table = solo + [r for r in calibrate.table(costs, BUDGET, granularity) if r["decode"] > 0]
+    engine_pads = pads(boot)
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):
-        simulated = compare.simulate(runs, table, policy, request_ms, attention)
+        simulated = compare.simulate(runs, table, policy, request_ms, attention, engine_pads)
         ran: dict[int, list[tuple[int, int]]] = {}
         padded = 0
         for r in sorted(records, key=lambda r: (r["request"], r.get("start", 0))):
@@ -307,6 +314,7 @@ def evaluate(
             "measured": measured,
             "costs": costs.to_dict(),
             "granularity": granularity,
+            "pads": engine_pads,
         },
         "comparison": by_policy[first]["comparison"],
         "policies": by_policy,
