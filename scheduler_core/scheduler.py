@@ -546,7 +546,9 @@ class StepLoop:
         if self.catalog.pads:
             ms = self.execution.launch_ms(prefill, decode, cached, context)
         else:
-            ms = unpadded_ms(self.execution, self.shapes.prefill_sizes.get(decode, ()), prefill, decode, cached, context)
+            ms = unpadded_ms(
+                self.execution, self.shapes.prefill_sizes.get(decode, ()), prefill, decode, cached, context
+            )
         end = start + ms
         completes = chunk is not None and lane is not None and chunk.end >= lane.end
         if completes:

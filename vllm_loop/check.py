@@ -5,11 +5,12 @@ helios-vllm plugin, following a stand-in of the product's engine routes (`standi
 this run sets, the boot and records the plugin posts). Its first request starts the plugin's
 calibration: the boot (each capacity's step time, measured inside the engine). A lone long prompt
 then times chunks at growing positions (attention's growth with context: `scheduler_core`'s
-`AttentionTerm`), three lone short prompts time a request's cost outside the steps (their client
-TTFT less the step times the plugin recorded), and `probe` measures from outside what a boot does
-not hold (decode and mixed steps, fitted by `calibrate`). Then, for each policy, the stand-in switches
-to it, the plugin reads it, and the same window of a trace is served (`driver`, on its clock;
-prefix caching off, so the second policy computes the same prompts again).
+`AttentionTerm`), and `probe` measures from outside what a boot does not hold (decode and mixed
+steps, fitted by `calibrate`). Then, for each policy, three lone short prompts time a request's
+cost outside the steps at that moment's load (their client TTFT less the step times the plugin
+recorded), the stand-in switches to the policy, the plugin reads it, and the same window of a trace
+is served (`driver`, on its clock; prefix caching off, so the second policy computes the same
+prompts again).
 
 The simulator runs each policy on the same requests, on the boot's solo prefill graphs (what the
 plugin planned with) and the fitted decode and mixed steps, with the attention term; `compare`
@@ -51,7 +52,7 @@ BUDGET = 2048  # vLLM's max_num_batched_tokens here
 SHAPE = "tiny"  # the model (helios_vllm.models): a CPU's
 MAX_REQUESTS = 2_000
 CONTEXT_PROMPT = 6_144  # the lone prompt whose chunks time attention's growth (3 full budgets under rule)
-OVERHEAD_PROMPT, OVERHEAD_IDS = 64, (3, 4, 5)  # lone prompts timing a request's cost outside the steps
+OVERHEAD_PROMPT, OVERHEAD_REPEATS = 64, 3  # lone prompts timing a request's cost outside the steps
 RECORDS_WAIT_S = 60.0  # for the plugin's last records after the window (it posts every 0.5 s)
 TAG = re.compile(r"hc(\w+?)x(\d+)")  # the driver's request ids, `hc<pass>x<id>`, inside vLLM's
 
@@ -115,10 +116,11 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
 
             boot = _boot(server.url, standin, say)
             attention = _attention(server.url, standin, say)
-            request_ms = _request_ms(server.url, standin, say)
             measured = probe.measure(server.url, vocab=model.vocab(SHAPE), on_progress=say)
+            request_ms: dict[str, float] = {}
             for i, policy in enumerate(policies):
                 progress(emit, 3 + i, total, f"serving {len(selected)} requests under {policy}")
+                request_ms[policy] = _request_ms(server.url, standin, i, say)
                 _follow(standin, policy)
                 served[policy] = driver.replay(
                     server.url,
@@ -173,12 +175,15 @@ def _launched(standin: Standin, request_id: int, tokens: int) -> list[dict[str, 
         time.sleep(0.2)
 
 
-def _request_ms(url: str, standin: Standin, say: Callable[[str], None]) -> float:
+def _request_ms(url: str, standin: Standin, served: int, say: Callable[[str], None]) -> float:
     """What a request's TTFT holds outside the engine's steps (HTTP, the API server, the hand-over):
-    lone short prompts' client TTFT less the step times the plugin recorded for them, the median."""
-    say(f"the request's cost outside the steps ({len(OVERHEAD_IDS)} lone {OVERHEAD_PROMPT}-token prompts)")
+    lone short prompts' client TTFT less the step times the plugin recorded for them, the median.
+    Taken again just before each policy's window (`served`: how many were served before): on a
+    shared host it drifts with the load more than anything the simulator computes (the same
+    34-token prompt's TTFT was 8 ms in one window and 160 ms in the next)."""
+    say(f"the request's cost outside the steps ({OVERHEAD_REPEATS} lone {OVERHEAD_PROMPT}-token prompts)")
     outside = []
-    for request_id in OVERHEAD_IDS:
+    for request_id in range(10 * (served + 1), 10 * (served + 1) + OVERHEAD_REPEATS):  # after the boot's 1 and 2
         ttft = _lone(url, request_id, OVERHEAD_PROMPT)
         outside.append(ttft - sum(r["ms"] for r in _launched(standin, request_id, OVERHEAD_PROMPT)))
     return max(0.0, statistics.median(outside))
@@ -262,7 +267,7 @@ def evaluate(
     conditions: dict[str, Any],
     boot: dict[str, Any],
     attention: AttentionTerm,
-    request_ms: float,
+    request_ms: dict[str, float],
     measured: dict[str, list[list[float]]],
     served: dict[str, list[driver.Served]],
     records: list[dict[str, Any]],
@@ -281,7 +286,7 @@ def evaluate(
     engine_pads = pads(boot)
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):
-        simulated = compare.simulate(runs, table, policy, request_ms, attention, engine_pads)
+        simulated = compare.simulate(runs, table, policy, request_ms[policy], attention, engine_pads)
         ran: dict[int, list[tuple[int, int]]] = {}
         padded = 0
         for r in sorted(records, key=lambda r: (r["request"], r.get("start", 0))):
@@ -310,7 +315,7 @@ def evaluate(
             "boot": boot["catalog"],
             "boot_provenance": boot.get("provenance", {}),
             "attention": attention.to_dict(),
-            "request_ms": round(request_ms, 3),
+            "request_ms": {policy: round(ms, 3) for policy, ms in request_ms.items()},
             "measured": measured,
             "costs": costs.to_dict(),
             "granularity": granularity,
