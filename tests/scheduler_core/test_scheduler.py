@@ -56,6 +56,17 @@ def test_a_catalog_that_pads_nothing_runs_a_tail_at_its_own_size_costed_between_
     assert result.padded_prefill_tokens == 0 and result.padded_prefill_ms == 0.0
 
 
+def test_on_a_catalog_that_pads_nothing_a_mixed_launch_is_costed_between_the_mixed_graphs_of_its_rows():
+    mixed = (Graph(0, 2, 5.0), Graph(1024, 1, 62.0), Graph(2048, 1, 152.0))
+    unpadded = Catalog(TAIL_CATALOG.graphs + mixed, pads=False)
+    truth = TableExecution({**{g.shape: g.ms for g in unpadded.graphs}, (0, 0): 0.0})
+    arrivals = [Arrival(0, 0.0, Request(10), 50), Arrival(1, 1.0, Request(1132), 1)]
+    result = schedule(arrivals, unpadded, truth, SchedulerConfig("rule", trace_limit=TRACE_ALL))
+    (launch,) = [s for s in result.trace if s.kind == "mixed"]
+    assert (launch.prefill, launch.decode, launch.lane) == (1132, 1, 1)
+    assert launch.end_ms - launch.start_ms == pytest.approx(62.0 + 90.0 * 108 / 1024)
+
+
 def test_a_padded_catalog_runs_the_tail_as_the_next_graph_and_counts_its_padding():
     result = schedule([Arrival(0, 0.0, Request(3180), 1)], TAIL_CATALOG, TAIL_TRUTH, SchedulerConfig("rule"))
     (lane,) = result.lanes
