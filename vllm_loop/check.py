@@ -7,8 +7,8 @@ calibration: the boot (each capacity's step time, measured inside the engine). A
 then times chunks at growing positions (attention's growth with context: `scheduler_core`'s
 `AttentionTerm`), and `probe` measures from outside what a boot does not hold (decode and mixed
 steps, fitted by `calibrate`). Then, for each policy, three lone short prompts time a request's
-cost outside the steps at that moment's load (their client TTFT less the step times the plugin
-recorded), the stand-in switches to the policy, the plugin reads it, and the same window of a trace
+cost outside the steps (their client TTFT less the step times the plugin recorded; the median of
+all of them is the cost), the stand-in switches to the policy, the plugin reads it, and the same window of a trace
 is served (`driver`, on its clock; prefix caching off, so the second policy computes the same
 prompts again).
 
@@ -117,10 +117,10 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
             boot = _boot(server.url, standin, say)
             attention = _attention(server.url, standin, say)
             measured = probe.measure(server.url, vocab=model.vocab(SHAPE), on_progress=say)
-            request_ms: dict[str, float] = {}
+            outside: list[float] = []
             for i, policy in enumerate(policies):
                 progress(emit, 3 + i, total, f"serving {len(selected)} requests under {policy}")
-                request_ms[policy] = _request_ms(server.url, standin, i, say)
+                outside += _outside_ms(server.url, standin, i, say)
                 _follow(standin, policy)
                 served[policy] = driver.replay(
                     server.url,
@@ -136,7 +136,7 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
         finally:
             server.stop()
             standin.close()
-    result = evaluate(params, selected, conditions, boot, attention, request_ms, measured, served, standin.records)
+    result = evaluate(params, selected, conditions, boot, attention, outside, measured, served, standin.records)
     progress(emit, total, total, "done")
     return result
 
@@ -175,18 +175,18 @@ def _launched(standin: Standin, request_id: int, tokens: int) -> list[dict[str, 
         time.sleep(0.2)
 
 
-def _request_ms(url: str, standin: Standin, served: int, say: Callable[[str], None]) -> float:
+def _outside_ms(url: str, standin: Standin, served: int, say: Callable[[str], None]) -> list[float]:
     """What a request's TTFT holds outside the engine's steps (HTTP, the API server, the hand-over):
-    lone short prompts' client TTFT less the step times the plugin recorded for them, the median.
-    Taken again just before each policy's window (`served`: how many were served before): on a
-    shared host it drifts with the load more than anything the simulator computes (the same
-    34-token prompt's TTFT was 8 ms in one window and 160 ms in the next)."""
+    lone short prompts' client TTFT less the step times the plugin recorded for them. Taken before
+    each policy's window (`served`: how many were served before), so the median of them all
+    (`evaluate`) is spread over the run: on a shared host one moment's three can all fall in a slow
+    spell (25 ms, where the same engine's requests mostly paid 2-5 ms)."""
     say(f"the request's cost outside the steps ({OVERHEAD_REPEATS} lone {OVERHEAD_PROMPT}-token prompts)")
     outside = []
     for request_id in range(10 * (served + 1), 10 * (served + 1) + OVERHEAD_REPEATS):  # after the boot's 1 and 2
         ttft = _lone(url, request_id, OVERHEAD_PROMPT)
         outside.append(ttft - sum(r["ms"] for r in _launched(standin, request_id, OVERHEAD_PROMPT)))
-    return max(0.0, statistics.median(outside))
+    return outside
 
 
 def _boot(url: str, standin: Standin, say: Callable[[str], None]) -> dict[str, Any]:
@@ -267,7 +267,7 @@ def evaluate(
     conditions: dict[str, Any],
     boot: dict[str, Any],
     attention: AttentionTerm,
-    request_ms: dict[str, float],
+    outside: list[float],
     measured: dict[str, list[list[float]]],
     served: dict[str, list[driver.Served]],
     records: list[dict[str, Any]],
@@ -284,9 +284,10 @@ def evaluate(
     ]
     table = solo + [r for r in calibrate.table(costs, BUDGET, granularity) if r["decode"] > 0]
     engine_pads = pads(boot)
+    request_ms = max(0.0, statistics.median(outside))
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):
-        simulated = compare.simulate(runs, table, policy, request_ms[policy], attention, engine_pads)
+        simulated = compare.simulate(runs, table, policy, request_ms, attention, engine_pads)
         ran: dict[int, list[tuple[int, int]]] = {}
         padded = 0
         for r in sorted(records, key=lambda r: (r["request"], r.get("start", 0))):
@@ -315,7 +316,8 @@ def evaluate(
             "boot": boot["catalog"],
             "boot_provenance": boot.get("provenance", {}),
             "attention": attention.to_dict(),
-            "request_ms": {policy: round(ms, 3) for policy, ms in request_ms.items()},
+            "request_ms": round(request_ms, 3),
+            "outside_ms": [round(ms, 3) for ms in outside],
             "measured": measured,
             "costs": costs.to_dict(),
             "granularity": granularity,
