@@ -6,9 +6,9 @@ this run sets, the boot and records the plugin posts). Its first request starts 
 calibration: the boot (each capacity's step time, measured inside the engine). A lone long prompt
 then times chunks at growing positions (attention's growth with context: `scheduler_core`'s
 `AttentionTerm`), and `probe` measures from outside what a boot does not hold (decode and mixed
-steps, fitted by `calibrate`). Then, for each policy, three lone short prompts time a request's
-cost outside the steps (their client TTFT less the step times the plugin recorded; the median of
-all of them is the cost), the stand-in switches to the policy, the plugin reads it, and the same window of a trace
+steps, fitted by `calibrate`). Then, for each policy, three lone short prompts, each after the
+engine idled, time a request's cost beyond its steps (the median of all their client TTFTs less
+the simulator's TTFT for the same prompt), the stand-in switches to the policy, the plugin reads it, and the same window of a trace
 is served (`driver`, on its clock; prefix caching off, so the second policy computes the same
 prompts again).
 
@@ -52,7 +52,8 @@ BUDGET = 2048  # vLLM's max_num_batched_tokens here
 SHAPE = "tiny"  # the model (helios_vllm.models): a CPU's
 MAX_REQUESTS = 2_000
 CONTEXT_PROMPT = 6_144  # the lone prompt whose chunks time attention's growth (3 full budgets under rule)
-OVERHEAD_PROMPT, OVERHEAD_REPEATS = 64, 3  # lone prompts timing a request's cost outside the steps
+OVERHEAD_PROMPT, OVERHEAD_REPEATS = 64, 3  # lone prompts timing a request's cost beyond its steps
+OVERHEAD_IDLE_S = 2.0  # the engine idle before each: a request of a window arrives after seconds of it
 RECORDS_WAIT_S = 60.0  # for the plugin's last records after the window (it posts every 0.5 s)
 TAG = re.compile(r"hc(\w+?)x(\d+)")  # the driver's request ids, `hc<pass>x<id>`, inside vLLM's
 
@@ -117,10 +118,10 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
             boot = _boot(server.url, standin, say)
             attention = _attention(server.url, standin, say)
             measured = probe.measure(server.url, vocab=model.vocab(SHAPE), on_progress=say)
-            outside: list[float] = []
+            lone: list[float] = []
             for i, policy in enumerate(policies):
                 progress(emit, 3 + i, total, f"serving {len(selected)} requests under {policy}")
-                outside += _outside_ms(server.url, standin, i, say)
+                lone += _lone_ttfts(server.url, i, say)
                 _follow(standin, policy)
                 served[policy] = driver.replay(
                     server.url,
@@ -136,7 +137,7 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
         finally:
             server.stop()
             standin.close()
-    result = evaluate(params, selected, conditions, boot, attention, outside, measured, served, standin.records)
+    result = evaluate(params, selected, conditions, boot, attention, lone, measured, served, standin.records)
     progress(emit, total, total, "done")
     return result
 
@@ -175,18 +176,18 @@ def _launched(standin: Standin, request_id: int, tokens: int) -> list[dict[str, 
         time.sleep(0.2)
 
 
-def _outside_ms(url: str, standin: Standin, served: int, say: Callable[[str], None]) -> list[float]:
-    """What a request's TTFT holds outside the engine's steps (HTTP, the API server, the hand-over):
-    lone short prompts' client TTFT less the step times the plugin recorded for them. Taken before
-    each policy's window (`served`: how many were served before), so the median of them all
-    (`evaluate`) is spread over the run: on a shared host one moment's three can all fall in a slow
-    spell (25 ms, where the same engine's requests mostly paid 2-5 ms)."""
-    say(f"the request's cost outside the steps ({OVERHEAD_REPEATS} lone {OVERHEAD_PROMPT}-token prompts)")
-    outside = []
+def _lone_ttfts(url: str, served: int, say: Callable[[str], None]) -> list[float]:
+    """Lone short prompts' client TTFT, each after the engine has idled `OVERHEAD_IDLE_S` (as a
+    window's requests, seconds apart, find it), from which `evaluate` takes a request's cost beyond
+    the model's steps. Taken before each policy's window (`served`: how many were served before),
+    so their median is spread over the run: on a shared host one moment's three can all fall in a
+    slow spell (25 ms, where the same engine's requests mostly paid 2-5 ms)."""
+    say(f"a request's cost beyond its steps ({OVERHEAD_REPEATS} lone {OVERHEAD_PROMPT}-token prompts)")
+    ttfts = []
     for request_id in range(10 * (served + 1), 10 * (served + 1) + OVERHEAD_REPEATS):  # after the boot's 1 and 2
-        ttft = _lone(url, request_id, OVERHEAD_PROMPT)
-        outside.append(ttft - sum(r["ms"] for r in _launched(standin, request_id, OVERHEAD_PROMPT)))
-    return outside
+        time.sleep(OVERHEAD_IDLE_S)
+        ttfts.append(_lone(url, request_id, OVERHEAD_PROMPT))
+    return ttfts
 
 
 def _boot(url: str, standin: Standin, say: Callable[[str], None]) -> dict[str, Any]:
@@ -261,13 +262,23 @@ def _wait_records(standin: Standin, served: dict[str, list[driver.Served]]) -> N
         time.sleep(0.2)
 
 
+def _request_ms(lone: list[float], table: list[dict[str, Any]], attention: AttentionTerm, engine_pads: bool) -> float:
+    """What a request's TTFT holds beyond the steps the model runs for it: the lone prompts' median
+    client TTFT less their simulated TTFT. Against the model, not the step times the plugin
+    recorded: a request's first step after the engine idled takes longer than the boot's (1.8 ms
+    more at the median of 32 in run 7, its later steps -0.1), and that belongs to each request too."""
+    prompt = driver.Served(0, 0.0, 0.0, OVERHEAD_PROMPT, 1, 0.0, (), 0.0)
+    (simulated,) = compare.simulate([prompt], table, "rule", 0.0, attention, engine_pads).values()
+    return max(0.0, statistics.median(lone) - simulated["ttft_ms"])
+
+
 def evaluate(
     params: dict[str, Any],
     selected: TraceTraffic,
     conditions: dict[str, Any],
     boot: dict[str, Any],
     attention: AttentionTerm,
-    outside: list[float],
+    lone: list[float],
     measured: dict[str, list[list[float]]],
     served: dict[str, list[driver.Served]],
     records: list[dict[str, Any]],
@@ -284,7 +295,7 @@ def evaluate(
     ]
     table = solo + [r for r in calibrate.table(costs, BUDGET, granularity) if r["decode"] > 0]
     engine_pads = pads(boot)
-    request_ms = max(0.0, statistics.median(outside))
+    request_ms = _request_ms(lone, table, attention, engine_pads)
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):
         simulated = compare.simulate(runs, table, policy, request_ms, attention, engine_pads)
@@ -317,7 +328,7 @@ def evaluate(
             "boot_provenance": boot.get("provenance", {}),
             "attention": attention.to_dict(),
             "request_ms": round(request_ms, 3),
-            "outside_ms": [round(ms, 3) for ms in outside],
+            "lone_ttft_ms": [round(ms, 3) for ms in lone],
             "measured": measured,
             "costs": costs.to_dict(),
             "granularity": granularity,

@@ -62,7 +62,9 @@ def result() -> check.CheckResult:
         for l in plan(policy, Catalog.from_dicts(boot["catalog"]), Request(s.prompt_tokens)).launches
     ]
     runs = {"rule": served, "cost": served}
-    return check.evaluate(params, trace, conditions, boot, AttentionTerm(), [9.0, 8.0, 10.0], measured, runs, records)
+    return check.evaluate(
+        params, trace, conditions, boot, AttentionTerm(), [engine_ttft(64)] * 3, measured, runs, records
+    )
 
 
 def test_the_result_has_its_declared_type_and_the_simulator_misses_by_what_the_engine_added() -> None:
