@@ -266,7 +266,7 @@ def _request_ms(lone: list[float], table: list[dict[str, Any]], attention: Atten
     """What a request's TTFT holds beyond the steps the model runs for it: the lone prompts' median
     client TTFT less their simulated TTFT. Against the model, not the step times the plugin
     recorded: a request's first step after the engine idled takes longer than the boot's (1.8 ms
-    more at the median of 32 in run 7, its later steps -0.1), and that belongs to each request too."""
+    more at the median of 32 first chunks in run 7, its later steps -0.1), and that belongs to each request too."""
     prompt = driver.Served(0, 0.0, 0.0, OVERHEAD_PROMPT, 1, 0.0, (), 0.0)
     (simulated,) = compare.simulate([prompt], table, "rule", 0.0, attention, engine_pads).values()
     return max(0.0, statistics.median(lone) - simulated["ttft_ms"])
