@@ -8,9 +8,9 @@ then times chunks at growing positions (attention's growth with context: `schedu
 `AttentionTerm`), and `probe` measures from outside what a boot does not hold (decode and mixed
 steps, fitted by `calibrate`). Then, for each policy, three lone short prompts, each after the
 engine idled, time a request's cost beyond its steps (the median of all their client TTFTs less
-the simulator's TTFT for the same prompt), the stand-in switches to the policy, the plugin reads it, and the same window of a trace
-is served (`driver`, on its clock; prefix caching off, so the second policy computes the same
-prompts again).
+the simulator's TTFT for the same prompt), the stand-in switches to the policy, the plugin reads
+it, and the same window of a trace is served (`driver`, on its clock; prefix caching off, so the
+second policy computes the same prompts again).
 
 The simulator runs each policy on the same requests, on the boot's solo prefill graphs (what the
 plugin planned with) and the fitted decode and mixed steps, with the attention term; `compare`
@@ -181,7 +181,7 @@ def _lone_ttfts(url: str, served: int, say: Callable[[str], None]) -> list[float
     window's requests, seconds apart, find it), from which `evaluate` takes a request's cost beyond
     the model's steps. Taken before each policy's window (`served`: how many were served before),
     so their median is spread over the run: on a shared host one moment's three can all fall in a
-    slow spell (25 ms, where the same engine's requests mostly paid 2-5 ms)."""
+    slow spell (run 8: 25.3 ms before one window, 4.8 before the other)."""
     say(f"a request's cost beyond its steps ({OVERHEAD_REPEATS} lone {OVERHEAD_PROMPT}-token prompts)")
     ttfts = []
     for request_id in range(10 * (served + 1), 10 * (served + 1) + OVERHEAD_REPEATS):  # after the boot's 1 and 2
@@ -266,7 +266,8 @@ def _request_ms(lone: list[float], table: list[dict[str, Any]], attention: Atten
     """What a request's TTFT holds beyond the steps the model runs for it: the lone prompts' median
     client TTFT less their simulated TTFT. Against the model, not the step times the plugin
     recorded: a request's first step after the engine idled takes longer than the boot's (1.8 ms
-    more at the median of 32 first chunks in run 7, its later steps -0.1), and that belongs to each request too."""
+    more at the median of 32 first chunks in run 7, its later steps -0.1), and that belongs to
+    each request too."""
     prompt = driver.Served(0, 0.0, 0.0, OVERHEAD_PROMPT, 1, 0.0, (), 0.0)
     (simulated,) = compare.simulate([prompt], table, "rule", 0.0, attention, engine_pads).values()
     return max(0.0, statistics.median(lone) - simulated["ttft_ms"])
