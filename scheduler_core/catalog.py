@@ -48,9 +48,15 @@ class Graph:
 
 @dataclass(frozen=True)
 class Catalog:
-    """An immutable, validated set of graphs with the lookups the policies need precomputed."""
+    """An immutable, validated set of graphs with the lookups the policies need precomputed.
+
+    `pads`: whether the engine runs a launch padded to its graph (a GPU replaying captured graphs)
+    or at exactly the tokens it carries (a CPU, which captures none; a boot says which in its
+    provenance). Policies plan on the graphs either way; the step loop costs an unpadded chunk at
+    its own size (`execution.unpadded_ms`) and counts no padding."""
 
     graphs: tuple[Graph, ...]
+    pads: bool = True
     capacities: tuple[int, ...] = field(init=False, repr=False, compare=False)
     prefill_ms: dict[int, float | None] = field(init=False, repr=False, compare=False)
 
@@ -105,7 +111,7 @@ class Catalog:
             raise
 
     def replace_ms(self, new_ms: Callable[[Graph], float | None]) -> Catalog:
-        return Catalog(tuple(Graph(g.prefill, g.decode, _normalise_ms(new_ms(g))) for g in self.graphs))
+        return Catalog(tuple(Graph(g.prefill, g.decode, _normalise_ms(new_ms(g))) for g in self.graphs), self.pads)
 
 
 def _normalise_ms(ms: float | None) -> float | None:

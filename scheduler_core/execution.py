@@ -8,6 +8,8 @@ whole context (its prompt and the tokens generated so far). The step loop hands 
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -222,6 +224,29 @@ def execution_schema() -> dict[str, Any]:
         ],
         "description": "the true costs: an affine model, a table of durations per shape, or a GPU profile by name",
     }
+
+
+def unpadded_ms(
+    execution: ExecutionModel,
+    sizes: Sequence[int],
+    prefill: int,
+    decode: int = 0,
+    cached: int = 0,
+    context: int | None = None,
+) -> float:
+    """A launch of exactly `prefill` tokens (beside `decode` rows) on an engine that pads nothing (a
+    CPU), costed by a model that may know only the prefill `sizes` a boot measured (ascending): at a
+    size it holds, its cost; between two, on the line between their costs; below the smallest, the
+    smallest's (a step's fixed cost dominates there, as `ProfileExecution` is flat below its
+    smallest sample). Attention's term is linear in the chunk, so the line carries it exactly."""
+    i = bisect_left(sizes, prefill)
+    if prefill == 0 or i == len(sizes) or sizes[i] == prefill:
+        return execution.launch_ms(prefill, decode, cached, context)
+    if i == 0:
+        return execution.launch_ms(sizes[0], decode, cached, context)
+    lo, hi = sizes[i - 1], sizes[i]
+    low, high = execution.launch_ms(lo, decode, cached, context), execution.launch_ms(hi, decode, cached, context)
+    return low + (high - low) * (prefill - lo) / (hi - lo)
 
 
 def measured_catalog(

@@ -12,12 +12,12 @@ import math
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from .catalog import Catalog, Graph
 from .errors import InvalidInput
-from .execution import ExecutionModel
+from .execution import ExecutionModel, unpadded_ms
 from .policies import CostPolicy, Launch, Policy, PrefillState, make_policy, totals_equal
 from .request import Request, fit_context
 
@@ -193,6 +193,11 @@ class _Shapes:
         self._mixed = {c: [_smallest_covering(gs, k) for k in range(1, max_rows + 1)] for c, gs in by_prefill.items()}
         init = catalog.graph(0, 0)
         self.init_predicted_ms = 0.0 if init is None else _predicted(init)
+        sizes: dict[int, list[int]] = {}
+        for g in catalog.graphs:
+            if g.prefill:
+                sizes.setdefault(g.decode, []).append(g.prefill)
+        self.prefill_sizes = {d: tuple(sorted(ps)) for d, ps in sizes.items()}  # by decode rows
 
     def decode_for(self, rows: int) -> Graph:
         graph = self._decode[rows - 1]
@@ -474,8 +479,10 @@ class StepLoop:
         chunk = policy.choose(state)
         if chunk is None or chunk.end <= head.position:
             return Stall(head.arrival.id, head.position, policy.name)
+        # what the engine runs: the chosen graph, or on one that pads nothing the chunk's own tokens
+        ran = chunk if self.catalog.pads else replace(chunk, graph=chunk.end - chunk.start)
         if not decoding:
-            self._launch(PREFILL, chunk.graph, 0, chunk.predicted_ms, head, chunk, solo)
+            self._launch(PREFILL, ran.graph, 0, chunk.predicted_ms, head, ran, solo)
             return None
         decode = self.shapes.decode_for(len(decoding))
         mixed = (
@@ -484,11 +491,11 @@ class StepLoop:
             else None
         )
         if mixed is not None and _not_dearer(_predicted(mixed), chunk.predicted_ms + _predicted(decode)):
-            self._launch(MIXED, mixed.prefill, mixed.decode, _predicted(mixed), head, chunk, solo)
+            self._launch(MIXED, ran.graph, mixed.decode, _predicted(mixed), head, ran, solo)
         elif must_decode:
             self._launch_decode()
         else:
-            self._launch(PREFILL, chunk.graph, 0, chunk.predicted_ms, head, chunk, solo)
+            self._launch(PREFILL, ran.graph, 0, chunk.predicted_ms, head, ran, solo)
         return None
 
     def _launch_decode(self) -> None:
@@ -509,9 +516,13 @@ class StepLoop:
         index, start = self.index, self.clock
         hook = self.on_launch
         finished_before, gaps_before = len(self.finished), len(self.gaps)
-        ms = self.execution.launch_ms(
-            prefill, decode, 0 if lane is None else lane.position, self.context if decode else None
-        )
+        cached, context = 0 if lane is None else lane.position, self.context if decode else None
+        if self.catalog.pads:
+            ms = self.execution.launch_ms(prefill, decode, cached, context)
+        else:
+            ms = unpadded_ms(
+                self.execution, self.shapes.prefill_sizes.get(decode, ()), prefill, decode, cached, context
+            )
         end = start + ms
         completes = chunk is not None and lane is not None and chunk.end >= lane.end
         if completes:

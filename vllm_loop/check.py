@@ -5,11 +5,12 @@ helios-vllm plugin, following a stand-in of the product's engine routes (`standi
 this run sets, the boot and records the plugin posts). Its first request starts the plugin's
 calibration: the boot (each capacity's step time, measured inside the engine). A lone long prompt
 then times chunks at growing positions (attention's growth with context: `scheduler_core`'s
-`AttentionTerm`), three lone short prompts time a request's cost outside the steps (their client
-TTFT less the step times the plugin recorded), and `probe` measures from outside what a boot does
-not hold (decode and mixed steps, fitted by `calibrate`). Then, for each policy, the stand-in switches
-to it, the plugin reads it, and the same window of a trace is served (`driver`, on its clock;
-prefix caching off, so the second policy computes the same prompts again).
+`AttentionTerm`), and `probe` measures from outside what a boot does not hold (decode and mixed
+steps, fitted by `calibrate`). Then, for each policy, three lone short prompts, each after the
+engine idled, time a request's cost beyond its steps (the median of all their client TTFTs less
+the simulator's TTFT for the same prompt), the stand-in switches to the policy, the plugin reads
+it, and the same window of a trace is served (`driver`, on its clock; prefix caching off, so the
+second policy computes the same prompts again).
 
 The simulator runs each policy on the same requests, on the boot's solo prefill graphs (what the
 plugin planned with) and the fitted decode and mixed steps, with the attention term; `compare`
@@ -51,7 +52,8 @@ BUDGET = 2048  # vLLM's max_num_batched_tokens here
 SHAPE = "tiny"  # the model (helios_vllm.models): a CPU's
 MAX_REQUESTS = 2_000
 CONTEXT_PROMPT = 6_144  # the lone prompt whose chunks time attention's growth (3 full budgets under rule)
-OVERHEAD_PROMPT, OVERHEAD_IDS = 64, (3, 4, 5)  # lone prompts timing a request's cost outside the steps
+OVERHEAD_PROMPT, OVERHEAD_REPEATS = 64, 3  # lone prompts timing a request's cost beyond its steps
+OVERHEAD_IDLE_S = 2.0  # the engine idle before each: a request of a window arrives after seconds of it
 RECORDS_WAIT_S = 60.0  # for the plugin's last records after the window (it posts every 0.5 s)
 TAG = re.compile(r"hc(\w+?)x(\d+)")  # the driver's request ids, `hc<pass>x<id>`, inside vLLM's
 
@@ -115,10 +117,11 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
 
             boot = _boot(server.url, standin, say)
             attention = _attention(server.url, standin, say)
-            request_ms = _request_ms(server.url, standin, say)
             measured = probe.measure(server.url, vocab=model.vocab(SHAPE), on_progress=say)
+            lone: list[float] = []
             for i, policy in enumerate(policies):
                 progress(emit, 3 + i, total, f"serving {len(selected)} requests under {policy}")
+                lone += _lone_ttfts(server.url, i, say)
                 _follow(standin, policy)
                 served[policy] = driver.replay(
                     server.url,
@@ -134,7 +137,7 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
         finally:
             server.stop()
             standin.close()
-    result = evaluate(params, selected, conditions, boot, attention, request_ms, measured, served, standin.records)
+    result = evaluate(params, selected, conditions, boot, attention, lone, measured, served, standin.records)
     progress(emit, total, total, "done")
     return result
 
@@ -173,15 +176,18 @@ def _launched(standin: Standin, request_id: int, tokens: int) -> list[dict[str, 
         time.sleep(0.2)
 
 
-def _request_ms(url: str, standin: Standin, say: Callable[[str], None]) -> float:
-    """What a request's TTFT holds outside the engine's steps (HTTP, the API server, the hand-over):
-    lone short prompts' client TTFT less the step times the plugin recorded for them, the median."""
-    say(f"the request's cost outside the steps ({len(OVERHEAD_IDS)} lone {OVERHEAD_PROMPT}-token prompts)")
-    outside = []
-    for request_id in OVERHEAD_IDS:
-        ttft = _lone(url, request_id, OVERHEAD_PROMPT)
-        outside.append(ttft - sum(r["ms"] for r in _launched(standin, request_id, OVERHEAD_PROMPT)))
-    return max(0.0, statistics.median(outside))
+def _lone_ttfts(url: str, served: int, say: Callable[[str], None]) -> list[float]:
+    """Lone short prompts' client TTFT, each after the engine has idled `OVERHEAD_IDLE_S` (as a
+    window's requests, seconds apart, find it), from which `evaluate` takes a request's cost beyond
+    the model's steps. Taken before each policy's window (`served`: how many were served before),
+    so their median is spread over the run: on a shared host one moment's three can all fall in a
+    slow spell (run 8: 25.3 ms before one window, 4.8 before the other)."""
+    say(f"a request's cost beyond its steps ({OVERHEAD_REPEATS} lone {OVERHEAD_PROMPT}-token prompts)")
+    ttfts = []
+    for request_id in range(10 * (served + 1), 10 * (served + 1) + OVERHEAD_REPEATS):  # after the boot's 1 and 2
+        time.sleep(OVERHEAD_IDLE_S)
+        ttfts.append(_lone(url, request_id, OVERHEAD_PROMPT))
+    return ttfts
 
 
 def _boot(url: str, standin: Standin, say: Callable[[str], None]) -> dict[str, Any]:
@@ -218,6 +224,12 @@ def _attention(url: str, standin: Standin, say: Callable[[str], None]) -> Attent
     return AttentionTerm(prefill_key_ms=max(0.0, slope))
 
 
+def pads(boot: dict[str, Any]) -> bool:
+    """Whether the engine that measured `boot` runs a step padded to a graph: the plugin's
+    provenance says `padding: "none: ..."` where the device captures none (a CPU)."""
+    return not str(boot.get("provenance", {}).get("padding", "")).startswith("none")
+
+
 def _tagged(request: str) -> tuple[str, int] | None:
     """(pass, id) of a request the driver sent (`hc<pass>x<id>`; pass `boot` for the lone ones)."""
     if (m := TAG.search(request)) is None:
@@ -250,13 +262,24 @@ def _wait_records(standin: Standin, served: dict[str, list[driver.Served]]) -> N
         time.sleep(0.2)
 
 
+def _request_ms(lone: list[float], table: list[dict[str, Any]], attention: AttentionTerm, engine_pads: bool) -> float:
+    """What a request's TTFT holds beyond the steps the model runs for it: the lone prompts' median
+    client TTFT less their simulated TTFT. Against the model, not the step times the plugin
+    recorded: a request's first step after the engine idled takes longer than the boot's (1.8 ms
+    more at the median of 32 first chunks in run 7, its later steps -0.1), and that belongs to
+    each request too."""
+    prompt = driver.Served(0, 0.0, 0.0, OVERHEAD_PROMPT, 1, 0.0, (), 0.0)
+    (simulated,) = compare.simulate([prompt], table, "rule", 0.0, attention, engine_pads).values()
+    return max(0.0, statistics.median(lone) - simulated["ttft_ms"])
+
+
 def evaluate(
     params: dict[str, Any],
     selected: TraceTraffic,
     conditions: dict[str, Any],
     boot: dict[str, Any],
     attention: AttentionTerm,
-    request_ms: float,
+    lone: list[float],
     measured: dict[str, list[list[float]]],
     served: dict[str, list[driver.Served]],
     records: list[dict[str, Any]],
@@ -272,9 +295,11 @@ def evaluate(
         {"prefill": int(g["prefill"]), "decode": 0, "ms": float(g["ms"])} for g in boot["catalog"] if g["decode"] == 0
     ]
     table = solo + [r for r in calibrate.table(costs, BUDGET, granularity) if r["decode"] > 0]
+    engine_pads = pads(boot)
+    request_ms = _request_ms(lone, table, attention, engine_pads)
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):
-        simulated = compare.simulate(runs, table, policy, request_ms, attention)
+        simulated = compare.simulate(runs, table, policy, request_ms, attention, engine_pads)
         ran: dict[int, list[tuple[int, int]]] = {}
         padded = 0
         for r in sorted(records, key=lambda r: (r["request"], r.get("start", 0))):
@@ -304,9 +329,11 @@ def evaluate(
             "boot_provenance": boot.get("provenance", {}),
             "attention": attention.to_dict(),
             "request_ms": round(request_ms, 3),
+            "lone_ttft_ms": [round(ms, 3) for ms in lone],
             "measured": measured,
             "costs": costs.to_dict(),
             "granularity": granularity,
+            "pads": engine_pads,
         },
         "comparison": by_policy[first]["comparison"],
         "policies": by_policy,

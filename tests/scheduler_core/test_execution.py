@@ -1,7 +1,14 @@
 import pytest
 
 from scheduler_core.errors import InvalidInput
-from scheduler_core.execution import AffineExecution, TableExecution, measured_catalog, parse_execution
+from scheduler_core.execution import (
+    AffineExecution,
+    AttentionTerm,
+    TableExecution,
+    measured_catalog,
+    parse_execution,
+    unpadded_ms,
+)
 
 
 def test_the_affine_model_charges_padding_and_decode_rows():
@@ -15,6 +22,21 @@ def test_a_table_model_knows_only_the_shapes_it_measured():
     assert table.launch_ms(64) == 3.0 and table.launch_ms(0, 8) == 2.125 and table.first_token_ms == 0.5
     with pytest.raises(InvalidInput, match="prefill=96 decode=0"):
         table.launch_ms(96)
+
+
+def test_an_unpadded_launch_is_costed_on_the_line_between_the_sizes_a_table_holds():
+    table = TableExecution({(1024, 0): 60.0, (2048, 0): 150.0, (64, 0): 5.0})
+    sizes = (64, 1024, 2048)
+    assert unpadded_ms(table, sizes, 1132) == pytest.approx(60.0 + 90.0 * 108 / 1024)
+    assert unpadded_ms(table, sizes, 1024) == 60.0
+    assert unpadded_ms(table, sizes, 34) == 5.0  # below the smallest size: the smallest's cost
+
+
+def test_an_unpadded_launch_carries_the_attention_term_of_its_own_size():
+    attention = AttentionTerm(prefill_key_ms=1e-4)
+    table = TableExecution({(1024, 0): 60.0, (2048, 0): 150.0}, attention=attention)
+    at_own_size = 60.0 + 90.0 * 108 / 1024 + 1132 * 3000 * 1e-4
+    assert unpadded_ms(table, (1024, 2048), 1132, cached=3000) == pytest.approx(at_own_size)
 
 
 def test_parse_execution_reads_either_model():

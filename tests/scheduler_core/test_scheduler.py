@@ -1,10 +1,11 @@
+import dataclasses
 import itertools
 
 import pytest
 
 from scheduler_core.catalog import Catalog, Graph, catalog_from_mapping
 from scheduler_core.errors import InvalidInput
-from scheduler_core.execution import AffineExecution, measured_catalog
+from scheduler_core.execution import AffineExecution, TableExecution, measured_catalog
 from scheduler_core.planner import plan
 from scheduler_core.request import Request
 from scheduler_core.scheduler import PROGRESS_EVERY, Arrival, SchedulerConfig, Stall, schedule
@@ -39,6 +40,39 @@ def test_it_gives_a_lone_request_the_plans_ttft_plus_its_init_launch():
         EXECUTION.launch_ms(0, 0) + plan("rule", CLEAN, Request(14000), EXECUTION).ttft_ms
     )
     assert result.launch_counts == {"init": 1, "prefill": 4, "decode": 0, "mixed": 0}
+
+
+# A boot of two solo graphs (costs not proportional to size) and one decode graph, as the truth.
+TAIL_CATALOG = Catalog((Graph(1024, 0, 60.0), Graph(2048, 0, 150.0), Graph(0, 1, 4.0)))
+TAIL_TRUTH = TableExecution({**{g.shape: g.ms for g in TAIL_CATALOG.graphs}, (0, 0): 0.0})
+
+
+def test_a_catalog_that_pads_nothing_runs_a_tail_at_its_own_size_costed_between_two_graphs():
+    unpadded = dataclasses.replace(TAIL_CATALOG, pads=False)
+    result = schedule([Arrival(0, 0.0, Request(3180), 1)], unpadded, TAIL_TRUTH, SchedulerConfig("rule"))
+    (lane,) = result.lanes
+    assert [(c.graph, c.start, c.end, c.padding) for c in lane.chunks] == [(2048, 0, 2048, 0), (1132, 2048, 3180, 0)]
+    assert lane.ttft_ms == pytest.approx(150.0 + 60.0 + 90.0 * 108 / 1024)
+    assert result.padded_prefill_tokens == 0 and result.padded_prefill_ms == 0.0
+
+
+def test_on_a_catalog_that_pads_nothing_a_mixed_launch_is_costed_between_the_mixed_graphs_of_its_rows():
+    mixed = (Graph(0, 2, 5.0), Graph(1024, 1, 62.0), Graph(2048, 1, 152.0))
+    unpadded = Catalog(TAIL_CATALOG.graphs + mixed, pads=False)
+    truth = TableExecution({**{g.shape: g.ms for g in unpadded.graphs}, (0, 0): 0.0})
+    arrivals = [Arrival(0, 0.0, Request(10), 50), Arrival(1, 1.0, Request(1132), 1)]
+    result = schedule(arrivals, unpadded, truth, SchedulerConfig("rule", trace_limit=TRACE_ALL))
+    (launch,) = [s for s in result.trace if s.kind == "mixed"]
+    assert (launch.prefill, launch.decode, launch.lane) == (1132, 1, 1)
+    assert launch.end_ms - launch.start_ms == pytest.approx(62.0 + 90.0 * 108 / 1024)
+
+
+def test_a_padded_catalog_runs_the_tail_as_the_next_graph_and_counts_its_padding():
+    result = schedule([Arrival(0, 0.0, Request(3180), 1)], TAIL_CATALOG, TAIL_TRUTH, SchedulerConfig("rule"))
+    (lane,) = result.lanes
+    assert [(c.graph, c.start, c.end) for c in lane.chunks] == [(2048, 0, 2048), (2048, 2048, 3180)]
+    assert lane.ttft_ms == pytest.approx(300.0)
+    assert result.padded_prefill_tokens == 916 and result.padded_prefill_ms == pytest.approx(150.0 * 916 / 2048)
 
 
 def test_it_reports_the_rule_v1_stall_with_its_request_and_position_instead_of_hanging():

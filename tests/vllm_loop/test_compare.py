@@ -51,3 +51,14 @@ def test_the_request_cost_runs_beside_the_engine_not_on_it() -> None:
     step = 4.0 + 10.24
     assert sim[0]["ttft_ms"] == pytest.approx(9.0 + step)
     assert sim[1]["ttft_ms"] == pytest.approx(9.0 + 2 * step)
+
+
+def test_on_an_engine_that_pads_nothing_a_tail_is_costed_at_its_own_size() -> None:
+    """A CPU runs 3,000 tokens as 2,048 + 952, and the simulator then costs the tail as 952 tokens
+    (on the line between the 896 and 960 graphs), not as the 960-token graph."""
+    table = calibrate.table(costs(), 2048, 64)
+    lone = [served(0, 0.0, 3000, 9.0 + 8.0 + 0.01 * 3000)]
+    result = compare.compare(lone, compare.simulate(lone, table, "rule", 9.0, pads=False))
+    assert result["percentile_error_pct"]["p50"] == pytest.approx(0.0, abs=1e-3)
+    assert result["per_request"][0]["sim_chunks"] == [2048, 952]
+    assert result["sim_padded_tokens"] == 0

@@ -2,8 +2,9 @@
 
 The scheduler runs one calibration request per sample (a prompt of exactly the capacity, one
 output token, alone in its step) and times the step as it times every step; this module decides
-the order of the samples and turns them into a `scheduler_core` catalog (the median of the
-repeats, robust to a step slowed by a neighbour on a shared host) with its provenance.
+the order of the samples (warm-ups, then rounds of one repeat per capacity) and turns them into a
+`scheduler_core` catalog (the median of the repeats, robust to a step or a spell of steps slowed
+by a neighbour on a shared host) with its provenance.
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ class Calibration:
     def __init__(self, capacities: Iterable[int], warmup: int = WARMUP, repeats: int = REPEATS) -> None:
         self.capacities = tuple(capacities)
         self.warmup, self.repeats = warmup, repeats
-        self._plan = [(c, i < warmup) for c in self.capacities for i in range(warmup + repeats)]
+        # Every warm-up first, then the repeats in rounds across the capacities: a slow spell of a
+        # shared host (seconds, longer than all of one capacity's repeats) then slows one round,
+        # which each capacity's median drops, not every repeat of one capacity (a boot measured
+        # so put 1,024 tokens at 70 ms where the same engine served them in 26).
+        warm = [(c, True) for c in self.capacities for _ in range(warmup)]
+        self._plan = warm + [(c, False) for _ in range(repeats) for c in self.capacities]
         self._samples: dict[int, list[float]] = {c: [] for c in self.capacities}
         self.load_before = _load()
 
