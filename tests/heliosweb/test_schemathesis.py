@@ -27,7 +27,7 @@ from heliosweb.decisions.services import decision_propose
 from heliosweb.jobs.registry import job_kinds
 from heliosweb.recipes.models import PolicySetting
 from heliosweb.telemetry.tokens import user_token_issue
-from scheduler_core.analyses.contract import Param
+from scheduler_core.analyses.contract import Analysis
 from scheduler_core.analyses.params import CatalogListParam, CatalogParam
 from scheduler_core.analyses.simulate import MAX_LANES
 from scheduler_core.policies import selectable_policies
@@ -86,26 +86,28 @@ def valid_beyond_the_schema(body: Any, stored: dict[str, Any]) -> Any:
     if isinstance(body.get("execution"), dict) and "table" in body["execution"]:
         body["execution"]["table"] = known["catalog"]
     if isinstance(body.get("params"), dict) and body.get("kind") in job_kinds():
-        job_params_fit(body["params"], job_kinds()[body["kind"]].analysis.params)
+        job_params_fit(body["params"], job_kinds()[body["kind"]].analysis)
     if "policies" in body:
         body["policies"] = sorted(set(body["policies"]))  # each once
     return body
 
 
-def job_params_fit(params: dict[str, Any], declared: tuple[Param, ...]) -> None:
+def job_params_fit(params: dict[str, Any], analysis: Analysis[Any]) -> None:
     """A job's inline trace is a trace, its window holds some of it, an inline boot catalog is one
-    (`BOOT`), its drift capacities are among its capacities, and each `X_min` is at most its `X_max` (swapped when not, a default standing
+    (`BOOT`, under its name or its old one), its drift capacities are among its capacities, and each `X_min` is at most its `X_max` (swapped when not, a default standing
     in for one not given)."""
+    declared = analysis.params
     if params.get("trace") is not None:
         params["trace"] = TRACE.decode() if isinstance(params["trace"], str) else TRACE_RECORDS
         if params.get("window") is not None:
             params["window"] = [0, 1]
     defaults = {p.name: p.default_value() for p in declared}
     for p in declared:  # an inline catalog (a boot's shapes): no duplicate shape, a solo prefill graph, decode rows
-        if isinstance(p, CatalogParam) and isinstance(params.get(p.name), list):
-            params[p.name] = BOOT
-        elif isinstance(p, CatalogListParam) and isinstance(params.get(p.name), list):
-            params[p.name] = [BOOT if isinstance(c, list) else c for c in params[p.name]]
+        for name in (p.name, *(old for old, now in analysis.aliases.items() if now == p.name)):
+            if isinstance(p, CatalogParam) and isinstance(params.get(name), list):
+                params[name] = BOOT
+            elif isinstance(p, CatalogListParam) and isinstance(params.get(name), list):
+                params[name] = [BOOT if isinstance(c, list) else c for c in params[name]]
     if params.get("drift_capacities"):
         params["drift_capacities"] = (params.get("capacities") or defaults["capacities"])[:1]
     for low in [name for name in defaults if "_min" in name]:
