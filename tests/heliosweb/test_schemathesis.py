@@ -94,7 +94,8 @@ def valid_beyond_the_schema(body: Any, stored: dict[str, Any]) -> Any:
 
 def job_params_fit(params: dict[str, Any], analysis: Analysis[Any]) -> None:
     """A job's inline trace is a trace, its window holds some of it, an inline boot catalog is one
-    (`BOOT`, under its name or its old one), its drift capacities are among its capacities, and each `X_min` is at most its `X_max` (swapped when not, a default standing
+    (`BOOT`, under its name or its old one), its drift capacities are among its capacities (the
+    boot's when one is given), and each `X_min` is at most its `X_max` (swapped when not, a default standing
     in for one not given)."""
     declared = analysis.params
     if params.get("trace") is not None:
@@ -102,14 +103,16 @@ def job_params_fit(params: dict[str, Any], analysis: Analysis[Any]) -> None:
         if params.get("window") is not None:
             params["window"] = [0, 1]
     defaults = {p.name: p.default_value() for p in declared}
+    capacities = params.get("capacities") or defaults.get("capacities")
     for p in declared:  # an inline catalog (a boot's shapes): no duplicate shape, a solo prefill graph, decode rows
         for name in (p.name, *(old for old, now in analysis.aliases.items() if now == p.name)):
             if isinstance(p, CatalogParam) and isinstance(params.get(name), list):
                 params[name] = BOOT
+                capacities = [g["prefill"] for g in BOOT if g["decode"] == 0]  # the boot's, in place of `capacities`
             elif isinstance(p, CatalogListParam) and isinstance(params.get(name), list):
                 params[name] = [BOOT if isinstance(c, list) else c for c in params[name]]
     if params.get("drift_capacities"):
-        params["drift_capacities"] = (params.get("capacities") or defaults["capacities"])[:1]
+        params["drift_capacities"] = capacities[:1]
     for low in [name for name in defaults if "_min" in name]:
         high = low.replace("_min", "_max", 1)
         values = (params.get(low, defaults[low]), params.get(high, defaults.get(high)))
