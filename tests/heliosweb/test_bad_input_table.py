@@ -372,6 +372,24 @@ def boot_cases() -> Iterator[Case]:
     yield case("unknown key", "provenance", '{}, "x": 1', "x")
 
 
+# --- telemetry replay -----------------------------------------------------------------------------
+
+REPLAY = {"since_ms": 1.7e12, "until_ms": 1.7e12 + 60_000, "engine": "e1"}
+
+
+def replay_cases() -> Iterator[Case]:
+    # issue 30: the schema once declared `engine` any string, so a NUL in it was schema-valid
+    for label, raw in [*bad_texts(64), ("a b", '"a b"'), ("5", "5")]:
+        yield Case(
+            f"replay engine {label}",
+            "post",
+            "/api/recipes/tiny-cpu/replay/",
+            with_raw(REPLAY, "engine", raw),
+            400,
+            "engine",
+        )
+
+
 # --- query strings: filters, limits, waits ---------------------------------------------------------
 
 
@@ -446,6 +464,7 @@ API_CASES = [
     *decision_cases(),
     *recipe_cases(),
     *boot_cases(),
+    *replay_cases(),
     *query_cases(),
 ]
 
