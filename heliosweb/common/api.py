@@ -76,9 +76,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return response
 
 
+# What `str.strip` strips (`require_text` strips before it finds a text blank), spelled out: `\S`
+# differs between regex engines (U+001C-U+001F, U+FEFF); no character above U+3000 is a space.
+_NOT_BLANK = "[^\\u0000" + "".join(f"\\u{ord(c):04x}" for c in map(chr, range(0x3001)) if c.isspace()) + "]"
+
+
 def text_field(*, max_length: int, required: bool = False, **kwargs: Any) -> serializers.Field:
-    """A free-text body field as `require_text` reads it: bounded, no NUL; `required`: not blank."""
-    regex = r"^[^\u0000]*\S[^\u0000]*$" if required else r"^[^\u0000]*$"
+    """A free-text body field as `require_text` reads it: bounded, no NUL; `required`: not blank
+    (one character neither a space nor a NUL)."""
+    regex = rf"^[^\u0000]*{_NOT_BLANK}[^\u0000]*$" if required else r"^[^\u0000]*$"
     return serializers.RegexField(regex, max_length=max_length, required=required, **kwargs)
 
 

@@ -1,7 +1,7 @@
 """A drf-spectacular postprocessing hook: what the schema says once for every operation, where the
 answer comes from outside the view (authentication, the engine-token scope, the token throttle, an
-outage, the web server's bounds, no NUL in a query parameter, bodies that refuse unknown keys). A
-view's own description of a status wins."""
+outage, the web server's bounds, no NUL in a query parameter or a JSON body's string, bodies that
+refuse unknown keys). A view's own description of a status wins."""
 
 from __future__ import annotations
 
@@ -46,6 +46,25 @@ def _has_required(schema: dict[str, Any], schemas: dict[str, Any]) -> bool:
     return bool(target.get("required")) or any(_has_required(v, schemas) for v in target.get("oneOf", []))
 
 
+def _no_nul_strings(schema: Any, schemas: dict[str, Any], seen: frozenset[str] = frozenset()) -> None:
+    """Give every string in a JSON body's schema that has no `enum` or `pattern` of its own the
+    no-NUL one: `common.bounds.parse_json` refuses a NUL in any string of a body (each component once
+    on a path)."""
+    if isinstance(schema, list):
+        for item in schema:
+            _no_nul_strings(item, schemas, seen)
+        return
+    if not isinstance(schema, dict):
+        return
+    ref = schema.get("$ref", "").rsplit("/", 1)[-1]
+    if ref in schemas and ref not in seen:
+        _no_nul_strings(schemas[ref], schemas, seen | {ref})
+    if schema.get("type") == "string" and schema.get("format") != "binary" and not {"enum", "pattern"} & set(schema):
+        schema["pattern"] = _NO_NUL
+    for value in schema.values():
+        _no_nul_strings(value, schemas, seen)
+
+
 def add_common_refusals(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Declare the refusals from outside each view, and `additionalProperties: false` on closed bodies."""
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
@@ -57,6 +76,8 @@ def add_common_refusals(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]
                 _has_required(media.get("schema", {}), schemas) for media in body["content"].values()
             ):
                 body["required"] = True  # no body at all is refused too: the first field it lacks is named
+            if body is not None and "application/json" in body["content"]:
+                _no_nul_strings(body["content"]["application/json"].get("schema"), schemas)
             refusals = {**_ANY_REQUEST, **(_WITH_BODY if method in _BODY_METHODS else {})}
             for parameter in operation.get("parameters", []):
                 schema = parameter.get("schema", {})

@@ -15,6 +15,7 @@ from heliosweb.common.permissions import CanRunJobs
 from heliosweb.recipes.selectors import recipe_get
 
 from .replay import MAX_REQUESTS, MAX_UNIX_MS, MIN_UNIX_MS, executions, replay_submit
+from .validation import ENGINE_NAME
 
 REPLAY = json_body(
     "ReplayCreate",
@@ -27,7 +28,12 @@ REPLAY = json_body(
             max_value=MAX_UNIX_MS,
             help_text="window end, Unix ms; the window spans at most HELIOS_TELEMETRY_RAW_HOURS",
         ),
-        "engine": serializers.CharField(required=False, allow_null=True, help_text="one engine; default all"),
+        "engine": serializers.RegexField(
+            f"^({ENGINE_NAME.pattern[1:-1]})?$",  # or empty: every engine
+            required=False,
+            allow_null=True,
+            help_text="one engine's name; default (null or empty) all",
+        ),
         "execution": serializers.ChoiceField(
             list(executions()), required=False, help_text="the recipe's latest boot (default) or a model"
         ),

@@ -242,6 +242,7 @@ def decision_cases() -> Iterator[Case]:
     for label, raw in bad_texts(MAX_RATIONALE):
         yield case(f"rationale {label}", "rationale", raw, "rationale")
     yield case("rationale empty", "rationale", '"  "', "rationale")
+    yield case("rationale a NUL alone", "rationale", '" \\u0000 "', "rationale")
     for label, raw in bad_texts():
         yield case(f"recipe {label}", "recipe", raw, "recipe")
         yield case(f"policy {label}", "policy", raw, "policy")
@@ -263,7 +264,8 @@ def decision_cases() -> Iterator[Case]:
     yield case("rollback_of text", "rollback_of", '"1"', "rollback_of")
     yield case("rollback_of true", "rollback_of", "true", "rollback_of")
     yield case("unknown key", "rationale", '"r", "x": 1', "x")
-    for label, raw in bad_texts(MAX_COMMENT):
+    # issue 30: the schema's pattern once took a NUL for the one non-blank character a comment needs
+    for label, raw in [*bad_texts(MAX_COMMENT), ("a NUL alone", '"\\u0000"')]:
         yield Case(
             f"comment body {label}", "post", "/api/decisions/{decision}/comments/", f'{{"body": {raw}}}', 400, "body"
         )
@@ -370,6 +372,24 @@ def boot_cases() -> Iterator[Case]:
     yield case("unknown key", "provenance", '{}, "x": 1', "x")
 
 
+# --- telemetry replay -----------------------------------------------------------------------------
+
+REPLAY = {"since_ms": 1.7e12, "until_ms": 1.7e12 + 60_000, "engine": "e1"}
+
+
+def replay_cases() -> Iterator[Case]:
+    # issue 30: the schema once declared `engine` any string, so a NUL in it was schema-valid
+    for label, raw in [*bad_texts(64), ("a b", '"a b"'), ("5", "5")]:
+        yield Case(
+            f"replay engine {label}",
+            "post",
+            "/api/recipes/tiny-cpu/replay/",
+            with_raw(REPLAY, "engine", raw),
+            400,
+            "engine",
+        )
+
+
 # --- query strings: filters, limits, waits ---------------------------------------------------------
 
 
@@ -444,6 +464,7 @@ API_CASES = [
     *decision_cases(),
     *recipe_cases(),
     *boot_cases(),
+    *replay_cases(),
     *query_cases(),
 ]
 
