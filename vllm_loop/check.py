@@ -31,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from helios_vllm import models as model
 
@@ -59,10 +59,11 @@ TAG = re.compile(r"hc(\w+?)x(\d+)")  # the driver's request ids, `hc<pass>x<id>`
 
 
 class CheckResult(TypedDict):
-    """Per policy (`policies`, in the order served), what vLLM served and what the simulator
-    predicted for the same requests (`comparison`, `launches`); `comparison` and `sim_policy`
-    repeat the first policy's, which pages read first. The boot, measurements and fit the
-    simulator ran on (`calibration`), and the run's `conditions`."""
+    """Per policy (`policies`; `order`: the order they were served, which a JSON object's keys do
+    not keep in PostgreSQL), what vLLM served and what the simulator predicted for the same requests
+    (`comparison`, `launches`); `comparison` and `sim_policy` repeat the first policy's, which pages
+    read first. The boot, measurements and fit the simulator ran on (`calibration`), and the run's
+    `conditions`."""
 
     engine: str
     sim_policy: str
@@ -71,6 +72,15 @@ class CheckResult(TypedDict):
     calibration: dict[str, Any]
     comparison: dict[str, Any]
     policies: dict[str, dict[str, Any]]
+    order: NotRequired[list[str]]  # absent from results stored before it: `sim_policy` first
+
+
+def served(result: CheckResult) -> dict[str, dict[str, Any]]:
+    """Each policy served, in the order served, with its run (a result from before the plugin ran
+    several policies holds one, `comparison` under `sim_policy`)."""
+    runs = result.get("policies") or {result["sim_policy"]: {"comparison": result["comparison"]}}
+    order = result.get("order") or [result["sim_policy"], *sorted(set(runs) - {result["sim_policy"]})]
+    return {policy: runs[policy] for policy in order}
 
 
 def check(params: dict[str, Any]) -> None:
@@ -337,6 +347,7 @@ def evaluate(
         },
         "comparison": by_policy[first]["comparison"],
         "policies": by_policy,
+        "order": list(by_policy),
     }
 
 
@@ -370,7 +381,7 @@ def verdict(result: CheckResult) -> str:
 
 def format_text(result: CheckResult) -> str:
     lines = [verdict(result)]
-    for policy, run in result["policies"].items():
+    for policy, run in served(result).items():
         c, n = run["comparison"], run["launches"]
         lines += [f"under {policy}:", f"{'':<10}{'real ms':>10}{'sim ms':>10}{'error':>9}"]
         for q in compare.QUANTILES:

@@ -11,19 +11,13 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from vllm_loop.check import CheckResult
+from vllm_loop.check import CheckResult, served
 from vllm_loop.compare import QUANTILES
 
 from .contract import Figure, JobData, KindViews, Table, base_layout, empty
 
 # per policy served, in order: (real, simulated), a dark and a light shade of one hue
 COLOURS = (("#4e79a7", "#a0cbe8"), ("#f28e2b", "#ffbe7d"), ("#59a14f", "#8cd17d"), ("#b6992d", "#f1ce63"))
-
-
-def served(result: CheckResult) -> dict[str, dict[str, Any]]:
-    """Each policy served, in order, with its comparison (a result from before the plugin ran
-    several policies holds one, `comparison` under `sim_policy`)."""
-    return result.get("policies") or {result["sim_policy"]: {"comparison": result["comparison"]}}
 
 
 def colours(i: int) -> tuple[str, str]:
