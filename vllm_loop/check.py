@@ -75,7 +75,7 @@ class CheckResult(TypedDict):
     order: NotRequired[list[str]]  # absent from results stored before it: `sim_policy` first
 
 
-def served(result: CheckResult) -> dict[str, dict[str, Any]]:
+def policy_runs(result: CheckResult) -> dict[str, dict[str, Any]]:
     """Each policy served, in the order served, with its run (a result from before the plugin ran
     several policies holds one, `comparison` under `sim_policy`)."""
     runs = result.get("policies") or {result["sim_policy"]: {"comparison": result["comparison"]}}
@@ -381,7 +381,7 @@ def verdict(result: CheckResult) -> str:
 
 def format_text(result: CheckResult) -> str:
     lines = [verdict(result)]
-    for policy, run in served(result).items():
+    for policy, run in policy_runs(result).items():
         c, n = run["comparison"], run["launches"]
         lines += [f"under {policy}:", f"{'':<10}{'real ms':>10}{'sim ms':>10}{'error':>9}"]
         for q in compare.QUANTILES:

@@ -11,7 +11,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from vllm_loop.check import CheckResult, served
+from vllm_loop.check import CheckResult, policy_runs
 from vllm_loop.compare import QUANTILES
 
 from .contract import Figure, JobData, KindViews, Table, base_layout, empty
@@ -46,7 +46,7 @@ def policy_summary(policy: str, c: dict[str, Any]) -> str:
 
 
 def summary(result: CheckResult) -> str:
-    runs = served(result)
+    runs = policy_runs(result)
     per_policy = " ".join(policy_summary(policy, run["comparison"]) for policy, run in runs.items())
     return (
         f"The same window served on {result['engine']} and simulated under {len(runs)} "
@@ -55,7 +55,7 @@ def summary(result: CheckResult) -> str:
 
 
 def scatter(result: CheckResult) -> Figure:
-    runs = served(result)
+    runs = policy_runs(result)
     rows = {policy: run["comparison"]["per_request"] for policy, run in runs.items()}
     every = [r for policy_rows in rows.values() for r in policy_rows]
     top = max([r["real_ttft_ms"] for r in every] + [r["sim_ttft_ms"] for r in every] + [1.0])
@@ -89,7 +89,7 @@ def percentiles(result: CheckResult) -> Figure:
             "TTFT percentiles: real vLLM and simulator", barmode="group", yaxis={"title": {"text": "ms"}}
         )
     )
-    for i, (policy, run) in enumerate(served(result).items()):
+    for i, (policy, run) in enumerate(policy_runs(result).items()):
         c = run["comparison"]
         real, sim = colours(i)
         errors = [f"{c['percentile_error_pct'][q] or 0:+.1f} %" for q in QUANTILES]
@@ -114,7 +114,7 @@ def figures(job: JobData) -> list[Figure]:
     if job.result is None:
         return [empty("requests", "Simulated against real", "no result yet: vLLM starts, is measured, then serves")]
     result = job.result_as(CheckResult)
-    if not any(run["comparison"]["requests"] for run in served(result).values()):
+    if not any(run["comparison"]["requests"] for run in policy_runs(result).values()):
         return [empty("requests", "Simulated against real", "vLLM answered no request: see the job's error")]
     return [percentiles(result), scatter(result)]
 
@@ -123,7 +123,7 @@ def tables(job: JobData) -> dict[str, Table]:
     """Every request of every policy served, its policy first."""
     if job.result is None:
         return {}
-    runs = served(job.result_as(CheckResult))
+    runs = policy_runs(job.result_as(CheckResult))
     return {
         "requests": [
             {"policy": policy, **{k: v for k, v in r.items() if k != "sim_chunks"}}
