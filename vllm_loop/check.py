@@ -307,20 +307,26 @@ def evaluate(
     table = solo + [r for r in calibrate.table(costs, BUDGET, granularity) if r["decode"] > 0]
     engine_pads = pads(boot)
     request_ms = _request_ms(lone, table, attention, engine_pads)
+    execution, catalog = compare.engine_model(table, attention, engine_pads)
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):
         simulated = compare.simulate(runs, table, policy, request_ms, attention, engine_pads)
-        ran: dict[int, list[tuple[int, int]]] = {}
-        padded = 0
-        for r in sorted(records, key=lambda r: (r["request"], r.get("start", 0))):
+        launched: dict[int, list[dict[str, Any]]] = {}
+        engine_ttft: dict[int, float] = {}
+        for r in records:
             tag = _tagged(r["request"])
-            if r["type"] == "launch" and tag is not None and tag[0] == str(i):
-                ran.setdefault(tag[1], []).append((r["start"], r["end"]))
-                padded += r["padded"]
-        comparison = compare.compare(runs, simulated)
+            if tag is None or tag[0] != str(i):
+                continue
+            if r["type"] == "launch":
+                launched.setdefault(tag[1], []).append(r)
+            elif r["type"] == "request":
+                engine_ttft[tag[1]] = r["ttft_ms"]
+        ran = {request: [(c["start"], c["end"]) for c in chunks] for request, chunks in launched.items()}
+        padded = sum(c["padded"] for chunks in launched.values() for c in chunks)
         by_policy[policy] = {
-            "comparison": comparison,
+            "comparison": compare.compare(runs, simulated),
             "launches": {**compare.launches(ran, simulated), "real_padded_tokens": padded},
+            "breakdown": compare.breakdown(runs, engine_ttft, launched, execution, catalog),
         }
     first = next(iter(by_policy))
     return {
@@ -399,7 +405,18 @@ def format_text(result: CheckResult) -> str:
             f"(in {n['requests_differ']} requests); padding: {n['real_padded_tokens']} tokens run, "
             f"{c['sim_padded_tokens']} simulated"
         )
+        if b := run.get("breakdown"):  # absent from results stored before it
+            lines.append(
+                f"where the real TTFT went (p50 / p90): outside the engine {_ms(b['outside_ms'])} "
+                f"(simulated: {result['calibration']['request_ms']:.1f} ms a request), waiting in it "
+                f"{_ms(b['engine_wait_ms'])}, each prefill step {b['step_over_model']['p50'] or 0:.2f}x / "
+                f"{b['step_over_model']['p90'] or 0:.2f}x the model's time for it"
+            )
     return "\n".join(lines)
+
+
+def _ms(q: dict[str, float | None]) -> str:
+    return f"{q['p50'] or 0:.1f} / {q['p90'] or 0:.1f} ms"
 
 
 ANALYSIS = Analysis(

@@ -16,7 +16,7 @@ from typing import Any
 
 from scheduler_core.analyses.simulate import boot_setting
 from scheduler_core.catalog import Catalog
-from scheduler_core.execution import NO_ATTENTION_TERM, AttentionTerm
+from scheduler_core.execution import NO_ATTENTION_TERM, AttentionTerm, TableExecution, unpadded_ms
 from scheduler_core.request import Request
 from scheduler_core.scheduler import Arrival, SchedulerConfig, schedule
 from scheduler_core.stats import percentiles
@@ -25,6 +25,16 @@ from .calibrate import DECODE_ROWS
 from .driver import Served
 
 QUANTILES = ("p50", "p90", "p99")
+
+
+def engine_model(
+    catalog_rows: list[dict[str, Any]], attention: AttentionTerm, pads: bool
+) -> tuple[TableExecution, Catalog]:
+    """The simulator's engine: the table's durations as the true costs, with the attention term,
+    and the catalog it plans with (`pads`: whether a chunk runs padded to its graph)."""
+    catalog = dataclasses.replace(Catalog.from_dicts(catalog_rows), pads=pads)
+    execution, catalog, _ = boot_setting({"boot_catalog": catalog, "first_token_ms": 0.0})
+    return dataclasses.replace(execution, attention=attention), catalog
 
 
 def simulate(
@@ -40,9 +50,7 @@ def simulate(
     `attention`: a chunk's cost growing with the tokens before it (scheduler_core's
     context-aware execution model), none by default; `pads`: whether the engine runs a chunk
     padded to its graph (False on a CPU: each chunk costed at its own size, no padding)."""
-    catalog = dataclasses.replace(Catalog.from_dicts(catalog_rows), pads=pads)
-    execution, catalog, _ = boot_setting({"boot_catalog": catalog, "first_token_ms": 0.0})
-    execution = dataclasses.replace(execution, attention=attention)
+    execution, catalog = engine_model(catalog_rows, attention, pads)
     arrivals = sorted(
         (Arrival(s.id, s.sent_ms, Request(s.prompt_tokens), s.output_tokens) for s in served if s.ttft_ms is not None),
         key=lambda a: (a.arrival_ms, a.id),
@@ -92,16 +100,15 @@ def compare(served: Sequence[Served], simulated: Mapping[int, Mapping[str, Any]]
                 "sim_padded_tokens": sim["padded"],
             }
         )
-    real = percentiles([r["real_ttft_ms"] for r in rows])
-    sim = percentiles([r["sim_ttft_ms"] for r in rows])
-    per_request = percentiles([abs(r["error_pct"]) for r in rows if r["error_pct"] is not None])
+    real = _quantiles([r["real_ttft_ms"] for r in rows])
+    sim = _quantiles([r["sim_ttft_ms"] for r in rows])
     return {
         "requests": len(rows),
         "failed": sum(1 for s in served if s.ttft_ms is None),
-        "real_ttft_ms": {q: real[q] for q in QUANTILES},
-        "sim_ttft_ms": {q: sim[q] for q in QUANTILES},
+        "real_ttft_ms": real,
+        "sim_ttft_ms": sim,
         "percentile_error_pct": {q: _pct(sim[q], real[q]) for q in QUANTILES},
-        "request_error_pct": {q: per_request[q] for q in QUANTILES},
+        "request_error_pct": _quantiles([abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]),
         "sim_padded_tokens": sum(r["sim_padded_tokens"] for r in rows),
         "sim_prefill_launches": sum(len(r["sim_chunks"]) for r in rows),
         "per_request": rows,
@@ -125,3 +132,44 @@ def launches(
         counts["differ"] += len(ran ^ planned)
         counts["requests_differ"] += ran != planned
     return counts
+
+
+def breakdown(
+    served: Sequence[Served],
+    engine_ttft: Mapping[int, float],
+    launched: Mapping[int, Sequence[Mapping[str, Any]]],
+    execution: TableExecution,
+    catalog: Catalog,
+) -> dict[str, Any]:
+    """Where each real TTFT went, beside what the simulator charges for it: outside the engine
+    (the client's TTFT less the engine's own, from the plugin's request record: HTTP, the API
+    server, the hand-over to the engine core; the simulator's `request_ms`), inside it but not in
+    the request's own steps (other requests' steps, the scheduler), and each of its prefill steps
+    against the model's cost for the same chunk (`step_over_model`: 1 where the boot holds on the
+    window; above it, the steps ran slower than the boot timed them, as on a contended host)."""
+    sizes = sorted(g.prefill for g in catalog.graphs if g.decode == 0)
+    outside, waits, ratios = [], [], []
+    for s in served:
+        chunks, engine = launched.get(s.id, ()), engine_ttft.get(s.id)
+        if s.ttft_ms is None or engine is None or not chunks:
+            continue
+        outside.append(s.ttft_ms - engine)
+        waits.append(max(0.0, engine - sum(c["ms"] for c in chunks)))
+        for c in chunks:
+            model = (
+                execution.launch_ms(c["graph"], 0, c["start"])
+                if catalog.pads
+                else unpadded_ms(execution, sizes, c["end"] - c["start"], 0, c["start"])
+            )
+            ratios.append(c["ms"] / model)
+    return {
+        "requests": len(outside),
+        "outside_ms": _quantiles(outside),
+        "engine_wait_ms": _quantiles(waits),
+        "step_over_model": _quantiles(ratios),
+    }
+
+
+def _quantiles(values: list[float]) -> dict[str, float | None]:
+    got = percentiles(values)
+    return {q: got[q] for q in QUANTILES}

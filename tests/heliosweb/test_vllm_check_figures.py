@@ -55,11 +55,18 @@ def result() -> check.CheckResult:
     # the plugin's boot (a step's time at each capacity) and its launch records: each request alone,
     # chunked as the policy plans it on that boot (as the plugin does), under `hc<pass>x<id>`
     boot = {"catalog": [{"prefill": c, "decode": 0, "ms": 4.0 + 0.01 * c} for c in (64, 256, 1024, 2048)]}
+    # (each step as long as the boot says, the engine's TTFT its steps, the 9 ms outside it)
     records = [
-        {"type": "launch", "request": f"cmpl-hc{i}x{s.id}-0", "start": l.start, "end": l.end, "padded": 0}
+        {"type": "launch", "request": f"cmpl-hc{i}x{s.id}-0", "start": l.start, "end": l.end}
+        | {"graph": l.graph, "padded": l.padding, "ms": 4.0 + 0.01 * l.graph}
         for i, policy in enumerate(("rule", "cost"))
         for s in served
         for l in plan(policy, Catalog.from_dicts(boot["catalog"]), Request(s.prompt_tokens)).launches
+    ]
+    records += [
+        {"type": "request", "request": f"cmpl-hc{i}x{s.id}-0", "ttft_ms": engine_ttft(s.prompt_tokens) - 9.0}
+        for i in range(2)
+        for s in served
     ]
     runs = {"rule": served, "cost": served}
     return check.evaluate(
@@ -77,6 +84,11 @@ def test_the_result_has_its_declared_type_and_the_simulator_misses_by_what_the_e
     for policy in ("rule", "cost"):
         launches = r["policies"][policy]["launches"]
         assert launches["differ"] == 0 and launches["real"] == launches["sim"] > 6, (policy, launches)
+        # every step as long as the model says; outside the engine: the 9 ms and the 2 % the engine added
+        breakdown = r["policies"][policy]["breakdown"]
+        assert breakdown["step_over_model"]["p99"] == pytest.approx(1.0)
+        assert 9.0 < breakdown["outside_ms"]["p50"] < 9.0 + 0.02 * engine_ttft(5000)
+    assert "each prefill step 1.00x / 1.00x the model's time" in check.format_text(r)
 
 
 def test_the_job_page_draws_both_figures_for_every_policy_and_exports_every_request(client, viewer) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler_core.execution import NO_ATTENTION_TERM
 from vllm_loop import calibrate, compare
 from vllm_loop.driver import Served
 
@@ -62,3 +63,26 @@ def test_on_an_engine_that_pads_nothing_a_tail_is_costed_at_its_own_size() -> No
     assert result["percentile_error_pct"]["p50"] == pytest.approx(0.0, abs=1e-3)
     assert result["per_request"][0]["sim_chunks"] == [2048, 952]
     assert result["sim_padded_tokens"] == 0
+
+
+def launch(start: int, end: int, ms: float) -> dict[str, object]:
+    return {"start": start, "end": end, "graph": end - start, "ms": ms}
+
+
+def test_the_breakdown_splits_a_ttft_into_outside_waiting_and_steps_against_the_model() -> None:
+    """Request 0: client 40 ms, engine 30 ms, one 1,024-token step of 2x the model's time; request 1:
+    client 100, engine 60, two steps at the model's time (2,048 + 952 tokens on a CPU)."""
+    table = calibrate.table(costs(), 2048, 64)
+    execution, catalog = compare.engine_model(table, NO_ATTENTION_TERM, pads=False)
+    step_1024, step_2048, step_952 = 4.0 + 10.24, 4.0 + 20.48, 4.0 + 9.52
+    rows = [served(0, 0.0, 1024, 40.0), served(1, 10_000.0, 3000, 100.0), served(2, 20_000.0, 64, None)]
+    launched = {
+        0: [launch(0, 1024, 2 * step_1024)],
+        1: [launch(0, 2048, step_2048), launch(2048, 3000, step_952)],
+    }
+    got = compare.breakdown(rows, {0: 30.0, 1: 60.0}, launched, execution, catalog)
+    assert got["requests"] == 2
+    assert (got["outside_ms"]["p50"], got["outside_ms"]["p90"]) == (10.0, 40.0)
+    assert got["engine_wait_ms"]["p90"] == pytest.approx(max(30.0 - 2 * step_1024, 60.0 - step_2048 - step_952))
+    assert got["step_over_model"]["p50"] == pytest.approx(1.0)
+    assert got["step_over_model"]["p99"] == pytest.approx(2.0)
