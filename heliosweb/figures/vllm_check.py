@@ -32,22 +32,28 @@ def conditions_text(result: CheckResult) -> str:
     )
 
 
-def policy_summary(policy: str, c: dict[str, Any]) -> str:
-    errors = ", ".join(
+def errors(c: dict[str, Any]) -> str:
+    return ", ".join(
         f"{q} {c['real_ttft_ms'][q] or 0:.1f} ms real, {c['sim_ttft_ms'][q] or 0:.1f} ms simulated "
         f"({c['percentile_error_pct'][q] or 0:+.1f} %)"
         for q in QUANTILES
     )
+
+
+def policy_summary(policy: str, run: dict[str, Any]) -> str:
+    c = run["comparison"]
     r = c["request_error_pct"]
+    engine = run.get("engine_comparison")  # absent from results stored before it
     return (
-        f"Under {policy}: {c['requests']} requests ({c['failed']} failed), TTFT {errors}; per-request absolute "
-        f"error p50 {r['p50'] or 0:.1f} %, p99 {r['p99'] or 0:.1f} %."
+        f"Under {policy}: {c['requests']} requests ({c['failed']} failed), TTFT as the clients saw it {errors(c)}; "
+        f"per-request absolute error p50 {r['p50'] or 0:.1f} %, p99 {r['p99'] or 0:.1f} %."
+        + ("" if engine is None else f" TTFT as the engine reports it: {errors(engine)}.")
     )
 
 
 def summary(result: CheckResult) -> str:
     runs = policy_runs(result)
-    per_policy = " ".join(policy_summary(policy, run["comparison"]) for policy, run in runs.items())
+    per_policy = " ".join(policy_summary(policy, run) for policy, run in runs.items())
     return (
         f"The same window served on {result['engine']} and simulated under {len(runs)} "
         f"polic{'y' if len(runs) == 1 else 'ies'}. {per_policy} {conditions_text(result)}."
