@@ -188,3 +188,22 @@ def test_compare_overlays_two_jobs_of_a_kind(stack, page):
     assert names == [f"#{a.pk} cost", f"#{a.pk} rule", f"#{b.pk} cost", f"#{b.pk} rule"]
     _shot(page, "compare")
     assert errors == [], errors
+
+
+def test_on_a_phone_a_compare_overlays_long_legend_stays_below_its_axis_title(stack, page):
+    """At 390 px the legend goes below the plot, in the room `fitted` keeps for it: the requests
+    timeline's four long names ("#1 arrival to first token") take a row each, and drew over the x
+    axis's tick labels when counted as two rows of 130 px items."""
+    User.objects.create_user("viewer-p", password="pw-viewer-123")
+    stack.start_web()
+    a, b = store("simulate"), store("simulate")
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in_and_open(page, f"{stack.base_url}/compare?ids={a.pk},{b.pk}", "viewer-p", "pw-viewer-123")
+    selector = "[data-figure-id=simulate-requests-cost]"
+    page.wait_for_selector(selector + " .main-svg")
+    legend_top, axis_bottom = page.eval_on_selector(selector, LEGEND_AND_X_AXIS)
+    assert legend_top >= axis_bottom, (legend_top, axis_bottom)
+
+
+LEGEND_AND_X_AXIS = """el => [el.querySelector('.legend').getBoundingClientRect().top,
+  Math.max(...Array.from(el.querySelectorAll('.xtick text, .g-xtitle text'), (t) => t.getBoundingClientRect().bottom))]"""
