@@ -207,3 +207,18 @@ def test_on_a_phone_a_compare_overlays_long_legend_stays_below_its_axis_title(st
 
 LEGEND_AND_X_AXIS = """el => [el.querySelector('.legend').getBoundingClientRect().top,
   Math.max(...Array.from(el.querySelectorAll('.xtick text, .g-xtitle text'), (t) => t.getBoundingClientRect().bottom))]"""
+
+
+def test_a_finished_jobs_result_json_is_written_when_its_details_open(stack, page):
+    """The result's indented JSON (11 MB for a 19,500-request simulate) is not written while the
+    page loads, only when the reader opens it; then it is the stored result."""
+    User.objects.create_user("viewer-j", password="pw-viewer-123")
+    stack.start_web()
+    job = store("simulate")
+    log_in_and_open(page, f"{stack.base_url}/jobs/{job.pk}", "viewer-j", "pw-viewer-123")
+    page.wait_for_selector("#result:not([hidden])")
+    assert page.text_content("#result-text").strip()  # the summary is shown at once
+    assert page.text_content("#result-json") == ""
+    page.click("#result details summary")
+    page.wait_for_function("document.getElementById('result-json').textContent.length > 0")
+    assert json.loads(page.text_content("#result-json")) == job.result
