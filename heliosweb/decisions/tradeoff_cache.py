@@ -5,9 +5,11 @@ the result was stored), not the results themselves; assembling it is still kept.
 only when the decision, its recipe, its cited jobs or the recipe's boots change, so the computed
 summary is kept (the `evidence` cache: this process's memory, bounded) under a key made of exactly
 those: the decision's and the recipe's rows, each cited job's id, status, creation, finish, last
-event number and sources (a job's result is written once, when it finishes: `jobs.services.runner`,
-so a re-run or a changed job is another key), and the recipe's and the cited boots' ids. Only the
-engines' part, which moves with every telemetry batch, is read afresh on every view.
+event number, sources and recipe's name (a job's result is written once, when it finishes:
+`jobs.services.runner`, so a re-run or a changed job is another key), the recipe's and the cited
+boots' ids, and the proposer's name: the page's kept rendering shows the names, so a renamed recipe
+or user is another key too. Only the engines' part, which moves with every telemetry batch, is
+read afresh on every view.
 """
 
 from __future__ import annotations
@@ -47,12 +49,20 @@ def tradeoff_key(decision: PolicyDecision) -> str:
     """A digest of everything the trade-off is computed from (see the module's docstring)."""
     jobs = list(
         decision.evidence.order_by("id").values_list(
-            "pk", "kind", "status", "created_at", "finished_at", "last_seq", "catalog_sources", "trace_sources"
+            "pk",
+            "kind",
+            "status",
+            "created_at",
+            "finished_at",
+            "last_seq",
+            "catalog_sources",
+            "trace_sources",
+            "recipe__name",
         )
     )
     cited_boots = sorted({b["boot"] for job in jobs for rows in (job[6] or {}).values() for b in _boot_rows(rows)})
     boots = Boot.objects.filter(recipe_id=decision.recipe_id).values_list("pk", "created_at")
-    parts = [_row(decision), _row(decision.recipe), jobs, list(boots), cited_boots]
+    parts = [_row(decision), _row(decision.recipe), jobs, list(boots), cited_boots, decision.created_by.username]
     return hashlib.sha256(json.dumps(parts, default=str, sort_keys=True).encode()).hexdigest()
 
 

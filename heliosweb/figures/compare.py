@@ -18,12 +18,13 @@ from .selectors import figures_payload
 
 Json = dict[str, Any]
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+OPACITIES = (1.0, 0.5, 0.3)  # a filled shape's per job: a later job's rows show paler over the first's
 PAYLOAD_KEYS = ("id", "title", "figure", "summary")  # what an embedding page reads of a figure
 
 
 def _relabelled(trace: Json, job_id: int, index: int) -> Json:
     """A job's trace in an overlay: named and grouped by job. Lines keep their colour (policy,
-    capacity) and take a dash per job; bars get their categories prefixed with the job, so jobs
+    capacity) and take a dash per job, filled shapes an opacity per job; bars get their categories prefixed with the job, so jobs
     stand next to each other (a timeline's rows stack) instead of adding up or hiding each other."""
     data = dict(trace)
     data["name"] = f"#{job_id} {data.get('name') or ''}".strip()
@@ -31,6 +32,8 @@ def _relabelled(trace: Json, job_id: int, index: int) -> Json:
     if data.get("type") == "bar" or data.get("mode") == "markers+text":
         axis = "y" if data.get("orientation") == "h" or data.get("type") == "scatter" else "x"
         data[axis] = [f"#{job_id} · {v}" for v in data.get(axis) or []]
+    elif data.get("fill") == "toself":
+        data["opacity"] = OPACITIES[index % len(OPACITIES)]
     elif data.get("type", "scatter") in ("scatter", "scattergl"):
         data["line"] = {**(data.get("line") or {}), "dash": DASHES[index % len(DASHES)]}
     return data

@@ -1,9 +1,9 @@
 """simulate: traffic through the multi-lane scheduler, per policy.
 
 The requests timeline shows the requests of a policy (from the result): a row per request, from its
-arrival to its first token and on to its last; past REQUEST_ROWS (about the plot area's height in
-pixels, 294: more rows would overlap, and each costs the browser's main thread) one request in every few by arrival, spread over the whole run,
-the title says so. The lanes timeline zooms into a window: the first `launch_events` launches of each
+arrival to its first token and on to its last; past REQUEST_ROWS (a row of about 2 px in the plot
+area's 294: more would overlap, and each costs the browser's main thread) one request in every few
+by arrival, spread over the whole run, the title says so. The lanes timeline zooms into a window: the first `launch_events` launches of each
 policy (the job's `launch` events), at most WINDOW of them, so a page stays small whatever the job
 recorded. A row per request there too: its init, prefill and mixed chunks coloured by capacity,
 each decode launch a grey bar on every lane it carried. The distributions come from the result:
@@ -28,9 +28,12 @@ from .palette import DECODE_COLOUR, INIT_COLOUR, KIND_COLOURS, capacity_colour, 
 
 KINDS = ("init", "prefill", "mixed", "decode")
 WINDOW = 200  # launches drawn per policy: each decode launch is a bar per lane it carries
-# Requests drawn per policy in the requests timeline (two line segments each): about the chart's
-# height in pixels. 5,000 rows took 2-5 s of a browser's main thread to draw on a loaded host.
-REQUEST_ROWS = 250
+PLOT_PX = 294  # the requests timeline's plot area: its 420 px less the house margins (76 above, 50 below)
+# Requests drawn per policy in the requests timeline: a row of at least 2 px. 5,000 rows took 2-5 s
+# of a browser's main thread to draw on a loaded host, 250 up to 258 ms.
+REQUEST_ROWS = PLOT_PX // 2
+ROW_HEIGHT = 0.8  # a bar's height, in rows: a thin gap between rows...
+MIN_BAR_PX = 3.0  # ...but at least this thick, overlapping its neighbours
 HOVER = "<b>%{y}</b> %{customdata}<extra></extra>"
 
 
@@ -128,33 +131,34 @@ def _requests_named(ids: list[int]) -> str:
 
 
 def requests_timeline(policy: str, per_request: list[dict[str, Any]]) -> Figure:
-    """Every request (past REQUEST_ROWS, one in every `step` by arrival) as a row: a line from its
-    arrival to its first token, then a paler one to its last token. Lines with gaps between rows
-    (one path per trace), not bars: the rows draw as two SVG paths."""
+    """Every request (past REQUEST_ROWS, one in every `step` by arrival) as a row: a bar from its
+    arrival to its first token, then a grey one to its last token. Each part is one filled shape
+    of thin rectangles (`_row_bars`): Plotly draws a line trace broken by gaps as an SVG path per
+    segment, 500 paths for 250 rows, and a fill as one path, whatever the rows."""
     step = max(1, math.ceil(len(per_request) / REQUEST_ROWS))
     rows = sorted(per_request, key=lambda r: r["arrival_ms"])[::step]
-    waiting: dict[str, list[Any]] = {"x": [], "y": [], "customdata": []}
-    decoding: dict[str, list[Any]] = {"x": [], "y": [], "customdata": []}
+    waiting: list[tuple[float, float, int, str]] = []
+    decoding: list[tuple[float, float, int, str]] = []
     for r in rows:
         first = r["arrival_ms"] + r["ttft_ms"]
         text = (
             f"request {r['id']}: {r['prompt_tokens']} prompt tokens in {r['prefill_launches']} launches, "
             f"TTFT {r['ttft_ms']:.1f} ms, {r['output_tokens']} tokens by {r['finish_ms']:.1f} ms"
         )
-        for trace, x0, x1 in ((waiting, r["arrival_ms"], first), (decoding, first, r["finish_ms"])):
-            trace["x"] += [x0, x1, None]
-            trace["y"] += [r["id"], r["id"], None]
-            trace["customdata"] += [text, text, None]
+        waiting.append((r["arrival_ms"], first, r["id"], text))
+        decoding.append((first, r["finish_ms"], r["id"], text))
     traces = [
         {
             "type": "scatter",
-            "mode": "lines",
             "name": name,
-            **trace,
+            **_row_bars(bars, step * max(ROW_HEIGHT, MIN_BAR_PX * len(rows) / PLOT_PX) / 2),
+            "mode": "none",
+            "fill": "toself",
+            "fillcolor": colour,
+            "hoveron": "points",
             "hovertemplate": "%{customdata}<extra></extra>",
-            "line": {"color": colour, "width": 2 if len(rows) > 200 else 4},
         }
-        for name, trace, colour in (
+        for name, bars, colour in (
             ("arrival to first token", waiting, policy_colour(policy)),
             ("first to last token", decoding, DECODE_COLOUR),
         )
@@ -176,6 +180,19 @@ def requests_timeline(policy: str, per_request: list[dict[str, Any]]) -> Figure:
         else f"No request finished under {policy}."
     )
     return Figure(f"requests-{policy}", f"Requests timeline ({policy})", many_points(traces, layout), summary)
+
+
+def _row_bars(bars: list[tuple[float, float, int, str]], half: float) -> dict[str, list[Any]]:
+    """Rectangles (x0 to x1, `half` above and below row y) as one shape's points, None between
+    them, each corner hovering with its row's text."""
+    x: list[Any] = []
+    y: list[Any] = []
+    customdata: list[Any] = []
+    for x0, x1, row, text in bars:
+        x += [x0, x1, x1, x0, None]
+        y += [row - half, row - half, row + half, row + half, None]
+        customdata += [text] * 4 + [None]
+    return {"x": x, "y": y, "customdata": customdata}
 
 
 def _group_order(name: str) -> tuple[int, int]:

@@ -14,7 +14,11 @@
     const title = layout.title && layout.title.text;
     const wrapped = title ? wrap(title, Math.max(20, Math.floor(width / 9))) : title;
     const lines = wrapped ? wrapped.split("<br>").length : 1;
-    const legendRows = Math.ceil(traces.filter((t) => t.showlegend !== false).length / Math.max(1, Math.floor(width / 130)));
+    // A legend item is about 40 px of symbol and gap and 6 px a character of its name (at least 130
+    // px): a compare overlay's "#1 arrival to first token" takes a row of its own on a phone.
+    const named = traces.filter((t) => t.showlegend !== false);
+    const item = Math.max(130, 40 + 6 * Math.max(0, ...named.map((t) => String(t.name || "").length)));
+    const legendRows = Math.ceil(named.length / Math.max(1, Math.floor(width / item)));
     const margin = layout.margin || {};
     const below = 24 * legendRows;
     return Object.assign({}, layout, {

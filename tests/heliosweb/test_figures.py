@@ -92,10 +92,12 @@ def test_simulate_draws_lanes_the_latency_cdfs_and_launches_per_policy():
     assert (
         list(figures["deltas"].data[0].x) == result["deltas"]["cdf_ms"] and result["deltas"]["label"] == "rule − cost"
     )
-    # Every request of a policy is a row: arrival to first token, then first to last token.
+    # Every request of a policy is a row: arrival to first token, then first to last token, each a
+    # rectangle (five points: four corners and a gap) around the request's row.
     waiting, decoding = figures["requests-rule"].data
     per_request = result["policies"][1]["per_request"]
-    assert [waiting.y[i] for i in range(0, len(waiting.y), 3)] == [r["id"] for r in per_request]
+    centres = [(waiting.y[i] + waiting.y[i + 2]) / 2 for i in range(0, len(waiting.y), 5)]
+    assert centres == pytest.approx([r["id"] for r in per_request])
     first = per_request[0]
     assert list(waiting.x[:2]) == [first["arrival_ms"], first["arrival_ms"] + first["ttft_ms"]]
     assert list(decoding.x[:2]) == [first["arrival_ms"] + first["ttft_ms"], first["finish_ms"]]
@@ -364,3 +366,25 @@ def test_figures_built_without_plotlys_point_check_are_what_the_checked_build_gi
     for figure_id, figure in built("simulate").items():
         checked = go.Figure(figure.to_dict())
         assert json.loads(checked.to_json()) == json.loads(figure.to_json()), figure_id
+
+
+def test_the_requests_timeline_draws_a_row_of_at_least_two_pixels_each_part_one_shape():
+    """19,500 requests: at most one row per two pixels of the plot area (more overlap and cost the
+    browser's main thread for nothing), each row a bar at least MIN_BAR_PX thick, and each part
+    one filled shape (Plotly draws a line broken by gaps as an SVG path per segment)."""
+    from heliosweb.figures.simulate import MIN_BAR_PX, PLOT_PX, requests_timeline
+
+    per_request = [
+        {"id": i, "arrival_ms": 200.0 * i, "ttft_ms": 30.0, "finish_ms": 200.0 * i + 90, "prompt_tokens": 64,
+         "prefill_launches": 1, "output_tokens": 4}
+        for i in range(19_500)
+    ]  # fmt: skip
+    figure = requests_timeline("cost", per_request).figure
+    assert [(t.mode, t.fill) for t in figure.data] == [("none", "toself")] * 2
+    for trace in figure.data:
+        rows = len(trace.y) // 5
+        assert 100 <= rows <= PLOT_PX / 2, rows
+        assert list(trace.y[4::5]) == [None] * rows  # a gap after each rectangle, none inside one
+        step = trace.y[5] - trace.y[0]  # the ids between two rows drawn
+        thickness_px = (trace.y[2] - trace.y[0]) / (step * rows) * PLOT_PX
+        assert thickness_px >= MIN_BAR_PX - 1e-9

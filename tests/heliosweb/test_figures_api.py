@@ -268,6 +268,9 @@ def test_compare_keeps_each_job_s_own_summary_and_reads_a_gapped_line_as_numbers
     figures = {f["id"]: f for f in json.loads(response.context["figures_json"])}
     timeline = figures["simulate-requests-cost"]["summary"]
     assert timeline.startswith(f"#{a.pk}: ") and f" #{b.pk}: " in timeline and "categories" not in timeline
+    # its filled rows (no line to dash) tell the jobs apart by opacity: the later job's paler
+    drawn = figures["simulate-requests-cost"]["figure"]["data"]
+    assert [(t["legendgroup"], t["opacity"]) for t in drawn] == [(f"#{a.pk}", 1.0)] * 2 + [(f"#{b.pk}", 0.5)] * 2
     from heliosweb.figures.summary import describe
 
     gapped = [{"type": "scatter", "name": "line", "x": [1.5, 9.0, None, 3.0, 4.0, None], "y": [0, 0, None, 1, 1, None]}]

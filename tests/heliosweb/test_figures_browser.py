@@ -136,8 +136,14 @@ def test_explain_shows_the_clis_plans_for_the_pull_requests_arm(stack, page):
     _shot(page, "explain-error")
 
 
+ROW_CENTRES = """el => el.data.map(t => { const c = [];
+  for (let i = 0; i + 2 < t.y.length; i += 5) c.push((t.y[i] + t.y[i + 2]) / 2); return c; })"""
+SCATTER_PATHS = """el => ({ fills: el.querySelectorAll('.scatterlayer path.js-fill').length,
+  lines: el.querySelectorAll('.scatterlayer path.js-line').length })"""
+
+
 def test_the_simulate_requests_timeline_shows_every_request_up_to_its_cap(stack, page):
-    """Read back from the drawn plot: a row (both segments) for every request of each policy, and
+    """Read back from the drawn plot: a row (both parts) for every request of each policy, and
     past REQUEST_ROWS one in every few by arrival across the whole run, the title saying so."""
     User.objects.create_user("viewer-r", password="pw-viewer-123")
     stack.start_web()
@@ -159,9 +165,10 @@ def test_the_simulate_requests_timeline_shows_every_request_up_to_its_cap(stack,
             selector = f"#figures [data-figure-id='requests-{policy['policy']}']"
             page.locator(selector).scroll_into_view_if_needed()  # drawn as it comes near
             page.wait_for_selector(selector + " .main-svg")
-            rows = page.eval_on_selector(selector, "el => el.data.map(t => t.y.filter(y => y !== null))")
-            assert [sorted(set(r)) for r in rows] == [sorted(r["id"] for r in shown)] * 2, (job.pk, policy["policy"])
-            assert all(len(r) == 2 * len(shown) for r in rows)  # a segment (two points) per request in each trace
+            rows = page.eval_on_selector(selector, ROW_CENTRES)  # a rectangle (five points) per request and part
+            assert rows == [[pytest.approx(r["id"]) for r in shown]] * 2, (job.pk, policy["policy"])
+            paths = page.eval_on_selector(selector, SCATTER_PATHS)
+            assert paths == {"fills": 2, "lines": 0}, paths  # each part one SVG path, whatever the rows
             title = page.eval_on_selector(selector, "el => el.layout.title.text")
             if len(requests) > REQUEST_ROWS:
                 assert f"one in {step} of {len(requests)} by arrival ({len(shown)} rows)" in title, title
@@ -181,3 +188,37 @@ def test_compare_overlays_two_jobs_of_a_kind(stack, page):
     assert names == [f"#{a.pk} cost", f"#{a.pk} rule", f"#{b.pk} cost", f"#{b.pk} rule"]
     _shot(page, "compare")
     assert errors == [], errors
+
+
+def test_on_a_phone_a_compare_overlays_long_legend_stays_below_its_axis_title(stack, page):
+    """At 390 px the legend goes below the plot, in the room `fitted` keeps for it: the requests
+    timeline's four long names ("#1 arrival to first token") take a row each, and drew over the x
+    axis's tick labels when counted as two rows of 130 px items."""
+    User.objects.create_user("viewer-p", password="pw-viewer-123")
+    stack.start_web()
+    a, b = store("simulate"), store("simulate")
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in_and_open(page, f"{stack.base_url}/compare?ids={a.pk},{b.pk}", "viewer-p", "pw-viewer-123")
+    selector = "[data-figure-id=simulate-requests-cost]"
+    page.wait_for_selector(selector + " .main-svg")
+    legend_top, axis_bottom = page.eval_on_selector(selector, LEGEND_AND_X_AXIS)
+    assert legend_top >= axis_bottom, (legend_top, axis_bottom)
+
+
+LEGEND_AND_X_AXIS = """el => [el.querySelector('.legend').getBoundingClientRect().top,
+  Math.max(...Array.from(el.querySelectorAll('.xtick text, .g-xtitle text'), (t) => t.getBoundingClientRect().bottom))]"""
+
+
+def test_a_finished_jobs_result_json_is_written_when_its_details_open(stack, page):
+    """The result's indented JSON (11 MB for a 19,500-request simulate) is not written while the
+    page loads, only when the reader opens it; then it is the stored result."""
+    User.objects.create_user("viewer-j", password="pw-viewer-123")
+    stack.start_web()
+    job = store("simulate")
+    log_in_and_open(page, f"{stack.base_url}/jobs/{job.pk}", "viewer-j", "pw-viewer-123")
+    page.wait_for_selector("#result:not([hidden])")
+    assert page.text_content("#result-text").strip()  # the summary is shown at once
+    assert page.text_content("#result-json") == ""
+    page.click("#result details summary")
+    page.wait_for_function("document.getElementById('result-json').textContent.length > 0")
+    assert json.loads(page.text_content("#result-json")) == job.result

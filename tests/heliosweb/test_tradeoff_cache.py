@@ -88,3 +88,24 @@ def test_the_decision_page_viewed_again_reads_no_stored_result(client, author, r
         again = client.get(f"/decisions/{decision.pk}")
     assert again.status_code == 200 and not reads_results(queries)
     assert again.content.count(b"job #") == first.content.count(b"job #") >= 2
+
+
+def test_a_cited_jobs_recipe_renamed_shows_on_the_next_view(client, author, recipe):
+    from heliosweb.recipes.models import Recipe
+    from heliosweb.recipes.services import recipe_create
+
+    other = recipe_create(name="other-grid", policy="cost")
+    decision = propose(author, evidence=[simulate_job(other).pk])
+    client.force_login(author)
+    assert b"other-grid" in client.get(f"/decisions/{decision.pk}").content
+    Recipe.objects.filter(pk=other.pk).update(name="renamed-grid")
+    again = client.get(f"/decisions/{decision.pk}").content
+    assert b"renamed-grid" in again and b"other-grid" not in again
+
+
+def test_the_proposer_renamed_shows_on_the_next_view(client, author, recipe):
+    decision = propose(author, evidence=[simulate_job(recipe).pk])
+    client.force_login(author)
+    assert b"cited by alice" in client.get(f"/decisions/{decision.pk}").content
+    type(author).objects.filter(pk=author.pk).update(username="alice-renamed")
+    assert b"cited by alice-renamed" in client.get(f"/decisions/{decision.pk}").content
