@@ -114,14 +114,14 @@ CASES: dict[str, tuple[Callable[[Path], Path], Rows]] = {
         ],
     ),
     # Vidur 0.0.26, the simulator behind the profiles, measured on this trace (bench/vidur_compare.py):
-    # 7.4-10.5 CPU-s (whole process) and 358-444 MB a run, its forests cached (trained once: ~1,220
+    # 7.2-10.5 CPU-s (whole process) and 354-444 MB a run, its forests cached (trained once: ~1,220
     # CPU-s); keep 10x ahead.
     "vidur": (
         lambda tmp: AZURE,
         [
-            ("simulate: the 8,819-request trace, one policy: CPU of the run (Vidur 7.4-10.5)", "work", "s", 0.5),
+            ("simulate: the 8,819-request trace, one policy: CPU of the run (Vidur 7.2-10.5)", "work", "s", 0.5),
             ("    CPU, whole process", "process", "s", 0.5),
-            ("    peak memory (Vidur 358-444)", "mb", "MB", 100),
+            ("    peak memory (Vidur 354-444)", "mb", "MB", 100),
         ],
     ),
     "capacity": (
