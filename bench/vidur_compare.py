@@ -111,7 +111,7 @@ def hub_dataset(cache: Path, name: str, files: dict[str, bytes], config: dict[st
 def vidur_inputs(scratch: Path, filled: bool) -> tuple[str, str, Path]:
     """Build the profiles and the trace. Vidur caches its forests by the dataset's name, not its
     content: the name carries mlp.csv's hash, and the attention forests are dropped when
-    attention.csv changes (the linear ones take ~20 CPU-minutes to train, the attention ones ~4)."""
+    attention.csv changes (the linear ones take ~20 CPU-minutes to train, the attention ones 5-8)."""
     mlp = git_show(f"data/profiling/compute/a100/{MODEL}/mlp.csv")
     out = io.StringIO()
     rows = attention_rows(filled)
