@@ -113,13 +113,15 @@ CASES: dict[str, tuple[Callable[[Path], Path], Rows]] = {
             ("    peak memory", "mb", "MB", 200),
         ],
     ),
-    # Vidur, the simulator behind the profiles: ~5 CPU-s and 1 GB per policy on this trace; keep 10x ahead.
+    # Vidur 0.0.26, the simulator behind the profiles, measured on this trace (bench/vidur_compare.py):
+    # 7.2-10.5 CPU-s (whole process) and 354-444 MB a run, its forests cached (trained once: ~1,220
+    # CPU-s); keep 10x ahead.
     "vidur": (
         lambda tmp: AZURE,
         [
-            ("simulate: the 8,819-request trace, one policy: CPU of the run (Vidur ~5)", "work", "s", 0.5),
+            ("simulate: the 8,819-request trace, one policy: CPU of the run (Vidur 7.2-10.5)", "work", "s", 0.5),
             ("    CPU, whole process", "process", "s", 0.5),
-            ("    peak memory (Vidur ~1,000)", "mb", "MB", 100),
+            ("    peak memory (Vidur 354-444)", "mb", "MB", 100),
         ],
     ),
     "capacity": (
