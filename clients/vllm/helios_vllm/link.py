@@ -32,7 +32,7 @@ class Link:
         self.backoff = backoff or Backoff(first_s=1.0, maximum_s=30.0)
         # The records come from the ledger, whose shape its tests hold against `helios_client.records`
         # (and the product checks every batch): checked again here, in the step path, each cost about
-        # 50 us on a busy CPU, most of the plugin's own time at one request at a time.
+        # 50 us on a busy CPU, the largest part of the plugin's own time at one request at a time.
         self.reporter = TelemetryReporter(
             settings.url, settings.recipe, settings.token, settings.engine, spool=settings.spool, validate=False
         )
