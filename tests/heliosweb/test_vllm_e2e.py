@@ -108,8 +108,11 @@ def test_a_real_vllm_follows_the_decided_policy(stack, recipe, author, reviewer,
         decisions.decision_apply(actor=author, decision=decision)
 
         # The next solo prefill that begins after the change is planned by the rule, version 2.
+        solos: list[int] = []  # each sent; the last one's record may still be on its way
+
         def solo_under_rule() -> bool:
-            driver.replay(server.url, [lone(90_000 + len(records(type="request")), SOLO_PROMPT)], **serve)
+            solos.append(90_000 + len(records(type="request")))
+            driver.replay(server.url, [lone(solos[-1], SOLO_PROMPT)], **serve)
             wait_until(lambda: records(type="request", prompt_tokens=SOLO_PROMPT), timeout=30, what="its record")
             return any(r["version"] == 2 for r in records(type="request", prompt_tokens=SOLO_PROMPT))
 
@@ -126,7 +129,9 @@ def test_a_real_vllm_follows_the_decided_policy(stack, recipe, author, reviewer,
         # vLLM stopped while the product is away loses no record: what it served meanwhile is in
         # its spool once it has stopped (vLLM gave its engine core --shutdown-timeout to run the
         # plugin's shutdown), and reaches the product through a reporter made on that spool, as
-        # the restarted plugin's is (its first act; the whole restart is the next test's).
+        # the restarted plugin's is (its first act; the whole restart is the next test's). First every
+        # record of what was served before arrives (else the last solo's would be spooled too).
+        wait_until(lambda: len(records(type="request")) >= len(trace) + len(solos), timeout=30, what="every record")
         before = len(records(type="request"))
         stack.stop_web()
         gone = driver.replay(server.url, [lone(95_000 + i, 300) for i in range(5)], **serve)
