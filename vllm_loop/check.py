@@ -284,15 +284,15 @@ def _wait_records(standin: Standin, served: dict[str, list[driver.Served]]) -> N
         time.sleep(0.2)
 
 
-def _request_ms(lone: list[float], table: list[dict[str, Any]], attention: AttentionTerm, engine_pads: bool) -> float:
-    """What a request's TTFT holds beyond the steps the model runs for it: the lone prompts' median
-    TTFT (the client's, or the engine's own) less their simulated TTFT. Against the model, not the step times the plugin
-    recorded: a request's first step after the engine idled takes longer than the boot's (1.8 ms
-    more at the median of 32 first chunks in run 7, its later steps -0.1), and that belongs to
-    each request too."""
+def _lone_simulated_ms(table: list[dict[str, Any]], attention: AttentionTerm, engine_pads: bool) -> float:
+    """The simulator's TTFT for one of the lone short prompts, which `evaluate` takes from their
+    median TTFT (the client's, or the engine's own) to leave what a request holds beyond the steps
+    the model runs for it. Against the model, not the step times the plugin recorded: a request's
+    first step after the engine idled takes longer than the boot's (1.8 ms more at the median of
+    32 first chunks in run 7, its later steps -0.1), and that belongs to each request too."""
     prompt = driver.Served(0, 0.0, 0.0, OVERHEAD_PROMPT, 1, 0.0, (), 0.0)
     (simulated,) = compare.simulate([prompt], table, "rule", 0.0, attention, engine_pads).values()
-    return max(0.0, statistics.median(lone) - simulated["ttft_ms"])
+    return float(simulated["ttft_ms"])
 
 
 def _engine_ttfts(records: list[dict[str, Any]], served: str, first: int = 0) -> dict[int, float]:
@@ -345,9 +345,10 @@ def evaluate(
     ]
     table = solo + [r for r in calibrate.table(costs, BUDGET, granularity) if r["decode"] > 0]
     engine_pads = pads(boot)
-    request_ms = _request_ms(lone, table, attention, engine_pads)
+    lone_simulated = _lone_simulated_ms(table, attention, engine_pads)
+    request_ms = max(0.0, statistics.median(lone) - lone_simulated)
     lone_engine = list(_engine_ttfts(records, "boot", first=10).values())
-    engine_request_ms = _request_ms(lone_engine, table, attention, engine_pads) if lone_engine else None
+    engine_request_ms = max(0.0, statistics.median(lone_engine) - lone_simulated) if lone_engine else None
     execution, catalog = compare.engine_model(table, attention, engine_pads)
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):

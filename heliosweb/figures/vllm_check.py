@@ -32,7 +32,7 @@ def conditions_text(result: CheckResult) -> str:
     )
 
 
-def errors(c: dict[str, Any]) -> str:
+def percentile_errors(c: dict[str, Any]) -> str:
     return ", ".join(
         f"{q} {c['real_ttft_ms'][q] or 0:.1f} ms real, {c['sim_ttft_ms'][q] or 0:.1f} ms simulated "
         f"({c['percentile_error_pct'][q] or 0:+.1f} %)"
@@ -45,9 +45,9 @@ def policy_summary(policy: str, run: dict[str, Any]) -> str:
     r = c["request_error_pct"]
     engine = run.get("engine_comparison")  # absent from results stored before it
     return (
-        f"Under {policy}: {c['requests']} requests ({c['failed']} failed), TTFT as the clients saw it {errors(c)}; "
+        f"Under {policy}: {c['requests']} requests ({c['failed']} failed), TTFT as the clients saw it {percentile_errors(c)}; "
         f"per-request absolute error p50 {r['p50'] or 0:.1f} %, p99 {r['p99'] or 0:.1f} %."
-        + ("" if engine is None else f" TTFT as the engine reports it: {errors(engine)}.")
+        + ("" if engine is None else f" TTFT as the engine reports it: {percentile_errors(engine)}.")
     )
 
 
