@@ -179,8 +179,9 @@ def isolated_ms(
 
 
 def output_fingerprint(boot: BootedModel, shape: tuple[int, int]) -> float:
-    """The sum of a shape's last launch's logits: equal across boots of one model and seed, so two
-    boots' catalogs can be shown to differ only in their timing."""
+    """The sum of a shape's last launch's logits: equal up to float32 rounding across boots of one
+    model and seed (kernels need not round alike in two processes), so two boots' catalogs can be
+    shown to differ only in their timing."""
     return float(boot.launchers[shape].launch().double().sum())
 
 
