@@ -1,13 +1,16 @@
 """What the helios-vllm plugin costs a real vLLM: the same trace at 1, 8 and 32 concurrent requests,
-served by two engines started side by side in one run, vLLM's own `Scheduler` and
-`HeliosScheduler`, each wave of requests on one engine right after the other (the order
-alternating), so both see the host as it is in those seconds: on a shared 2-core host a round of
-a level swings up to 3x from one round to the next, a wave pair far less.
+served by engines started side by side in one run, vLLM's own `Scheduler` and `HeliosScheduler`
+(`--engines` of each, started alternately), each wave of requests on every engine one right after
+the other (the order alternating), so all see the host as it is in those seconds: on a shared
+2-core host a round of a level swings up to 3x from one round to the next, a wave pair far less.
+Two engine instances of one build also differ, by a percent or two for a whole run (an inert
+`HeliosScheduler` ran 1 % faster than vLLM's own in one run), so each arm's wave time is the mean
+over its engines, and each engine's own median over the plain engines' is printed beside.
 Prints, per level, each arm's wall time, the A/B overhead (the median of the paired waves' wall
-time ratios, with their quartiles), and the plugin's own time: on the step path (the time
-`HeliosScheduler` spends in its own code each step, read from the engine between levels) and in
-its threads (the reporter, the policy long-poll: their CPU time from /proc), as a share of the
-plugin engine's wall time; both against the target (<= 2 %).
+time ratios of the arms' means, with a 90 % bootstrap interval of that median), and the plugin's
+own time: on the step path (the time `HeliosScheduler` spends in its own code each step, read from
+the engine between levels) and in its threads (the reporter, the policy long-poll: their CPU time
+from /proc), as a share of the plugin engines' wall time; both against the target (<= 2 %).
 
 Run in vLLM's virtualenv (clients/vllm/README.md). The plugin follows `vllm_loop.standin` (the
 product's engine routes, policy `rule`, in a process of its own) unless HELIOS_URL, HELIOS_RECIPE and
@@ -84,6 +87,24 @@ def serve(arms: dict, requests: list[tuple[int, int]], concurrency: int, seed: i
     return walls
 
 
+def arm_waves(walls: dict[str, list[float]], arm: str) -> list[float]:
+    """Each wave's mean wall time over the arm's engines (`vllm 1`, `vllm 2`, ...)."""
+    engines = [taken for name, taken in walls.items() if name.split()[0] == arm]
+    return [statistics.mean(wave) for wave in zip(*engines)]
+
+
+def paired(arm: list[float], base: list[float], draws: int = 2000) -> tuple[float, str]:
+    """The median of `arm`'s paired wave ratios over `base`'s, in %, and its text with a 90 %
+    bootstrap interval: how far the pairs' own noise reaches. What differs between two engine
+    instances for a whole run is not in it; the engines' line shows that."""
+    ratios = [a / b - 1 for a, b in zip(arm, base)]
+    rng = random.Random(0)
+    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(draws))
+    low, high = medians[draws // 20], medians[draws - 1 - draws // 20]
+    median = statistics.median(ratios) * 100
+    return median, f"{median:>+9.2f} % ({low * 100:+.2f}..{high * 100:+.2f} %)"
+
+
 def plugin_threads_cpu_s() -> float:
     """CPU seconds the plugin's own threads (the reporter, the policy long-poll, its connection and
     boot upload: named `helios-...`) have used so far, read from /proc: their work off the step
@@ -130,6 +151,13 @@ def main() -> int:
     parser.add_argument(
         "--helios-only", action="store_true", help="start only the plugin's engine (its own time per step alone)"
     )
+    parser.add_argument(
+        "--engines",
+        type=int,
+        default=2,
+        help="engines per arm, started alternately: two engine instances of one build differ by a percent "
+        "or two for a whole run, so the A/B is read over several, and their spread is printed",
+    )
     args = parser.parse_args()
     standin = None if os.environ.get("HELIOS_URL") else standin_process()
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the engines in this process: the plugin readable
@@ -137,9 +165,12 @@ def main() -> int:
 
     model = str(write(Path(tempfile.mkdtemp(prefix="helios-tiny-llama-")), "tiny"))
     common = dict(CPU_ENGINE_ARGS, gpu_memory_utilization=0.1)
-    arms = {} if args.helios_only else {"vllm": LLM(model=model, **common)}
-    arms["helios"] = LLM(model=model, scheduler_cls="helios_vllm.scheduler.HeliosScheduler", **common)
-    counted = plugin(arms["helios"])
+    arms: dict = {}
+    for n in range(1, args.engines + 1):
+        if not args.helios_only:
+            arms[f"vllm {n}"] = LLM(model=model, **common)
+        arms[f"helios {n}"] = LLM(model=model, scheduler_cls="helios_vllm.scheduler.HeliosScheduler", **common)
+    counted = [plugin(llm) for name, llm in arms.items() if name.startswith("helios")]
     requests = trace(args.trace, args.requests, args.longest, args.max_output)
     serve(arms, requests[:4], 4, seed=0)  # compiles, and the plugin's calibration, before any timing
     load_before = os.getloadavg()
@@ -150,33 +181,35 @@ def main() -> int:
     )
     print(
         f"{'level':>5} {'pairs':>6} {'steps':>6} {'wall s vllm':>12} {'helios':>8} {'A/B median':>11} "
-        f"{'(p25..p75)':>18} {'own us/step':>12} {'threads us':>11} {'own share':>10}"
+        f"{'(90 % interval)':>18} {'own us/step':>12} {'threads us':>11} {'own share':>10}"
     )
     worst_ab, worst_own = -float("inf"), 0.0
+    plain = any(name.startswith("vllm") for name in arms)
     for level in (int(x) for x in args.levels.split(",")):
         walls: dict[str, list[float]] = {name: [] for name in arms}
-        before = (counted.steps, counted.spent_s, plugin_threads_cpu_s())
+        before = (sum(c.steps for c in counted), sum(c.spent_s for c in counted), plugin_threads_cpu_s())
         for r in range(args.rounds):
             # new token ids each round (a repeated prompt would be served from the prefix cache)
             for name, taken in serve(arms, requests, level, seed=level * 1000 + r).items():
                 walls[name] += taken
-        steps, own_s = counted.steps - before[0], counted.spent_s - before[1]
+        steps = sum(c.steps for c in counted) - before[0]
+        own_s = sum(c.spent_s for c in counted) - before[1]
         threads_s = plugin_threads_cpu_s() - before[2]
-        own_share = (own_s + threads_s) / sum(walls["helios"]) * 100
+        helios = arm_waves(walls, "helios")
+        own_share = (own_s + threads_s) / (sum(helios) * args.engines) * 100
         worst_own = max(worst_own, own_share)
-        line = f"{level:>5} {len(walls['helios']):>6} {steps:>6} "
-        if "vllm" in arms:
-            ratios = sorted(h / v - 1 for h, v in zip(walls["helios"], walls["vllm"]))
-            ab = statistics.median(ratios) * 100
+        line = f"{level:>5} {len(helios):>6} {steps // args.engines:>6} "
+        if plain:
+            vllm = arm_waves(walls, "vllm")
+            ab, text = paired(helios, vllm)
             worst_ab = max(worst_ab, ab)
-            quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
-            line += (
-                f"{sum(walls['vllm']):>12.2f} {sum(walls['helios']):>8.2f} {ab:>+9.2f} % "
-                f"({quartiles[0] * 100:+.1f}..{quartiles[2] * 100:+.1f} %)"
-            )
+            line += f"{sum(vllm):>12.2f} {sum(helios):>8.2f} {text}"
         else:
-            line += f"{'':>12} {sum(walls['helios']):>8.2f} {'':>11} {'':>18}"
+            line += f"{'':>12} {sum(helios):>8.2f} {'':>11} {'':>18}"
         print(f"{line} {own_s / steps * 1e6:>12.1f} {threads_s / steps * 1e6:>11.1f} {own_share:>8.3f} %")
+        if plain and args.engines > 1:
+            spread = [f"{name} {paired(taken, vllm)[0]:+.2f} %" for name, taken in walls.items()]
+            print(f"{'':>5} each engine over the plain engines' mean: {', '.join(spread)}")
     print(
         f"load average before {tuple(round(x, 2) for x in load_before)}, after "
         f"{tuple(round(x, 2) for x in os.getloadavg())}, {os.cpu_count()} cores"
@@ -185,7 +218,7 @@ def main() -> int:
         f"the plugin's own time (step path and its threads), worst level: {worst_own:.3f} % of the wall time "
         f"(target <= {TARGET_PCT} %): {'met' if worst_own <= TARGET_PCT else 'NOT met'}"
     )
-    if "vllm" in arms:
+    if plain:
         print(
             f"A/B (median of the paired waves' ratios), worst level: {worst_ab:+.2f} % (target <= {TARGET_PCT} %): "
             f"{'met' if worst_ab <= TARGET_PCT else 'NOT met'}"
