@@ -26,6 +26,8 @@ always does (the plugin plans solo prefills only), and so does the simulator's l
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 import os
 import platform
 import re
@@ -295,11 +297,10 @@ def _lone_simulated_ms(table: list[dict[str, Any]], attention: AttentionTerm, en
     return float(simulated["ttft_ms"])
 
 
-def _engine_ttfts(records: list[dict[str, Any]], served: str, first: int = 0) -> dict[int, float]:
-    """The TTFT the plugin's request records give (vLLM's arrival of the request to its first token,
-    inside the engine), by request id, for pass `served` (ids from `first`)."""
+def _engine_requests(records: list[dict[str, Any]], served: str, first: int = 0) -> dict[int, dict[str, Any]]:
+    """The plugin's request records of pass `served` (ids from `first`), by request id."""
     return {
-        tag[1]: r["ttft_ms"]
+        tag[1]: r
         for r in records
         if r["type"] == "request"
         and (tag := _tagged(r["request"])) is not None
@@ -310,16 +311,22 @@ def _engine_ttfts(records: list[dict[str, Any]], served: str, first: int = 0) ->
 
 def _engine_comparison(
     runs: list[driver.Served],
-    simulated: dict[int, dict[str, Any]],
-    engine_ttft: dict[int, float],
-    shift_ms: float,
+    engine: dict[int, dict[str, Any]],
+    simulate: Callable[[list[driver.Served]], dict[int, dict[str, Any]]],
 ) -> dict[str, Any]:
-    """The summary of `compare` against the TTFT the engine reports (what the product's live pages
-    show), the simulator's request cost the engine's own (`shift_ms` from the client's): the
-    client's TTFT adds the API server's path out, which on a shared host swings by tens of ms."""
-    seen = [dataclasses.replace(s, ttft_ms=engine_ttft[s.id]) for s in runs if s.id in engine_ttft]
-    moved = {i: {**sim, "ttft_ms": sim["ttft_ms"] + shift_ms} for i, sim in simulated.items()}
-    return {k: v for k, v in compare.compare(seen, moved).items() if k != "per_request"}
+    """The summary of `compare` against the TTFT the engine reports (vLLM's arrival of the request
+    to its first token: what the product's live pages show), each request simulated from the moment
+    the engine received it (its record's first token, the end less its token gaps, less its TTFT):
+    the API server's way in and out swings by tens of ms on a shared host, and its way in can
+    reorder two requests sent a millisecond apart (run 18, docs/engines.md)."""
+    arrived = {i: r["t_ms"] - math.fsum(r["itl_ms"]) - r["ttft_ms"] for i, r in engine.items()}
+    start = min(arrived.values(), default=0.0)
+    seen = [
+        dataclasses.replace(s, sent_ms=arrived[s.id] - start, ttft_ms=engine[s.id]["ttft_ms"])
+        for s in runs
+        if s.id in engine
+    ]
+    return {k: v for k, v in compare.compare(seen, simulate(seen)).items() if k != "per_request"}
 
 
 def evaluate(
@@ -347,7 +354,7 @@ def evaluate(
     engine_pads = pads(boot)
     lone_simulated = _lone_simulated_ms(table, attention, engine_pads)
     request_ms = max(0.0, statistics.median(lone) - lone_simulated)
-    lone_engine = list(_engine_ttfts(records, "boot", first=10).values())
+    lone_engine = [r["ttft_ms"] for r in _engine_requests(records, "boot", first=10).values()]
     engine_request_ms = max(0.0, statistics.median(lone_engine) - lone_simulated) if lone_engine else None
     execution, catalog = compare.engine_model(table, attention, engine_pads)
     by_policy: dict[str, dict[str, Any]] = {}
@@ -358,7 +365,8 @@ def evaluate(
             tag = _tagged(r["request"])
             if r["type"] == "launch" and tag is not None and tag[0] == str(i):
                 launched.setdefault(tag[1], []).append(r)
-        engine_ttft = _engine_ttfts(records, str(i))
+        engine = _engine_requests(records, str(i))
+        engine_ttft = {request: r["ttft_ms"] for request, r in engine.items()}
         ran = {request: [(c["start"], c["end"]) for c in chunks] for request, chunks in launched.items()}
         padded = sum(c["padded"] for chunks in launched.values() for c in chunks)
         by_policy[policy] = {
@@ -367,8 +375,15 @@ def evaluate(
             "breakdown": compare.breakdown(runs, engine_ttft, launched, execution, catalog),
         }
         if engine_request_ms is not None:  # the plugin's records of the lone prompts arrived
-            shift = engine_request_ms - request_ms
-            by_policy[policy]["engine_comparison"] = _engine_comparison(runs, simulated, engine_ttft, shift)
+            at_engine = functools.partial(
+                compare.simulate,
+                catalog_rows=table,
+                policy=policy,
+                request_ms=engine_request_ms,
+                attention=attention,
+                pads=engine_pads,
+            )
+            by_policy[policy]["engine_comparison"] = _engine_comparison(runs, engine, at_engine)
     first = next(iter(by_policy))
     return {
         "engine": "vllm with the helios-vllm plugin",

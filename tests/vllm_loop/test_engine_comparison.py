@@ -1,0 +1,43 @@
+"""Against the engine's own TTFT, each request is simulated from the moment the engine received it:
+the API server's way in can reorder two requests sent a millisecond apart."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from vllm_loop import calibrate, compare
+from vllm_loop.check import _engine_comparison
+from vllm_loop.driver import Served
+
+
+def record(request: int, arrived_ms: float, ttft_ms: float, itl_ms: list[float]) -> dict:
+    first = arrived_ms + ttft_ms
+    return {
+        "type": "request",
+        "request": f"hc0x{request}",
+        "t_ms": first + sum(itl_ms),
+        "ttft_ms": ttft_ms,
+        "itl_ms": itl_ms,
+    }
+
+
+def test_a_pair_the_api_server_reordered_is_simulated_in_the_engines_order() -> None:
+    table = calibrate.table(calibrate.Costs(9.0, 4.0, 0.01, 0.0, 3.0, 0.25, 0.0, 0.0), 2048, 64)
+    step = {1024: 4.0 + 10.24, 64: 4.0 + 0.64}
+    # The client sent the long prompt first; the engine received the short one 0.5 ms before it,
+    # ran it alone, then the long one: what the records say (Unix ms; the long one's end is a token
+    # gap after its first token).
+    sent = [Served(0, 0.0, 0.0, 1024, 2, 99.0, (), 99.0), Served(1, 1.0, 1.0, 64, 1, 99.0, (), 99.0)]
+    engine = {
+        1: record(1, 1_000_000.0, step[64], []),
+        0: record(0, 1_000_000.5, step[64] - 0.5 + step[1024], [3.0]),
+    }
+    simulate = functools.partial(compare.simulate, catalog_rows=table, policy="rule", request_ms=0.0, pads=False)
+    at_engine = _engine_comparison(sent, engine, simulate)
+    assert at_engine["requests"] == 2
+    assert at_engine["request_error_pct"]["p99"] == pytest.approx(0.0, abs=1e-6)
+    # Simulated in the client's order the short one would wait behind the long one's step.
+    in_sent_order = compare.simulate(sent, table, "rule", 0.0, pads=False)
+    assert in_sent_order[1]["ttft_ms"] > step[1024] > engine[1]["ttft_ms"]
