@@ -29,6 +29,13 @@ def engine_ttft(n: int) -> float:
     return 9.0 + 4.0 * -(-n // 2048) + 0.01 * n
 
 
+UNIX_MS = 1_796_000_000_000.0
+
+
+def request_record(request: str, received_ms: float, ttft_ms: float) -> dict:
+    return {"type": "request", "request": request, "ttft_ms": ttft_ms, "t_ms": received_ms + ttft_ms, "itl_ms": []}
+
+
 def result() -> check.CheckResult:
     rows = [{"arrival_ms": 5000.0 * i, "prompt_tokens": 500 + 900 * i, "output_tokens": 1} for i in range(6)]
     trace = from_records(rows)
@@ -63,14 +70,14 @@ def result() -> check.CheckResult:
         for s in served
         for l in plan(policy, Catalog.from_dicts(boot["catalog"]), Request(s.prompt_tokens)).launches
     ]
+    # request records as the plugin's ledger makes them: the engine's TTFT from its receipt of the
+    # request (here 4 ms after the client sent it, on the Unix clock), `t_ms` its end (one token)
     records += [
-        {"type": "request", "request": f"cmpl-hc{i}x{s.id}-0", "ttft_ms": engine_ttft(s.prompt_tokens) - 9.0}
+        request_record(f"cmpl-hc{i}x{s.id}-0", UNIX_MS + s.sent_ms + 4.0, engine_ttft(s.prompt_tokens) - 9.0)
         for i in range(2)
         for s in served
     ]
-    records += [
-        {"type": "request", "request": f"cmpl-hcbootx{i}-0", "ttft_ms": engine_ttft(64) - 9.0} for i in (10, 11, 12)
-    ]
+    records += [request_record(f"cmpl-hcbootx{i}-0", UNIX_MS, engine_ttft(64) - 9.0) for i in (10, 11, 12)]
     runs = {"rule": served, "cost": served}
     return check.evaluate(
         params, trace, conditions, boot, AttentionTerm(), [engine_ttft(64)] * 3, measured, runs, records
