@@ -1,8 +1,9 @@
 """The real engine's requests beside the simulator's, request by request.
 
 The simulated traffic is what the real engine was sent: each request at the moment the driver sent
-it (not when the trace asked: a driver out of slots sends late), with the prompt and output
-lengths it really had (clipped to the model's context). It runs through `scheduler_core`'s
+it (not when the trace asked: a driver out of slots sends late), or, against the engine's own
+TTFT, at the moment the engine received it (`check`), with the prompt and output lengths it really
+had (clipped to the model's context). It runs through `scheduler_core`'s
 multi-lane loop on the table `calibrate` built from the same engine, under the policy that stands
 for what the engine ran. TTFT error is given two ways, named apart: the error of each percentile
 (simulated p50 against real p50), and percentiles of each request's own error.
