@@ -93,15 +93,20 @@ def arm_waves(walls: dict[str, list[float]], arm: str) -> list[float]:
     return [statistics.mean(wave) for wave in zip(*engines)]
 
 
+def ratios(arm: list[float], base: list[float]) -> list[float]:
+    """`arm`'s wave times over `base`'s, wave by wave, less 1."""
+    return [a / b - 1 for a, b in zip(arm, base)]
+
+
 def paired(arm: list[float], base: list[float], draws: int = 2000) -> tuple[float, str]:
     """The median of `arm`'s paired wave ratios over `base`'s, in %, and its text with a 90 %
     bootstrap interval: how far the pairs' own noise reaches. What differs between two engine
     instances for a whole run is not in it; the engines' line shows that."""
-    ratios = [a / b - 1 for a, b in zip(arm, base)]
+    each = ratios(arm, base)
     rng = random.Random(0)
-    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(draws))
+    medians = sorted(statistics.median(rng.choices(each, k=len(each))) for _ in range(draws))
     low, high = medians[draws // 20], medians[draws - 1 - draws // 20]
-    median = statistics.median(ratios) * 100
+    median = statistics.median(each) * 100
     return median, f"{median:>+9.2f} % ({low * 100:+.2f}..{high * 100:+.2f} %)"
 
 
@@ -208,7 +213,7 @@ def main() -> int:
             line += f"{'':>12} {sum(helios):>8.2f} {'':>11} {'':>18}"
         print(f"{line} {own_s / steps * 1e6:>12.1f} {threads_s / steps * 1e6:>11.1f} {own_share:>8.3f} %")
         if plain and args.engines > 1:
-            spread = [f"{name} {paired(taken, vllm)[0]:+.2f} %" for name, taken in walls.items()]
+            spread = [f"{name} {statistics.median(ratios(taken, vllm)) * 100:+.2f} %" for name, taken in walls.items()]
             print(f"{'':>5} each engine over the plain engines' mean: {', '.join(spread)}")
     print(
         f"load average before {tuple(round(x, 2) for x in load_before)}, after "

@@ -26,7 +26,6 @@ always does (the plugin plans solo prefills only), and so does the simulator's l
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import os
 import platform
@@ -309,24 +308,19 @@ def _engine_requests(records: list[dict[str, Any]], served: str, first: int = 0)
     }
 
 
-def _engine_comparison(
-    runs: list[driver.Served],
-    engine: dict[int, dict[str, Any]],
-    simulate: Callable[[list[driver.Served]], dict[int, dict[str, Any]]],
-) -> dict[str, Any]:
-    """The summary of `compare` against the TTFT the engine reports (vLLM's arrival of the request
-    to its first token: what the product's live pages show), each request simulated from the moment
-    the engine received it (its record's first token, the end less its token gaps, less its TTFT):
-    the API server's way in and out swings by tens of ms on a shared host, and its way in can
-    reorder two requests sent a millisecond apart (run 18, docs/engines.md)."""
+def _as_the_engine_saw(runs: list[driver.Served], engine: dict[int, dict[str, Any]]) -> list[driver.Served]:
+    """Each request the plugin recorded, with the TTFT the engine reports (vLLM's arrival of the
+    request to its first token: what the product's live pages show), sent at the moment the engine
+    received it (its record's first token, the end less its token gaps, less its TTFT): the API
+    server's way in and out swings by tens of ms on a shared host, and its way in can reorder two
+    requests sent a millisecond apart (run 18, docs/engines.md)."""
     arrived = {i: r["t_ms"] - math.fsum(r["itl_ms"]) - r["ttft_ms"] for i, r in engine.items()}
     start = min(arrived.values(), default=0.0)
-    seen = [
+    return [
         dataclasses.replace(s, sent_ms=arrived[s.id] - start, ttft_ms=engine[s.id]["ttft_ms"])
         for s in runs
         if s.id in engine
     ]
-    return {k: v for k, v in compare.compare(seen, simulate(seen)).items() if k != "per_request"}
 
 
 def evaluate(
@@ -375,15 +369,10 @@ def evaluate(
             "breakdown": compare.breakdown(runs, engine_ttft, launched, execution, catalog),
         }
         if engine_request_ms is not None:  # the plugin's records of the lone prompts arrived
-            at_engine = functools.partial(
-                compare.simulate,
-                catalog_rows=table,
-                policy=policy,
-                request_ms=engine_request_ms,
-                attention=attention,
-                pads=engine_pads,
-            )
-            by_policy[policy]["engine_comparison"] = _engine_comparison(runs, engine, at_engine)
+            seen = _as_the_engine_saw(runs, engine)
+            at_engine = compare.simulate(seen, table, policy, engine_request_ms, attention, engine_pads)
+            summary = compare.compare(seen, at_engine)
+            by_policy[policy]["engine_comparison"] = {k: v for k, v in summary.items() if k != "per_request"}
     first = next(iter(by_policy))
     return {
         "engine": "vllm with the helios-vllm plugin",

@@ -3,12 +3,10 @@ the API server's way in can reorder two requests sent a millisecond apart."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 
 from vllm_loop import calibrate, compare
-from vllm_loop.check import _engine_comparison
+from vllm_loop.check import _as_the_engine_saw
 from vllm_loop.driver import Served
 
 
@@ -34,8 +32,8 @@ def test_a_pair_the_api_server_reordered_is_simulated_in_the_engines_order() -> 
         1: record(1, 1_000_000.0, step[64], []),
         0: record(0, 1_000_000.5, step[64] - 0.5 + step[1024], [3.0]),
     }
-    simulate = functools.partial(compare.simulate, catalog_rows=table, policy="rule", request_ms=0.0, pads=False)
-    at_engine = _engine_comparison(sent, engine, simulate)
+    seen = _as_the_engine_saw(sent, engine)
+    at_engine = compare.compare(seen, compare.simulate(seen, table, "rule", 0.0, pads=False))
     assert at_engine["requests"] == 2
     assert at_engine["request_error_pct"]["p99"] == pytest.approx(0.0, abs=1e-6)
     # Simulated in the client's order the short one would wait behind the long one's step.
