@@ -5,22 +5,23 @@ helios-vllm plugin, following a stand-in of the product's engine routes (`standi
 this run sets, the boot and records the plugin posts). Its first request starts the plugin's
 calibration: the boot (each capacity's step time, measured inside the engine). A lone long prompt,
 sent three times, then times chunks at growing positions (attention's growth with context:
-`scheduler_core`'s `AttentionTerm`), and `probe` measures from outside what a boot does not hold
-(decode and mixed steps, fitted by `calibrate`). Then, for each policy, five lone short prompts,
+`scheduler_core`'s `AttentionTerm`), and `probe` makes what a boot does not hold, steps carrying
+decoding requests (their gaps, from the plugin's records, fitted by `calibrate`). Then, for each policy, five lone short prompts,
 each after the engine idled, time a request's cost beyond its steps (the median of all their
 TTFTs, the client's and the engine's, less the simulator's TTFT for the same prompt), the
 stand-in switches to the policy, the plugin reads
 it, and the same window of a trace is served (`driver`, on its clock; prefix caching off, so the
 second policy computes the same prompts again).
 
-The simulator runs each policy on the same requests, on the boot's solo prefill graphs (what the
-plugin planned with) and the fitted decode and mixed steps, with the attention term; `compare`
+The simulator runs each policy on the same requests, batched as vLLM batches them
+(`scheduler_core.token_budget`), on the boot's solo prefill graphs (what the plugin planned with)
+and the fitted decode rows, with the attention term; `compare`
 sets both side by side: TTFT error at p50, p90 and p99 (against the client's TTFT and the engine's,
 with where each real TTFT went: outside the engine, waiting in it, its steps against the model's
 cost for them), the prefill launches that differ from the
 plugin's launch records, padding, with the run's conditions (load average before and after,
-device, vLLM version, the chunk budget). Where several requests are in flight vLLM chunks as it
-always does (the plugin plans solo prefills only), and so does the simulator's loop.
+device, vLLM version, the chunk budget). Where several requests are in flight vLLM fills each step
+to its budget as it always does (the plugin plans solo prefills only), and so does the simulation.
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ def _wait_records(standin: Standin, served: dict[str, list[driver.Served]]) -> N
     deadline = time.monotonic() + RECORDS_WAIT_S
     while time.monotonic() < deadline:
         got = sum(
-            1 for r in standin.records if r["type"] == "request" and (_tagged(r["request"]) or ("boot",))[0] != "boot"
+            1 for r in standin.records if r["type"] == "request" and (_tagged(r["request"]) or ("",))[0].isdigit()
         )
         if got >= want:
             return
@@ -292,7 +293,7 @@ def _lone_simulated_ms(table: list[dict[str, Any]], attention: AttentionTerm, en
     first step after the engine idled takes longer than the boot's (1.8 ms more at the median of
     32 first chunks in run 7, its later steps -0.1), and that belongs to each request too."""
     prompt = driver.Served(0, 0.0, 0.0, OVERHEAD_PROMPT, 1, 0.0, (), 0.0)
-    (simulated,) = compare.simulate([prompt], table, "rule", 0.0, attention, engine_pads).values()
+    (simulated,) = compare.simulate([prompt], table, "rule", BUDGET, 0.0, attention, engine_pads).values()
     return float(simulated["ttft_ms"])
 
 
@@ -306,6 +307,19 @@ def _engine_requests(records: list[dict[str, Any]], served: str, first: int = 0)
         and tag[0] == served
         and tag[1] >= first
     }
+
+
+def _engine_gaps(records: list[dict[str, Any]]) -> list[list[float]]:
+    """The engine's median gap between tokens at each of the probe's row counts, from the plugin's
+    records of its requests; empty unless every row count's are there (the client's are used then)."""
+    gaps = []
+    for rows in probe.ROWS:
+        tagged = _engine_requests(records, probe.pass_name(rows)).values()
+        steady = [gap for r in tagged for gap in probe.steady(r["itl_ms"])]
+        if len(tagged) < rows or not steady:
+            return []
+        gaps.append([rows, round(statistics.median(steady), 3)])
+    return gaps
 
 
 def _as_the_engine_saw(runs: list[driver.Served], engine: dict[int, dict[str, Any]]) -> list[driver.Served]:
@@ -334,17 +348,15 @@ def evaluate(
     served: dict[str, list[driver.Served]],
     records: list[dict[str, Any]],
 ) -> CheckResult:
-    """The fit, the table (the boot's solo prefill graphs, the fitted decode and mixed steps) and
-    each policy's simulation of what was served, beside it."""
+    """The fit, the table (the boot's solo prefill graphs, the fitted decode rows) and each policy's
+    simulation of what was served, beside it."""
     conditions = {**conditions, "load_average_after": [round(x, 2) for x in os.getloadavg()]}
-    costs = calibrate.fit(
-        [(int(n), ms) for n, ms in measured["ttft"]], [(int(k), ms) for k, ms in measured["itl"]], BUDGET
-    )
-    granularity = calibrate.finest_granularity(BUDGET)
+    engine_itl = _engine_gaps(records)
+    costs = calibrate.fit([(int(k), ms) for k, ms in engine_itl or measured["itl"]])
     solo = [
         {"prefill": int(g["prefill"]), "decode": 0, "ms": float(g["ms"])} for g in boot["catalog"] if g["decode"] == 0
     ]
-    table = solo + [r for r in calibrate.table(costs, BUDGET, granularity) if r["decode"] > 0]
+    table = calibrate.engine_table(solo, costs)
     engine_pads = pads(boot)
     lone_simulated = _lone_simulated_ms(table, attention, engine_pads)
     request_ms = max(0.0, statistics.median(lone) - lone_simulated)
@@ -353,7 +365,7 @@ def evaluate(
     execution, catalog = compare.engine_model(table, attention, engine_pads)
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):
-        simulated = compare.simulate(runs, table, policy, request_ms, attention, engine_pads)
+        simulated = compare.simulate(runs, table, policy, BUDGET, request_ms, attention, engine_pads)
         launched: dict[int, list[dict[str, Any]]] = {}
         for r in records:
             tag = _tagged(r["request"])
@@ -365,14 +377,15 @@ def evaluate(
         padded = sum(c["padded"] for chunks in launched.values() for c in chunks)
         by_policy[policy] = {
             "comparison": compare.compare(runs, simulated),
-            "launches": {**compare.launches(ran, simulated), "real_padded_tokens": padded},
             "breakdown": compare.breakdown(runs, engine_ttft, launched, execution, catalog),
         }
         if engine_request_ms is not None:  # the plugin's records of the lone prompts arrived
             seen = _as_the_engine_saw(runs, engine)
-            at_engine = compare.simulate(seen, table, policy, engine_request_ms, attention, engine_pads)
-            summary = compare.compare(seen, at_engine)
+            simulated = compare.simulate(seen, table, policy, BUDGET, engine_request_ms, attention, engine_pads)
+            summary = compare.compare(seen, simulated)
             by_policy[policy]["engine_comparison"] = {k: v for k, v in summary.items() if k != "per_request"}
+        # against the simulation of what the engine received, where the records tell it
+        by_policy[policy]["launches"] = {**compare.launches(ran, simulated), "real_padded_tokens": padded}
     first = next(iter(by_policy))
     return {
         "engine": "vllm with the helios-vllm plugin",
@@ -393,9 +406,8 @@ def evaluate(
             "engine_request_ms": None if engine_request_ms is None else round(engine_request_ms, 3),
             "lone_ttft_ms": [round(ms, 3) for ms in lone],
             "lone_engine_ttft_ms": [round(ms, 3) for ms in lone_engine],
-            "measured": measured,
+            "measured": {**measured, "itl_engine": engine_itl},
             "costs": costs.to_dict(),
-            "granularity": granularity,
             "pads": engine_pads,
         },
         "comparison": by_policy[first]["comparison"],

@@ -3,9 +3,9 @@
 The simulated traffic is what the real engine was sent: each request at the moment the driver sent
 it (not when the trace asked: a driver out of slots sends late), or, against the engine's own
 TTFT, at the moment the engine received it (`check`), with the prompt and output lengths it really
-had (clipped to the model's context). It runs through `scheduler_core`'s
-multi-lane loop on the table `calibrate` built from the same engine, under the policy that stands
-for what the engine ran. TTFT error is given two ways, named apart: the error of each percentile
+had (clipped to the model's context). It runs through `scheduler_core`'s model of vLLM's
+batching (`token_budget`: each step filled to the engine's token budget, a lone request chunked by
+its policy, as the plugin does) on the table `calibrate` built from the same engine. TTFT error is given two ways, named apart: the error of each percentile
 (simulated p50 against real p50), and percentiles of each request's own error.
 """
 
@@ -19,10 +19,11 @@ from scheduler_core.analyses.simulate import boot_setting
 from scheduler_core.catalog import Catalog
 from scheduler_core.execution import NO_ATTENTION_TERM, AttentionTerm, TableExecution, unpadded_ms
 from scheduler_core.request import Request
-from scheduler_core.scheduler import Arrival, SchedulerConfig, schedule
+from scheduler_core.scheduler import Arrival
 from scheduler_core.stats import percentiles
+from scheduler_core.token_budget import schedule_budget
 
-from .calibrate import DECODE_ROWS
+from .calibrate import MIXED_ROWS
 from .driver import Served
 
 QUANTILES = ("p50", "p90", "p99")
@@ -42,25 +43,22 @@ def simulate(
     served: Sequence[Served],
     catalog_rows: list[dict[str, Any]],
     policy: str,
+    budget: int,
     request_ms: float = 0.0,
     attention: AttentionTerm = NO_ATTENTION_TERM,
     pads: bool = True,
 ) -> dict[int, dict[str, Any]]:
-    """Each served request's simulated TTFT and prefill chunks, by request id; `request_ms` (what
-    a request's TTFT holds outside the engine's steps, `calibrate.Costs`) added to each TTFT;
+    """Each served request's simulated TTFT and prefill chunks, by request id, each step filled to
+    `budget` tokens (vLLM's `max_num_batched_tokens`); `request_ms` (what a request's TTFT holds
+    outside the engine's steps, which `check` takes from lone prompts) added to each TTFT;
     `attention`: a chunk's cost growing with the tokens before it (scheduler_core's
     context-aware execution model), none by default; `pads`: whether the engine runs a chunk
     padded to its graph (False on a CPU: each chunk costed at its own size, no padding)."""
     execution, catalog = engine_model(catalog_rows, attention, pads)
-    arrivals = sorted(
-        (Arrival(s.id, s.sent_ms, Request(s.prompt_tokens), s.output_tokens) for s in served if s.ttft_ms is not None),
-        key=lambda a: (a.arrival_ms, a.id),
-    )
-    result = schedule(
-        arrivals, catalog, execution, SchedulerConfig(policy, max_lanes=DECODE_ROWS[-1], max_decode_wait=1)
-    )
-    if result.stall is not None:
-        raise RuntimeError(f"the simulation stalled: {result.stall}")
+    arrivals = [
+        Arrival(s.id, s.sent_ms, Request(s.prompt_tokens), s.output_tokens) for s in served if s.ttft_ms is not None
+    ]
+    lanes = schedule_budget(arrivals, catalog, execution, policy, budget, max_lanes=MIXED_ROWS[-1])
     return {
         lane.id: {
             "ttft_ms": lane.ttft_ms + request_ms,
@@ -69,7 +67,7 @@ def simulate(
             "graphs": [c.graph for c in lane.chunks],
             "padded": sum(c.padding for c in lane.chunks),
         }
-        for lane in result.lanes
+        for lane in lanes
     }
 
 

@@ -1,44 +1,42 @@
-"""vLLM measured from outside, as `calibrate.fit` takes it: a lone prompt's TTFT at several
-lengths, and the gap between tokens with `k` requests decoding together; each after a warm-up,
-the median of `repeats`."""
+"""vLLM's decode steps, which a boot does not hold: `k` requests decoding together, each sent as
+request `hcprobe<k>x<i>` so the plugin's records give the engine's own gaps between their tokens
+(the client's are also kept: its tokens can arrive in bursts)."""
 
 from __future__ import annotations
 
 import statistics
 import threading
-import time
 from collections.abc import Callable, Sequence
 
 from . import driver
 
-PROMPTS: tuple[int, ...] = (16, 256, 1024, 2048, 3072, 4096)
 ROWS: tuple[int, ...] = (1, 4, 16)
-DECODE_TOKENS = 24  # tokens each decoding request generates (its first few gaps are skipped)
+DECODE_TOKENS = 24  # tokens each decoding request generates
+SKIPPED_GAPS = 4  # of each request's first gaps: the others are still prefilling
 
 
-def lone_ttft(url: str, tokens: int, repeats: int, vocab: int) -> float:
-    """Median TTFT (ms) of a lone prompt of `tokens`, one output token, fresh ids each time (no
-    prefix cache hit)."""
-    times = []
-    for r in range(repeats + 1):
-        ids = driver.prompt_ids(10_000_000 + tokens * 100 + r, tokens, vocab)
-        sent = time.perf_counter()
-        first, _ = driver.complete(url, ids, 1)
-        times.append((first - sent) * 1000)
-    return statistics.median(times[1:])  # the first is the warm-up
+def pass_name(rows: int) -> str:
+    """The pass of the probe's requests decoding `rows` together: each is request `hc<pass>x<i>`."""
+    return f"probe{rows}"
+
+
+def steady(gaps: Sequence[float]) -> list[float]:
+    """A decoding request's gaps once the others have started decoding too."""
+    return list(gaps[SKIPPED_GAPS:])
 
 
 def decode_gap(url: str, rows: int, vocab: int) -> float:
-    """Median gap (ms) between tokens while `rows` requests decode together (short prompts, sent
-    at once; the gaps of each request's first 4 tokens skipped: the others are still prefilling)."""
+    """Median gap (ms) between tokens, as the client saw them, while `rows` requests decode
+    together (short prompts, sent at once)."""
     gaps: list[float] = []
     lock = threading.Lock()
 
     def one(i: int) -> None:
-        first, rest = driver.complete(url, driver.prompt_ids(20_000_000 + rows * 1000 + i, 16, vocab), DECODE_TOKENS)
+        ids = driver.prompt_ids(20_000_000 + rows * 1000 + i, 16, vocab)
+        first, rest = driver.complete(url, ids, DECODE_TOKENS, request_id=f"hc{pass_name(rows)}x{i}")
         times = [first, *rest]
         with lock:
-            gaps.extend((b - a) * 1000 for a, b in zip(times[4:], times[5:]))
+            gaps.extend(steady([(b - a) * 1000 for a, b in zip(times, times[1:])]))
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(rows)]
     for t in threads:
@@ -49,21 +47,11 @@ def decode_gap(url: str, rows: int, vocab: int) -> float:
 
 
 def measure(
-    url: str,
-    *,
-    vocab: int,
-    repeats: int = 3,
-    prompts: Sequence[int] = PROMPTS,
-    rows: Sequence[int] = ROWS,
-    on_progress: Callable[[str], None] = lambda m: None,
+    url: str, *, vocab: int, rows: Sequence[int] = ROWS, on_progress: Callable[[str], None] = lambda m: None
 ) -> dict[str, list[list[float]]]:
-    """`{"ttft": [[tokens, ms], ...], "itl": [[rows, ms], ...]}`."""
-    ttft = []
-    for n in prompts:
-        ttft.append([n, round(lone_ttft(url, n, repeats, vocab), 3)])
-        on_progress(f"lone TTFT at {n} tokens: {ttft[-1][1]:.1f} ms")
+    """`{"itl": [[rows, ms], ...]}`: the client's median gap at each row count."""
     itl = []
     for k in rows:
         itl.append([k, round(decode_gap(url, k, vocab), 3)])
         on_progress(f"decode gap with {k} rows: {itl[-1][1]:.2f} ms")
-    return {"ttft": ttft, "itl": itl}
+    return {"itl": itl}

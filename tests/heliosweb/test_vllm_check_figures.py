@@ -45,10 +45,7 @@ def result() -> check.CheckResult:
         )
         for i, r in enumerate(rows)
     ]
-    measured = {
-        "ttft": [[n, engine_ttft(n)] for n in (16, 1024, 2048, 4096)],
-        "itl": [[k, 3.0 + 0.25 * k] for k in (1, 4, 16)],
-    }
+    measured = {"itl": [[k, 3.0 + 0.25 * k] for k in (1, 4, 16)]}
     conditions = {
         "device": "cpu",
         "processor": "x86_64",

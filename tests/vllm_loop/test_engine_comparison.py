@@ -3,9 +3,11 @@ the API server's way in can reorder two requests sent a millisecond apart."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from vllm_loop import calibrate, compare
+from vllm_loop import compare
 from vllm_loop.check import _as_the_engine_saw
 from vllm_loop.driver import Served
 
@@ -21,8 +23,7 @@ def record(request: int, arrived_ms: float, ttft_ms: float, itl_ms: list[float])
     }
 
 
-def test_a_pair_the_api_server_reordered_is_simulated_in_the_engines_order() -> None:
-    table = calibrate.table(calibrate.Costs(9.0, 4.0, 0.01, 0.0, 3.0, 0.25, 0.0, 0.0), 2048, 64)
+def test_a_pair_the_api_server_reordered_is_simulated_in_the_engines_order(table: list[dict[str, Any]]) -> None:
     step = {1024: 4.0 + 10.24, 64: 4.0 + 0.64}
     # The client sent the long prompt first; the engine received the short one 0.5 ms before it,
     # ran it alone, then the long one: what the records say (Unix ms; the long one's end is a token
@@ -33,9 +34,9 @@ def test_a_pair_the_api_server_reordered_is_simulated_in_the_engines_order() -> 
         0: record(0, 1_000_000.5, step[64] - 0.5 + step[1024], [3.0]),
     }
     seen = _as_the_engine_saw(sent, engine)
-    at_engine = compare.compare(seen, compare.simulate(seen, table, "rule", 0.0, pads=False))
+    at_engine = compare.compare(seen, compare.simulate(seen, table, "rule", 2048, 0.0, pads=False))
     assert at_engine["requests"] == 2
     assert at_engine["request_error_pct"]["p99"] == pytest.approx(0.0, abs=1e-6)
     # Simulated in the client's order the short one would wait behind the long one's step.
-    in_sent_order = compare.simulate(sent, table, "rule", 0.0, pads=False)
+    in_sent_order = compare.simulate(sent, table, "rule", 2048, 0.0, pads=False)
     assert in_sent_order[1]["ttft_ms"] > step[1024] > engine[1]["ttft_ms"]
