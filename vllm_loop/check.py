@@ -6,22 +6,22 @@ this run sets, the boot and records the plugin posts). Its first request starts 
 calibration: the boot (each capacity's step time, measured inside the engine). A lone long prompt,
 sent three times, then times chunks at growing positions (attention's growth with context:
 `scheduler_core`'s `AttentionTerm`), and `probe` makes what a boot does not hold, steps carrying
-decoding requests (their gaps, from the plugin's records, fitted by `calibrate`). Then, for each policy, five lone short prompts,
-each after the engine idled, time a request's cost beyond its steps (the median of all their
-TTFTs, the client's and the engine's, less the simulator's TTFT for the same prompt), the
-stand-in switches to the policy, the plugin reads
-it, and the same window of a trace is served (`driver`, on its clock; prefix caching off, so the
-second policy computes the same prompts again).
+decoding requests (their gaps, from the plugin's records, fitted by `calibrate`). Then, for each
+policy, five lone short prompts, each after the engine idled, time a request's cost beyond its
+steps (the median of all their TTFTs, the client's and the engine's, less the simulator's TTFT for
+the same prompt), the stand-in switches to the policy, the plugin reads it, and the same window of
+a trace is served (`driver`, on its clock; prefix caching off, so the second policy computes the
+same prompts again).
 
 The simulator runs each policy on the same requests, batched as vLLM batches them
 (`scheduler_core.token_budget`), on the boot's solo prefill graphs (what the plugin planned with)
-and the fitted decode rows, with the attention term; `compare`
-sets both side by side: TTFT error at p50, p90 and p99 (against the client's TTFT and the engine's,
-with where each real TTFT went: outside the engine, waiting in it, its steps against the model's
-cost for them), the prefill launches that differ from the
-plugin's launch records, padding, with the run's conditions (load average before and after,
-device, vLLM version, the chunk budget). Where several requests are in flight vLLM fills each step
-to its budget as it always does (the plugin plans solo prefills only), and so does the simulation.
+and the fitted decode rows, with the attention term; `compare` sets both side by side: TTFT error
+at p50, p90 and p99 (against the client's TTFT and the engine's, with where each real TTFT went:
+outside the engine, waiting in it, its steps against the model's cost for them), the prefill
+launches that differ from the plugin's launch records, padding, with the run's conditions (load
+average before and after, device, vLLM version, the chunk budget). Where several requests are in
+flight vLLM fills each step to its budget as it always does (the plugin plans solo prefills only),
+and so does the simulation.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Against the engine's own TTFT, each request is simulated from the moment the engine received it:
-the API server's way in can reorder two requests sent a millisecond apart."""
+"""Against the engine's own TTFT, each request is simulated from the moment the engine received it
+(the API server's way in can reorder two requests sent a millisecond apart), on decode steps fitted
+to the engine's own gaps between tokens."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from vllm_loop import compare
-from vllm_loop.check import _as_the_engine_saw
+from vllm_loop import compare, probe
+from vllm_loop.check import _as_the_engine_saw, _engine_gaps
 from vllm_loop.driver import Served
 
 
@@ -40,3 +41,18 @@ def test_a_pair_the_api_server_reordered_is_simulated_in_the_engines_order(table
     # Simulated in the client's order the short one would wait behind the long one's step.
     in_sent_order = compare.simulate(sent, table, "rule", 2048, 0.0, pads=False)
     assert in_sent_order[1]["ttft_ms"] > step[1024] > engine[1]["ttft_ms"]
+
+
+def probe_record(rows: int, i: int, itl_ms: list[float]) -> dict:
+    return {"type": "request", "request": f"cmpl-hcprobe{rows}x{i}-0", "t_ms": 0.0, "ttft_ms": 1.0, "itl_ms": itl_ms}
+
+
+def test_decode_steps_are_fitted_on_the_engines_own_gaps_where_its_records_hold_them() -> None:
+    """Each request decoding with `k` others: its first gaps skipped (the others still prefill),
+    then the engine's step every 2 + 0.5 k ms."""
+    records = [
+        probe_record(k, i, [50.0] * probe.SKIPPED_GAPS + [2.0 + 0.5 * k] * 8) for k in probe.ROWS for i in range(k)
+    ]
+    assert _engine_gaps(records) == [[k, 2.0 + 0.5 * k] for k in probe.ROWS]
+    # a row count short of one of its requests' records: none is used (the check fits the client's)
+    assert _engine_gaps([r for r in records if r["request"] != "cmpl-hcprobe4x0-0"]) == []
