@@ -2,7 +2,8 @@
 
 Two figures, each drawing every policy served: each request's simulated TTFT against its real one
 (on the diagonal the simulator is exact), and TTFT p50/p90/p99 real and simulated with each
-percentile's error; their text states the figures and the run's conditions. The per-request table
+percentile's error, both as the clients saw TTFT (the per-request rows are the client's); their
+text states the figures, the engine's own TTFT percentiles beside, and the run's conditions. The per-request table
 (every policy's requests) is the CSV export."""
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def scatter(result: CheckResult) -> Figure:
     rows = {policy: run["comparison"]["per_request"] for policy, run in runs.items()}
     every = [r for policy_rows in rows.values() for r in policy_rows]
     top = max([r["real_ttft_ms"] for r in every] + [r["sim_ttft_ms"] for r in every] + [1.0])
-    fig = go.Figure(layout=base_layout("Each request: simulated TTFT against real TTFT (ms)"))
+    fig = go.Figure(layout=base_layout("Each request: simulated TTFT against real TTFT as its client saw it (ms)"))
     fig.add_scatter(name="exact", x=[0, top], y=[0, top], mode="lines", line={"color": "#9ca3af", "dash": "dot"})
     texts = []
     for i, (policy, policy_rows) in enumerate(rows.items()):
@@ -92,7 +93,9 @@ def scatter(result: CheckResult) -> Figure:
 def percentiles(result: CheckResult) -> Figure:
     fig = go.Figure(
         layout=base_layout(
-            "TTFT percentiles: real vLLM and simulator", barmode="group", yaxis={"title": {"text": "ms"}}
+            "TTFT percentiles as the clients saw them: real vLLM and simulator",
+            barmode="group",
+            yaxis={"title": {"text": "ms"}},
         )
     )
     for i, (policy, run) in enumerate(policy_runs(result).items()):
