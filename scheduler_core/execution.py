@@ -238,12 +238,14 @@ def unpadded_ms(
     CPU), costed by a model that may know only the prefill `sizes` a boot measured (ascending): at a
     size it holds, its cost; between two, on the line between their costs; below the smallest, the
     smallest's (a step's fixed cost dominates there, as `ProfileExecution` is flat below its
-    smallest sample). Attention's term is linear in the chunk, so the line carries it exactly."""
+    smallest sample), though attention to the cached keys stays the chunk's own. Attention's term is
+    linear in the chunk, so the line carries it exactly."""
     i = bisect_left(sizes, prefill)
     if prefill == 0 or i == len(sizes) or sizes[i] == prefill:
         return execution.launch_ms(prefill, decode, cached, context)
     if i == 0:
-        return execution.launch_ms(sizes[0], decode, cached, context)
+        flat = execution.launch_ms(sizes[0], decode, 0, context)
+        return flat + (execution.launch_ms(sizes[0], decode, cached, context) - flat) * prefill / sizes[0]
     lo, hi = sizes[i - 1], sizes[i]
     low, high = execution.launch_ms(lo, decode, cached, context), execution.launch_ms(hi, decode, cached, context)
     return low + (high - low) * (prefill - lo) / (hi - lo)

@@ -37,6 +37,8 @@ def test_an_unpadded_launch_carries_the_attention_term_of_its_own_size():
     table = TableExecution({(1024, 0): 60.0, (2048, 0): 150.0}, attention=attention)
     at_own_size = 60.0 + 90.0 * 108 / 1024 + 1132 * 3000 * 1e-4
     assert unpadded_ms(table, (1024, 2048), 1132, cached=3000) == pytest.approx(at_own_size)
+    # below the smallest size the step's own cost is flat, its attention to the cached keys is not
+    assert unpadded_ms(table, (1024, 2048), 12, cached=7424) == pytest.approx(60.0 + 12 * 7424 * 1e-4)
 
 
 def test_parse_execution_reads_either_model():
