@@ -93,6 +93,15 @@ class Catalog:
     def of_kind(self, kind: str) -> tuple[Graph, ...]:
         return tuple(g for g in self.graphs if g.kind == kind)
 
+    def prefill_sizes(self) -> dict[int, tuple[int, ...]]:
+        """The prefill sizes of the graphs at each decode row count, ascending: what a launch of
+        any size between them is costed on where nothing pads (`execution.unpadded_ms`)."""
+        sizes: dict[int, list[int]] = {}
+        for g in self.graphs:
+            if g.prefill:
+                sizes.setdefault(g.decode, []).append(g.prefill)
+        return {d: tuple(sorted(ps)) for d, ps in sizes.items()}
+
     def to_dicts(self) -> list[dict[str, Any]]:
         return [g.to_dict() for g in self.graphs]
 

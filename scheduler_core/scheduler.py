@@ -193,11 +193,7 @@ class _Shapes:
         self._mixed = {c: [_smallest_covering(gs, k) for k in range(1, max_rows + 1)] for c, gs in by_prefill.items()}
         init = catalog.graph(0, 0)
         self.init_predicted_ms = 0.0 if init is None else _predicted(init)
-        sizes: dict[int, list[int]] = {}
-        for g in catalog.graphs:
-            if g.prefill:
-                sizes.setdefault(g.decode, []).append(g.prefill)
-        self.prefill_sizes = {d: tuple(sorted(ps)) for d, ps in sizes.items()}  # by decode rows
+        self.prefill_sizes = catalog.prefill_sizes()  # by decode rows
 
     def decode_for(self, rows: int) -> Graph:
         graph = self._decode[rows - 1]

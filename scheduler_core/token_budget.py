@@ -162,11 +162,7 @@ class _StepShapes:
         self.rows: dict[str, list[int]] = {
             kind: sorted({g.decode for g in catalog.of_kind(kind)}) for kind in (DECODE, MIXED)
         }
-        sizes: dict[int, list[int]] = {}
-        for g in catalog.graphs:
-            if g.prefill:
-                sizes.setdefault(g.decode, []).append(g.prefill)
-        self.sizes = {d: tuple(sorted(ps)) for d, ps in sizes.items()}
+        self.sizes = catalog.prefill_sizes()  # by decode rows
         for kind, rows in self.rows.items():
             if not rows or rows[-1] < max_lanes:
                 raise InvalidInput(
