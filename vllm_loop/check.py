@@ -11,7 +11,8 @@ policy, five lone short prompts, each after the engine idled, time a request's c
 steps (the median of all their TTFTs, the client's and the engine's, less the simulator's TTFT for
 the same prompt), the stand-in switches to the policy, the plugin reads it, and the same window of
 a trace is served (`driver`, on its clock; prefix caching off, so the second policy computes the
-same prompts again).
+same prompts again). Last, the first policy's window is served again: the engine against itself,
+the noise of the host, which no simulator's error below it can be told from.
 
 The simulator runs each policy on the same requests, batched as vLLM batches them
 (`scheduler_core.token_budget`), on the boot's solo prefill graphs (what the plugin planned with)
@@ -69,8 +70,9 @@ class CheckResult(TypedDict):
     """Per policy (`policies`; `order`: the order they were served, which a JSON object's keys do
     not keep in PostgreSQL), what vLLM served and what the simulator predicted for the same requests
     (`comparison`, `launches`); `comparison` and `sim_policy` repeat the first policy's, which pages
-    read first. The boot, measurements and fit the simulator ran on (`calibration`), and the run's
-    `conditions`."""
+    read first. The boot, measurements and fit the simulator ran on (`calibration`), the run's
+    `conditions`, and the first policy's window served again against its first time
+    (`repeatability`)."""
 
     engine: str
     sim_policy: str
@@ -80,6 +82,7 @@ class CheckResult(TypedDict):
     comparison: dict[str, Any]
     policies: dict[str, dict[str, Any]]
     order: NotRequired[list[str]]  # absent from results stored before it: `sim_policy` first
+    repeatability: NotRequired[dict[str, Any]]  # the first policy's window served again; absent before it
 
 
 def policy_runs(result: CheckResult) -> dict[str, dict[str, Any]]:
@@ -115,15 +118,16 @@ def vllm_version(env: venv.Env) -> str:
 
 def run(params: dict[str, Any], emit: Emit) -> CheckResult:
     """Start vLLM with the plugin, take its boot and the costs it lacks, serve the window under
-    each policy, stop it, compare each with the simulator."""
+    each policy and the first again, stop it, compare each with the simulator and the repeat
+    with the first."""
     selected = _selected(params)
     policies: list[str] = params["policies"]
-    total = 3 + len(policies)
+    total = 4 + len(policies)
     progress(emit, 0, total, "vLLM's virtualenv")
     env = venv.ensure(say=lambda m: progress(emit, 0, total, m[:120]))
     conditions = conditions_of(env)
     standin = Standin(policies[0])
-    served: dict[str, list[driver.Served]] = {}
+    served: list[list[driver.Served]] = []  # each pass's, in `passes`' order
     with tempfile.TemporaryDirectory(prefix="vllm-check-") as work:
         server = VllmServer(env, _config(Path(work), params["port"], standin.url))
         try:
@@ -136,16 +140,20 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
             attention = _attention(server.url, standin, say)
             measured = probe.measure(server.url, vocab=model.vocab(SHAPE), on_progress=say)
             lone: list[float] = []
-            for i, policy in enumerate(policies):
-                progress(emit, 3 + i, total, f"serving {len(selected)} requests under {policy}")
+            passes = [*policies, policies[0]]  # the first again: the engine against itself
+            for i, policy in enumerate(passes):
+                again = " again" if i == len(policies) else ""
+                progress(emit, 3 + i, total, f"serving {len(selected)} requests under {policy}{again}")
                 lone += _lone_ttfts(server.url, i, say)
                 _follow(standin, policy)
-                served[policy] = driver.replay(
-                    server.url,
-                    list(selected.arrivals()),
-                    vocab=model.vocab(SHAPE),
-                    max_context=model.max_context(SHAPE),
-                    tag=f"hc{i}x",
+                served.append(
+                    driver.replay(
+                        server.url,
+                        list(selected.arrivals()),
+                        vocab=model.vocab(SHAPE),
+                        max_context=model.max_context(SHAPE),
+                        tag=f"hc{i}x",
+                    )
                 )
             _wait_records(standin, served)
             server.check_alive()
@@ -154,7 +162,10 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
         finally:
             server.stop()
             standin.close()
-    result = evaluate(params, selected, conditions, boot, attention, lone, measured, served, standin.records)
+    by_policy = dict(zip(policies, served))
+    result = evaluate(
+        params, selected, conditions, boot, attention, lone, measured, by_policy, served[-1], standin.records
+    )
     progress(emit, total, total, "done")
     return result
 
@@ -273,9 +284,9 @@ def _follow(standin: Standin, policy: str) -> None:
         time.sleep(0.05)
 
 
-def _wait_records(standin: Standin, served: dict[str, list[driver.Served]]) -> None:
+def _wait_records(standin: Standin, served: list[list[driver.Served]]) -> None:
     """Until the plugin has posted a request record for each request served (or a minute)."""
-    want = sum(1 for runs in served.values() for s in runs if s.ttft_ms is not None)
+    want = sum(1 for runs in served for s in runs if s.ttft_ms is not None)
     deadline = time.monotonic() + RECORDS_WAIT_S
     while time.monotonic() < deadline:
         got = sum(
@@ -346,10 +357,12 @@ def evaluate(
     lone: list[float],
     measured: dict[str, list[list[float]]],
     served: dict[str, list[driver.Served]],
+    again: list[driver.Served],
     records: list[dict[str, Any]],
 ) -> CheckResult:
     """The fit, the table (the boot's solo prefill graphs, the fitted decode rows) and each policy's
-    simulation of what was served, beside it."""
+    simulation of what was served, beside it; the first policy's window served `again`, against
+    its first time (the engine against itself)."""
     conditions = {**conditions, "load_average_after": [round(x, 2) for x in os.getloadavg()]}
     engine_itl = _engine_gaps(records)
     costs = calibrate.fit([(int(k), ms) for k, ms in engine_itl or measured["itl"]])
@@ -363,30 +376,27 @@ def evaluate(
     lone_engine = [r["ttft_ms"] for r in _engine_requests(records, "boot", first=10).values()]
     engine_request_ms = max(0.0, statistics.median(lone_engine) - lone_simulated) if lone_engine else None
     execution, catalog = compare.engine_model(table, attention, engine_pads)
+    simulator = _Simulator(table, attention, engine_pads, request_ms, engine_request_ms)
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):
-        simulated = compare.simulate(runs, table, policy, BUDGET, request_ms, attention, engine_pads)
         launched: dict[int, list[dict[str, Any]]] = {}
         for r in records:
             tag = _tagged(r["request"])
             if r["type"] == "launch" and tag is not None and tag[0] == str(i):
                 launched.setdefault(tag[1], []).append(r)
         engine = _engine_requests(records, str(i))
-        engine_ttft = {request: r["ttft_ms"] for request, r in engine.items()}
         ran = {request: [(c["start"], c["end"]) for c in chunks] for request, chunks in launched.items()}
         padded = sum(c["padded"] for chunks in launched.values() for c in chunks)
+        client, engine_side, simulated = simulator.side_by_side(runs, engine, policy)
         by_policy[policy] = {
-            "comparison": compare.compare(runs, simulated),
-            "breakdown": compare.breakdown(runs, engine_ttft, launched, execution, catalog),
+            "comparison": client,
+            "breakdown": compare.breakdown(runs, _ttfts(engine), launched, execution, catalog),
+            **({} if engine_side is None else {"engine_comparison": engine_side}),
+            "launches": {**compare.launches(ran, simulated), "real_padded_tokens": padded},
         }
-        if engine_request_ms is not None:  # the plugin's records of the lone prompts arrived
-            seen = _as_the_engine_saw(runs, engine)
-            simulated = compare.simulate(seen, table, policy, BUDGET, engine_request_ms, attention, engine_pads)
-            summary = compare.compare(seen, simulated)
-            by_policy[policy]["engine_comparison"] = {k: v for k, v in summary.items() if k != "per_request"}
-        # against the simulation of what the engine received, where the records tell it
-        by_policy[policy]["launches"] = {**compare.launches(ran, simulated), "real_padded_tokens": padded}
     first = next(iter(by_policy))
+    engine_first, engine_repeat = _engine_requests(records, "0"), _engine_requests(records, str(len(served)))
+    client_again, engine_again, _ = simulator.side_by_side(again, engine_repeat, first)
     return {
         "engine": "vllm with the helios-vllm plugin",
         "sim_policy": first,
@@ -413,7 +423,55 @@ def evaluate(
         "comparison": by_policy[first]["comparison"],
         "policies": by_policy,
         "order": list(by_policy),
+        "repeatability": {
+            "policy": first,
+            "client": compare.repeatability(_client_ttfts(served[first]), _client_ttfts(again)),
+            "engine": compare.repeatability(_ttfts(engine_first), _ttfts(engine_repeat)),
+            # the simulator against the second serving: the same prediction, the engine's other draw
+            "sim_error_pct": {
+                "client": client_again["percentile_error_pct"],
+                "engine": None if engine_again is None else engine_again["percentile_error_pct"],
+            },
+        },
     }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Simulator:
+    """The simulator a served window is set beside: the table, the attention term, whether a chunk
+    pads, and a request's cost beyond its steps as the clients saw it and as the engine reports it
+    (None: the plugin's records of the lone prompts did not arrive)."""
+
+    table: list[dict[str, Any]]
+    attention: AttentionTerm
+    pads: bool
+    request_ms: float
+    engine_request_ms: float | None
+
+    def side_by_side(
+        self, runs: list[driver.Served], engine: dict[int, dict[str, Any]], policy: str
+    ) -> tuple[dict[str, Any], dict[str, Any] | None, dict[int, dict[str, Any]]]:
+        """`runs` under `policy` against the simulator, as the clients saw them and as the engine's
+        records (`engine`) report them (None without them), and the simulation a run's launches are
+        compared against: of what the engine received, where its records tell it."""
+        simulated = compare.simulate(runs, self.table, policy, BUDGET, self.request_ms, self.attention, self.pads)
+        client = compare.compare(runs, simulated)
+        if self.engine_request_ms is None:
+            return client, None, simulated
+        seen = _as_the_engine_saw(runs, engine)
+        simulated = compare.simulate(
+            seen, self.table, policy, BUDGET, self.engine_request_ms, self.attention, self.pads
+        )
+        summary = compare.compare(seen, simulated)
+        return client, {k: v for k, v in summary.items() if k != "per_request"}, simulated
+
+
+def _client_ttfts(runs: list[driver.Served]) -> dict[int, float]:
+    return {s.id: s.ttft_ms for s in runs if s.ttft_ms is not None}
+
+
+def _ttfts(engine: dict[int, dict[str, Any]]) -> dict[int, float]:
+    return {i: r["ttft_ms"] for i, r in engine.items()}
 
 
 def _config(work: Path, port: int, url: str) -> ServeConfig:
@@ -445,7 +503,25 @@ def verdict(result: CheckResult) -> str:
     return (
         f"on this engine ({cond['vllm']}, {cond['device']}) the simulator's TTFT is within {said}, under "
         f"{result['sim_policy']} ({c['requests']} requests, load average {cond['load_average_before'][0]} -> "
-        f"{cond['load_average_after'][0]}{nice})"
+        f"{cond['load_average_after'][0]}{nice}){_against_itself(result)}"
+    )
+
+
+def _against_itself(result: CheckResult) -> str:
+    """The noise floor beside the errors: the same window served again under the same policy, as
+    far from its first time as the engine reports (the clients' where its records are missing)."""
+    repeat = result.get("repeatability")
+    if repeat is None:  # stored before the check served a window twice
+        return ""
+    side = "engine" if repeat["engine"]["requests"] and repeat["sim_error_pct"]["engine"] else "client"
+    moved, sim = repeat[side]["percentile_diff_pct"], repeat["sim_error_pct"][side]
+    if None in (moved["p50"], moved["p99"], sim["p50"], sim["p99"]):
+        return ""
+    whose = "the TTFT it reports" if side == "engine" else "its clients' TTFT"
+    return (
+        f"; served again under {repeat['policy']}, the engine differed from itself by {abs(moved['p50']):.1f} % "
+        f"at p50 and {abs(moved['p99']):.1f} % at p99, and the simulator was within {abs(sim['p50']):.1f} % and "
+        f"{abs(sim['p99']):.1f} % of that second serving ({whose})"
     )
 
 
@@ -488,7 +564,22 @@ def format_text(result: CheckResult) -> str:
                 f"{_ms(b['engine_wait_ms'])}, each prefill step {b['step_over_model']['p50'] or 0:.2f}x / "
                 f"{b['step_over_model']['p90'] or 0:.2f}x the model's time for it"
             )
+    if repeat := result.get("repeatability"):
+        lines.append(f"the engine against itself: the window served again under {repeat['policy']}")
+        for side in ("client", "engine"):
+            r = repeat[side]
+            if r["requests"]:
+                d, q, e = r["percentile_diff_pct"], r["request_diff_pct"], repeat["sim_error_pct"][side]
+                lines.append(
+                    f"  TTFT as the {side} saw it, again vs first: {_signed(d)}; per-request |difference| "
+                    f"p50 {q['p50'] or 0:.1f} %, p99 {q['p99'] or 0:.1f} %"
+                    + ("" if e is None else f"; simulated vs again: {_signed(e)}")
+                )
     return "\n".join(lines)
+
+
+def _signed(pct: dict[str, float | None]) -> str:
+    return ", ".join(f"{q} {pct[q] or 0:+.1f} %" for q in compare.QUANTILES)
 
 
 def _ms(q: dict[str, float | None]) -> str:
@@ -511,7 +602,7 @@ ANALYSIS = Analysis(
     run=run,
     required=("trace",),
     check=check,
-    work=lambda p: p["limit"] * len(p["policies"] or [1]),
+    work=lambda p: p["limit"] * (len(p["policies"] or [1]) + 1),  # the first policy's window twice
     max_work=MAX_REQUESTS,
     format_text=format_text,
     events=(ProgressEvent,),

@@ -114,6 +114,22 @@ def compare(served: Sequence[Served], simulated: Mapping[int, Mapping[str, Any]]
     }
 
 
+def repeatability(first: Mapping[int, float], again: Mapping[int, float]) -> dict[str, Any]:
+    """The engine against itself: each request's TTFT the second time the same window was served
+    under the same policy, against the first (by request id; the requests both hold). Its figures
+    are the host's own noise, which no simulator's error can be told from."""
+    both = sorted(first.keys() & again.keys())
+    a, b = _quantiles([first[i] for i in both]), _quantiles([again[i] for i in both])
+    diffs = [_pct(again[i], first[i]) for i in both]
+    return {
+        "requests": len(both),
+        "first_ttft_ms": a,
+        "again_ttft_ms": b,
+        "percentile_diff_pct": {q: _pct(b[q], a[q]) for q in QUANTILES},
+        "request_diff_pct": _quantiles([abs(d) for d in diffs if d is not None]),
+    }
+
+
 def launches(
     real: Mapping[int, Sequence[tuple[int, int]]], simulated: Mapping[int, Mapping[str, Any]]
 ) -> dict[str, int]:

