@@ -503,13 +503,14 @@ def verdict(result: CheckResult) -> str:
     return (
         f"on this engine ({cond['vllm']}, {cond['device']}) the simulator's TTFT is within {said}, under "
         f"{result['sim_policy']} ({c['requests']} requests, load average {cond['load_average_before'][0]} -> "
-        f"{cond['load_average_after'][0]}{nice}){_against_itself(result)}"
+        f"{cond['load_average_after'][0]}{nice})"
     )
 
 
 def _against_itself(result: CheckResult) -> str:
-    """The noise floor beside the errors: the same window served again under the same policy, as
-    far from its first time as the engine reports (the clients' where its records are missing)."""
+    """The line under the verdict: the same window served again under the same policy, as far from
+    its first time as the engine reports (the clients' where its records are missing), the noise
+    no simulator's error can be told from; empty for results stored before the check kept it."""
     repeat = result.get("repeatability")
     if repeat is None:  # stored before the check served a window twice
         return ""
@@ -519,7 +520,7 @@ def _against_itself(result: CheckResult) -> str:
         return ""
     whose = "the TTFT it reports" if side == "engine" else "its clients' TTFT"
     return (
-        f"; served again under {repeat['policy']}, the engine differed from itself by {abs(moved['p50']):.1f} % "
+        f"served again under {repeat['policy']}, the engine differed from itself by {abs(moved['p50']):.1f} % "
         f"at p50 and {abs(moved['p99']):.1f} % at p99, and the simulator was within {abs(sim['p50']):.1f} % and "
         f"{abs(sim['p99']):.1f} % of that second serving ({whose})"
     )
@@ -533,7 +534,7 @@ def _within(c: dict[str, Any]) -> str:
 
 
 def format_text(result: CheckResult) -> str:
-    lines = [verdict(result)]
+    lines = [verdict(result)] + [line for line in [_against_itself(result)] if line]  # the noise, second
     for policy, run in policy_runs(result).items():
         c, n = run["comparison"], run["launches"]
         sides = [("client", c)] + ([("engine", run["engine_comparison"])] if "engine_comparison" in run else [])

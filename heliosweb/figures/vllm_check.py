@@ -134,7 +134,7 @@ def percentiles(result: CheckResult) -> Figure:
                 name=f"{policy} real, again",
                 x=list(QUANTILES),
                 y=[again["again_ttft_ms"][q] for q in QUANTILES],
-                marker={"color": real, "pattern": {"shape": "/", "fgcolor": "#ffffff"}},
+                marker={"color": real, "pattern": {"shape": "/", "fillmode": "overlay", "fgcolor": "#ffffff"}},
                 text=[f"{again['percentile_diff_pct'][q] or 0:+.1f} %" for q in QUANTILES],
                 textposition="outside",
             )
