@@ -572,15 +572,11 @@ def format_text(result: CheckResult) -> str:
             if r["requests"]:
                 d, q, e = r["percentile_diff_pct"], r["request_diff_pct"], repeat["sim_error_pct"][side]
                 lines.append(
-                    f"  TTFT as the {side} saw it, again vs first: {_signed(d)}; per-request |difference| "
+                    f"  TTFT as the {side} saw it, again vs first: {compare.signed(d)}; per-request |difference| "
                     f"p50 {q['p50'] or 0:.1f} %, p99 {q['p99'] or 0:.1f} %"
-                    + ("" if e is None else f"; simulated vs again: {_signed(e)}")
+                    + ("" if e is None else f"; simulated vs again: {compare.signed(e)}")
                 )
     return "\n".join(lines)
-
-
-def _signed(pct: dict[str, float | None]) -> str:
-    return ", ".join(f"{q} {pct[q] or 0:+.1f} %" for q in compare.QUANTILES)
 
 
 def _ms(q: dict[str, float | None]) -> str:

@@ -71,6 +71,11 @@ def simulate(
     }
 
 
+def signed(pct: Mapping[str, float | None]) -> str:
+    """Percent figures at each quantile, signed: `p50 +1.0 %, p90 -2.0 %, p99 +0.5 %`."""
+    return ", ".join(f"{q} {pct[q] or 0:+.1f} %" for q in QUANTILES)
+
+
 def _pct(sim: float | None, real: float | None) -> float | None:
     if sim is None or not real:
         return None

@@ -15,7 +15,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from vllm_loop.check import CheckResult, policy_runs
-from vllm_loop.compare import QUANTILES
+from vllm_loop.compare import QUANTILES, signed
 
 from .contract import Figure, JobData, KindViews, Table, base_layout, empty
 
@@ -66,10 +66,6 @@ def repeat_summary(result: CheckResult) -> str:
         if repeat[side]["requests"]
     ]
     return f" Served again under {repeat['policy']}, the same window's TTFT moved {'; '.join(moved)}."
-
-
-def signed(pct: dict[str, float | None]) -> str:
-    return ", ".join(f"{q} {pct[q] or 0:+.1f} %" for q in QUANTILES)
 
 
 def summary(result: CheckResult) -> str:
