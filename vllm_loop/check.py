@@ -60,6 +60,7 @@ SHAPE = "tiny"  # the model (helios_vllm.models): a CPU's
 MAX_REQUESTS = 2_000
 CONTEXT_PROMPT = 6_144  # the lone prompt whose chunks time attention's growth (3 full budgets under rule)
 CONTEXT_REPEATS = 3  # of it (request ids 2, 3, 4): each chunk's fastest, as the boot keeps each capacity's
+REFERENCE_ID = 5  # and once after each window (ids 5, 6, ...): the host's speed beside it
 OVERHEAD_PROMPT, OVERHEAD_REPEATS = 64, 5  # lone prompts timing a request's cost beyond its steps
 OVERHEAD_IDLE_S = 2.0  # the engine idle before each: a request of a window arrives after seconds of it
 RECORDS_WAIT_S = 60.0  # for the plugin's last records after the window (it posts every 0.5 s)
@@ -155,6 +156,7 @@ def run(params: dict[str, Any], emit: Emit) -> CheckResult:
                         tag=f"hc{i}x",
                     )
                 )
+                _reference(server.url, standin, i)
             _wait_records(standin, served)
             server.check_alive()
         except ServerError as exc:
@@ -257,6 +259,14 @@ def _attention(url: str, standin: Standin, say: Callable[[str], None]) -> Attent
     keys = sum(x * x for x, _ in pairs)
     slope = sum(x * y for x, y in pairs) / keys if keys else 0.0
     return AttentionTerm(prefill_key_ms=max(0.0, slope))
+
+
+def _reference(url: str, standin: Standin, served: int) -> None:
+    """The lone long prompt again, right after window `served` (request id `REFERENCE_ID + served`):
+    its steps against the model say how fast the host ran beside that window, on a workload
+    outside it, where the window's own steps cannot tell the host's speed from its traffic's."""
+    _lone(url, REFERENCE_ID + served, CONTEXT_PROMPT)
+    _launched(standin, REFERENCE_ID + served, CONTEXT_PROMPT)
 
 
 def pads(boot: dict[str, Any]) -> bool:
@@ -394,6 +404,16 @@ def evaluate(
             **({} if engine_side is None else {"engine_comparison": engine_side}),
             "launches": {**compare.launches(ran, simulated), "real_padded_tokens": padded},
         }
+    passes = [*by_policy, f"{next(iter(by_policy))} again"]
+    host = {
+        name: compare.quantiles(compare.step_over_model(chunks, execution, catalog))
+        for i, name in enumerate(passes)
+        if (
+            chunks := [
+                r for r in records if r["type"] == "launch" and _tagged(r["request"]) == ("boot", REFERENCE_ID + i)
+            ]
+        )
+    }
     first = next(iter(by_policy))
     engine_first, engine_repeat = _engine_requests(records, "0"), _engine_requests(records, str(len(served)))
     client_again, engine_again, _ = simulator.side_by_side(again, engine_repeat, first)
@@ -425,6 +445,8 @@ def evaluate(
         "order": list(by_policy),
         "repeatability": {
             "policy": first,
+            # the lone long prompt right after each window, its steps against the model: the host's speed
+            "reference_step_over_model": host,
             "client": compare.repeatability(_client_ttfts(served[first]), _client_ttfts(again)),
             "engine": compare.repeatability(_ttfts(engine_first), _ttfts(engine_repeat)),
             # the simulator against the second serving: the same prediction, the engine's other draw
@@ -526,6 +548,12 @@ def _against_itself(result: CheckResult) -> str:
     )
 
 
+def _reference_text(host: dict[str, dict[str, float | None]]) -> str:
+    """The lone long prompt sent right after each window, its steps against the model (p50 / p90)."""
+    after = "; ".join(f"after {name} {q['p50'] or 0:.2f}x / {q['p90'] or 0:.2f}x" for name, q in host.items())
+    return f"the lone {CONTEXT_PROMPT}-token prompt right after each window, each step against the model (p50 / p90): {after}"
+
+
 def _within(c: dict[str, Any]) -> str:
     err = c["percentile_error_pct"]
     if err["p50"] is None or err["p99"] is None:
@@ -576,6 +604,8 @@ def format_text(result: CheckResult) -> str:
                     f"p50 {q['p50'] or 0:.1f} %, p99 {q['p99'] or 0:.1f} %"
                     + ("" if e is None else f"; simulated vs again: {compare.signed(e)}")
                 )
+        if host := repeat.get("reference_step_over_model"):  # absent before the check kept it
+            lines.append(f"  the host's speed: {_reference_text(host)}")
     return "\n".join(lines)
 
 

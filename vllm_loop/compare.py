@@ -104,15 +104,15 @@ def compare(served: Sequence[Served], simulated: Mapping[int, Mapping[str, Any]]
                 "sim_padded_tokens": sim["padded"],
             }
         )
-    real = _quantiles([r["real_ttft_ms"] for r in rows])
-    sim = _quantiles([r["sim_ttft_ms"] for r in rows])
+    real = quantiles([r["real_ttft_ms"] for r in rows])
+    sim = quantiles([r["sim_ttft_ms"] for r in rows])
     return {
         "requests": len(rows),
         "failed": sum(1 for s in served if s.ttft_ms is None),
         "real_ttft_ms": real,
         "sim_ttft_ms": sim,
         "percentile_error_pct": {q: _pct(sim[q], real[q]) for q in QUANTILES},
-        "request_error_pct": _quantiles([abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]),
+        "request_error_pct": quantiles([abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]),
         "sim_padded_tokens": sum(r["sim_padded_tokens"] for r in rows),
         "sim_prefill_launches": sum(len(r["sim_chunks"]) for r in rows),
         "per_request": rows,
@@ -124,14 +124,14 @@ def repeatability(first: Mapping[int, float], again: Mapping[int, float]) -> dic
     under the same policy, against the first (by request id; the requests both hold). Its figures
     are the host's own noise, which no simulator's error can be told from."""
     both = sorted(first.keys() & again.keys())
-    a, b = _quantiles([first[i] for i in both]), _quantiles([again[i] for i in both])
+    a, b = quantiles([first[i] for i in both]), quantiles([again[i] for i in both])
     diffs = [_pct(again[i], first[i]) for i in both]
     return {
         "requests": len(both),
         "first_ttft_ms": a,
         "again_ttft_ms": b,
         "percentile_diff_pct": {q: _pct(b[q], a[q]) for q in QUANTILES},
-        "request_diff_pct": _quantiles([abs(d) for d in diffs if d is not None]),
+        "request_diff_pct": quantiles([abs(d) for d in diffs if d is not None]),
     }
 
 
@@ -167,7 +167,6 @@ def breakdown(
     the request's own steps (other requests' steps, the scheduler), and each of its prefill steps
     against the model's cost for the same chunk (`step_over_model`: 1 where the boot holds on the
     window; above it, the steps ran slower than the boot timed them, as on a contended host)."""
-    sizes = sorted(g.prefill for g in catalog.graphs if g.decode == 0)
     outside, waits, ratios = [], [], []
     for s in served:
         chunks, engine = launched.get(s.id, ()), engine_ttft.get(s.id)
@@ -175,21 +174,29 @@ def breakdown(
             continue
         outside.append(s.ttft_ms - engine)
         waits.append(max(0.0, engine - sum(c["ms"] for c in chunks)))
-        for c in chunks:
-            model = (
-                execution.launch_ms(c["graph"], 0, c["start"])
-                if catalog.pads
-                else unpadded_ms(execution, sizes, c["end"] - c["start"], 0, c["start"])
-            )
-            ratios.append(c["ms"] / model)
+        ratios += step_over_model(chunks, execution, catalog)
     return {
         "requests": len(outside),
-        "outside_ms": _quantiles(outside),
-        "engine_wait_ms": _quantiles(waits),
-        "step_over_model": _quantiles(ratios),
+        "outside_ms": quantiles(outside),
+        "engine_wait_ms": quantiles(waits),
+        "step_over_model": quantiles(ratios),
     }
 
 
-def _quantiles(values: list[float]) -> dict[str, float | None]:
+def step_over_model(chunks: Sequence[Mapping[str, Any]], execution: TableExecution, catalog: Catalog) -> list[float]:
+    """Each launch record's step time over the model's cost for the same chunk (1: the boot holds)."""
+    sizes = catalog.prefill_sizes()[0]
+    return [
+        c["ms"]
+        / (
+            execution.launch_ms(c["graph"], 0, c["start"])
+            if catalog.pads
+            else unpadded_ms(execution, sizes, c["end"] - c["start"], 0, c["start"])
+        )
+        for c in chunks
+    ]
+
+
+def quantiles(values: list[float]) -> dict[str, float | None]:
     got = percentiles(values)
     return {q: got[q] for q in QUANTILES}

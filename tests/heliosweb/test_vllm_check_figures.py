@@ -82,6 +82,13 @@ def result() -> check.CheckResult:
         request_record(f"cmpl-hc2x{s.id}-0", UNIX_MS + s.sent_ms + 4.0, (engine_ttft(s.prompt_tokens) - 9.0) * 1.05)
         for s in served
     ]
+    # the lone 6,144-token prompt after each window (ids 5, 6, 7): as the model says, then 1.5x after the third
+    records += [
+        {"type": "launch", "request": f"cmpl-hcbootx{5 + i}-0", "start": start, "end": start + 2048, "graph": 2048}
+        | {"padded": 0, "ms": (4.0 + 20.48) * (1.5 if i == 2 else 1.0)}
+        for i in range(3)
+        for start in (0, 2048, 4096)
+    ]
     runs = {"rule": served, "cost": served}
     return check.evaluate(
         params, trace, conditions, boot, AttentionTerm(), [engine_ttft(64)] * 3, measured, runs, again, records
@@ -123,6 +130,10 @@ def test_the_result_has_its_declared_type_and_the_simulator_misses_by_what_the_e
         f"{abs(sim['p50']):.1f} % and {abs(sim['p99']):.1f} % of that second serving (the TTFT it reports)"
     ) in check.format_text(r).splitlines()[1]
     assert "TTFT as the engine saw it, again vs first: p50 +5.0 %, p90 +5.0 %, p99 +5.0 %" in check.format_text(r)
+    # the host's speed beside each window, on the lone long prompt sent right after it
+    host = repeat["reference_step_over_model"]
+    assert {name: q["p50"] for name, q in host.items()} == pytest.approx({"rule": 1.0, "cost": 1.0, "rule again": 1.5})
+    assert "after rule 1.00x / 1.00x; after cost 1.00x / 1.00x; after rule again 1.50x / 1.50x" in check.format_text(r)
 
 
 def test_the_job_page_draws_both_figures_for_every_policy_and_exports_every_request(client, viewer) -> None:
