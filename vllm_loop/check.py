@@ -551,7 +551,7 @@ def _against_itself(result: CheckResult) -> str:
 def _reference_text(host: dict[str, dict[str, float | None]]) -> str:
     """The lone long prompt sent right after each window, its steps against the model (p50 / p90)."""
     after = "; ".join(f"after {name} {q['p50'] or 0:.2f}x / {q['p90'] or 0:.2f}x" for name, q in host.items())
-    return f"the lone {CONTEXT_PROMPT}-token prompt right after each window, each step against the model (p50 / p90): {after}"
+    return f"the lone {CONTEXT_PROMPT:,}-token prompt right after each window, each step against the model (p50 / p90): {after}"
 
 
 def _within(c: dict[str, Any]) -> str:
