@@ -11,8 +11,9 @@ policy, five lone short prompts, each after the engine idled, time a request's c
 steps (the median of all their TTFTs, the client's and the engine's, less the simulator's TTFT for
 the same prompt), the stand-in switches to the policy, the plugin reads it, and the same window of
 a trace is served (`driver`, on its clock; prefix caching off, so the second policy computes the
-same prompts again). Last, the first policy's window is served again: the engine against itself,
-the noise of the host, which no simulator's error below it can be told from.
+same prompts again), and right after it the lone long prompt once more (the host's speed beside
+the window, on a workload outside it). Last, the first policy's window is served again: the engine
+against itself, the noise of the host, which no simulator's error below it can be told from.
 
 The simulator runs each policy on the same requests, batched as vLLM batches them
 (`scheduler_core.token_budget`), on the boot's solo prefill graphs (what the plugin planned with)
