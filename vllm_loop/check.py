@@ -202,7 +202,7 @@ def _launched(standin: Standin, request_id: int, tokens: int) -> list[dict[str, 
     """The launch records of lone request `request_id` once they cover its `tokens` (or a minute)."""
     deadline = time.monotonic() + RECORDS_WAIT_S
     while True:
-        chunks = [r for r in standin.records if r["type"] == "launch" and _tagged(r["request"]) == ("boot", request_id)]
+        chunks = _launches(standin.records).get(("boot", request_id), [])
         if sum(r["end"] - r["start"] for r in chunks) >= tokens or time.monotonic() > deadline:
             return chunks
         time.sleep(0.2)
@@ -281,6 +281,16 @@ def _tagged(request: str) -> tuple[str, int] | None:
     if (m := TAG.search(request)) is None:
         return None
     return m.group(1), int(m.group(2))
+
+
+def _launches(records: list[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """The plugin's launch records of the requests the check sent, by their (pass, id) tag, in the
+    order posted."""
+    by_tag: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in records:
+        if r["type"] == "launch" and (tag := _tagged(r["request"])) is not None:
+            by_tag.setdefault(tag, []).append(r)
+    return by_tag
 
 
 def _follow(standin: Standin, policy: str) -> None:
@@ -388,13 +398,10 @@ def evaluate(
     engine_request_ms = max(0.0, statistics.median(lone_engine) - lone_simulated) if lone_engine else None
     execution, catalog = compare.engine_model(table, attention, engine_pads)
     simulator = _Simulator(table, attention, engine_pads, request_ms, engine_request_ms)
+    by_tag = _launches(records)
     by_policy: dict[str, dict[str, Any]] = {}
     for i, (policy, runs) in enumerate(served.items()):
-        launched: dict[int, list[dict[str, Any]]] = {}
-        for r in records:
-            tag = _tagged(r["request"])
-            if r["type"] == "launch" and tag is not None and tag[0] == str(i):
-                launched.setdefault(tag[1], []).append(r)
+        launched = {request: chunks for (tag, request), chunks in by_tag.items() if tag == str(i)}
         engine = _engine_requests(records, str(i))
         ran = {request: [(c["start"], c["end"]) for c in chunks] for request, chunks in launched.items()}
         padded = sum(c["padded"] for chunks in launched.values() for c in chunks)
@@ -405,17 +412,12 @@ def evaluate(
             **({} if engine_side is None else {"engine_comparison": engine_side}),
             "launches": {**compare.launches(ran, simulated), "real_padded_tokens": padded},
         }
-    passes = [*by_policy, f"{next(iter(by_policy))} again"]
-    host = {
-        name: compare.quantiles(compare.step_over_model(chunks, execution, catalog))
-        for i, name in enumerate(passes)
-        if (
-            chunks := [
-                r for r in records if r["type"] == "launch" and _tagged(r["request"]) == ("boot", REFERENCE_ID + i)
-            ]
-        )
-    }
     first = next(iter(by_policy))
+    host = {  # the reference prompt after each pass (the first policy's second serving last)
+        name: compare.quantiles(compare.step_over_model(chunks, execution, catalog))
+        for i, name in enumerate([*by_policy, f"{first} again"])
+        if (chunks := by_tag.get(("boot", REFERENCE_ID + i)))
+    }
     engine_first, engine_repeat = _engine_requests(records, "0"), _engine_requests(records, str(len(served)))
     client_again, engine_again, _ = simulator.side_by_side(again, engine_repeat, first)
     return {
